@@ -1,0 +1,15 @@
+// Command joiner is Joiner's one binary: a node autoscaler for Kubernetes that
+// speaks karpenter.sh/v1, and the tools around it.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+func main() {
+	if err := newRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "joiner:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,34 @@
+package v1
+
+import corev1 "k8s.io/api/core/v1"
+
+// Well-known labels, annotations and taints, spelled as upstream Karpenter
+// spells them so existing selectors, dashboards and alerts keep working.
+const (
+	LabelNodePool        = Group + "/nodepool"
+	LabelCapacityType    = Group + "/capacity-type"
+	LabelNodeInitialized = Group + "/initialized"
+	LabelNodeRegistered  = Group + "/registered"
+
+	LabelInstanceType = corev1.LabelInstanceTypeStable
+	LabelZone         = corev1.LabelTopologyZone
+	LabelRegion       = corev1.LabelTopologyRegion
+	LabelArch         = corev1.LabelArchStable
+	LabelOS           = corev1.LabelOSStable
+	LabelHostname     = corev1.LabelHostname
+
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeReserved = "reserved"
+
+	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
+	AnnotationNodePoolHash = Group + "/nodepool-hash"
+
+	TerminationFinalizer = Group + "/termination"
+)
+
+// DisruptedTaint marks a node that is being disrupted: nothing new schedules to it.
+var DisruptedTaint = corev1.Taint{Key: Group + "/disrupted", Effect: corev1.TaintEffectNoSchedule}
+
+// UnregisteredTaint keeps pods off a node until Joiner has registered it.
+var UnregisteredTaint = corev1.Taint{Key: Group + "/unregistered", Effect: corev1.TaintEffectNoExecute}

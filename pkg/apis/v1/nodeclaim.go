@@ -1,0 +1,117 @@
+package v1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// NodeClaimSpec is the request for one node: what it must satisfy and what it
+// must hold.
+type NodeClaimSpec struct {
+	// Taints put on the node.
+	// +optional
+	Taints []corev1.Taint `json:"taints,omitempty"`
+	// StartupTaints put on the node at start, removed by something else later.
+	// +optional
+	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
+	// Requirements the node's labels must satisfy.
+	// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have a value defined",rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"
+	// +kubebuilder:validation:XValidation:message="requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a single positive integer value",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && x.values[0].matches('^[0-9]+$')) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
+	// +kubebuilder:validation:MaxItems:=100
+	// +required
+	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
+	// Resources the node must be able to hold.
+	// +optional
+	Resources ResourceRequirements `json:"resources,omitempty"`
+	// NodeClassRef names the provider configuration.
+	// +required
+	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
+	// TerminationGracePeriod bounds how long draining the node may take.
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:Type="string"
+	// +optional
+	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
+	// ExpireAfter is the age at which the node is replaced; "Never" disables it.
+	// +kubebuilder:default:="720h"
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:Type="string"
+	// +kubebuilder:validation:Schemaless
+	// +optional
+	ExpireAfter NillableDuration `json:"expireAfter,omitempty"`
+}
+
+// ResourceRequirements are the resources a NodeClaim must provide.
+type ResourceRequirements struct {
+	// Requests is the minimum the node must be able to allocate.
+	// +optional
+	Requests corev1.ResourceList `json:"requests,omitempty"`
+}
+
+// NodeClaimStatus is what the controller observed of a NodeClaim.
+type NodeClaimStatus struct {
+	// NodeName is the name of the Node that registered for this claim.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// ProviderID is the cloud's identifier of the instance.
+	// +optional
+	ProviderID string `json:"providerID,omitempty"`
+	// ImageID is the image the instance was launched from.
+	// +optional
+	ImageID string `json:"imageID,omitempty"`
+	// Capacity is the instance's full capacity.
+	// +optional
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Allocatable is capacity less system overhead.
+	// +optional
+	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+	// Conditions: Launched, Registered, Initialized, Drifted, Consolidatable,
+	// Disrupted, Ready.
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastPodEventTime is when a pod was last scheduled to or removed from the
+	// node; consolidateAfter counts from it.
+	// +optional
+	LastPodEventTime metav1.Time `json:"lastPodEventTime,omitempty"`
+}
+
+// NodeClaim is one node Joiner launched (or is launching) for a NodePool.
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:path=nodeclaims,scope=Cluster,categories=karpenter
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Type",type="string",JSONPath=".metadata.labels.node\\.kubernetes\\.io/instance-type"
+// +kubebuilder:printcolumn:name="Capacity",type="string",JSONPath=".metadata.labels.karpenter\\.sh/capacity-type"
+// +kubebuilder:printcolumn:name="Zone",type="string",JSONPath=".metadata.labels.topology\\.kubernetes\\.io/zone"
+// +kubebuilder:printcolumn:name="Node",type="string",JSONPath=".status.nodeName"
+// +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status"
+// +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp"
+// +kubebuilder:printcolumn:name="ID",type="string",JSONPath=".status.providerID",priority=1
+// +kubebuilder:printcolumn:name="NodePool",type="string",JSONPath=".metadata.labels.karpenter\\.sh/nodepool",priority=1
+type NodeClaim struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec is immutable"
+	// +required
+	Spec   NodeClaimSpec   `json:"spec"`
+	Status NodeClaimStatus `json:"status,omitempty"`
+}
+
+// NodeClaimList is a list of NodeClaims.
+// +kubebuilder:object:root=true
+type NodeClaimList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []NodeClaim `json:"items"`
+}
+
+// NodeClaim condition types.
+const (
+	ConditionLaunched       = "Launched"
+	ConditionRegistered     = "Registered"
+	ConditionInitialized    = "Initialized"
+	ConditionDrifted        = "Drifted"
+	ConditionConsolidatable = "Consolidatable"
+	ConditionDisrupted      = "Disrupted"
+	ConditionReady          = "Ready"
+)

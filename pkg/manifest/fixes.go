@@ -1,0 +1,160 @@
+package manifest
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+const durationFix = "write a duration in hours, minutes and seconds such as 30s, 15m, 720h or 1h30m, or Never"
+
+// fieldFixes says how to fix a bad value, by field path with list indices
+// and map keys removed.
+var fieldFixes = map[string]string{
+	"spec.disruption.consolidateAfter":          durationFix,
+	"spec.template.spec.expireAfter":            durationFix,
+	"spec.expireAfter":                          durationFix,
+	"spec.template.spec.terminationGracePeriod": "write a duration such as 30s, 15m or 48h (Never is not allowed here; omit the field to wait indefinitely)",
+	"spec.terminationGracePeriod":               "write a duration such as 30s, 15m or 48h",
+	"spec.disruption.consolidationPolicy":       "use WhenEmpty, WhenEmptyOrUnderutilized or Balanced",
+	"spec.disruption.budgets":                   `give each budget both schedule and duration (e.g. schedule: "0 9 * * mon-fri" with duration: 8h), or neither; at most 50 budgets`,
+	"spec.disruption.budgets[].nodes":           `a node count such as "5" or a percentage from "0%" to "100%" such as "10%"`,
+	"spec.disruption.budgets[].schedule":        `a UTC cron expression with five fields (minute hour day-of-month month day-of-week) such as "0 9 * * mon-fri", or @yearly, @monthly, @weekly, @daily or @hourly`,
+	"spec.disruption.budgets[].duration":        "hours and minutes such as 8h, 90m or 1h30m (no seconds)",
+	"spec.disruption.budgets[].reasons[]":       "use Underutilized, Empty or Drifted",
+	"spec.weight":                               "a whole number from 1 to 100 (omit weight for 0)",
+	"spec.limits[]":                             "a Kubernetes quantity: cpu as cores (1000 or 500m), memory with a binary suffix (1000Gi), nodes as a count",
+	"spec.replicas":                             "a whole number of nodes, 0 or more",
+	"spec.template.spec.requirements[].operator": "use one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte",
+	"spec.requirements[].operator":               "use one of In, NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte",
+	"spec.template.spec.requirements[].minValues": "minValues is a whole number from 1 to 50, no more than the number of values",
+	"spec.template.spec.nodeClassRef":             "reference the node class, e.g. nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}",
+	"spec.nodeClassRef":                           "reference the node class, e.g. nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}",
+	"spec.template.spec.taints[].effect":          "use NoSchedule, PreferNoSchedule or NoExecute",
+}
+
+// messageFixes says how to fix a CEL rule's failure, by the rule's message.
+var messageFixes = []struct {
+	contains, fix string
+}{
+	{"must have a value defined", "give the In requirement at least one value, or use Exists to accept any value"},
+	{"must have a single positive integer value", `give exactly one non-negative integer, e.g. {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["3"]}`},
+	{"'minValues' must have at least", "lower minValues, or list at least that many values"},
+	{`label "karpenter.sh/nodepool" is restricted`, "remove it: Joiner sets karpenter.sh/nodepool to the pool's name on every node"},
+	{`label "kubernetes.io/hostname" is restricted`, "hostnames are not known before launch; spread pods with topologySpreadConstraints or pod anti-affinity on kubernetes.io/hostname instead"},
+	{`label domain "karpenter.sh" is restricted`, "only karpenter.sh/capacity-type and karpenter.sh/nodepool may be used; pick a label in your own domain"},
+	{`label domain "kubernetes.io" is restricted`, "use a well-known key (node.kubernetes.io/instance-type, topology.kubernetes.io/zone, kubernetes.io/arch, kubernetes.io/os) or a label in your own domain"},
+	{`label domain "k8s.io" is restricted`, "use a label in your own domain"},
+	{`label domain "karpenter.k8s.aws" is restricted`, "use a well-known EC2 label such as karpenter.k8s.aws/instance-family, -category, -generation, -cpu, -memory, -gpu-name or -gpu-count (check the spelling)"},
+	{"'schedule' must be set with 'duration'", `add duration (e.g. duration: 8h) next to schedule, or remove schedule`},
+	{"static (replicas set) and dynamic", "create a new NodePool instead of adding or removing replicas"},
+	{"only 'limits.nodes' is supported on static", "remove limits other than nodes from the static NodePool"},
+	{"'weight' is not supported on static", "remove weight from the static NodePool"},
+	{"is immutable", "create a new object instead of changing this field"},
+	{"must specify exactly one of ['role', 'instanceProfile']", "set role (the IAM role name) or instanceProfile, not both"},
+	{"must specify amiFamily", "add amiSelectorTerms: [{alias: al2023@latest}] or set amiFamily"},
+}
+
+var indexRE = regexp.MustCompile(`\[[^\]]*\]`)
+
+func fixFor(e *field.Error) string {
+	msg := e.ErrorBody()
+	for _, m := range messageFixes {
+		if strings.Contains(msg, m.contains) {
+			return m.fix
+		}
+	}
+	norm := indexRE.ReplaceAllString(e.Field, "[]")
+	fix, ok := fieldFixes[norm]
+	if e.Type == field.ErrorTypeRequired {
+		if ok {
+			return "add " + e.Field[strings.LastIndex(e.Field, ".")+1:] + ": " + fix
+		}
+		return "add the field " + e.Field
+	}
+	if ok {
+		return fix
+	}
+	switch e.Type {
+	case field.ErrorTypeNotSupported:
+		return "use one of the supported values listed"
+	}
+	if strings.HasSuffix(norm, "requirements[].key") {
+		return "a label key such as node.kubernetes.io/instance-type or example.com/team"
+	}
+	return ""
+}
+
+// unknownFieldFix suggests the closest field the schema knows at that place.
+func unknownFieldFix(s *structuralschema.Structural, path string) string {
+	segs := splitPath(path)
+	if len(segs) == 0 {
+		return "remove it"
+	}
+	parent := s
+	for _, seg := range segs[:len(segs)-1] {
+		switch {
+		case parent.Items != nil && isIndex(seg):
+			parent = parent.Items
+		case parent.Properties != nil:
+			p, ok := parent.Properties[seg]
+			if !ok {
+				return "remove it"
+			}
+			parent = &p
+		default:
+			return "remove it"
+		}
+	}
+	name := segs[len(segs)-1]
+	var known []string
+	for k := range parent.Properties {
+		known = append(known, k)
+	}
+	sort.Strings(known)
+	best, bestD := "", 4
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(name), strings.ToLower(k)); d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if best != "" {
+		return "did you mean " + best + "? Fields here: " + strings.Join(known, ", ")
+	}
+	if len(known) > 0 {
+		return "remove it; fields here: " + strings.Join(known, ", ")
+	}
+	return "remove it"
+}
+
+func isIndex(s string) bool {
+	for _, r := range s {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,77 @@
+package manifest
+
+import (
+	"strconv"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+)
+
+// lineOf finds the line of a field path (as k8s.io/apimachinery's field.Path
+// prints it: a.b[2].c[key]) in a YAML document, falling back to the deepest
+// ancestor that exists.
+func lineOf(doc *yamlv3.Node, path string) int {
+	n := doc
+	if n == nil {
+		return 0
+	}
+	if n.Kind == yamlv3.DocumentNode && len(n.Content) > 0 {
+		n = n.Content[0]
+	}
+	line := n.Line
+	for _, seg := range splitPath(path) {
+		next, at := child(n, seg)
+		if next == nil {
+			return line
+		}
+		n, line = next, at
+	}
+	return line
+}
+
+// child returns the node under seg and the line a person would look at for
+// it: the key's line for a mapping entry, the item's line for a list item.
+func child(n *yamlv3.Node, seg string) (*yamlv3.Node, int) {
+	switch n.Kind {
+	case yamlv3.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == seg {
+				return n.Content[i+1], n.Content[i].Line
+			}
+		}
+	case yamlv3.SequenceNode:
+		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
+			return n.Content[i], n.Content[i].Line
+		}
+	}
+	return nil, 0
+}
+
+// splitPath turns "spec.a[0].labels[x.io/y]" into [spec a 0 labels x.io/y].
+func splitPath(p string) []string {
+	var out []string
+	var cur strings.Builder
+	depth := 0
+	flush := func() {
+		if cur.Len() > 0 {
+			out = append(out, cur.String())
+			cur.Reset()
+		}
+	}
+	for _, r := range p {
+		switch {
+		case r == '[' && depth == 0:
+			flush()
+			depth++
+		case r == ']' && depth == 1:
+			flush()
+			depth--
+		case r == '.' && depth == 0:
+			flush()
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	flush()
+	return out
+}

@@ -1,0 +1,189 @@
+// Package manifest loads Kubernetes manifests (multi-document YAML) and
+// validates Joiner's kinds exactly as the API server would: the generated
+// CRD's OpenAPI schema, its defaults, pruning of unknown fields and its CEL
+// rules, all through k8s.io/apiextensions-apiserver. Input from older
+// Karpenter API versions is recognised and answered with its v1 replacement.
+package manifest
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"sigs.k8s.io/yaml"
+)
+
+// Document is one YAML document of a file, decoded to JSON-compatible values.
+type Document struct {
+	File       string
+	Doc        int // 1-based
+	Line       int // line of the document's first key
+	APIVersion string
+	Kind       string
+	Name       string
+	Namespace  string
+	Object     map[string]any
+	node       *yamlv3.Node
+}
+
+// LineOf returns the line of a field path in the document, or of its deepest
+// existing ancestor.
+func (d *Document) LineOf(path string) int { return lineOf(d.node, path) }
+
+func (d *Document) problem(field, msg, fix string) Problem {
+	return Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name,
+		Field: field, Message: msg, Fix: fix}
+}
+
+// ParseFile reads a file and splits it into documents.
+func ParseFile(path string) ([]*Document, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading manifest: %w", err)
+	}
+	return Parse(path, b)
+}
+
+// Parse splits multi-document YAML into documents. Empty documents are
+// skipped; a syntax error, a duplicate key or a document that is not a
+// mapping is a Problem naming the line. A List (kind: List, as from kubectl
+// get -o yaml) is expanded into its items.
+func Parse(file string, data []byte) ([]*Document, error) {
+	dec := yamlv3.NewDecoder(bytes.NewReader(data))
+	var docs []*Document
+	var problems Problems
+	for i := 1; ; i++ {
+		var n yamlv3.Node
+		err := dec.Decode(&n)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			problems = append(problems, Problem{File: file, Line: yamlErrorLine(err), Doc: i,
+				Message: "not valid YAML: " + strings.TrimPrefix(err.Error(), "yaml: "),
+				Fix:     "fix the YAML syntax (indentation, a missing ':' or quote); `yamllint` shows the spot"})
+			// The decoder cannot resynchronise after a syntax error.
+			break
+		}
+		if len(n.Content) == 0 || (n.Content[0].Kind == yamlv3.ScalarNode && n.Content[0].Tag == "!!null") {
+			continue
+		}
+		root := n.Content[0]
+		if root.Kind != yamlv3.MappingNode {
+			problems = append(problems, Problem{File: file, Line: root.Line, Doc: i,
+				Message: "a manifest document must be a mapping with apiVersion, kind and metadata",
+				Fix:     "start the document with apiVersion: and kind: lines"})
+			continue
+		}
+		obj, err := toJSONMap(&n)
+		if err != nil {
+			problems = append(problems, Problem{File: file, Line: root.Line, Doc: i, Message: err.Error()})
+			continue
+		}
+		d := newDocument(file, i, &n, obj)
+		if d.Kind == "List" && strings.HasSuffix(d.APIVersion, "v1") {
+			docs = append(docs, expandList(d)...)
+			continue
+		}
+		docs = append(docs, d)
+	}
+	if len(problems) > 0 {
+		return nil, problems
+	}
+	return docs, nil
+}
+
+func newDocument(file string, i int, n *yamlv3.Node, obj map[string]any) *Document {
+	d := &Document{File: file, Doc: i, Line: n.Line, Object: obj, node: n}
+	d.APIVersion, _ = obj["apiVersion"].(string)
+	d.Kind, _ = obj["kind"].(string)
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		d.Name, _ = md["name"].(string)
+		d.Namespace, _ = md["namespace"].(string)
+	}
+	return d
+}
+
+func expandList(list *Document) []*Document {
+	items, _ := list.Object["items"].([]any)
+	var itemNodes []*yamlv3.Node
+	if root := list.node.Content[0]; root.Kind == yamlv3.MappingNode {
+		for i := 0; i+1 < len(root.Content); i += 2 {
+			if root.Content[i].Value == "items" && root.Content[i+1].Kind == yamlv3.SequenceNode {
+				itemNodes = root.Content[i+1].Content
+			}
+		}
+	}
+	var out []*Document
+	for j, it := range items {
+		m, ok := it.(map[string]any)
+		if !ok {
+			continue
+		}
+		node := &yamlv3.Node{Kind: yamlv3.DocumentNode}
+		if j < len(itemNodes) {
+			node.Content = []*yamlv3.Node{itemNodes[j]}
+			node.Line = itemNodes[j].Line
+		}
+		out = append(out, newDocument(list.File, list.Doc, node, m))
+	}
+	return out
+}
+
+// toJSONMap converts a YAML document to the map[string]any form that
+// unstructured Kubernetes objects use (int64 and float64 numbers).
+func toJSONMap(n *yamlv3.Node) (map[string]any, error) {
+	raw, err := yamlv3.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("re-encoding document: %w", err)
+	}
+	js, err := yaml.YAMLToJSON(raw)
+	if err != nil {
+		return nil, fmt.Errorf("not valid Kubernetes YAML: %w", err)
+	}
+	var obj map[string]any
+	if err := utiljson.Unmarshal(js, &obj); err != nil {
+		return nil, fmt.Errorf("decoding document: %w", err)
+	}
+	return obj, nil
+}
+
+func yamlErrorLine(err error) int {
+	var line int
+	s := err.Error()
+	if i := strings.Index(s, "line "); i >= 0 {
+		_, _ = fmt.Sscanf(s[i:], "line %d", &line)
+	}
+	return line
+}
+
+// ManifestFiles lists the YAML files of a path: the file itself, or every
+// .yaml/.yml file below a directory, sorted, so loading is deterministic.
+func ManifestFiles(path string) ([]string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.IsDir() {
+		return []string{path}, nil
+	}
+	var files []string
+	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	sort.Strings(files)
+	return files, err
+}

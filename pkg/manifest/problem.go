@@ -1,0 +1,59 @@
+package manifest
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Problem is one thing wrong with one document of one file, said so a person
+// can fix it: where (file, line, document, object, field), what, and how.
+type Problem struct {
+	File    string
+	Line    int // 1-based; 0 when unknown
+	Doc     int // 1-based index of the YAML document in the file
+	Kind    string
+	Name    string
+	Field   string // JSON path such as spec.disruption.consolidateAfter
+	Message string
+	Fix     string
+	// Deprecated marks input from an older API version that has a v1 replacement.
+	Deprecated bool
+}
+
+func (p Problem) Error() string {
+	var b strings.Builder
+	b.WriteString(p.File)
+	if p.Line > 0 {
+		fmt.Fprintf(&b, ":%d", p.Line)
+	}
+	b.WriteString(": ")
+	switch {
+	case p.Kind != "" && p.Name != "":
+		fmt.Fprintf(&b, "%s %q (document %d): ", p.Kind, p.Name, p.Doc)
+	case p.Kind != "":
+		fmt.Fprintf(&b, "%s (document %d): ", p.Kind, p.Doc)
+	case p.Doc > 0:
+		fmt.Fprintf(&b, "document %d: ", p.Doc)
+	}
+	if p.Field != "" {
+		b.WriteString(p.Field)
+		b.WriteString(": ")
+	}
+	b.WriteString(p.Message)
+	if p.Fix != "" {
+		b.WriteString("\n    fix: ")
+		b.WriteString(strings.ReplaceAll(p.Fix, "\n", "\n         "))
+	}
+	return b.String()
+}
+
+// Problems is a list of problems that is itself an error.
+type Problems []Problem
+
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return strings.Join(lines, "\n")
+}
