@@ -68,6 +68,9 @@ func fixFor(e *field.Error) string {
 		}
 	}
 	norm := indexRE.ReplaceAllString(e.Field, "[]")
+	if strings.HasPrefix(norm, "spec.limits.") {
+		norm = "spec.limits[]"
+	}
 	fix, ok := fieldFixes[norm]
 	if e.Type == field.ErrorTypeRequired {
 		if ok {

@@ -82,6 +82,12 @@ func Parse(file string, data []byte) ([]*Document, error) {
 				Fix:     "start the document with apiVersion: and kind: lines"})
 			continue
 		}
+		if dup := findDuplicateKey(root); dup != nil {
+			problems = append(problems, Problem{File: file, Line: dup.Line, Doc: i,
+				Message: fmt.Sprintf("key %q is already defined in this mapping", dup.Value),
+				Fix:     "remove one of the two; YAML would otherwise silently keep only the last"})
+			continue
+		}
 		obj, err := toJSONMap(&n)
 		if err != nil {
 			problems = append(problems, Problem{File: file, Line: root.Line, Doc: i, Message: err.Error()})
@@ -186,4 +192,26 @@ func ManifestFiles(path string) ([]string, error) {
 	})
 	sort.Strings(files)
 	return files, err
+}
+
+// findDuplicateKey returns the second occurrence of a repeated mapping key.
+func findDuplicateKey(n *yamlv3.Node) *yamlv3.Node {
+	if n.Kind == yamlv3.MappingNode {
+		seen := make(map[string]bool, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if k.Kind == yamlv3.ScalarNode && k.Value != "<<" {
+				if seen[k.Value] {
+					return k
+				}
+				seen[k.Value] = true
+			}
+		}
+	}
+	for _, c := range n.Content {
+		if d := findDuplicateKey(c); d != nil {
+			return d
+		}
+	}
+	return nil
 }

@@ -33,7 +33,8 @@ type NodeSelectorRequirementWithMinValues struct {
 	Operator corev1.NodeSelectorOperator `json:"operator"`
 	// Values of the key. In and NotIn take one or more; Exists and
 	// DoesNotExist none; Gt, Lt, Gte and Lte exactly one non-negative integer.
-	// +kubebuilder:validation:XValidation:message="requirements with values must have values with length <= 63",rule="self.all(x, x.size() <= 63)"
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +kubebuilder:validation:MaxItems:=100
 	// +listType=atomic
 	// +optional
