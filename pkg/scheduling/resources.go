@@ -1,0 +1,78 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	resourcehelper "k8s.io/component-helpers/resource"
+)
+
+// PodRequests is what a pod needs from a node: the effective requests of its
+// containers (init and sidecar containers as the kubelet accounts for them,
+// pod-level resources when set) plus its overhead, plus one pod slot.
+func PodRequests(pod *corev1.Pod) corev1.ResourceList {
+	out := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	out[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
+	return out
+}
+
+// Add returns the sum of resource lists.
+func Add(lists ...corev1.ResourceList) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, l := range lists {
+		for k, v := range l {
+			q := out[k]
+			q.Add(v)
+			out[k] = q
+		}
+	}
+	return out
+}
+
+// Subtract returns a minus b, per resource (it may go negative).
+func Subtract(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for k, v := range b {
+		q := out[k]
+		q.Sub(v)
+		out[k] = q
+	}
+	return out
+}
+
+// InsufficientError names the first resource (by name) that does not fit.
+type InsufficientError struct {
+	Resource         corev1.ResourceName
+	Requested, Avail resource.Quantity
+}
+
+func (e *InsufficientError) Error() string {
+	return fmt.Sprintf("needs %s %s, only %s available", e.Requested.String(), e.Resource, e.Avail.String())
+}
+
+// Fits reports whether requests fit in available; a resource missing from
+// available counts as zero.
+func Fits(requests, available corev1.ResourceList) error {
+	names := make([]string, 0, len(requests))
+	for k := range requests {
+		names = append(names, string(k))
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		k := corev1.ResourceName(n)
+		req := requests[k]
+		if req.IsZero() {
+			continue
+		}
+		avail := available[k]
+		if req.Cmp(avail) > 0 {
+			return &InsufficientError{Resource: k, Requested: req, Avail: avail}
+		}
+	}
+	return nil
+}
