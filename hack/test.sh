@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: formatting, vet, staticcheck, generated
+# code up to date, unit tests, the requirements fuzz test, and integration
+# tests against a real kube-apiserver + etcd built by hack/control-plane.sh.
+# Everything it needs it builds from the Go module proxy and caches.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+cd "$root"
+export GOTOOLCHAIN=local
+FUZZTIME=${FUZZTIME:-60s}
+
+step() { printf '\n=== %s\n' "$*"; }
+
+step "control plane (built once, cached; starts in the background)"
+cp_log=$(mktemp)
+hack/control-plane.sh >"$cp_log" 2>&1 &
+cp_pid=$!
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+"$(hack/tool.sh staticcheck)" ./...
+
+step "generated code is current"
+hack/verify-codegen.sh
+
+step "unit tests"
+go test -count=1 ./...
+
+step "fuzz: requirement intersection ($FUZZTIME)"
+go test -run '^$' -fuzz '^FuzzIntersection$' -fuzztime "$FUZZTIME" ./pkg/scheduling/
+
+step "integration tests (real kube-apiserver + etcd)"
+if ! wait "$cp_pid"; then cat "$cp_log" >&2; exit 1; fi
+KUBEBUILDER_ASSETS=$(tail -1 "$cp_log")
+export KUBEBUILDER_ASSETS
+export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-120s}
+go test -count=1 -tags integration ./test/...

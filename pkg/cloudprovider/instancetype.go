@@ -1,0 +1,140 @@
+package cloudprovider
+
+import (
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// InstanceType is a machine shape with the offerings it can be bought as.
+type InstanceType struct {
+	Name string
+	// Requirements are the labels a node of this type carries, zone and
+	// capacity type as the sets its offerings span.
+	Requirements scheduling.Requirements
+	Offerings    Offerings
+	// Capacity is what the machine has, after the hypervisor's share.
+	Capacity corev1.ResourceList
+	// Overhead is what the kubelet, the system and eviction keep back.
+	Overhead Overhead
+}
+
+// Overhead is the part of capacity pods cannot use.
+type Overhead struct {
+	KubeReserved      corev1.ResourceList
+	SystemReserved    corev1.ResourceList
+	EvictionThreshold corev1.ResourceList
+}
+
+// Total is the sum of the overheads.
+func (o Overhead) Total() corev1.ResourceList {
+	return scheduling.Add(o.KubeReserved, o.SystemReserved, o.EvictionThreshold)
+}
+
+// Allocatable is capacity less overhead: what pods may request.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	return scheduling.Subtract(it.Capacity, it.Overhead.Total())
+}
+
+// Offering is one way to buy an instance type: a zone and a capacity type,
+// at a price, available or not right now.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	// Price in USD per hour.
+	Price     float64
+	Available bool
+}
+
+// Requirements are the offering's zone and capacity type as requirements.
+func (o *Offering) Requirements() scheduling.Requirements {
+	return scheduling.NewRequirements(
+		scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, o.Zone),
+		scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, o.CapacityType),
+	)
+}
+
+// Offerings is a list of offerings; its methods compose:
+// its.Offerings.Available().Compatible(reqs).Cheapest().
+type Offerings []*Offering
+
+// Available keeps the offerings that can be launched now.
+func (os Offerings) Available() Offerings {
+	var out Offerings
+	for _, o := range os {
+		if o.Available {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Compatible keeps the offerings whose zone and capacity type the
+// requirements allow.
+func (os Offerings) Compatible(reqs scheduling.Requirements) Offerings {
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	var out Offerings
+	for _, o := range os {
+		if zone.Has(o.Zone) && ct.Has(o.CapacityType) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Cheapest returns the lowest-priced offering (ties: zone, then capacity
+// type, alphabetically), or nil.
+func (os Offerings) Cheapest() *Offering {
+	var best *Offering
+	for _, o := range os {
+		if best == nil || o.Price < best.Price ||
+			(o.Price == best.Price && (o.Zone < best.Zone || (o.Zone == best.Zone && o.CapacityType < best.CapacityType))) {
+			best = o
+		}
+	}
+	return best
+}
+
+// MostExpensive returns the highest-priced offering, or nil.
+func (os Offerings) MostExpensive() *Offering {
+	var worst *Offering
+	for _, o := range os {
+		if worst == nil || o.Price > worst.Price {
+			worst = o
+		}
+	}
+	return worst
+}
+
+// HasCompatible reports whether some available offering satisfies reqs.
+func (os Offerings) HasCompatible(reqs scheduling.Requirements) bool {
+	return len(os.Available().Compatible(reqs)) > 0
+}
+
+// CheapestPrice is the price of the cheapest available offering compatible
+// with reqs, or +Inf.
+func (it *InstanceType) CheapestPrice(reqs scheduling.Requirements) float64 {
+	if o := it.Offerings.Available().Compatible(reqs).Cheapest(); o != nil {
+		return o.Price
+	}
+	return math.Inf(1)
+}
+
+// SortByPrice orders instance types by their cheapest available offering
+// compatible with reqs, then by name, so the cloud can fall back in order.
+func SortByPrice(its []*InstanceType, reqs scheduling.Requirements) {
+	prices := make(map[*InstanceType]float64, len(its))
+	for _, it := range its {
+		prices[it] = it.CheapestPrice(reqs)
+	}
+	sort.SliceStable(its, func(i, j int) bool {
+		if prices[its[i]] != prices[its[j]] {
+			return prices[its[i]] < prices[its[j]]
+		}
+		return its[i].Name < its[j].Name
+	})
+}
