@@ -112,29 +112,56 @@ func (os Offerings) MostExpensive() *Offering {
 
 // HasCompatible reports whether some available offering satisfies reqs.
 func (os Offerings) HasCompatible(reqs scheduling.Requirements) bool {
-	return len(os.Available().Compatible(reqs)) > 0
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	for _, o := range os {
+		if o.Available && zone.Has(o.Zone) && ct.Has(o.CapacityType) {
+			return true
+		}
+	}
+	return false
 }
 
 // CheapestPrice is the price of the cheapest available offering compatible
-// with reqs, or +Inf.
+// with reqs, or +Inf. It allocates nothing: it is on the scheduler's hot path.
 func (it *InstanceType) CheapestPrice(reqs scheduling.Requirements) float64 {
-	if o := it.Offerings.Available().Compatible(reqs).Cheapest(); o != nil {
-		return o.Price
+	return it.Offerings.cheapestPrice(reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType))
+}
+
+// CheapestPriceWith is CheapestPrice for a zone and capacity-type
+// requirement already looked up.
+func (os Offerings) CheapestPriceWith(zone, ct *scheduling.Requirement) float64 {
+	return os.cheapestPrice(zone, ct)
+}
+
+func (os Offerings) cheapestPrice(zone, ct *scheduling.Requirement) float64 {
+	best := math.Inf(1)
+	for _, o := range os {
+		if o.Available && o.Price < best && zone.Has(o.Zone) && ct.Has(o.CapacityType) {
+			best = o.Price
+		}
 	}
-	return math.Inf(1)
+	return best
 }
 
 // SortByPrice orders instance types by their cheapest available offering
 // compatible with reqs, then by name, so the cloud can fall back in order.
 func SortByPrice(its []*InstanceType, reqs scheduling.Requirements) {
-	prices := make(map[*InstanceType]float64, len(its))
-	for _, it := range its {
-		prices[it] = it.CheapestPrice(reqs)
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	type priced struct {
+		it    *InstanceType
+		price float64
 	}
-	sort.SliceStable(its, func(i, j int) bool {
-		if prices[its[i]] != prices[its[j]] {
-			return prices[its[i]] < prices[its[j]]
+	ps := make([]priced, len(its))
+	for i, it := range its {
+		ps[i] = priced{it, it.Offerings.cheapestPrice(zone, ct)}
+	}
+	sort.SliceStable(ps, func(i, j int) bool {
+		if ps[i].price != ps[j].price {
+			return ps[i].price < ps[j].price
 		}
-		return its[i].Name < its[j].Name
+		return ps[i].it.Name < ps[j].it.Name
 	})
+	for i := range ps {
+		its[i] = ps[i].it
+	}
 }

@@ -77,12 +77,17 @@ func (rs Requirements) Copy() Requirements {
 // Has reports whether the set constrains key.
 func (rs Requirements) Has(key string) bool { _, ok := rs[key]; return ok }
 
-// Get returns the requirement on key; an unconstrained key allows anything.
+// anything is what an unconstrained key allows. Shared, so Get allocates
+// nothing: it runs in the scheduler's innermost loops.
+var anything = &Requirement{complement: true}
+
+// Get returns the requirement on key; an unconstrained key allows anything
+// (that requirement's Key is empty: use Has to tell the two apart).
 func (rs Requirements) Get(key string) *Requirement {
 	if r, ok := rs[key]; ok {
 		return r
 	}
-	return NewRequirement(key, corev1.NodeSelectorOpExists)
+	return anything
 }
 
 // Keys returns the constrained keys, sorted.

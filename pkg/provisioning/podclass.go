@@ -1,0 +1,223 @@
+package provisioning
+
+import (
+	"hash/fnv"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// podClass is an equivalence class of pods: pods with the same namespace,
+// labels, requests and scheduling constraints are interchangeable, so every
+// check is made once per class, not once per pod.
+type podClass struct {
+	id          int
+	namespace   string
+	labels      map[string]string
+	requests    vec
+	reqs        scheduling.Requirements // node requirements, preferences as required
+	tolerations []corev1.Toleration
+	hostPorts   []hostPort
+	// owned are the topology constraints the pod must satisfy; matchedBy
+	// the groups whose selector selects the pod (it counts toward them);
+	// antiMatchedBy the anti-affinity groups that keep it away from their owners.
+	owned         []*topoGroup
+	matchedBy     []*topoGroup
+	antiMatchedBy []*topoGroup
+	selected      map[*topoGroup]bool
+	topoKeys      []string // keys of owned and antiMatchedBy groups, sorted
+	eligible      map[*topoGroup][]string
+	// relaxed is the class with one preference fewer; nil when nothing is
+	// left to relax.
+	relaxed      *podClass
+	relaxedReady bool
+	spec         *corev1.Pod // representative, possibly relaxed, pod
+	ownNode      bool        // needs a node without others like it
+	// rejected holds the targets (by index) that can never take this class.
+	rejected bitset
+	// pools caches the class's fit against each NodePool.
+	pools []*classPool
+}
+
+type hostPort struct {
+	port     int32
+	protocol corev1.Protocol
+	ip       string
+}
+
+// classKey hashes what makes pods interchangeable. Protobuf encoding of the
+// API types is deterministic (map keys sorted), so equal specs hash equal.
+func classKey(pod *corev1.Pod, requests vec) uint64 {
+	h := fnv.New64a()
+	w := func(s string) { _, _ = h.Write([]byte(s)); _, _ = h.Write([]byte{0}) }
+	w(pod.Namespace)
+	keys := make([]string, 0, len(pod.Labels))
+	for k := range pod.Labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w(k)
+		w(pod.Labels[k])
+	}
+	w("|")
+	for _, x := range requests {
+		w(strconv.FormatInt(x, 36))
+	}
+	w("|")
+	keys = keys[:0]
+	for k := range pod.Spec.NodeSelector {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w(k)
+		w(pod.Spec.NodeSelector[k])
+	}
+	marshal := func(m interface{ Marshal() ([]byte, error) }) {
+		b, _ := m.Marshal()
+		_, _ = h.Write(b)
+		_, _ = h.Write([]byte{1})
+	}
+	if pod.Spec.Affinity != nil {
+		marshal(pod.Spec.Affinity)
+	}
+	for i := range pod.Spec.Tolerations {
+		marshal(&pod.Spec.Tolerations[i])
+	}
+	for i := range pod.Spec.TopologySpreadConstraints {
+		marshal(&pod.Spec.TopologySpreadConstraints[i])
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				w("hp" + strconv.Itoa(int(p.HostPort)) + string(p.Protocol) + p.HostIP)
+			}
+		}
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			w("pvc" + v.PersistentVolumeClaim.ClaimName)
+		}
+	}
+	if pod.Annotations[relaxedAnnotation] != "" {
+		w("relax" + pod.Annotations[relaxedAnnotation])
+	}
+	return h.Sum64()
+}
+
+// relaxedAnnotation marks representative pods that had PreferNoSchedule
+// taints relaxed; it never leaves the scheduler.
+const relaxedAnnotation = "joiner.internal/tolerate-prefer-no-schedule"
+
+func podHostPorts(pod *corev1.Pod) []hostPort {
+	var out []hostPort
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				proto := p.Protocol
+				if proto == "" {
+					proto = corev1.ProtocolTCP
+				}
+				out = append(out, hostPort{port: p.HostPort, protocol: proto, ip: p.HostIP})
+			}
+		}
+	}
+	return out
+}
+
+func (hp hostPort) conflicts(o hostPort) bool {
+	if hp.port != o.port || hp.protocol != o.protocol {
+		return false
+	}
+	return hp.ip == o.ip || hp.ip == "" || o.ip == "" || hp.ip == "0.0.0.0" || o.ip == "0.0.0.0"
+}
+
+// strictRequirements are the pod's node requirements with its heaviest
+// preferred node-affinity term treated as required, plus the topology of
+// its bound volumes.
+func strictRequirements(pod *corev1.Pod, volumes map[string]scheduling.Requirements) scheduling.Requirements {
+	reqs := scheduling.NewNodeAffinity(pod).Options()[0]
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		if vr, ok := volumes[pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]; ok {
+			reqs.Merge(vr)
+		}
+	}
+	return reqs
+}
+
+// relax returns a copy of pod with one preference removed, in upstream
+// Karpenter's order, and false when there is nothing left to relax:
+// another required node-affinity term, then preferred pod affinity,
+// preferred pod anti-affinity, preferred node affinity (heaviest first),
+// then ScheduleAnyway topology spread, then PreferNoSchedule taints.
+func relax(pod *corev1.Pod) (*corev1.Pod, bool) {
+	p := pod.DeepCopy()
+	if a := p.Spec.Affinity; a != nil {
+		if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
+			len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 1 {
+			na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms = na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms[1:]
+			return p, true
+		}
+		if pa := a.PodAffinity; pa != nil && len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+			pa.PreferredDuringSchedulingIgnoredDuringExecution = dropHeaviestPodTerm(pa.PreferredDuringSchedulingIgnoredDuringExecution)
+			return p, true
+		}
+		if pa := a.PodAntiAffinity; pa != nil && len(pa.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+			pa.PreferredDuringSchedulingIgnoredDuringExecution = dropHeaviestPodTerm(pa.PreferredDuringSchedulingIgnoredDuringExecution)
+			return p, true
+		}
+		if na := a.NodeAffinity; na != nil && len(na.PreferredDuringSchedulingIgnoredDuringExecution) > 0 {
+			terms := append([]corev1.PreferredSchedulingTerm(nil), na.PreferredDuringSchedulingIgnoredDuringExecution...)
+			sort.SliceStable(terms, func(i, j int) bool { return terms[i].Weight > terms[j].Weight })
+			na.PreferredDuringSchedulingIgnoredDuringExecution = terms[1:]
+			return p, true
+		}
+	}
+	for i, tsc := range p.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints[:i:i], p.Spec.TopologySpreadConstraints[i+1:]...)
+			return p, true
+		}
+	}
+	if p.Annotations[relaxedAnnotation] == "" {
+		if p.Annotations == nil {
+			p.Annotations = map[string]string{}
+		}
+		p.Annotations[relaxedAnnotation] = "true"
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectPreferNoSchedule})
+		return p, true
+	}
+	return nil, false
+}
+
+func dropHeaviestPodTerm(terms []corev1.WeightedPodAffinityTerm) []corev1.WeightedPodAffinityTerm {
+	out := append([]corev1.WeightedPodAffinityTerm(nil), terms...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Weight > out[j].Weight })
+	return out[1:]
+}
+
+// selectorMatches reports whether a label selector (nil matches nothing, as
+// in pod affinity) selects the labels.
+func selectorMatches(sel *metav1.LabelSelector, labels map[string]string) bool {
+	if sel == nil {
+		return false
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return false
+	}
+	return s.Matches(k8slabels.Set(labels))
+}
+
+func (c *podClass) selectedBy(g *topoGroup) bool { return c.selected[g] }
+
+func (c *podClass) topologyKeys() []string { return c.topoKeys }

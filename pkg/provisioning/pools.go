@@ -1,0 +1,272 @@
+package provisioning
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// poolInfo is a NodePool prepared for one Solve.
+type poolInfo struct {
+	np        *v1.NodePool
+	reqs      scheduling.Requirements // template requirements and labels, and the pool's own label
+	taints    []corev1.Taint
+	its       []*itInfo
+	wellKnown map[string]bool // keys instance types define: a pod may require them
+	daemon    vec             // requests of the DaemonSet pods a new node would run
+	// limits, by dimension; -1 where unlimited. used counts existing nodes,
+	// in-flight claims and the claims planned so far (their largest type).
+	limits, used vec
+	hasLimits    bool
+	// compat caches, per requirement set (by its string), the instance
+	// types compatible with pool ∩ requirements; fits per request vector.
+	compat map[string]bitset
+	fits   map[string]bitset
+	// orders caches, per zone and capacity-type requirement, the indexes of
+	// the types with an available compatible offering, cheapest first.
+	orders map[string][]int
+}
+
+// priceOrder returns the pool's instance types that can be bought under
+// the zone and capacity-type requirements, cheapest first (ties by name).
+func (p *poolInfo) priceOrder(zone, ct *scheduling.Requirement) []int {
+	key := zone.String() + "|" + ct.String()
+	if o, ok := p.orders[key]; ok {
+		return o
+	}
+	type priced struct {
+		i     int
+		price float64
+	}
+	var ps []priced
+	for i, it := range p.its {
+		if price := it.it.Offerings.CheapestPriceWith(zone, ct); !math.IsInf(price, 1) {
+			ps = append(ps, priced{i, price})
+		}
+	}
+	sort.SliceStable(ps, func(a, b int) bool {
+		if ps[a].price != ps[b].price {
+			return ps[a].price < ps[b].price
+		}
+		return p.its[ps[a].i].it.Name < p.its[ps[b].i].it.Name
+	})
+	order := make([]int, len(ps))
+	for i, x := range ps {
+		order[i] = x.i
+	}
+	if p.orders == nil {
+		p.orders = map[string][]int{}
+	}
+	p.orders[key] = order
+	return order
+}
+
+type itInfo struct {
+	it              *cloudprovider.InstanceType
+	alloc, capacity vec
+}
+
+func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, d *dims) *poolInfo {
+	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{},
+		wellKnown: map[string]bool{v1.LabelHostname: true}}
+	p.reqs = scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	p.reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+	p.reqs.Add(scheduling.NewRequirement(v1.LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
+	for _, it := range its {
+		for k := range it.Requirements {
+			p.wellKnown[k] = true
+		}
+		// A type the pool's requirements rule out is never a candidate.
+		if it.Requirements.Intersects(p.reqs) != nil || !it.Offerings.HasCompatible(p.reqs) {
+			continue
+		}
+		p.its = append(p.its, &itInfo{it: it, alloc: d.vec(it.Allocatable()), capacity: d.vec(it.Capacity)})
+	}
+	if len(np.Spec.Limits) > 0 {
+		p.hasLimits = true
+		p.limits = d.vec(corev1.ResourceList(np.Spec.Limits))
+		for i := range p.limits {
+			if _, ok := np.Spec.Limits[d.names[i]]; !ok {
+				p.limits[i] = -1
+			}
+		}
+	}
+	return p
+}
+
+// remaining reports whether a node of this capacity still fits the limits.
+func (p *poolInfo) withinLimits(capacity vec, d *dims) bool {
+	if !p.hasLimits {
+		return true
+	}
+	nodesDim := d.index[corev1.ResourceName("nodes")]
+	for i, l := range p.limits {
+		if l < 0 {
+			continue
+		}
+		need := capacity.get(i)
+		if i == nodesDim && d.names[i] == "nodes" {
+			need = 1
+		}
+		if p.used.get(i)+need > l {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *poolInfo) consume(capacity vec, d *dims) {
+	if !p.hasLimits {
+		return
+	}
+	c := capacity
+	if i, ok := d.index["nodes"]; ok {
+		c = append(vec(nil), capacity...)
+		for len(c) <= i {
+			c = append(c, 0)
+		}
+		c[i] = 1
+	}
+	p.used = p.used.plus(c)
+}
+
+func (p *poolInfo) limitsReason(d *dims) string {
+	var parts []string
+	for i, l := range p.limits {
+		if l >= 0 && i < len(d.names) {
+			parts = append(parts, fmt.Sprintf("%s %s of %s used", d.names[i], fmtQty(d, i, p.used.get(i)), fmtQty(d, i, l)))
+		}
+	}
+	return "would exceed the NodePool's limits (" + strings.Join(parts, ", ") + ")"
+}
+
+func fmtQty(d *dims, i int, v int64) string {
+	if v == 0 {
+		return "0"
+	}
+	l := make(vec, i+1)
+	l[i] = v
+	q := d.list(l)[d.names[i]]
+	return q.String()
+}
+
+// classPool is a class's fit against one NodePool, computed once.
+type classPool struct {
+	err        error
+	reqs       scheduling.Requirements // pool ∩ class
+	candidates bitset
+	maxAlloc   vec // elementwise max allocatable over the candidates
+}
+
+func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
+	if c.pools == nil {
+		c.pools = make([]*classPool, len(s.pools))
+	}
+	if cp := c.pools[pi]; cp != nil {
+		return cp
+	}
+	cp := &classPool{}
+	c.pools[pi] = cp
+	if err := scheduling.Tolerates(p.taints, c.tolerations); err != nil {
+		cp.err = err
+		return cp
+	}
+	if err := p.reqs.Compatible(c.reqs, func(k string) bool { return p.wellKnown[k] }); err != nil {
+		cp.err = err
+		return cp
+	}
+	cp.reqs = p.reqs.Copy()
+	cp.reqs.Merge(c.reqs)
+	rkey := cp.reqs.String()
+	compat, ok := p.compat[rkey]
+	if !ok {
+		compat = newBitset(len(p.its))
+		for i, it := range p.its {
+			if it.it.Requirements.Intersects(cp.reqs) == nil && it.it.Offerings.HasCompatible(cp.reqs) {
+				compat.set(i)
+			}
+		}
+		p.compat[rkey] = compat
+	}
+	need := c.requests.plus(p.daemon)
+	fkey := vecKey(need)
+	fits, ok := p.fits[fkey]
+	if !ok {
+		fits = newBitset(len(p.its))
+		for i, it := range p.its {
+			if need.fitsIn(it.alloc) {
+				fits.set(i)
+			}
+		}
+		p.fits[fkey] = fits
+	}
+	cp.candidates = compat.clone()
+	cp.candidates.and(fits)
+	if cp.candidates.count() == 0 {
+		cp.err = s.noInstanceTypeReason(p, compat, need, cp.reqs)
+	}
+	cp.candidates.each(func(i int) bool { cp.maxAlloc = maxInto(cp.maxAlloc, p.its[i].alloc); return true })
+	return cp
+}
+
+func vecKey(v vec) string {
+	var b strings.Builder
+	for _, x := range v {
+		fmt.Fprintf(&b, "%d,", x)
+	}
+	return b.String()
+}
+
+// noInstanceTypeReason explains why no instance type of the pool can take
+// a pod: none matches its requirements, or the largest that does is too small.
+func (s *scheduler) noInstanceTypeReason(p *poolInfo, compat bitset, need vec, reqs scheduling.Requirements) error {
+	if len(p.its) == 0 {
+		return fmt.Errorf("no instance type satisfies the NodePool's requirements (%s)", p.reqs)
+	}
+	if compat.count() == 0 {
+		return fmt.Errorf("no instance type satisfies %s", reqs)
+	}
+	var largest *itInfo
+	compat.each(func(i int) bool {
+		it := p.its[i]
+		if largest == nil || it.alloc.get(0) > largest.alloc.get(0) ||
+			(it.alloc.get(0) == largest.alloc.get(0) && it.alloc.get(1) > largest.alloc.get(1)) {
+			largest = it
+		}
+		return true
+	})
+	dim := need.firstOver(largest.alloc)
+	if dim < 0 {
+		dim = 0
+	}
+	// Name the type that comes closest on the resource that does not fit.
+	compat.each(func(i int) bool {
+		if p.its[i].alloc.get(dim) > largest.alloc.get(dim) {
+			largest = p.its[i]
+		}
+		return true
+	})
+	name := s.dims.names[dim]
+	return fmt.Errorf("no instance type is large enough: the pod needs %s %s (with %s of DaemonSet overhead), the largest compatible type, %s, has %s allocatable",
+		fmtQty(s.dims, dim, need.get(dim)), name, fmtQty(s.dims, dim, p.daemon.get(dim)), largest.it.Name, fmtQty(s.dims, dim, largest.alloc.get(dim)))
+}
+
+// orderPools sorts NodePools by weight, highest first, then by name.
+func orderPools(pools []*v1.NodePool) []*v1.NodePool {
+	out := append([]*v1.NodePool(nil), pools...)
+	sort.SliceStable(out, func(i, j int) bool {
+		wi, wj := out[i].WeightOrZero(), out[j].WeightOrZero()
+		if wi != wj {
+			return wi > wj
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -1,0 +1,345 @@
+package provisioning
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+type scheduler struct {
+	dims     *dims
+	topo     *topology
+	pools    []*poolInfo
+	existing []*existingTarget
+	claims   []*claim
+	classes  map[uint64]*podClass
+	volumes  map[string]scheduling.Requirements
+}
+
+// Solve places the snapshot's pending pods: first on existing nodes and
+// in-flight claims, then on new NodeClaims from the highest-weight NodePool
+// that can run them. Pods are taken largest first (cpu, then memory); a pod
+// that fits nowhere has its preferences relaxed one at a time, and if it
+// still fits nowhere it is reported with a reason per NodePool.
+func Solve(snap *Snapshot) *Results {
+	s := newScheduler(snap)
+	pods := append([]*corev1.Pod(nil), snap.Pods...)
+	classOf := make(map[*corev1.Pod]*podClass, len(pods))
+	for _, p := range pods {
+		classOf[p] = s.classFor(p)
+	}
+	for _, c := range s.sortedClasses() {
+		s.finishClass(c)
+	}
+	s.recordExisting(snap.Nodes)
+	sort.SliceStable(pods, func(i, j int) bool {
+		ci, cj := classOf[pods[i]], classOf[pods[j]]
+		if ci.ownNode != cj.ownNode {
+			return ci.ownNode
+		}
+		a, b := ci.requests, cj.requests
+		if a.get(0) != b.get(0) {
+			return a.get(0) > b.get(0)
+		}
+		return a.get(1) > b.get(1)
+	})
+	res := &Results{}
+	for _, pod := range pods {
+		c := classOf[pod]
+		placed := false
+		var last *podClass
+		for ; c != nil; c = s.relaxedClass(c) {
+			last = c
+			if s.place(c, pod) {
+				placed = true
+				break
+			}
+		}
+		if !placed {
+			res.Unschedulable = append(res.Unschedulable, s.explain(pod, last))
+		}
+	}
+	for _, e := range s.existing {
+		if len(e.added) > 0 {
+			res.ExistingNodes = append(res.ExistingNodes, &ExistingNodePlan{Node: e.node, Pods: e.added})
+		}
+	}
+	for _, cl := range s.claims {
+		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
+	}
+	return res
+}
+
+func newScheduler(snap *Snapshot) *scheduler {
+	d := newDims()
+	for _, its := range snap.InstanceTypes {
+		for _, it := range its {
+			d.addAll(it.Capacity)
+		}
+	}
+	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
+	for _, np := range orderPools(snap.NodePools) {
+		p := newPoolInfo(np, snap.InstanceTypes[np.Name], d)
+		for _, it := range p.its {
+			for _, key := range []string{v1.LabelZone, v1.LabelCapacityType} {
+				s.topo.addDomains(key, it.it.Requirements.Get(key).Values()...)
+			}
+			for k, r := range it.it.Requirements {
+				if vals := r.Values(); len(vals) > 0 && k != v1.LabelZone && k != v1.LabelCapacityType {
+					s.topo.addDomains(k, vals...)
+				}
+			}
+		}
+		s.pools = append(s.pools, p)
+	}
+	for _, n := range snap.Nodes {
+		e := &existingTarget{node: n, idx: len(s.existing), alloc: d.vec(n.Allocatable), labels: n.Labels}
+		for k, v := range n.Labels {
+			if k != v1.LabelHostname {
+				s.topo.addDomains(k, v)
+			}
+		}
+		for _, p := range n.Pods {
+			e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
+			e.ports = append(e.ports, podHostPorts(p)...)
+		}
+		s.existing = append(s.existing, e)
+		for _, p := range s.pools {
+			if n.NodePool == p.np.Name {
+				p.consume(d.vec(n.Capacity), d)
+			}
+		}
+	}
+	for _, p := range s.pools {
+		for _, ds := range snap.DaemonSets {
+			if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
+				continue
+			}
+			if p.reqs.Compatible(scheduling.NewNodeAffinity(ds).Required(), func(k string) bool { return p.wellKnown[k] }) != nil {
+				continue
+			}
+			p.daemon = p.daemon.plus(d.vec(scheduling.PodRequests(ds)))
+		}
+	}
+	return s
+}
+
+// classFor returns the pod's class, creating it (and its topology groups).
+func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
+	requests := s.dims.vec(scheduling.PodRequests(pod))
+	key := classKey(pod, requests)
+	if c, ok := s.classes[key]; ok {
+		return c
+	}
+	c := &podClass{id: len(s.classes), namespace: pod.Namespace, labels: pod.Labels, requests: requests,
+		reqs: strictRequirements(pod, s.volumes), tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
+	owned, err := s.topo.groupsFor(pod)
+	if err == nil {
+		c.owned = owned
+	}
+	c.ownNode = needsOwnNode(pod)
+	s.classes[key] = c
+	return c
+}
+
+func (s *scheduler) sortedClasses() []*podClass {
+	out := make([]*podClass, 0, len(s.classes))
+	for _, c := range s.classes {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// finishClass links a class to the groups that select it; all groups must
+// exist by then.
+func (s *scheduler) finishClass(c *podClass) {
+	if c.selected != nil {
+		return
+	}
+	c.selected = map[*topoGroup]bool{}
+	c.eligible = map[*topoGroup][]string{}
+	keys := map[string]bool{}
+	for _, g := range s.topo.ordered {
+		if g.selects(c.namespace, c.labels) {
+			c.selected[g] = true
+			c.matchedBy = append(c.matchedBy, g)
+			if g.kind == antiAffinityGroup {
+				c.antiMatchedBy = append(c.antiMatchedBy, g)
+				keys[g.key] = true
+			}
+		}
+	}
+	for _, g := range c.owned {
+		keys[g.key] = true
+	}
+	for k := range keys {
+		c.topoKeys = append(c.topoKeys, k)
+	}
+	sort.Strings(c.topoKeys)
+}
+
+func (s *scheduler) relaxedClass(c *podClass) *podClass {
+	if !c.relaxedReady {
+		c.relaxedReady = true
+		if p, ok := relax(c.spec); ok {
+			c.relaxed = s.classFor(p)
+			s.finishClass(c.relaxed)
+		}
+	}
+	return c.relaxed
+}
+
+// recordExisting counts the pods already bound to nodes in the topology.
+func (s *scheduler) recordExisting(nodes []*Node) {
+	owned := map[*corev1.Pod][]*topoGroup{}
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			owned[p] = s.topo.requiredAntiAffinityGroups(p)
+		}
+	}
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			c := &podClass{namespace: p.Namespace, labels: p.Labels, owned: owned[p]}
+			for _, g := range s.topo.ordered {
+				if g.selects(p.Namespace, p.Labels) {
+					c.matchedBy = append(c.matchedBy, g)
+				}
+			}
+			s.topo.record(c, existingDomains(n))
+		}
+	}
+	// Groups created above from bound pods select pending classes too.
+	for _, c := range s.sortedClasses() {
+		c.selected = nil
+		c.matchedBy, c.antiMatchedBy, c.topoKeys = nil, nil, nil
+		s.finishClass(c)
+	}
+}
+
+func existingDomains(n *Node) domainsOf {
+	return func(key string) ([]string, bool) {
+		if key == v1.LabelHostname {
+			if h, ok := n.Labels[key]; ok {
+				return []string{h}, true
+			}
+			return []string{n.Name}, true
+		}
+		if v, ok := n.Labels[key]; ok {
+			return []string{v}, true
+		}
+		return nil, true
+	}
+}
+
+// place puts the pod on the first target that takes it, or on a new claim.
+func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
+	n := len(s.existing) + len(s.claims)
+	c.rejected.grow(n)
+	for wi := 0; wi*64 < n; wi++ {
+		w := ^c.rejected[wi]
+		for w != 0 {
+			bit := trailingZeros(w)
+			w &= w - 1
+			idx := wi*64 + bit
+			if idx >= n {
+				break
+			}
+			var err error
+			var permanent bool
+			if idx < len(s.existing) {
+				err, permanent = s.existing[idx].tryAdd(s, c, pod)
+			} else {
+				err, permanent = s.claims[idx-len(s.existing)].tryAdd(s, c, pod)
+			}
+			if err == nil {
+				return true
+			}
+			if permanent {
+				c.rejected.set(idx)
+			}
+		}
+	}
+	for pi, p := range s.pools {
+		if _, err := s.newClaim(p, pi, c, pod, false); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// explain builds the per-NodePool reasons for a pod that fits nowhere.
+func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
+	e := &PodError{Pod: pod, ByNodePool: map[string]string{}}
+	var parts []string
+	distinct := map[string]bool{}
+	for pi, p := range s.pools {
+		_, err := s.newClaim(p, pi, c, pod, true)
+		msg := "no reason found"
+		if err != nil {
+			msg = err.Error()
+		}
+		e.ByNodePool[p.np.Name] = msg
+		distinct[msg] = true
+		parts = append(parts, fmt.Sprintf("NodePool %q: %s", p.np.Name, msg))
+	}
+	switch {
+	case len(s.pools) == 0:
+		e.Reason = "no NodePool exists"
+	case len(distinct) == 1 && len(s.pools) > 1:
+		e.Reason = "every NodePool: " + e.ByNodePool[s.pools[0].np.Name]
+	default:
+		e.Reason = strings.Join(parts, "; ")
+	}
+	return e
+}
+
+// finalize turns a claim into a plan: prefer spot when the pool allows it
+// and a candidate has spot available, and order the instance types by price.
+func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
+	reqs := cl.reqs.Copy()
+	delete(reqs, v1.LabelHostname)
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	if ct.Has(v1.CapacityTypeSpot) {
+		spot := ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
+		for _, i := range cl.pool.priceOrder(zone, spot) {
+			if cl.candidates.has(i) {
+				reqs[v1.LabelCapacityType] = spot
+				ct = spot
+				break
+			}
+		}
+	}
+	var its []*cloudprovider.InstanceType
+	for _, i := range cl.pool.priceOrder(zone, ct) {
+		if cl.candidates.has(i) {
+			its = append(its, cl.pool.its[i].it)
+		}
+	}
+	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
+		Requests: s.dims.list(cl.requests), Hostname: cl.name}
+}
+
+// needsOwnNode: a pod with required pod anti-affinity on hostname against
+// pods like itself needs a node of its own. Such pods are placed first, so
+// the nodes they force exist before the rest is packed around them;
+// otherwise first-fit-decreasing would fill a large node with big pods that
+// none of them can then join.
+func needsOwnNode(pod *corev1.Pod) bool {
+	a := pod.Spec.Affinity
+	if a == nil || a.PodAntiAffinity == nil {
+		return false
+	}
+	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey == v1.LabelHostname && selectorMatches(t.LabelSelector, pod.Labels) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,110 @@
+// Package provisioning turns a batch of pending pods into the cheapest set of
+// NodeClaims that lets every one of them run, with upstream Karpenter's
+// semantics, as pure code over a cluster-state snapshot: no API client, no
+// clock, no randomness. The controller and the simulator both call Solve.
+package provisioning
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Snapshot is everything one scheduling decision looks at.
+type Snapshot struct {
+	NodePools []*v1.NodePool
+	// InstanceTypes lists, per NodePool name, what the cloud offers it.
+	InstanceTypes map[string][]*cloudprovider.InstanceType
+	// Nodes are existing nodes and in-flight NodeClaims, filled first.
+	Nodes []*Node
+	// DaemonSets holds one pod template per DaemonSet; those that would
+	// land on a new node count as its overhead.
+	DaemonSets []*corev1.Pod
+	// Pods are the pending pods to place.
+	Pods []*corev1.Pod
+	// VolumeRequirements maps "namespace/claimName" of a bound PVC to the
+	// node requirements of its volume (typically a zone).
+	VolumeRequirements map[string]scheduling.Requirements
+}
+
+// Node is an existing node, or an in-flight NodeClaim that will become one.
+type Node struct {
+	Name        string
+	NodePool    string // "" for nodes Joiner does not manage
+	Labels      map[string]string
+	Taints      []corev1.Taint
+	Allocatable corev1.ResourceList
+	// Capacity counts against the NodePool's limits.
+	Capacity corev1.ResourceList
+	// Pods bound to the node: their requests are used, their labels count
+	// for topology, their host ports are taken.
+	Pods []*corev1.Pod
+	// InFlight marks a NodeClaim that has not registered yet: it takes pods,
+	// and Joiner's own unregistered taint does not keep them off.
+	InFlight bool
+	// MarkedForDeletion nodes take no new pods but still count for limits.
+	MarkedForDeletion bool
+}
+
+// Results is the decision: new NodeClaims, pods for existing nodes, and
+// the pods that could not be placed, with reasons.
+type Results struct {
+	NewNodeClaims []*NodeClaimPlan
+	ExistingNodes []*ExistingNodePlan
+	Unschedulable []*PodError
+}
+
+// NodeClaimPlan is one NodeClaim to create.
+type NodeClaimPlan struct {
+	NodePool     *v1.NodePool
+	Requirements scheduling.Requirements
+	// InstanceTypes are the types that can hold the pods, cheapest first,
+	// so the cloud can fall back.
+	InstanceTypes []*cloudprovider.InstanceType
+	Pods          []*corev1.Pod
+	// Requests of the pods plus the DaemonSet overhead.
+	Requests corev1.ResourceList
+	// Hostname is the placeholder the plan was scheduled under (for
+	// hostname topology); the real node name comes at launch.
+	Hostname string
+}
+
+// NodeClaimRequirements are the plan's requirements with the instance
+// types narrowed to the ones that fit, as the NodeClaim carries them.
+func (p *NodeClaimPlan) NodeClaimRequirements() scheduling.Requirements {
+	names := make([]string, len(p.InstanceTypes))
+	for i, it := range p.InstanceTypes {
+		names[i] = it.Name
+	}
+	out := p.Requirements.Copy()
+	out.Add(scheduling.NewRequirement(v1.LabelInstanceType, corev1.NodeSelectorOpIn, names...))
+	return out
+}
+
+// Price is the hourly price of the cheapest available offering the plan
+// allows.
+func (p *NodeClaimPlan) Price() float64 {
+	if len(p.InstanceTypes) == 0 {
+		return 0
+	}
+	return p.InstanceTypes[0].CheapestPrice(p.Requirements)
+}
+
+// ExistingNodePlan lists the pods that go to an existing node or in-flight claim.
+type ExistingNodePlan struct {
+	Node *Node
+	Pods []*corev1.Pod
+}
+
+// PodError says why a pod could not be placed, per NodePool.
+type PodError struct {
+	Pod *corev1.Pod
+	// ByNodePool maps a NodePool name to the reason it cannot take the pod.
+	ByNodePool map[string]string
+	// Reason is a one-line summary over all NodePools.
+	Reason string
+}
+
+func (e *PodError) Error() string { return e.Reason }

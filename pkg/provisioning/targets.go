@@ -1,0 +1,293 @@
+package provisioning
+
+import (
+	"errors"
+	"fmt"
+	"math/bits"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+func trailingZeros(w uint64) int { return bits.TrailingZeros64(w) }
+
+var (
+	errHostPort = errors.New("a host port it needs is taken")
+	errNoRoom   = errors.New("not enough room on any remaining instance type")
+)
+
+// existingTarget is an existing node or in-flight claim being filled.
+type existingTarget struct {
+	node        *Node
+	idx         int
+	labels      map[string]string
+	alloc, used vec
+	ports       []hostPort
+	added       []*corev1.Pod
+}
+
+// tryAdd places the pod if the node can run it. The boolean says the
+// failure is permanent for the class (it cannot change as pods are added).
+func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
+	n := e.node
+	if n.MarkedForDeletion {
+		return errors.New("the node is being deleted"), true
+	}
+	taints := n.Taints
+	if n.InFlight {
+		taints = withoutTaint(taints, v1.UnregisteredTaint)
+	}
+	if err := scheduling.ToleratesForScheduling(taints, c.tolerations); err != nil {
+		return err, true
+	}
+	if !c.reqs.MatchesLabels(e.labels) {
+		return fmt.Errorf("the node's labels do not satisfy %s", c.reqs), true
+	}
+	if !sumFitsIn(e.used, c.requests, e.alloc) {
+		return errors.New("not enough room"), true
+	}
+	if portsConflict(e.ports, c.hostPorts) {
+		return errHostPort, true
+	}
+	doms := existingDomains(n)
+	if _, err := s.topo.check(c, doms, func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
+		var te *topologyError
+		return err, errors.As(err, &te) && te.permanent
+	}
+	e.used = e.used.plus(c.requests)
+	e.ports = append(e.ports, c.hostPorts...)
+	e.added = append(e.added, pod)
+	s.topo.record(c, doms)
+	return nil, false
+}
+
+func withoutTaint(taints []corev1.Taint, drop corev1.Taint) []corev1.Taint {
+	out := make([]corev1.Taint, 0, len(taints))
+	for _, t := range taints {
+		if !t.MatchTaint(&drop) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func portsConflict(have, want []hostPort) bool {
+	for _, w := range want {
+		for _, h := range have {
+			if w.conflicts(h) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// eligible lists the domains of a spread group's key that count for the
+// class's minimum: all known ones, or (nodeAffinityPolicy Honor) those its
+// node requirements allow.
+func (s *scheduler) eligible(c *podClass, g *topoGroup) []string {
+	if e, ok := c.eligible[g]; ok {
+		return e
+	}
+	all := s.topo.universe[g.key]
+	var out []string
+	if g.honorAffinity && c.reqs.Has(g.key) {
+		r := c.reqs.Get(g.key)
+		for _, d := range all {
+			if r.Has(d) {
+				out = append(out, d)
+			}
+		}
+	} else {
+		out = all
+	}
+	if c.eligible == nil {
+		c.eligible = map[*topoGroup][]string{}
+	}
+	c.eligible[g] = out
+	return out
+}
+
+// claim is a NodeClaim being planned.
+type claim struct {
+	pool       *poolInfo
+	poolIdx    int
+	name       string
+	reqs       scheduling.Requirements
+	requests   vec
+	candidates bitset
+	maxAlloc   vec
+	pods       []*corev1.Pod
+	ports      []hostPort
+}
+
+func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]string) domainsOf {
+	return func(key string) ([]string, bool) {
+		if key == v1.LabelHostname {
+			return []string{cl.name}, true
+		}
+		r := reqs.Get(key)
+		if vals := r.Values(); vals != nil || !reqs.Has(key) && len(universe[key]) == 0 {
+			return vals, len(vals) == 1
+		}
+		var out []string
+		for _, d := range universe[key] {
+			if r.Has(d) {
+				out = append(out, d)
+			}
+		}
+		return out, len(out) == 1
+	}
+}
+
+func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
+	cp := s.poolCheck(c, cl.pool, cl.poolIdx)
+	if cp.err != nil {
+		return cp.err, true
+	}
+	reqs := cl.reqs
+	if len(c.reqs) > 0 {
+		if err := cl.reqs.Compatible(c.reqs, func(k string) bool { return cl.pool.wellKnown[k] }); err != nil {
+			return err, true
+		}
+		reqs = cl.reqs.Copy()
+		reqs.Merge(c.reqs)
+	}
+	if portsConflict(cl.ports, c.hostPorts) {
+		return errHostPort, true
+	}
+	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) {
+		return errNoRoom, true
+	}
+	total := cl.requests.plus(c.requests)
+	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
+	if err != nil {
+		var te *topologyError
+		return err, errors.As(err, &te) && te.permanent
+	}
+	if len(narrow) > 0 {
+		reqs = reqs.Copy()
+		for k, v := range narrow {
+			reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+		}
+	}
+	// Keep the instance types that hold everything and still have an
+	// available offering the (possibly narrowed) requirements allow.
+	recheck := len(c.reqs) > 0 || len(narrow) > 0
+	cand := cl.candidates.clone()
+	cand.and(cp.candidates)
+	var maxAlloc vec
+	fitAny := false
+	cand.each(func(i int) bool {
+		it := cl.pool.its[i]
+		if !total.fitsIn(it.alloc) {
+			cand.clear(i)
+			return true
+		}
+		fitAny = true
+		if recheck && (it.it.Requirements.Intersects(reqs) != nil || !it.it.Offerings.HasCompatible(reqs)) {
+			cand.clear(i)
+			return true
+		}
+		maxAlloc = maxInto(maxAlloc, it.alloc)
+		return true
+	})
+	if maxAlloc == nil {
+		if !fitAny {
+			return errNoRoom, true
+		}
+		return fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
+	}
+	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
+		return err, true
+	}
+	cl.reqs = reqs
+	cl.requests = total
+	cl.candidates = cand
+	cl.maxAlloc = maxAlloc
+	cl.pods = append(cl.pods, pod)
+	cl.ports = append(cl.ports, c.hostPorts...)
+	s.topo.record(c, cl.domains(reqs, s.topo.universe))
+	return nil, false
+}
+
+// checkMinValues: each requirement with minValues must still be spanned by
+// at least that many distinct values among the candidate instance types.
+func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) error {
+	for _, k := range reqs.Keys() {
+		r := reqs[k]
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		cand.each(func(i int) bool {
+			for _, v := range p.its[i].it.Requirements.Get(k).Values() {
+				if r.Has(v) {
+					seen[v] = true
+				}
+			}
+			return len(seen) < *r.MinValues
+		})
+		if len(seen) < *r.MinValues {
+			return fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+		}
+	}
+	return nil
+}
+
+// newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
+// reports why it cannot.
+func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, dryRun bool) (*claim, error) {
+	cp := s.poolCheck(c, p, pi)
+	if cp.err != nil {
+		return nil, cp.err
+	}
+	cand := cp.candidates.clone()
+	if p.hasLimits {
+		cand.each(func(i int) bool {
+			if !p.withinLimits(p.its[i].capacity, s.dims) {
+				cand.clear(i)
+			}
+			return true
+		})
+		if cand.count() == 0 {
+			return nil, errors.New(p.limitsReason(s.dims))
+		}
+	}
+	maxAlloc := cp.maxAlloc
+	if p.hasLimits {
+		maxAlloc = nil
+		cand.each(func(i int) bool { maxAlloc = maxInto(maxAlloc, p.its[i].alloc); return true })
+	}
+	name := fmt.Sprintf("%s-%05d", p.np.Name, len(s.claims)+1)
+	reqs := p.reqs.Copy()
+	reqs.Add(scheduling.NewRequirement(v1.LabelHostname, corev1.NodeSelectorOpIn, name))
+	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, requests: p.daemon, candidates: cand, maxAlloc: maxAlloc}
+	if dryRun {
+		// Probe without recording: a throwaway topology would be needed to
+		// be exact; the reasons below cover what a person can act on.
+		if err := s.dryRunTopology(c, cl); err != nil {
+			return nil, err
+		}
+		return nil, errors.New("it fits a new node but was not placed (relaxed preferences could not be met)")
+	}
+	if err, _ := cl.tryAdd(s, c, pod); err != nil {
+		return nil, err
+	}
+	s.claims = append(s.claims, cl)
+	if p.hasLimits {
+		var largest vec
+		cl.candidates.each(func(i int) bool { largest = maxInto(largest, p.its[i].capacity); return true })
+		p.consume(largest, s.dims)
+	}
+	return cl, nil
+}
+
+func (s *scheduler) dryRunTopology(c *podClass, cl *claim) error {
+	reqs := cl.reqs.Copy()
+	reqs.Merge(c.reqs)
+	_, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
+	return err
+}

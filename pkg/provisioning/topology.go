@@ -1,0 +1,337 @@
+package provisioning
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+)
+
+type groupKind int
+
+const (
+	spreadGroup groupKind = iota
+	affinityGroup
+	antiAffinityGroup
+)
+
+func (k groupKind) String() string {
+	return [...]string{"topology spread", "pod affinity", "pod anti-affinity"}[k]
+}
+
+// topoGroup counts, per topology domain, the pods a selector selects. Pods
+// with the same constraint share one group.
+type topoGroup struct {
+	kind       groupKind
+	key        string
+	namespaces map[string]bool // nil: every namespace
+	selector   k8slabels.Selector
+	maxSkew    int
+	minDomains int
+	// honorAffinity: only domains the pod's node affinity allows count for
+	// the spread minimum (nodeAffinityPolicy Honor, the default).
+	honorAffinity bool
+	// counts is conservative: a pod on a claim whose domain is not decided
+	// yet counts in every domain it may get. exact counts only decided ones.
+	counts map[string]int
+	exact  map[string]int
+	total  int
+	// owners: for anti-affinity, the domains its own pods may be in.
+	owners map[string]int
+	desc   string
+}
+
+func (g *topoGroup) selects(namespace string, labels map[string]string) bool {
+	if g.namespaces != nil && !g.namespaces[namespace] {
+		return false
+	}
+	return g.selector.Matches(k8slabels.Set(labels))
+}
+
+// topology holds every group of one Solve and the domains each key has.
+type topology struct {
+	groups   map[string]*topoGroup
+	ordered  []*topoGroup
+	universe map[string][]string // sorted domains per topology key (not hostname)
+}
+
+func newTopology() *topology {
+	return &topology{groups: map[string]*topoGroup{}, universe: map[string][]string{}}
+}
+
+func (t *topology) addDomains(key string, values ...string) {
+	cur := t.universe[key]
+	for _, v := range values {
+		i := sort.SearchStrings(cur, v)
+		if i < len(cur) && cur[i] == v {
+			continue
+		}
+		cur = append(cur, "")
+		copy(cur[i+1:], cur[i:])
+		cur[i] = v
+	}
+	t.universe[key] = cur
+}
+
+// groupsFor returns the groups a pod's own constraints define, creating
+// them as needed. Preferred terms and ScheduleAnyway spreads count as
+// required: relaxation removes them from the pod when they cannot be met.
+func (t *topology) groupsFor(pod *corev1.Pod) ([]*topoGroup, error) {
+	var out []*topoGroup
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		sel := tsc.LabelSelector
+		if len(tsc.MatchLabelKeys) > 0 {
+			sel = sel.DeepCopy()
+			if sel == nil {
+				sel = &metav1.LabelSelector{}
+			}
+			for _, k := range tsc.MatchLabelKeys {
+				if v, ok := pod.Labels[k]; ok {
+					sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+				}
+			}
+		}
+		minDomains := 0
+		if tsc.MinDomains != nil {
+			minDomains = int(*tsc.MinDomains)
+		}
+		honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+		g, err := t.group(spreadGroup, tsc.TopologyKey, map[string]bool{pod.Namespace: true}, sel, int(tsc.MaxSkew), minDomains, honor)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			terms := append([]corev1.PodAffinityTerm(nil), a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, w.PodAffinityTerm)
+			}
+			for _, term := range terms {
+				g, err := t.group(affinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, g)
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			terms := append([]corev1.PodAffinityTerm(nil), a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, w.PodAffinityTerm)
+			}
+			for _, term := range terms {
+				g, err := t.group(antiAffinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, g)
+			}
+		}
+	}
+	return out, nil
+}
+
+// requiredAntiAffinityGroups are the groups whose owners keep other pods
+// away: used for pods already bound to nodes.
+func (t *topology) requiredAntiAffinityGroups(pod *corev1.Pod) []*topoGroup {
+	if pod.Spec.Affinity == nil || pod.Spec.Affinity.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []*topoGroup
+	for _, term := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if g, err := t.group(antiAffinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true); err == nil {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+func termNamespaces(pod *corev1.Pod, term corev1.PodAffinityTerm) map[string]bool {
+	if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
+		return nil // {} selects every namespace
+	}
+	ns := map[string]bool{}
+	for _, n := range term.Namespaces {
+		ns[n] = true
+	}
+	if len(ns) == 0 {
+		ns[pod.Namespace] = true
+	}
+	return ns
+}
+
+func (t *topology) group(kind groupKind, key string, namespaces map[string]bool, sel *metav1.LabelSelector, maxSkew, minDomains int, honor bool) (*topoGroup, error) {
+	selector := k8slabels.Nothing()
+	if sel != nil {
+		s, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return nil, fmt.Errorf("%s selector: %w", kind, err)
+		}
+		selector = s
+	}
+	nsKeys := make([]string, 0, len(namespaces))
+	for n := range namespaces {
+		nsKeys = append(nsKeys, n)
+	}
+	sort.Strings(nsKeys)
+	id := strings.Join([]string{strconv.Itoa(int(kind)), key, strings.Join(nsKeys, ","), selector.String(),
+		strconv.Itoa(maxSkew), strconv.Itoa(minDomains), strconv.FormatBool(honor), strconv.FormatBool(namespaces == nil)}, "|")
+	if g, ok := t.groups[id]; ok {
+		return g, nil
+	}
+	g := &topoGroup{kind: kind, key: key, namespaces: namespaces, selector: selector, maxSkew: maxSkew, minDomains: minDomains,
+		honorAffinity: honor, counts: map[string]int{}, exact: map[string]int{}, owners: map[string]int{},
+		desc: fmt.Sprintf("%s on %s (%s)", kind, key, selector.String())}
+	if kind == spreadGroup {
+		g.desc = fmt.Sprintf("%s on %s, maxSkew %d (%s)", kind, key, maxSkew, selector.String())
+	}
+	t.groups[id] = g
+	t.ordered = append(t.ordered, g)
+	return g, nil
+}
+
+// domainsOf is what a target can say about a topology key: the values it
+// may take and whether that is decided (a single value).
+type domainsOf func(key string) (values []string, decided bool)
+
+// record counts a placed pod of class c in the target's domains.
+func (t *topology) record(c *podClass, domains domainsOf) {
+	for _, g := range c.matchedBy {
+		vals, decided := domains(g.key)
+		for _, d := range vals {
+			g.counts[d]++
+		}
+		if decided && len(vals) == 1 {
+			g.exact[vals[0]]++
+		}
+		if len(vals) > 0 {
+			g.total++
+		}
+	}
+	for _, g := range c.owned {
+		if g.kind != antiAffinityGroup {
+			continue
+		}
+		vals, _ := domains(g.key)
+		for _, d := range vals {
+			g.owners[d]++
+		}
+	}
+}
+
+// topologyError says which constraint a target cannot satisfy. Permanent
+// errors cannot go away as more pods are placed.
+type topologyError struct {
+	group     *topoGroup
+	inverse   bool
+	permanent bool
+}
+
+func (e *topologyError) Error() string {
+	if e.inverse {
+		return "a pod already there has pod anti-affinity against this pod (" + e.group.desc + ")"
+	}
+	return "cannot satisfy " + e.group.desc
+}
+
+// check finds, for each topology key the class is constrained on, the
+// domains of the target that satisfy every constraint, and returns the one
+// to narrow an undecided target to.
+func (t *topology) check(c *podClass, domains domainsOf, eligible func(*topoGroup) []string) (map[string]string, error) {
+	var narrow map[string]string
+	for _, key := range c.topologyKeys() {
+		cand, decided := domains(key)
+		var spread *topoGroup
+		for _, g := range c.owned {
+			if g.key != key {
+				continue
+			}
+			before := len(cand)
+			switch g.kind {
+			case spreadGroup:
+				spread = g
+				self := 0
+				if c.selectedBy(g) {
+					self = 1
+				}
+				elig := eligible(g)
+				minCount := t.minCount(g, elig)
+				cand = filterDomains(cand, func(d string) bool {
+					return (key == v1.LabelHostname || contains(elig, d)) && g.counts[d]+self-minCount <= g.maxSkew
+				})
+			case affinityGroup:
+				if g.total == 0 && c.selectedBy(g) {
+					break // the first pod of a self-affine group may go anywhere
+				}
+				cand = filterDomains(cand, func(d string) bool { return g.exact[d] > 0 })
+			case antiAffinityGroup:
+				cand = filterDomains(cand, func(d string) bool { return g.counts[d] == 0 })
+			}
+			if len(cand) == 0 {
+				return nil, &topologyError{group: g, permanent: key == v1.LabelHostname && before > 0 && g.kind != affinityGroup}
+			}
+		}
+		for _, g := range c.antiMatchedBy {
+			if g.key != key {
+				continue
+			}
+			cand = filterDomains(cand, func(d string) bool { return g.owners[d] == 0 })
+			if len(cand) == 0 {
+				return nil, &topologyError{group: g, inverse: true, permanent: key == v1.LabelHostname}
+			}
+		}
+		if decided {
+			continue
+		}
+		choice := cand[0]
+		if spread != nil {
+			for _, d := range cand[1:] {
+				if spread.counts[d] < spread.counts[choice] {
+					choice = d
+				}
+			}
+		}
+		if narrow == nil {
+			narrow = map[string]string{}
+		}
+		narrow[key] = choice
+	}
+	return narrow, nil
+}
+
+// minCount is the smallest count over the eligible domains; a hostname
+// spread always has an empty new node to compare with, and fewer eligible
+// domains than minDomains makes the minimum 0.
+func (t *topology) minCount(g *topoGroup, eligible []string) int {
+	if g.key == v1.LabelHostname || len(eligible) == 0 || len(eligible) < g.minDomains {
+		return 0
+	}
+	m := g.counts[eligible[0]]
+	for _, d := range eligible[1:] {
+		m = min(m, g.counts[d])
+	}
+	return m
+}
+
+func filterDomains(in []string, keep func(string) bool) []string {
+	out := in[:0:0]
+	for _, d := range in {
+		if keep(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func contains(s []string, v string) bool {
+	i := sort.SearchStrings(s, v)
+	return i < len(s) && s[i] == v
+}
