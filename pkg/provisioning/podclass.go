@@ -38,6 +38,7 @@ type podClass struct {
 	relaxedReady bool
 	spec         *corev1.Pod // representative, possibly relaxed, pod
 	ownNode      bool        // needs a node without others like it
+	requiredAnti []*topoGroup
 	// rejected holds the targets (by index) that can never take this class.
 	rejected bitset
 	// pools caches the class's fit against each NodePool.

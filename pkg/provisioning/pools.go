@@ -32,6 +32,8 @@ type poolInfo struct {
 	// orders caches, per zone and capacity-type requirement, the indexes of
 	// the types with an available compatible offering, cheapest first.
 	orders map[string][]int
+	// multiKeys are the labels some instance type allows several values of.
+	multiKeys []string
 }
 
 // priceOrder returns the pool's instance types that can be bought under
@@ -89,6 +91,18 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, d *dims) *p
 		}
 		p.its = append(p.its, &itInfo{it: it, alloc: d.vec(it.Allocatable()), capacity: d.vec(it.Capacity)})
 	}
+	multi := map[string]bool{}
+	for _, it := range p.its {
+		for k, r := range it.it.Requirements {
+			if r.Len() != 1 {
+				multi[k] = true
+			}
+		}
+	}
+	for k := range multi {
+		p.multiKeys = append(p.multiKeys, k)
+	}
+	sort.Strings(p.multiKeys)
 	if len(np.Spec.Limits) > 0 {
 		p.hasLimits = true
 		p.limits = d.vec(corev1.ResourceList(np.Spec.Limits))

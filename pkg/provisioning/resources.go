@@ -119,15 +119,6 @@ func (v vec) firstOver(capacity vec) int {
 	return -1
 }
 
-func (v vec) maxWith(o vec) vec {
-	n := max(len(v), len(o))
-	out := make(vec, n)
-	for i := range out {
-		out[i] = max(v.get(i), o.get(i))
-	}
-	return out
-}
-
 // sumFitsIn reports whether a+b ≤ capacity in every dimension, without
 // allocating: it runs for every pod against every candidate node.
 func sumFitsIn(a, b, capacity vec) bool {

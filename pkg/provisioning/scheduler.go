@@ -86,6 +86,11 @@ func newScheduler(snap *Snapshot) *scheduler {
 	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], d)
+		for k, r := range p.reqs {
+			if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool {
+				s.topo.addDomains(k, vals...)
+			}
+		}
 		for _, it := range p.its {
 			for _, key := range []string{v1.LabelZone, v1.LabelCapacityType} {
 				s.topo.addDomains(key, it.it.Requirements.Get(key).Values()...)
@@ -144,6 +149,7 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 		c.owned = owned
 	}
 	c.ownNode = needsOwnNode(pod)
+	c.requiredAnti = s.topo.requiredAntiAffinityGroups(pod)
 	s.classes[key] = c
 	return c
 }
@@ -206,7 +212,7 @@ func (s *scheduler) recordExisting(nodes []*Node) {
 	}
 	for _, n := range nodes {
 		for _, p := range n.Pods {
-			c := &podClass{namespace: p.Namespace, labels: p.Labels, owned: owned[p]}
+			c := &podClass{namespace: p.Namespace, labels: p.Labels, owned: owned[p], requiredAnti: owned[p]}
 			for _, g := range s.topo.ordered {
 				if g.selects(p.Namespace, p.Labels) {
 					c.matchedBy = append(c.matchedBy, g)
@@ -308,12 +314,18 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
 	if ct.Has(v1.CapacityTypeSpot) {
 		spot := ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
+		found := false
 		for _, i := range cl.pool.priceOrder(zone, spot) {
 			if cl.candidates.has(i) {
-				reqs[v1.LabelCapacityType] = spot
-				ct = spot
+				found = true
 				break
 			}
+		}
+		if found {
+			reqs[v1.LabelCapacityType], ct = spot, spot
+		} else if onDemand := ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)); onDemand.Len() > 0 {
+			// No spot to be had: fall back to on-demand.
+			reqs[v1.LabelCapacityType], ct = onDemand, onDemand
 		}
 	}
 	var its []*cloudprovider.InstanceType

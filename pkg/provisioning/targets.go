@@ -142,30 +142,55 @@ func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]str
 	}
 }
 
+// claimUpdate is the state a claim moves to when a pod joins it.
+type claimUpdate struct {
+	reqs       scheduling.Requirements
+	total      vec
+	candidates bitset
+	maxAlloc   vec
+}
+
 func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
+	u, err, permanent := cl.check(s, c)
+	if err != nil {
+		return err, permanent
+	}
+	cl.reqs = u.reqs
+	cl.requests = u.total
+	cl.candidates = u.candidates
+	cl.maxAlloc = u.maxAlloc
+	cl.pods = append(cl.pods, pod)
+	cl.ports = append(cl.ports, c.hostPorts...)
+	s.topo.record(c, cl.domains(u.reqs, s.topo.universe))
+	return nil, false
+}
+
+// check computes whether the class can join the claim, and the claim's
+// state if it does, without changing anything.
+func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	cp := s.poolCheck(c, cl.pool, cl.poolIdx)
 	if cp.err != nil {
-		return cp.err, true
+		return nil, cp.err, true
 	}
 	reqs := cl.reqs
 	if len(c.reqs) > 0 {
 		if err := cl.reqs.Compatible(c.reqs, func(k string) bool { return cl.pool.wellKnown[k] }); err != nil {
-			return err, true
+			return nil, err, true
 		}
 		reqs = cl.reqs.Copy()
 		reqs.Merge(c.reqs)
 	}
 	if portsConflict(cl.ports, c.hostPorts) {
-		return errHostPort, true
+		return nil, errHostPort, true
 	}
 	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) {
-		return errNoRoom, true
+		return nil, errNoRoom, true
 	}
 	total := cl.requests.plus(c.requests)
 	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
 	if err != nil {
 		var te *topologyError
-		return err, errors.As(err, &te) && te.permanent
+		return nil, err, errors.As(err, &te) && te.permanent
 	}
 	if len(narrow) > 0 {
 		reqs = reqs.Copy()
@@ -175,7 +200,18 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 	}
 	// Keep the instance types that hold everything and still have an
 	// available offering the (possibly narrowed) requirements allow.
+	// Candidates are compatible with the claim and, separately, with the
+	// class; for single-valued instance-type labels that makes them
+	// compatible with both. Only multi-valued keys (zone, capacity type)
+	// and keys topology just narrowed need a second look.
 	recheck := len(c.reqs) > 0 || len(narrow) > 0
+	var recheckKeys []string
+	if recheck {
+		recheckKeys = cl.pool.multiKeys
+		for k := range narrow {
+			recheckKeys = append(recheckKeys[:len(recheckKeys):len(recheckKeys)], k)
+		}
+	}
 	cand := cl.candidates.clone()
 	cand.and(cp.candidates)
 	var maxAlloc vec
@@ -187,7 +223,7 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 			return true
 		}
 		fitAny = true
-		if recheck && (it.it.Requirements.Intersects(reqs) != nil || !it.it.Offerings.HasCompatible(reqs)) {
+		if recheck && (!keysIntersect(it.it.Requirements, reqs, recheckKeys) || !it.it.Offerings.HasCompatible(reqs)) {
 			cand.clear(i)
 			return true
 		}
@@ -196,21 +232,14 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 	})
 	if maxAlloc == nil {
 		if !fitAny {
-			return errNoRoom, true
+			return nil, errNoRoom, true
 		}
-		return fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
+		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
 	}
 	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
-		return err, true
+		return nil, err, true
 	}
-	cl.reqs = reqs
-	cl.requests = total
-	cl.candidates = cand
-	cl.maxAlloc = maxAlloc
-	cl.pods = append(cl.pods, pod)
-	cl.ports = append(cl.ports, c.hostPorts...)
-	s.topo.record(c, cl.domains(reqs, s.topo.universe))
-	return nil, false
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc}, nil, false
 }
 
 // checkMinValues: each requirement with minValues must still be spanned by
@@ -266,12 +295,10 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	reqs.Add(scheduling.NewRequirement(v1.LabelHostname, corev1.NodeSelectorOpIn, name))
 	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, requests: p.daemon, candidates: cand, maxAlloc: maxAlloc}
 	if dryRun {
-		// Probe without recording: a throwaway topology would be needed to
-		// be exact; the reasons below cover what a person can act on.
-		if err := s.dryRunTopology(c, cl); err != nil {
+		if _, err, _ := cl.check(s, c); err != nil {
 			return nil, err
 		}
-		return nil, errors.New("it fits a new node but was not placed (relaxed preferences could not be met)")
+		return nil, errors.New("it fits a new node but was not placed")
 	}
 	if err, _ := cl.tryAdd(s, c, pod); err != nil {
 		return nil, err
@@ -285,9 +312,11 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	return cl, nil
 }
 
-func (s *scheduler) dryRunTopology(c *podClass, cl *claim) error {
-	reqs := cl.reqs.Copy()
-	reqs.Merge(c.reqs)
-	_, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
-	return err
+func keysIntersect(have, want scheduling.Requirements, keys []string) bool {
+	for _, k := range keys {
+		if h, ok := have[k]; ok && want.Has(k) && !h.Intersects(want[k]) {
+			return false
+		}
+	}
+	return true
 }

@@ -216,10 +216,9 @@ func (t *topology) record(c *podClass, domains domainsOf) {
 			g.total++
 		}
 	}
-	for _, g := range c.owned {
-		if g.kind != antiAffinityGroup {
-			continue
-		}
+	// Only required anti-affinity keeps other pods away (as in
+	// kube-scheduler); a preference binds only its own pod.
+	for _, g := range c.requiredAnti {
 		vals, _ := domains(g.key)
 		for _, d := range vals {
 			g.owners[d]++
@@ -276,7 +275,10 @@ func (t *topology) check(c *podClass, domains domainsOf, eligible func(*topoGrou
 				cand = filterDomains(cand, func(d string) bool { return g.counts[d] == 0 })
 			}
 			if len(cand) == 0 {
-				return nil, &topologyError{group: g, permanent: key == v1.LabelHostname && before > 0 && g.kind != affinityGroup}
+				// Counts only grow: anti-affinity against a decided domain
+				// never clears, nor does a hostname spread (its minimum is 0).
+				permanent := before > 0 && ((g.kind == antiAffinityGroup && decided) || (g.kind == spreadGroup && key == v1.LabelHostname))
+				return nil, &topologyError{group: g, permanent: permanent}
 			}
 		}
 		for _, g := range c.antiMatchedBy {
@@ -285,7 +287,7 @@ func (t *topology) check(c *podClass, domains domainsOf, eligible func(*topoGrou
 			}
 			cand = filterDomains(cand, func(d string) bool { return g.owners[d] == 0 })
 			if len(cand) == 0 {
-				return nil, &topologyError{group: g, inverse: true, permanent: key == v1.LabelHostname}
+				return nil, &topologyError{group: g, inverse: true, permanent: decided}
 			}
 		}
 		if decided {
