@@ -257,6 +257,19 @@ func TestTopologySpread(t *testing.T) {
 			}
 		})
 	}
+	// nodeTaintsPolicy: zone-c is offered only by a pool the pods do not
+	// tolerate. Ignore (default) counts it, so a second pod cannot go
+	// anywhere; Honor leaves it out.
+	split := []*v1.NodePool{
+		pool("ab", requirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-a", "zone-b")),
+		pool("c", requirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-c"), taint("dedicated", "x", corev1.TaintEffectNoSchedule)),
+	}
+	for policy, want := range map[corev1.NodeInclusionPolicy]int{corev1.NodeInclusionPolicyIgnore: 2, corev1.NodeInclusionPolicyHonor: 0} {
+		res := solve(t, split, standardTypes(), times(4, web(spread(v1.LabelZone, 1, func(c *corev1.TopologySpreadConstraint) { c.NodeTaintsPolicy = &policy }))))
+		if len(res.Unschedulable) != want {
+			t.Errorf("nodeTaintsPolicy %s: %d unschedulable, want %d", policy, len(res.Unschedulable), want)
+		}
+	}
 	// matchLabelKeys: each version spreads on its own.
 	var pods []*corev1.Pod
 	for _, v := range []string{"v1", "v1", "v1", "v2", "v2", "v2"} {

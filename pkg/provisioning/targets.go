@@ -92,6 +92,9 @@ func (s *scheduler) eligible(c *podClass, g *topoGroup) []string {
 		return e
 	}
 	all := s.topo.universe[g.key]
+	if g.honorTaints {
+		all = s.toleratedDomains(c, g.key)
+	}
 	var out []string
 	if g.honorAffinity && c.reqs.Has(g.key) {
 		r := c.reqs.Get(g.key)
@@ -319,4 +322,37 @@ func keysIntersect(have, want scheduling.Requirements, keys []string) bool {
 		}
 	}
 	return true
+}
+
+// toleratedDomains are the domains of key offered by NodePools (and
+// existing nodes) whose taints the class tolerates.
+func (s *scheduler) toleratedDomains(c *podClass, key string) []string {
+	seen := map[string]bool{}
+	for _, p := range s.pools {
+		if scheduling.Tolerates(p.taints, c.tolerations) != nil {
+			continue
+		}
+		for _, it := range p.its {
+			for _, v := range it.it.Requirements.Get(key).Values() {
+				if p.reqs.Get(key).Has(v) {
+					seen[v] = true
+				}
+			}
+		}
+		for _, v := range p.reqs.Get(key).Values() {
+			seen[v] = true
+		}
+	}
+	for _, e := range s.existing {
+		if v, ok := e.labels[key]; ok && scheduling.ToleratesForScheduling(e.node.Taints, c.tolerations) == nil {
+			seen[v] = true
+		}
+	}
+	var out []string
+	for _, d := range s.topo.universe[key] {
+		if seen[d] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

@@ -37,6 +37,9 @@ type topoGroup struct {
 	// honorAffinity: only domains the pod's node affinity allows count for
 	// the spread minimum (nodeAffinityPolicy Honor, the default).
 	honorAffinity bool
+	// honorTaints: only domains of nodes whose taints the pod tolerates
+	// count (nodeTaintsPolicy Honor; the default is Ignore).
+	honorTaints bool
 	// counts is conservative: a pod on a claim whose domain is not decided
 	// yet counts in every domain it may get. exact counts only decided ones.
 	counts map[string]int
@@ -106,6 +109,11 @@ func (t *topology) groupsFor(pod *corev1.Pod) ([]*topoGroup, error) {
 		if err != nil {
 			return nil, err
 		}
+		if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+			if g, err = t.withTaintsHonored(g); err != nil {
+				return nil, err
+			}
+		}
 		out = append(out, g)
 	}
 	if a := pod.Spec.Affinity; a != nil {
@@ -137,6 +145,21 @@ func (t *topology) groupsFor(pod *corev1.Pod) ([]*topoGroup, error) {
 		}
 	}
 	return out, nil
+}
+
+// withTaintsHonored is g's twin that honours node taints.
+func (t *topology) withTaintsHonored(g *topoGroup) (*topoGroup, error) {
+	id := "taints|" + g.desc + "|" + strconv.Itoa(g.minDomains) + strconv.FormatBool(g.honorAffinity)
+	if h, ok := t.groups[id]; ok {
+		return h, nil
+	}
+	h := *g
+	h.honorTaints = true
+	h.counts, h.exact, h.owners = map[string]int{}, map[string]int{}, map[string]int{}
+	h.desc = g.desc + ", honouring taints"
+	t.groups[id] = &h
+	t.ordered = append(t.ordered, &h)
+	return &h, nil
 }
 
 // requiredAntiAffinityGroups are the groups whose owners keep other pods
