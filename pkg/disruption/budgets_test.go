@@ -52,7 +52,7 @@ func TestSeedWeekdayWindow(t *testing.T) {
 		{"2026-11-30 08:59:59 Mon", 10, 1}, // before the window: 50 % of 20
 		{"2026-11-30 09:00:00 Mon", 2, 0},  // opens on the hit: 10 % of 20
 		{"2026-11-30 12:00:00 Mon", 2, 0},
-		{"2026-11-30 16:59:59 Mon", 2, 0}, // last second of the 8 hours
+		{"2026-11-30 16:59:59 Mon", 2, 0},  // last second of the 8 hours
 		{"2026-11-30 17:00:00 Mon", 10, 1}, // closed exactly 8 h after the hit
 		{"2026-12-04 10:00:00 Fri", 2, 0},
 		{"2026-12-05 10:00:00 Sat", 10, 1}, // weekend: no window
