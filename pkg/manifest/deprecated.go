@@ -232,7 +232,8 @@ func migrateAWSNodeTemplate(obj map[string]any) []change {
 	}
 	spec := map[string]any{}
 	fix := []string{"apiVersion: karpenter.k8s.aws/v1", "kind: EC2NodeClass"}
-	for oldKey, newKey := range map[string]string{"subnetSelector": "subnetSelectorTerms", "securityGroupSelector": "securityGroupSelectorTerms", "amiSelector": "amiSelectorTerms"} {
+	for _, kv := range [][2]string{{"subnetSelector", "subnetSelectorTerms"}, {"securityGroupSelector", "securityGroupSelectorTerms"}, {"amiSelector", "amiSelectorTerms"}} {
+		oldKey, newKey := kv[0], kv[1]
 		if sel, ok := old[oldKey].(map[string]any); ok {
 			spec[newKey] = selectorToTerms(sel)
 			fix = append(fix, oldKey+": {k: v} → "+newKey+": [{tags: {k: v}}] (aws-ids → one {id: …} term each)")
