@@ -46,13 +46,15 @@ func (d *dims) addAll(l corev1.ResourceList) {
 type vec []int64
 
 func (d *dims) vec(l corev1.ResourceList) vec {
+	for k := range l {
+		if _, ok := d.index[k]; !ok {
+			d.addAll(l) // new names, in sorted order, so positions are deterministic
+			break
+		}
+	}
 	v := make(vec, len(d.names))
 	for k, q := range l {
-		i, ok := d.index[k]
-		if !ok {
-			i = d.add(k)
-			v = append(v, make(vec, len(d.names)-len(v))...)
-		}
+		i := d.index[k]
 		if k == corev1.ResourceCPU {
 			v[i] = q.MilliValue()
 		} else {
