@@ -1,0 +1,138 @@
+package disruption
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Cluster is the snapshot disruption decides over. Now is the injected clock.
+type Cluster struct {
+	Now           time.Time
+	NodePools     []*v1.NodePool
+	InstanceTypes map[string][]*cloudprovider.InstanceType
+	// Nodes are the nodes Joiner manages, each with its NodeClaim.
+	Nodes []*Candidate
+	// Unmanaged nodes take rescheduled pods but are never disrupted.
+	Unmanaged  []*provisioning.Node
+	PDBs       []*policyv1.PodDisruptionBudget
+	DaemonSets []*corev1.Pod
+}
+
+// Candidate is a managed node as disruption sees it.
+type Candidate struct {
+	Node         *provisioning.Node
+	NodeClaim    *v1.NodeClaim
+	NodePool     string
+	InstanceType string
+	Zone         string
+	CapacityType string
+	// Price is what the node costs per hour now.
+	Price float64
+	// Initialized is false while the node is still starting.
+	Initialized bool
+	// Disrupting is set on nodes already being disrupted or deleted.
+	Disrupting bool
+	// NotReady nodes count against budgets like disrupting ones.
+	NotReady bool
+	// NodeClassDrift is the cloud provider's drift reason ("" for none).
+	NodeClassDrift cloudprovider.DriftReason
+}
+
+// TemplateHash is a stable hash of what a NodePool's nodes are built from:
+// the template's labels, annotations, taints, startup taints, node class,
+// expiry and grace period. Requirements are compared separately (a change
+// there drifts only the nodes it rules out), and disruption settings do
+// not drift nodes at all.
+func TemplateHash(np *v1.NodePool) string {
+	t := np.Spec.Template.DeepCopy()
+	t.Spec.Requirements = nil
+	b, _ := json.Marshal(t)
+	h := fnv.New64a()
+	_, _ = h.Write(b)
+	return strconv.FormatUint(h.Sum64(), 10)
+}
+
+// isDaemonSetPod reports whether a controller of kind DaemonSet owns the pod:
+// such pods are not moved by disruption.
+func isDaemonSetPod(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "DaemonSet"
+}
+
+// reschedulable are the pods that must find a new place when the node goes.
+func reschedulable(n *provisioning.Node) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range n.Pods {
+		if isDaemonSetPod(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// blocker says why a node may not be voluntarily disrupted, or "".
+func (c *Cluster) blocker(cand *Candidate) string {
+	if cand.Node.Labels == nil {
+		return ""
+	}
+	if v, ok := nodeAnnotation(cand, v1.AnnotationDoNotDisrupt); ok && v == "true" {
+		return "node is annotated " + v1.AnnotationDoNotDisrupt
+	}
+	for _, p := range reschedulable(cand.Node) {
+		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
+			return fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
+		}
+		if pdb := c.blockingPDB(p); pdb != nil {
+			return fmt.Sprintf("PodDisruptionBudget %s/%s allows no eviction of pod %s", pdb.Namespace, pdb.Name, p.Name)
+		}
+	}
+	return ""
+}
+
+func nodeAnnotation(cand *Candidate, key string) (string, bool) {
+	if cand.NodeClaim != nil {
+		if v, ok := cand.NodeClaim.Annotations[key]; ok {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// blockingPDB returns a PDB that selects the pod and currently allows no
+// disruption.
+func (c *Cluster) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
+	for _, pdb := range c.PDBs {
+		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() {
+			continue
+		}
+		if sel.Matches(k8slabels.Set(p.Labels)) && pdb.Status.DisruptionsAllowed <= 0 {
+			return pdb
+		}
+	}
+	return nil
+}
+
+// requirementsOf are the pool's requirements, for requirement drift.
+func requirementsOf(np *v1.NodePool) scheduling.Requirements {
+	r := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	r.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+	return r
+}

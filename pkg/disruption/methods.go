@@ -1,0 +1,418 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// Methods, in the order they are tried; the first that acts wins the pass.
+const (
+	MethodEmpty      = "empty"
+	MethodDrift      = "drift"
+	MethodMultiNode  = "multi-node consolidation"
+	MethodSingleNode = "single-node consolidation"
+)
+
+// Command disrupts candidates, launching replacements first when it has any.
+type Command struct {
+	Method       string
+	Reason       v1.DisruptionReason
+	Candidates   []*Candidate
+	Replacements []*provisioning.NodeClaimPlan
+	// Savings is the hourly price of the candidates less the replacements'.
+	Savings float64
+}
+
+func (c *Command) String() string {
+	names := make([]string, len(c.Candidates))
+	for i, cand := range c.Candidates {
+		names[i] = cand.Node.Name
+	}
+	action := "delete"
+	if len(c.Replacements) > 0 {
+		action = fmt.Sprintf("replace with %d node(s)", len(c.Replacements))
+	}
+	return fmt.Sprintf("%s (%s): %s %v, saving %.4f/h", c.Method, c.Reason, action, names, c.Savings)
+}
+
+// Blocked names a node that a method wanted but could not take.
+type Blocked struct {
+	Node   string
+	Reason string
+}
+
+// Decision is the outcome of one disruption pass.
+type Decision struct {
+	// Commands of the first method that acted.
+	Commands []*Command
+	// Expired nodes are deleted regardless of budgets and do-not-disrupt
+	// (bounded by terminationGracePeriod during the drain).
+	Expired []*Candidate
+	// Blocked lists the nodes skipped for blockers or budgets.
+	Blocked []Blocked
+	// Allowances per NodePool name, one per reason.
+	Allowances map[string][]Allowance
+}
+
+// Options tune consolidation.
+type Options struct {
+	// SpotToSpot allows replacing a spot node by a cheaper spot node (only
+	// with at least MinSpotToSpotTypes cheaper types to choose from).
+	SpotToSpot bool
+}
+
+// MinSpotToSpotTypes is how many cheaper instance types a spot-to-spot
+// replacement needs, so it does not chase the single cheapest pool.
+const MinSpotToSpotTypes = 15
+
+type pass struct {
+	c        *Cluster
+	opts     Options
+	pools    map[string]*v1.NodePool
+	byPool   map[string][]*Candidate
+	remain   map[string]map[v1.DisruptionReason]int
+	decision *Decision
+}
+
+// Compute runs one disruption pass over the cluster.
+func Compute(c *Cluster, opts Options) *Decision {
+	p := &pass{c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
+		remain: map[string]map[v1.DisruptionReason]int{}, decision: &Decision{Allowances: map[string][]Allowance{}}}
+	for _, np := range c.NodePools {
+		p.pools[np.Name] = np
+	}
+	for _, cand := range c.Nodes {
+		p.byPool[cand.NodePool] = append(p.byPool[cand.NodePool], cand)
+	}
+	for _, np := range c.NodePools {
+		nodes := PoolNodes{Total: len(p.byPool[np.Name])}
+		for _, cand := range p.byPool[np.Name] {
+			if cand.Disrupting || cand.NotReady {
+				nodes.Disrupting++
+			}
+		}
+		all := AllowedByReason(np, nodes, c.Now)
+		p.decision.Allowances[np.Name] = all
+		p.remain[np.Name] = map[v1.DisruptionReason]int{}
+		for _, a := range all {
+			p.remain[np.Name][a.Reason] = a.Allowed
+		}
+	}
+	p.expire()
+	eligible := p.eligible()
+	for _, method := range []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode} {
+		if cmds := method(eligible); len(cmds) > 0 {
+			p.decision.Commands = cmds
+			break
+		}
+	}
+	return p.decision
+}
+
+func (p *pass) expire() {
+	for _, cand := range p.c.Nodes {
+		np := p.pools[cand.NodePool]
+		if cand.Disrupting || np == nil || cand.NodeClaim == nil {
+			continue
+		}
+		exp := cand.NodeClaim.Spec.ExpireAfter
+		if exp.IsNever() {
+			continue
+		}
+		if !p.c.Now.Before(cand.NodeClaim.CreationTimestamp.Add(*exp.Duration)) {
+			p.decision.Expired = append(p.decision.Expired, cand)
+		}
+	}
+}
+
+// eligible are the candidates voluntary methods may consider: initialized,
+// not already going, not expiring, and not blocked.
+func (p *pass) eligible() []*Candidate {
+	expired := map[*Candidate]bool{}
+	for _, e := range p.decision.Expired {
+		expired[e] = true
+	}
+	var out []*Candidate
+	for _, cand := range p.c.Nodes {
+		if !cand.Initialized || cand.Disrupting || expired[cand] || p.pools[cand.NodePool] == nil {
+			continue
+		}
+		if why := p.c.blocker(cand); why != "" {
+			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: why})
+			continue
+		}
+		out = append(out, cand)
+	}
+	return out
+}
+
+// consolidatable: the pool consolidates, and nothing has been scheduled to
+// or removed from the node for consolidateAfter.
+func (p *pass) consolidatable(cand *Candidate) bool {
+	np := p.pools[cand.NodePool]
+	after := np.Spec.Disruption.ConsolidateAfter
+	if after.IsNever() || np.IsStatic() {
+		return false
+	}
+	last := cand.NodeClaim.Status.LastPodEventTime.Time
+	if last.IsZero() {
+		last = cand.NodeClaim.CreationTimestamp.Time
+	}
+	return !p.c.Now.Before(last.Add(*after.Duration))
+}
+
+// take reserves budget for a candidate under a reason, or records it blocked.
+func (p *pass) take(cand *Candidate, reason v1.DisruptionReason) bool {
+	if p.remain[cand.NodePool][reason] <= 0 {
+		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name,
+			Reason: fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason)})
+		return false
+	}
+	p.remain[cand.NodePool][reason]--
+	return true
+}
+
+func (p *pass) empty(eligible []*Candidate) []*Command {
+	cmd := &Command{Method: MethodEmpty, Reason: v1.DisruptionReasonEmpty}
+	for _, cand := range eligible {
+		if len(reschedulable(cand.Node)) > 0 || !p.consolidatable(cand) {
+			continue
+		}
+		if p.take(cand, v1.DisruptionReasonEmpty) {
+			cmd.Candidates = append(cmd.Candidates, cand)
+			cmd.Savings += cand.Price
+		}
+	}
+	if len(cmd.Candidates) == 0 {
+		return nil
+	}
+	return []*Command{cmd}
+}
+
+// DriftReason says why a candidate drifted from its NodePool, or "".
+func (p *pass) driftReason(cand *Candidate) string {
+	np := p.pools[cand.NodePool]
+	if cand.NodeClassDrift != "" {
+		return "node class: " + string(cand.NodeClassDrift)
+	}
+	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != TemplateHash(np) {
+		return "the NodePool's template changed"
+	}
+	if !requirementsOf(np).MatchesLabels(cand.Node.Labels) {
+		return "the node no longer satisfies the NodePool's requirements"
+	}
+	found := false
+	for _, it := range p.c.InstanceTypes[np.Name] {
+		if it.Name == cand.InstanceType {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return "instance type " + cand.InstanceType + " is no longer offered"
+	}
+	return ""
+}
+
+func (p *pass) drift(eligible []*Candidate) []*Command {
+	for _, cand := range eligible {
+		if p.driftReason(cand) == "" {
+			continue
+		}
+		res, ok := p.simulate([]*Candidate{cand})
+		if !ok {
+			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its pods would have nowhere to go"})
+			continue
+		}
+		if !p.take(cand, v1.DisruptionReasonDrifted) {
+			continue
+		}
+		cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Candidate{cand}, Replacements: res.NewNodeClaims, Savings: cand.Price}
+		for _, r := range res.NewNodeClaims {
+			cmd.Savings -= r.Price()
+		}
+		return []*Command{cmd}
+	}
+	return nil
+}
+
+// consolidationCandidates are sorted by how little disrupting them costs:
+// fewest pods first, then the most expensive.
+func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
+	var out []*Candidate
+	for _, cand := range eligible {
+		np := p.pools[cand.NodePool]
+		if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !p.consolidatable(cand) {
+			continue
+		}
+		out = append(out, cand)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		pi, pj := len(reschedulable(out[i].Node)), len(reschedulable(out[j].Node))
+		if pi != pj {
+			return pi < pj
+		}
+		return out[i].Price > out[j].Price
+	})
+	return out
+}
+
+func (p *pass) singleNode(eligible []*Candidate) []*Command {
+	for _, cand := range p.consolidationCandidates(eligible) {
+		if cmd := p.consolidate([]*Candidate{cand}, MethodSingleNode); cmd != nil && p.withinBudget(cmd) {
+			return []*Command{cmd}
+		}
+	}
+	return nil
+}
+
+// multiNode finds the largest prefix (of at least 2) of the candidates that
+// can be consolidated together, by binary search as upstream does.
+func (p *pass) multiNode(eligible []*Candidate) []*Command {
+	cands := p.consolidationCandidates(eligible)
+	if len(cands) > 100 {
+		cands = cands[:100]
+	}
+	lo, hi := 2, len(cands)
+	var best *Command
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if cmd := p.consolidate(cands[:mid], MethodMultiNode); cmd != nil {
+			best = cmd
+			lo = mid + 1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if best == nil || !p.withinBudget(best) {
+		return nil
+	}
+	return []*Command{best}
+}
+
+func (p *pass) withinBudget(cmd *Command) bool {
+	need := map[string]int{}
+	for _, cand := range cmd.Candidates {
+		need[cand.NodePool]++
+	}
+	for pool, n := range need {
+		if p.remain[pool][v1.DisruptionReasonUnderutilized] < n {
+			for _, cand := range cmd.Candidates {
+				p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name,
+					Reason: fmt.Sprintf("NodePool %s's budget allows no more Underutilized disruptions now", pool)})
+			}
+			return false
+		}
+	}
+	for pool, n := range need {
+		p.remain[pool][v1.DisruptionReasonUnderutilized] -= n
+	}
+	return true
+}
+
+// consolidate checks whether the candidates' pods fit on the rest of the
+// cluster plus at most one new node that is cheaper than they are.
+func (p *pass) consolidate(cands []*Candidate, method string) *Command {
+	res, ok := p.simulate(cands)
+	if !ok || len(res.NewNodeClaims) > 1 {
+		return nil
+	}
+	price := 0.0
+	allSpot := true
+	for _, cand := range cands {
+		price += cand.Price
+		allSpot = allSpot && cand.CapacityType == v1.CapacityTypeSpot
+	}
+	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, Savings: price}
+	if len(res.NewNodeClaims) == 1 {
+		r := res.NewNodeClaims[0]
+		// Keep only replacement types that are cheaper, and never a type a
+		// candidate already is: that would be a deletion of the others
+		// plus a pointless relaunch.
+		sameType := map[string]bool{}
+		for _, cand := range cands {
+			sameType[cand.InstanceType] = true
+		}
+		var cheaper []*cloudprovider.InstanceType
+		for _, it := range r.InstanceTypes {
+			if it.CheapestPrice(r.Requirements) < price && !sameType[it.Name] {
+				cheaper = append(cheaper, it)
+			}
+		}
+		if len(cheaper) == 0 {
+			return nil
+		}
+		replacementSpot := r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) &&
+			!r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand)
+		if allSpot && replacementSpot && (!p.opts.SpotToSpot || len(cheaper) < MinSpotToSpotTypes) {
+			return nil
+		}
+		r.InstanceTypes = cheaper
+		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
+		cmd.Savings -= cheaper[0].CheapestPrice(r.Requirements)
+	}
+	if cmd.Savings <= 0 || !p.balancedApproves(cmd) {
+		return nil
+	}
+	return cmd
+}
+
+// balancedApproves applies the Balanced policy: a move must save at least
+// half as large a share of its pools' cost as the share of their pods it
+// disrupts (k = 2). Other policies approve any saving.
+func (p *pass) balancedApproves(cmd *Command) bool {
+	balanced := false
+	pools := map[string]bool{}
+	for _, cand := range cmd.Candidates {
+		pools[cand.NodePool] = true
+		balanced = balanced || p.pools[cand.NodePool].Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
+	}
+	if !balanced {
+		return true
+	}
+	var cost float64
+	var pods, moved int
+	for pool := range pools {
+		for _, cand := range p.byPool[pool] {
+			cost += cand.Price
+			pods += len(reschedulable(cand.Node))
+		}
+	}
+	for _, cand := range cmd.Candidates {
+		moved += len(reschedulable(cand.Node))
+	}
+	if moved == 0 || pods == 0 {
+		return true
+	}
+	return cmd.Savings/cost >= 0.5*float64(moved)/float64(pods)
+}
+
+// simulate reschedules the candidates' pods onto the rest of the cluster
+// with the provisioning scheduler; ok is false if any pod has nowhere to go.
+func (p *pass) simulate(cands []*Candidate) (*provisioning.Results, bool) {
+	removed := map[*Candidate]bool{}
+	var pods []*corev1.Pod
+	for _, cand := range cands {
+		removed[cand] = true
+		pods = append(pods, reschedulable(cand.Node)...)
+	}
+	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, Pods: pods, DaemonSets: p.c.DaemonSets}
+	for _, cand := range p.c.Nodes {
+		if removed[cand] {
+			continue
+		}
+		n := *cand.Node
+		n.MarkedForDeletion = n.MarkedForDeletion || cand.Disrupting
+		// Disrupted nodes carry Joiner's taint; nothing new goes there.
+		snap.Nodes = append(snap.Nodes, &n)
+	}
+	snap.Nodes = append(snap.Nodes, p.c.Unmanaged...)
+	res := provisioning.Solve(snap)
+	return res, len(res.Unschedulable) == 0
+}

@@ -1,0 +1,348 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+var t0 = time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+
+// instanceType: cpu cores, 4 GiB a core, on-demand 0.05/core-hour, spot 30 %.
+func instanceType(name string, cpu int64) *cloudprovider.InstanceType {
+	price := 0.05 * float64(cpu)
+	return &cloudprovider.InstanceType{
+		Name: name,
+		Requirements: scheduling.NewRequirements(
+			scheduling.NewRequirement(v1.LabelInstanceType, corev1.NodeSelectorOpIn, name),
+			scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-a"),
+			scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand),
+		),
+		Offerings: cloudprovider.Offerings{
+			{Zone: "zone-a", CapacityType: v1.CapacityTypeOnDemand, Price: price, Available: true},
+			{Zone: "zone-a", CapacityType: v1.CapacityTypeSpot, Price: price * 0.3, Available: true},
+		},
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(4*cpu<<30, resource.BinarySI), corev1.ResourcePods: resource.MustParse("110")},
+	}
+}
+
+func types() []*cloudprovider.InstanceType {
+	return []*cloudprovider.InstanceType{instanceType("small", 2), instanceType("medium", 4), instanceType("large", 16)}
+}
+
+func nodePool(name string, mutate ...func(*v1.NodePool)) *v1.NodePool {
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}}}
+	np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("720h")
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmptyOrUnderutilized
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("30s")
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}}
+	for _, m := range mutate {
+		m(np)
+	}
+	return np
+}
+
+var seq int
+
+func podOn(cpu string, opts ...func(*corev1.Pod)) *corev1.Pod {
+	seq++
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", seq), Namespace: "default", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+func daemonPod() *corev1.Pod {
+	return podOn("100m", func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", Controller: &yes}}
+	})
+}
+
+// node builds a managed node of an instance type, created an hour ago,
+// last touched by a pod 10 minutes ago, with the pool's current hash.
+func node(name string, np *v1.NodePool, it *cloudprovider.InstanceType, capacityType string, pods ...*corev1.Pod) *Candidate {
+	alloc := it.Allocatable()
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour)),
+		Annotations: map[string]string{v1.AnnotationNodePoolHash: TemplateHash(np)}}}
+	nc.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
+	nc.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Minute))
+	price := it.Offerings[0].Price
+	if capacityType == v1.CapacityTypeSpot {
+		price = it.Offerings[1].Price
+	}
+	return &Candidate{
+		Node: &provisioning.Node{Name: name, NodePool: np.Name, Allocatable: alloc, Capacity: it.Capacity, Pods: pods,
+			Labels: map[string]string{v1.LabelInstanceType: it.Name, v1.LabelZone: "zone-a", v1.LabelCapacityType: capacityType,
+				v1.LabelNodePool: np.Name, v1.LabelHostname: name}},
+		NodeClaim: nc, NodePool: np.Name, InstanceType: it.Name, Zone: "zone-a", CapacityType: capacityType, Price: price, Initialized: true,
+	}
+}
+
+func cluster(np *v1.NodePool, nodes ...*Candidate) *Cluster {
+	return &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{np.Name: types()}, Nodes: nodes}
+}
+
+func only(t *testing.T, d *Decision) *Command {
+	t.Helper()
+	if len(d.Commands) != 1 {
+		t.Fatalf("want exactly one command, got %v (blocked %v)", d.Commands, d.Blocked)
+	}
+	return d.Commands[0]
+}
+
+func names(cs []*Candidate) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Node.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestEmpty(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	c := cluster(np, node("empty", np, medium, v1.CapacityTypeOnDemand, daemonPod()), node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3")))
+	cmd := only(t, Compute(c, Options{}))
+	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "empty" || len(cmd.Replacements) != 0 {
+		t.Fatalf("got %s", cmd)
+	}
+	// consolidateAfter not yet elapsed since the last pod event.
+	c = cluster(np, node("empty", np, medium, v1.CapacityTypeOnDemand))
+	c.Nodes[0].NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("consolidateAfter 30s, last pod event 10s ago: want nothing, got %s", d.Commands[0])
+	}
+	// consolidateAfter: Never disables consolidation altogether.
+	never := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never") })
+	c = cluster(never, node("empty", never, medium, v1.CapacityTypeOnDemand))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("Never: got %s", d.Commands[0])
+	}
+}
+
+func TestMethodOrder(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	drifted := node("drifted", np, medium, v1.CapacityTypeOnDemand, podOn("1"))
+	drifted.NodeClaim.Annotations[v1.AnnotationNodePoolHash] = "old"
+	c := cluster(np, drifted, node("empty", np, medium, v1.CapacityTypeOnDemand))
+	if cmd := only(t, Compute(c, Options{})); cmd.Method != MethodEmpty {
+		t.Fatalf("empty comes before drift: got %s", cmd)
+	}
+	c = cluster(np, drifted, node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3500m")))
+	cmd := only(t, Compute(c, Options{}))
+	if cmd.Method != MethodDrift || names(cmd.Candidates) != "drifted" || len(cmd.Replacements) != 1 {
+		t.Fatalf("drift with a replacement: got %s", cmd)
+	}
+}
+
+func TestDriftReasons(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	p := &pass{c: cluster(np), pools: map[string]*v1.NodePool{"p": np}}
+	fresh := node("n", np, medium, v1.CapacityTypeOnDemand)
+	if r := p.driftReason(fresh); r != "" {
+		t.Fatalf("a fresh node is not drifted: %s", r)
+	}
+	changed := nodePool("p", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "x", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	p.pools["p"] = changed
+	if r := p.driftReason(fresh); !strings.Contains(r, "template changed") {
+		t.Errorf("template change: %q", r)
+	}
+	budgetsOnly := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+	p.pools["p"] = budgetsOnly
+	if r := p.driftReason(fresh); r != "" {
+		t.Errorf("disruption settings do not drift nodes: %q", r)
+	}
+	spotOnly := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot} })
+	p.pools["p"] = spotOnly
+	if r := p.driftReason(fresh); !strings.Contains(r, "no longer satisfies") {
+		t.Errorf("requirement drift: %q", r)
+	}
+	p.pools["p"] = np
+	gone := node("g", np, instanceType("retired", 4), v1.CapacityTypeOnDemand)
+	if r := p.driftReason(gone); !strings.Contains(r, "retired is no longer offered") {
+		t.Errorf("instance type gone: %q", r)
+	}
+	fresh.NodeClassDrift = "AMIDrift"
+	if r := p.driftReason(fresh); r != "node class: AMIDrift" {
+		t.Errorf("node class drift: %q", r)
+	}
+}
+
+func TestSingleNodeConsolidation(t *testing.T) {
+	np := nodePool("p")
+	small, medium, large := types()[0], types()[1], types()[2]
+	// Delete: the pod on "a" fits in the room left on "b".
+	c := cluster(np, node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1")), node("b", np, medium, v1.CapacityTypeOnDemand, podOn("2")))
+	cmd := only(t, Compute(c, Options{}))
+	if cmd.Method != MethodSingleNode || len(cmd.Replacements) != 0 || names(cmd.Candidates) != "a" {
+		t.Fatalf("want a deleted (a and b into one medium is no better), got %s", cmd)
+	}
+	// Replace: one pod of 1 core on a 16-core node moves to a 2-core node.
+	c = cluster(np, node("big", np, large, v1.CapacityTypeOnDemand, podOn("1")))
+	cmd = only(t, Compute(c, Options{}))
+	if len(cmd.Replacements) != 1 || cmd.Replacements[0].InstanceTypes[0].Name != "small" || cmd.Savings <= 0 {
+		t.Fatalf("want big replaced by small, got %s", cmd)
+	}
+	// Never by the same type: a full small node stays.
+	c = cluster(np, node("s", np, small, v1.CapacityTypeOnDemand, podOn("1500m")))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("nothing cheaper than small: got %s", d.Commands[0])
+	}
+	// WhenEmpty pools are not consolidated when underutilized.
+	whenEmpty := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty })
+	c = cluster(whenEmpty, node("big", whenEmpty, large, v1.CapacityTypeOnDemand, podOn("1")))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("WhenEmpty: got %s", d.Commands[0])
+	}
+}
+
+func TestSpotToSpot(t *testing.T) {
+	spot := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot} })
+	c := cluster(spot, node("big", spot, types()[2], v1.CapacityTypeSpot, podOn("1")))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("spot-to-spot is off by default: got %s", d.Commands[0])
+	}
+	// Even when on, it needs 15 cheaper types; this cluster has 2.
+	if d := Compute(c, Options{SpotToSpot: true}); len(d.Commands) != 0 {
+		t.Fatalf("spot-to-spot with 2 cheaper types: got %s", d.Commands[0])
+	}
+	var many []*cloudprovider.InstanceType
+	for i := 1; i <= 16; i++ {
+		many = append(many, instanceType(fmt.Sprintf("t%02d", i), int64(i)))
+	}
+	c.InstanceTypes["p"] = append(many, types()...)
+	cmd := only(t, Compute(c, Options{SpotToSpot: true}))
+	if len(cmd.Replacements) != 1 || len(cmd.Replacements[0].InstanceTypes) < MinSpotToSpotTypes {
+		t.Fatalf("spot-to-spot with enough types: %s", cmd)
+	}
+}
+
+func TestBlockers(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	dnd := podOn("1", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+	guarded := podOn("1", func(p *corev1.Pod) { p.Labels["app"] = "db" })
+	tests := []struct {
+		name  string
+		nodes func() []*Candidate
+		pdbs  []*policyv1.PodDisruptionBudget
+		want  string
+	}{
+		{"do-not-disrupt pod", func() []*Candidate { return []*Candidate{node("a", np, medium, v1.CapacityTypeOnDemand, dnd)} }, nil, "is annotated karpenter.sh/do-not-disrupt"},
+		{"do-not-disrupt node", func() []*Candidate {
+			n := node("a", np, medium, v1.CapacityTypeOnDemand)
+			n.NodeClaim.Annotations[v1.AnnotationDoNotDisrupt] = "true"
+			return []*Candidate{n}
+		}, nil, "node is annotated"},
+		{"PDB allows no eviction", func() []*Candidate { return []*Candidate{node("a", np, medium, v1.CapacityTypeOnDemand, guarded)} },
+			[]*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+				Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}, "PodDisruptionBudget default/db allows no eviction"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := cluster(np, tc.nodes()...)
+			c.PDBs = tc.pdbs
+			c.InstanceTypes["p"] = []*cloudprovider.InstanceType{types()[0], medium}
+			d := Compute(c, Options{})
+			if len(d.Commands) != 0 {
+				t.Fatalf("blocked node disrupted: %s", d.Commands[0])
+			}
+			if len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, tc.want) {
+				t.Fatalf("want blocked with %q, got %v", tc.want, d.Blocked)
+			}
+		})
+	}
+	// A PDB that still allows a disruption does not block.
+	c := cluster(np, node("a", np, types()[2], v1.CapacityTypeOnDemand, guarded))
+	c.PDBs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}}
+	only(t, Compute(c, Options{}))
+}
+
+func TestBudgetsLimitCommands(t *testing.T) {
+	zero := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
+	c := cluster(zero, node("empty", zero, types()[1], v1.CapacityTypeOnDemand))
+	d := Compute(c, Options{})
+	if len(d.Commands) != 0 || len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, "budget allows no more Empty disruptions") {
+		t.Fatalf("budget 0: commands %v, blocked %v", d.Commands, d.Blocked)
+	}
+	// 50 % of 4 nodes: two of four empty nodes go this pass.
+	half := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "50%"}} })
+	var nodes []*Candidate
+	for i := 0; i < 4; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("e%d", i), half, types()[1], v1.CapacityTypeOnDemand))
+	}
+	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 2 {
+		t.Fatalf("50%% of 4: %s", cmd)
+	}
+	// A node already disrupting uses one of the two.
+	nodes[3].Disrupting = true
+	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
+		t.Fatalf("one already disrupting: %s", cmd)
+	}
+}
+
+func TestExpirationIsForceful(t *testing.T) {
+	np := nodePool("p", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("30m")
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+	})
+	old := node("old", np, types()[1], v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} }))
+	d := Compute(cluster(np, old), Options{})
+	if len(d.Expired) != 1 || d.Expired[0] != old {
+		t.Fatalf("created 1h ago with expireAfter 30m: want expired despite do-not-disrupt and a 0 budget, got %v", d.Expired)
+	}
+	never := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("Never") })
+	if d := Compute(cluster(never, node("n", never, types()[1], v1.CapacityTypeOnDemand)), Options{}); len(d.Expired) != 0 {
+		t.Fatal("expireAfter Never never expires")
+	}
+}
+
+func TestBalanced(t *testing.T) {
+	balanced := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced })
+	// Deleting a (0.8 of 1.0/h, 80 %) moves 1 of 2 pods (50 %):
+	// 0.8 ≥ 0.5 × 0.5 → approved.
+	medium := types()[1]
+	c := cluster(balanced, node("a", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("1")), node("b", balanced, medium, v1.CapacityTypeOnDemand, podOn("1")))
+	d := Compute(c, Options{})
+	if len(d.Commands) != 1 {
+		t.Fatalf("balanced approves a good trade: %v", d.Blocked)
+	}
+	// Many pods for a small saving: moving 10 of 11 pods (91 %) to save
+	// 0.2 of 1.0/h (20 %) is refused; WhenEmptyOrUnderutilized takes it.
+	var pods []*corev1.Pod
+	for i := 0; i < 10; i++ {
+		pods = append(pods, podOn("100m"))
+	}
+	c = cluster(balanced, node("a", balanced, medium, v1.CapacityTypeOnDemand, pods...), node("b", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("balanced refuses a poor trade: %s", d.Commands[0])
+	}
+	eager := nodePool("p")
+	c = cluster(eager, node("a", eager, medium, v1.CapacityTypeOnDemand, pods...), node("b", eager, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
+	only(t, Compute(c, Options{}))
+}
