@@ -9,7 +9,16 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
+
+func podRequests(pods []*corev1.Pod) []corev1.ResourceList {
+	out := make([]corev1.ResourceList, len(pods))
+	for i, p := range pods {
+		out[i] = scheduling.PodRequests(p)
+	}
+	return out
+}
 
 // Methods, in the order they are tried; the first that acts wins the pass.
 const (
@@ -80,8 +89,15 @@ type pass struct {
 	decision *Decision
 }
 
-// Compute runs one disruption pass over the cluster.
+// Compute runs one disruption pass over the cluster. It fills each node's
+// Requested (the sum of its pods' requests) when unset, once, since every
+// simulation needs it.
 func Compute(c *Cluster, opts Options) *Decision {
+	for _, cand := range c.Nodes {
+		if cand.Node.Requested == nil {
+			cand.Node.Requested = scheduling.Add(podRequests(cand.Node.Pods)...)
+		}
+	}
 	p := &pass{c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
 		remain: map[string]map[v1.DisruptionReason]int{}, decision: &Decision{Allowances: map[string][]Allowance{}}}
 	for _, np := range c.NodePools {

@@ -110,8 +110,13 @@ func newScheduler(snap *Snapshot) *scheduler {
 				s.topo.addDomains(k, v)
 			}
 		}
+		if n.Requested != nil {
+			e.used = d.vec(n.Requested)
+		}
 		for _, p := range n.Pods {
-			e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
+			if n.Requested == nil {
+				e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
+			}
 			e.ports = append(e.ports, podHostPorts(p)...)
 		}
 		s.existing = append(s.existing, e)
@@ -204,6 +209,9 @@ func (s *scheduler) relaxedClass(c *podClass) *podClass {
 
 // recordExisting counts the pods already bound to nodes in the topology.
 func (s *scheduler) recordExisting(nodes []*Node) {
+	if len(s.topo.ordered) == 0 && !anyAntiAffinity(nodes) {
+		return // nothing to count
+	}
 	owned := map[*corev1.Pod][]*topoGroup{}
 	for _, n := range nodes {
 		for _, p := range n.Pods {
@@ -351,6 +359,17 @@ func needsOwnNode(pod *corev1.Pod) bool {
 	for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 		if t.TopologyKey == v1.LabelHostname && selectorMatches(t.LabelSelector, pod.Labels) {
 			return true
+		}
+	}
+	return false
+}
+
+func anyAntiAffinity(nodes []*Node) bool {
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
+				return true
+			}
 		}
 	}
 	return false

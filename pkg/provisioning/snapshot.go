@@ -41,6 +41,9 @@ type Node struct {
 	// Pods bound to the node: their requests are used, their labels count
 	// for topology, their host ports are taken.
 	Pods []*corev1.Pod
+	// Requested, when set, is the sum of the Pods' requests, so callers that
+	// solve many times over the same nodes need not recompute it.
+	Requested corev1.ResourceList
 	// InFlight marks a NodeClaim that has not registered yet: it takes pods,
 	// and Joiner's own unregistered taint does not keep them off.
 	InFlight bool
