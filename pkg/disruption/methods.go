@@ -80,19 +80,7 @@ type Options struct {
 // replacement needs, so it does not chase the single cheapest pool.
 const MinSpotToSpotTypes = 15
 
-type pass struct {
-	c        *Cluster
-	opts     Options
-	pools    map[string]*v1.NodePool
-	byPool   map[string][]*Candidate
-	remain   map[string]map[v1.DisruptionReason]int
-	decision *Decision
-}
-
-// Compute runs one disruption pass over the cluster. It fills each node's
-// Requested (the sum of its pods' requests) when unset, once, since every
-// simulation needs it.
-func Compute(c *Cluster, opts Options) *Decision {
+func newPass(c *Cluster, opts Options) *pass {
 	for _, cand := range c.Nodes {
 		if cand.Node.Requested == nil {
 			cand.Node.Requested = scheduling.Add(podRequests(cand.Node.Pods)...)
@@ -120,6 +108,23 @@ func Compute(c *Cluster, opts Options) *Decision {
 			p.remain[np.Name][a.Reason] = a.Allowed
 		}
 	}
+	return p
+}
+
+type pass struct {
+	c        *Cluster
+	opts     Options
+	pools    map[string]*v1.NodePool
+	byPool   map[string][]*Candidate
+	remain   map[string]map[v1.DisruptionReason]int
+	decision *Decision
+}
+
+// Compute runs one disruption pass over the cluster. It fills each node's
+// Requested (the sum of its pods' requests) when unset, once, since every
+// simulation needs it.
+func Compute(c *Cluster, opts Options) *Decision {
+	p := newPass(c, opts)
 	p.expire()
 	eligible := p.eligible()
 	for _, method := range []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode} {

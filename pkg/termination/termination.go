@@ -1,0 +1,162 @@
+// Package termination decides, step by step, how a node is drained and
+// removed: evict pods through the Eviction API in order (non-critical before
+// critical, DaemonSet pods last), honouring PodDisruptionBudgets and each
+// pod's grace period, and after the NodeClaim's terminationGracePeriod
+// delete whatever remains. Pure code with an injected time; the host
+// performs the evictions, deletions and the final instance and Node delete.
+package termination
+
+import (
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+)
+
+// Drain is a node being terminated.
+type Drain struct {
+	// Started is when deletion of the NodeClaim began.
+	Started time.Time
+	// GracePeriod is the NodeClaim's terminationGracePeriod; nil waits for
+	// evictions indefinitely.
+	GracePeriod *time.Duration
+	// Pods still on the node (terminating ones included).
+	Pods []*corev1.Pod
+	PDBs []*policyv1.PodDisruptionBudget
+}
+
+// Step is what to do now.
+type Step struct {
+	// Evict through the Eviction API (PDBs are honoured by it, and here).
+	Evict []*corev1.Pod
+	// Delete outright: the terminationGracePeriod leaves no more time.
+	Delete []*corev1.Pod
+	// Waiting lists pods that may not be evicted yet, with the reason.
+	Waiting map[*corev1.Pod]string
+	// Done: the node is empty (of pods that matter); delete the instance,
+	// then the Node, then drop the finalizer.
+	Done bool
+}
+
+// group orders eviction: lower first.
+func group(p *corev1.Pod) int {
+	g := 0
+	if isCritical(p) {
+		g++
+	}
+	if isDaemonSetPod(p) {
+		g += 2
+	}
+	return g
+}
+
+func isCritical(p *corev1.Pod) bool {
+	return p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
+}
+
+func isDaemonSetPod(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "DaemonSet"
+}
+
+func terminal(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// Next computes the step for now.
+func Next(d Drain, now time.Time) Step {
+	st := Step{Waiting: map[*corev1.Pod]string{}}
+	var live []*corev1.Pod
+	for _, p := range d.Pods {
+		if !terminal(p) {
+			live = append(live, p)
+		}
+	}
+	if len(live) == 0 {
+		st.Done = true
+		return st
+	}
+	// With a grace period, a pod is deleted early enough that its own
+	// terminationGracePeriodSeconds ends by the node's deadline.
+	if d.GracePeriod != nil {
+		deadline := d.Started.Add(*d.GracePeriod)
+		var rest []*corev1.Pod
+		for _, p := range live {
+			if p.DeletionTimestamp != nil {
+				rest = append(rest, p)
+				continue
+			}
+			if !now.Before(deadline.Add(-podGrace(p))) {
+				st.Delete = append(st.Delete, p)
+			} else {
+				rest = append(rest, p)
+			}
+		}
+		live = rest
+	}
+	sort.SliceStable(live, func(i, j int) bool { return group(live[i]) < group(live[j]) })
+	if len(live) == 0 {
+		return st
+	}
+	// Evict only the first group still present; later groups wait for it.
+	first := group(live[0])
+	allowed := map[*policyv1.PodDisruptionBudget]int32{}
+	for _, pdb := range d.PDBs {
+		allowed[pdb] = pdb.Status.DisruptionsAllowed
+	}
+	for _, p := range live {
+		switch {
+		case p.DeletionTimestamp != nil:
+			st.Waiting[p] = "terminating"
+		case group(p) != first:
+			st.Waiting[p] = "waiting for pods evicted before it (non-critical before critical, DaemonSet pods last)"
+		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
+			st.Waiting[p] = "annotated " + v1.AnnotationDoNotDisrupt + " (deleted at the terminationGracePeriod)"
+		default:
+			if pdb := blockingPDB(p, d.PDBs, allowed); pdb != nil {
+				st.Waiting[p] = "PodDisruptionBudget " + pdb.Name + " allows no eviction now"
+				continue
+			}
+			for _, pdb := range matchingPDBs(p, d.PDBs) {
+				allowed[pdb]--
+			}
+			st.Evict = append(st.Evict, p)
+		}
+	}
+	return st
+}
+
+func podGrace(p *corev1.Pod) time.Duration {
+	if p.Spec.TerminationGracePeriodSeconds != nil {
+		return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
+	}
+	return 30 * time.Second
+}
+
+func matchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range pdbs {
+		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err == nil && !sel.Empty() && sel.Matches(k8slabels.Set(p.Labels)) {
+			out = append(out, pdb)
+		}
+	}
+	return out
+}
+
+func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, allowed map[*policyv1.PodDisruptionBudget]int32) *policyv1.PodDisruptionBudget {
+	for _, pdb := range matchingPDBs(p, pdbs) {
+		if allowed[pdb] <= 0 {
+			return pdb
+		}
+	}
+	return nil
+}
