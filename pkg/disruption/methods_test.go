@@ -346,3 +346,21 @@ func TestBalanced(t *testing.T) {
 	c = cluster(eager, node("a", eager, medium, v1.CapacityTypeOnDemand, pods...), node("b", eager, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
 	only(t, Compute(c, Options{}))
 }
+
+func TestSkippedAndBarePods(t *testing.T) {
+	np := nodePool("p")
+	starting := node("starting", np, types()[1], v1.CapacityTypeOnDemand)
+	starting.Initialized = false
+	going := node("going", np, types()[1], v1.CapacityTypeOnDemand)
+	going.Disrupting = true
+	if d := Compute(cluster(np, starting, going), Options{}); len(d.Commands) != 0 {
+		t.Fatalf("initializing and already-disrupting nodes are skipped: %s", d.Commands[0])
+	}
+	// A bare pod (no controller) does not block: it is evicted and moves.
+	bare := podOn("1")
+	bare.OwnerReferences = nil
+	cmd := only(t, Compute(cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, bare)), Options{}))
+	if len(cmd.Candidates) != 1 || len(cmd.Replacements) != 1 {
+		t.Fatalf("bare pod moves with a replacement: %s", cmd)
+	}
+}
