@@ -29,6 +29,9 @@ type Cluster struct {
 	Unmanaged  []*provisioning.Node
 	PDBs       []*policyv1.PodDisruptionBudget
 	DaemonSets []*corev1.Pod
+	// Planner, when set, is a provisioning planner prepared for these
+	// NodePools, instance types and DaemonSets; simulations reuse it.
+	Planner *provisioning.Planner
 }
 
 // Candidate is a managed node as disruption sees it.

@@ -112,6 +112,7 @@ func newPass(c *Cluster, opts Options) *pass {
 }
 
 type pass struct {
+	planner  *provisioning.Planner
 	c        *Cluster
 	opts     Options
 	pools    map[string]*v1.NodePool
@@ -434,6 +435,12 @@ func (p *pass) simulate(cands []*Candidate) (*provisioning.Results, bool) {
 		snap.Nodes = append(snap.Nodes, &n)
 	}
 	snap.Nodes = append(snap.Nodes, p.c.Unmanaged...)
-	res := provisioning.Solve(snap)
+	if p.planner == nil {
+		p.planner = p.c.Planner
+		if p.planner == nil {
+			p.planner = provisioning.NewPlanner(p.c.NodePools, p.c.InstanceTypes, p.c.DaemonSets)
+		}
+	}
+	res := p.planner.Solve(snap)
 	return res, len(res.Unschedulable) == 0
 }

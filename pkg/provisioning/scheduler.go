@@ -28,7 +28,37 @@ type scheduler struct {
 // that fits nowhere has its preferences relaxed one at a time, and if it
 // still fits nowhere it is reported with a reason per NodePool.
 func Solve(snap *Snapshot) *Results {
-	s := newScheduler(snap)
+	return NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(snap)
+}
+
+// Planner holds what Solve prepares from NodePools, instance types and
+// DaemonSets, so a caller that solves many times over the same ones (the
+// disruption simulations, the simulator) prepares them once.
+type Planner struct {
+	dims     *dims
+	pools    []*poolInfo
+	universe map[string][]string
+}
+
+// NewPlanner prepares NodePools, their instance types and DaemonSets.
+func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
+	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
+	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe}
+}
+
+// Solve is the package-level Solve over the planner's NodePools, instance
+// types and DaemonSets, with the snapshot's nodes and pods.
+func (pl *Planner) Solve(snap *Snapshot) *Results {
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
+	for k, v := range pl.universe {
+		s.topo.universe[k] = append([]string(nil), v...)
+	}
+	for _, p := range pl.pools {
+		cp := *p
+		cp.used = nil
+		s.pools = append(s.pools, &cp)
+	}
+	s.addNodes(snap.Nodes)
 	pods := append([]*corev1.Pod(nil), snap.Pods...)
 	classOf := make(map[*corev1.Pod]*podClass, len(pods))
 	for _, p := range pods {
@@ -103,7 +133,24 @@ func newScheduler(snap *Snapshot) *scheduler {
 		}
 		s.pools = append(s.pools, p)
 	}
-	for _, n := range snap.Nodes {
+	for _, p := range s.pools {
+		for _, ds := range snap.DaemonSets {
+			if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
+				continue
+			}
+			if p.reqs.Compatible(scheduling.NewNodeAffinity(ds).Required(), func(k string) bool { return p.wellKnown[k] }) != nil {
+				continue
+			}
+			p.daemon = p.daemon.plus(d.vec(scheduling.PodRequests(ds)))
+		}
+	}
+	return s
+}
+
+// addNodes adds existing nodes and in-flight claims as targets.
+func (s *scheduler) addNodes(nodes []*Node) {
+	d := s.dims
+	for _, n := range nodes {
 		e := &existingTarget{node: n, idx: len(s.existing), alloc: d.vec(n.Allocatable), labels: n.Labels}
 		for k, v := range n.Labels {
 			if k != v1.LabelHostname {
@@ -126,18 +173,6 @@ func newScheduler(snap *Snapshot) *scheduler {
 			}
 		}
 	}
-	for _, p := range s.pools {
-		for _, ds := range snap.DaemonSets {
-			if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
-				continue
-			}
-			if p.reqs.Compatible(scheduling.NewNodeAffinity(ds).Required(), func(k string) bool { return p.wellKnown[k] }) != nil {
-				continue
-			}
-			p.daemon = p.daemon.plus(d.vec(scheduling.PodRequests(ds)))
-		}
-	}
-	return s
 }
 
 // classFor returns the pod's class, creating it (and its topology groups).

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"os"
+
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
+)
+
+func writeHTML(path string, a, b *sim.Report) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := sim.WriteHTML(f, a, b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

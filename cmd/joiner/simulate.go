@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
+)
+
+func newSimulateCommand() *cobra.Command {
+	var jsonOut, quiet bool
+	var reportFile, compare string
+	cmd := &cobra.Command{
+		Use:   "simulate [SCENARIO_DIR]",
+		Short: "Simulate what a set of NodePools would do: cost, pod start latency, disruption",
+		Long: `simulate runs Joiner's real provisioning, disruption and termination code against
+an in-memory cluster and a simulated EC2 (from the bundled instance-type
+catalog; spot prices are synthetic) on a virtual clock, driven by the
+workload manifests in SCENARIO_DIR and its scenario.yaml. With no directory
+it runs the bundled default scenario: the production architecture of the
+Karpenter course over one simulated Monday.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			a, err := runScenario(args, quiet || jsonOut, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			var b *sim.Report
+			if compare != "" {
+				b, err = runScenario([]string{compare}, quiet || jsonOut, cmd.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+			}
+			if reportFile != "" {
+				if err := writeHTML(reportFile, a, b); err != nil {
+					return err
+				}
+			}
+			if jsonOut {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				if b != nil {
+					return enc.Encode(map[string]*sim.Report{"a": a, "b": b})
+				}
+				return enc.Encode(a)
+			}
+			if b != nil {
+				sim.WriteComparison(out, a, b)
+			} else {
+				sim.WriteSummary(out, a)
+			}
+			if reportFile != "" {
+				fmt.Fprintf(out, "\nreport: %s\n", reportFile)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (deterministic for a scenario and seed)")
+	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
+	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	return cmd
+}
+
+func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+	var fsys fs.FS
+	var dir, name string
+	if len(args) == 0 {
+		fsys, dir, name = examples.Scenarios, "scenarios/default", "default (bundled)"
+	} else {
+		abs, err := filepath.Abs(args[0])
+		if err != nil {
+			return nil, err
+		}
+		st, err := os.Stat(abs)
+		if err != nil {
+			return nil, fmt.Errorf("scenario: %w", err)
+		}
+		if !st.IsDir() {
+			return nil, fmt.Errorf("scenario %s is not a directory: give the directory holding the manifests and scenario.yaml", args[0])
+		}
+		fsys, dir, name = os.DirFS(abs), ".", args[0]
+	}
+	in, err := sim.Load(fsys, dir, name)
+	if err != nil {
+		return nil, err
+	}
+	var opts sim.Options
+	if !quiet {
+		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
+			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+		opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
+		defer func() { _ = bar.Finish() }()
+	}
+	return sim.Run(in, fsys, dir, opts)
+}

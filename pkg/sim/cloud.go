@@ -1,0 +1,283 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// armBatch starts or extends a provisioning batch window.
+func (e *engine) armBatch() {
+	now := e.clk.now
+	if !e.batchArmed {
+		e.batchArmed = true
+		e.batchFirst = now
+	}
+	e.batchLast = now
+	fire := e.batchLast.Add(batchIdle)
+	if limit := e.batchFirst.Add(batchMax); fire.After(limit) {
+		fire = limit
+	}
+	e.clk.at(fire, func() {
+		if !e.batchArmed {
+			return
+		}
+		due := e.batchLast.Add(batchIdle)
+		if limit := e.batchFirst.Add(batchMax); due.After(limit) {
+			due = limit
+		}
+		if e.clk.now.Before(due) {
+			return // a later event closes the batch
+		}
+		e.batchArmed = false
+		e.provision()
+	})
+}
+
+// offeringsNow applies the insufficient-capacity cache to the catalog.
+func (e *engine) instanceTypesNow() map[string][]*cloudprovider.InstanceType {
+	for o, until := range e.unavailable {
+		if !e.clk.now.Before(until) {
+			delete(e.unavailable, o)
+			e.planner = nil
+		}
+	}
+	if len(e.unavailable) == 0 {
+		return e.instanceTypes
+	}
+	out := map[string][]*cloudprovider.InstanceType{}
+	for pool, its := range e.instanceTypes {
+		list := make([]*cloudprovider.InstanceType, len(its))
+		for i, it := range its {
+			list[i] = it
+			touched := false
+			for _, o := range it.Offerings {
+				if _, ok := e.unavailable[o]; ok {
+					touched = true
+				}
+			}
+			if touched {
+				cp := *it
+				cp.Offerings = nil
+				for _, o := range it.Offerings {
+					oc := *o
+					if _, ok := e.unavailable[o]; ok {
+						oc.Available = false
+					}
+					cp.Offerings = append(cp.Offerings, &oc)
+				}
+				list[i] = &cp
+			}
+		}
+		out[pool] = list
+	}
+	return out
+}
+
+// provision runs the real provisioning scheduler over the pending pods and
+// launches what it plans.
+func (e *engine) provision() {
+	if len(e.pending) == 0 {
+		return
+	}
+	var nodes []*provisioning.Node
+	for _, n := range e.nodes {
+		if n.state != nodeGone && n.state != nodeDraining && !n.disrupting {
+			nodes = append(nodes, n.asNode())
+		}
+	}
+	pods, byPod := e.pendingPods()
+	res := e.currentPlanner().Solve(&provisioning.Snapshot{Nodes: nodes, Pods: pods})
+	for _, pe := range res.Unschedulable {
+		byPod[pe.Pod].reason = pe.Reason
+	}
+	for _, plan := range res.NewNodeClaims {
+		e.launch(plan, "provisioning")
+	}
+}
+
+// launch asks the simulated EC2 for an instance for the plan: the cheapest
+// available offering of its instance types (spot when the plan allows it),
+// falling back type by type when capacity is short.
+func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
+	f := e.in.Scenario.Spec.Faults
+	e.rep.launchAttempt(plan.NodePool.Name)
+	if f.APIErrorRate > 0 && e.rng.Float64() < f.APIErrorRate {
+		e.rep.cloudError("CreateFleet", "InternalError")
+		e.armBatch()
+		return nil, fmt.Errorf("simulated EC2 API error")
+	}
+	zone, ct := plan.Requirements.Get(v1.LabelZone), plan.Requirements.Get(v1.LabelCapacityType)
+	for _, it := range plan.InstanceTypes {
+		var best *cloudprovider.Offering
+		for _, o := range it.Offerings {
+			if !zone.Has(o.Zone) || !ct.Has(o.CapacityType) {
+				continue
+			}
+			if _, cached := e.unavailable[o]; cached {
+				continue
+			}
+			if best == nil || o.Price < best.Price {
+				best = o
+			}
+		}
+		if best == nil {
+			continue
+		}
+		if !best.Available {
+			// Insufficient capacity: remember it and try the next type.
+			e.unavailable[best] = e.clk.now.Add(unavailableFor)
+			e.planner = nil
+			e.rep.cloudError("CreateFleet", "InsufficientInstanceCapacity")
+			continue
+		}
+		return e.startInstance(plan, it, best, why), nil
+	}
+	e.rep.cloudError("CreateFleet", "InsufficientInstanceCapacity")
+	e.armBatch()
+	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no offering of %d types available", len(plan.InstanceTypes)))
+}
+
+func (e *engine) latency(l Latency, def time.Duration) time.Duration {
+	mean, sd := l.Mean.Duration, l.Stddev.Duration
+	if mean == 0 {
+		mean = def
+	}
+	d := time.Duration(float64(mean) + e.rng.NormFloat64()*float64(sd))
+	return max(d, time.Second)
+}
+
+func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovider.InstanceType, o *cloudprovider.Offering, why string) *simNode {
+	e.nodeSeq++
+	f := e.in.Scenario.Spec.Faults
+	np := plan.NodePool
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
+		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.TemplateHash(np)}}}
+	nc.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
+	nc.Spec.TerminationGracePeriod = np.Spec.Template.Spec.TerminationGracePeriod
+	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now,
+		ami: e.amis[np.Spec.Template.Spec.NodeClassRef.Name], taints: np.Spec.Template.Spec.Taints, lastPodEvent: e.clk.now}
+	e.nodes = append(e.nodes, n)
+	e.rep.nodeLaunched(n, why)
+	e.dirty = true
+	launch := e.latency(f.LaunchLatency, defaultLaunchLatency)
+	register := e.latency(f.RegistrationLatency, defaultRegistration)
+	initialize := e.latency(f.InitializationLatency, defaultInit)
+	if f.NeverRegisterRate > 0 && e.rng.Float64() < f.NeverRegisterRate {
+		n.neverReady = true
+		// Liveness: a claim whose node never registers is deleted after the TTL.
+		e.clk.after(registrationTTL, func() {
+			if n.state == nodeLaunching {
+				e.rep.note("NodeClaim " + n.name + " never registered; deleted after 15m")
+				e.deleteNode(n, "Unregistered")
+				e.armBatch()
+			}
+		})
+		return n
+	}
+	e.clk.after(launch+register, func() {
+		if n.state == nodeLaunching {
+			n.state = nodeRegistered
+		}
+	})
+	e.clk.after(launch+register+initialize, func() {
+		if n.state != nodeRegistered {
+			return
+		}
+		n.state = nodeReady
+		n.ready = e.clk.now
+		e.bindDaemons(n)
+		e.armBind()
+	})
+	if o.CapacityType == v1.CapacityTypeSpot && f.SpotInterruptionsPerNodeHour > 0 {
+		wait := time.Duration(e.rng.ExpFloat64() / f.SpotInterruptionsPerNodeHour * float64(time.Hour))
+		e.clk.after(launch+wait, func() { e.interrupt(n) })
+	}
+	return n
+}
+
+// bindDaemons starts the DaemonSet pods a node runs.
+func (e *engine) bindDaemons(n *simNode) {
+	labels := n.labels()
+	for i, ds := range e.daemonSets {
+		tmpl := e.dsPods[i]
+		if scheduling.ToleratesForScheduling(n.taints, tmpl.Spec.Tolerations) != nil || !scheduling.NewNodeAffinity(tmpl).MatchesNode(labels) {
+			continue
+		}
+		p := tmpl.DeepCopy()
+		p.Name = ds.Name + "-" + n.name
+		p.Namespace = ds.Namespace
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: &yes}}
+		sp := &simPod{pod: p, created: e.clk.now, node: n, running: e.clk.now}
+		n.pods = append(n.pods, sp)
+		n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p))
+	}
+}
+
+// interrupt is a spot interruption notice: two minutes later the instance
+// is gone. Joiner drains it at once and pre-launches replacement capacity.
+func (e *engine) interrupt(n *simNode) {
+	if n.state == nodeGone {
+		return
+	}
+	n.interrupted = true
+	e.rep.interruption(n)
+	cmd, err := disruption.Interruption(e.disruptionCluster(), n.name)
+	if err == nil {
+		e.queue.Add(cmd, e.clk.now)
+		e.stepQueue()
+	}
+	e.clk.after(interruptionNotice, func() {
+		if n.state != nodeGone {
+			for _, p := range append([]*simPod(nil), n.pods...) {
+				if p.owner != nil || !isDaemon(p.pod) {
+					e.removePod(p, true)
+				}
+			}
+			e.deleteNode(n, "Interrupted")
+		}
+	})
+}
+
+func isDaemon(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "DaemonSet"
+}
+
+// deleteNode ends an instance and its Node; cost stops accruing.
+func (e *engine) deleteNode(n *simNode, reason string) {
+	if n.state == nodeGone {
+		return
+	}
+	for _, p := range append([]*simPod(nil), n.pods...) {
+		if isDaemon(p.pod) {
+			p.node = nil
+			continue
+		}
+		e.removePod(p, true)
+	}
+	n.pods = nil
+	n.state = nodeGone
+	n.gone = e.clk.now
+	e.dirty = true
+	e.rep.nodeGone(n, reason)
+}
+
+// nodeHours is how long the node has cost money by t.
+func (n *simNode) hours(t time.Time) float64 {
+	end := t
+	if n.state == nodeGone {
+		end = n.gone
+	}
+	return math.Max(0, end.Sub(n.launched).Hours())
+}

@@ -1,0 +1,247 @@
+package sim
+
+import (
+	"time"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/termination"
+)
+
+const (
+	drainEvery = 5 * time.Second
+	// forcedPassEvery: even when nothing changed, time passing can make a
+	// node consolidatable, expire it, or open a budget window.
+	forcedPassEvery = 5 * time.Minute
+)
+
+func (e *engine) nodeByName(name string) *simNode {
+	for _, n := range e.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// disruptionCluster is the state disruption decides over.
+func (e *engine) disruptionCluster() *disruption.Cluster {
+	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.instanceTypesNow(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner()}
+	for _, n := range e.nodes {
+		if n.state == nodeGone {
+			continue
+		}
+		claim := n.claim.DeepCopy()
+		claim.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
+		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
+			Zone: n.offering.Zone, CapacityType: n.offering.CapacityType, Price: n.offering.Price,
+			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining}
+		if want := e.amis[n.pool.Spec.Template.Spec.NodeClassRef.Name]; want != "" && n.ami != want {
+			cand.NodeClassDrift = "AMIDrift"
+		}
+		c.Nodes = append(c.Nodes, cand)
+	}
+	return c
+}
+
+// pdbs computes each PodDisruptionBudget's allowed disruptions from the
+// pods it selects, as the disruption controller would.
+func (e *engine) pdbs() []*policyv1.PodDisruptionBudget {
+	var out []*policyv1.PodDisruptionBudget
+	for _, pdb := range e.in.PDBs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		ns := pdb.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		expected, healthy := 0, 0
+		for _, w := range e.workloads {
+			for _, p := range w.pods {
+				if p.pod.Namespace == ns && sel.Matches(k8slabels.Set(p.pod.Labels)) {
+					expected++
+					if !p.running.IsZero() && p.node != nil {
+						healthy++
+					}
+				}
+			}
+		}
+		desired := 0
+		switch {
+		case pdb.Spec.MinAvailable != nil:
+			desired, _ = intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MinAvailable, expected, true)
+		case pdb.Spec.MaxUnavailable != nil:
+			mu, _ := intstr.GetScaledValueFromIntOrPercent(pdb.Spec.MaxUnavailable, expected, true)
+			desired = expected - mu
+		}
+		cp := pdb.DeepCopy()
+		cp.Namespace = ns
+		cp.Status.DisruptionsAllowed = int32(max(0, healthy-desired))
+		out = append(out, cp)
+	}
+	return out
+}
+
+// disrupt runs a disruption pass when something changed (or every few
+// minutes regardless) and queues its commands.
+func (e *engine) disrupt() {
+	if !e.dirty && e.clk.now.Sub(e.rep.lastPass) < forcedPassEvery {
+		return
+	}
+	e.dirty = false
+	e.rep.lastPass = e.clk.now
+	c := e.disruptionCluster()
+	d := disruption.Compute(c, e.queue.Options)
+	e.rep.disruptionPass(d)
+	for _, cand := range d.Expired {
+		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
+			e.rep.disrupted(n, "Expired")
+			e.startDrain(n, "Expired")
+		}
+	}
+	for _, cmd := range d.Commands {
+		e.queue.Add(cmd, e.clk.now)
+		for _, cand := range cmd.Candidates {
+			if n := e.nodeByName(cand.Node.Name); n != nil {
+				n.disrupting = true // held while the command validates
+			}
+		}
+	}
+	e.stepQueue()
+}
+
+func (e *engine) stepQueue() {
+	if e.queue.Len() == 0 {
+		return
+	}
+	// Candidates of queued commands are only reserved, not tainted: the
+	// validation must see them as they are.
+	events := e.queue.Step(e.clk.now, simActions{e}, func() *disruption.Cluster {
+		c := e.disruptionCluster()
+		for _, cand := range c.Nodes {
+			if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady && n.drainStarted.IsZero() {
+				cand.Disrupting = false
+				cand.Node.MarkedForDeletion = false
+			}
+		}
+		return c
+	})
+	for _, ev := range events {
+		switch ev.What {
+		case "executed":
+			for _, cand := range ev.Command.Candidates {
+				if n := e.nodeByName(cand.Node.Name); n != nil {
+					e.rep.disrupted(n, string(ev.Command.Reason))
+				}
+			}
+		case "cancelled", "abandoned":
+			for _, cand := range ev.Command.Candidates {
+				if n := e.nodeByName(cand.Node.Name); n != nil && n.drainStarted.IsZero() {
+					n.disrupting = false
+				}
+			}
+			e.rep.commandDropped(ev.What)
+		}
+	}
+	if e.queue.Len() > 0 {
+		e.clk.after(drainEvery, e.stepQueue)
+	}
+}
+
+type simActions struct{ e *engine }
+
+func (a simActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
+	n, err := a.e.launch(plan, "replacement")
+	if err != nil {
+		return "", err
+	}
+	return n.name, nil
+}
+
+func (a simActions) Replacement(name string) disruption.ReplacementState {
+	n := a.e.nodeByName(name)
+	switch {
+	case n == nil || n.state == nodeGone:
+		return disruption.ReplacementFailed
+	case n.state == nodeReady:
+		return disruption.ReplacementInitialized
+	}
+	return disruption.ReplacementPending
+}
+
+func (a simActions) DeleteReplacement(name string) error {
+	if n := a.e.nodeByName(name); n != nil {
+		a.e.deleteNode(n, "Abandoned")
+	}
+	return nil
+}
+
+func (a simActions) Taint(name string) error {
+	if n := a.e.nodeByName(name); n != nil {
+		n.disrupting = true
+	}
+	return nil
+}
+
+func (a simActions) Untaint(name string) error {
+	if n := a.e.nodeByName(name); n != nil && n.drainStarted.IsZero() {
+		n.disrupting = false
+	}
+	return nil
+}
+
+func (a simActions) Terminate(name string) error {
+	if n := a.e.nodeByName(name); n != nil {
+		a.e.startDrain(n, "Disrupted")
+	}
+	return nil
+}
+
+// startDrain begins termination: cordon, then evict in order until the node
+// is empty or its terminationGracePeriod runs out.
+func (e *engine) startDrain(n *simNode, reason string) {
+	if n.state == nodeGone || !n.drainStarted.IsZero() {
+		return
+	}
+	n.disrupting = true
+	n.state = nodeDraining
+	n.drainStarted = e.clk.now
+	n.drainReason = reason
+	e.dirty = true
+	e.drainStep(n)
+}
+
+func (e *engine) drainStep(n *simNode) {
+	if n.state == nodeGone {
+		return
+	}
+	d := termination.Drain{Started: n.drainStarted, PDBs: e.pdbs()}
+	if g := n.claim.Spec.TerminationGracePeriod; g != nil {
+		d.GracePeriod = &g.Duration
+	}
+	byPod := map[string]*simPod{}
+	for _, p := range n.pods {
+		d.Pods = append(d.Pods, p.pod)
+		byPod[p.pod.Name] = p
+	}
+	st := termination.Next(d, e.clk.now)
+	if st.Done {
+		e.deleteNode(n, n.drainReason)
+		e.armBatch()
+		return
+	}
+	for _, p := range append(st.Evict, st.Delete...) {
+		if sp := byPod[p.Name]; sp != nil {
+			e.rep.evicted()
+			e.removePod(sp, true)
+		}
+	}
+	e.clk.after(drainEvery, func() { e.drainStep(n) })
+}

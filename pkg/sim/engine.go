@@ -1,0 +1,554 @@
+package sim
+
+import (
+	"fmt"
+	"io/fs"
+	"math"
+	"math/rand"
+	"sort"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Provisioning batches like upstream: wait for 1 s without new pending
+// pods, at most 10 s from the first.
+const (
+	batchIdle       = time.Second
+	batchMax        = 10 * time.Second
+	disruptionEvery = 10 * time.Second
+	hpaEvery        = 15 * time.Second
+	sampleEvery     = time.Minute
+	// unavailableFor is how long an offering that failed with insufficient
+	// capacity is skipped (upstream caches it for 3 minutes).
+	unavailableFor       = 3 * time.Minute
+	registrationTTL      = 15 * time.Minute
+	interruptionNotice   = 2 * time.Minute
+	defaultLaunchLatency = 20 * time.Second
+	defaultRegistration  = 30 * time.Second
+	defaultInit          = 10 * time.Second
+)
+
+// Options tune a run.
+type Options struct {
+	// Progress, if set, is called with the fraction done as the run goes.
+	Progress func(float64)
+}
+
+type engine struct {
+	in    *Input
+	fsys  fs.FS
+	dir   string
+	clk   *clock
+	start time.Time
+	end   time.Time
+	rng   *rand.Rand
+
+	pools         []*v1.NodePool
+	instanceTypes map[string][]*cloudprovider.InstanceType
+	unavailable   map[*cloudprovider.Offering]time.Time
+	amis          map[string]string // node class → current image alias
+	daemonSets    []*appsv1.DaemonSet
+	dsPods        []*corev1.Pod
+
+	workloads []*workload
+	bare      []*simPod
+	pending   map[*simPod]bool
+	nodes     []*simNode
+	nodeSeq   int
+	queue     disruption.Queue
+
+	batchFirst, batchLast time.Time
+	batchArmed            bool
+	bindArmed             bool
+	dirty                 bool
+
+	rep *recorder
+	// planner is prepared for the current offerings; nil when they changed.
+	planner *provisioning.Planner
+}
+
+// currentPlanner returns a provisioning planner for the current offerings.
+func (e *engine) currentPlanner() *provisioning.Planner {
+	its := e.instanceTypesNow()
+	if e.planner == nil {
+		e.planner = provisioning.NewPlanner(e.pools, its, e.dsPods)
+	}
+	return e.planner
+}
+
+// Run simulates a loaded scenario and returns its report.
+func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
+	e, err := newEngine(in, fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	e.schedule()
+	total := e.end.Sub(e.start)
+	var lastPct float64 = -1
+	e.clk.run(e.end, func(now time.Time) {
+		if opts.Progress == nil {
+			return
+		}
+		pct := math.Floor(float64(now.Sub(e.start)) / float64(total) * 100)
+		if pct != lastPct {
+			lastPct = pct
+			opts.Progress(pct / 100)
+		}
+	})
+	return e.finish(), nil
+}
+
+func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
+	s := in.Scenario.Spec
+	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
+		rng: rand.New(rand.NewSource(s.Seed)), instanceTypes: map[string][]*cloudprovider.InstanceType{},
+		unavailable: map[*cloudprovider.Offering]time.Time{}, amis: map[string]string{}, pending: map[*simPod]bool{}}
+	e.clk.now = e.start
+	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
+	var cat *catalog.Catalog
+	var err error
+	if s.Catalog != "" {
+		b, rerr := fs.ReadFile(fsys, dir+"/"+s.Catalog)
+		if rerr != nil {
+			return nil, fmt.Errorf("spec.catalog: %w", rerr)
+		}
+		cat, err = catalog.Parse(b, s.Catalog)
+	} else {
+		cat, err = catalog.Default()
+	}
+	if err != nil {
+		return nil, err
+	}
+	all := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
+	e.pools = append(e.pools, in.NodePools...)
+	sort.Slice(e.pools, func(i, j int) bool { return e.pools[i].Name < e.pools[j].Name })
+	for _, np := range e.pools {
+		// Only the types a pool's requirements allow: the scheduler would
+		// filter them on every call otherwise. Offerings stay shared, so
+		// capacity changes reach every pool.
+		reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+		reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+		for _, it := range all {
+			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
+				e.instanceTypes[np.Name] = append(e.instanceTypes[np.Name], it)
+			}
+		}
+		if len(e.instanceTypes[np.Name]) == 0 {
+			return nil, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs)
+		}
+	}
+	for _, nc := range in.NodeClasses {
+		e.amis[nc.Name] = amiOf(nc)
+	}
+	e.rep = newRecorder(e)
+	return e, e.buildWorkloads()
+}
+
+func amiOf(nc *awsv1.EC2NodeClass) string {
+	for _, t := range nc.Spec.AMISelectorTerms {
+		switch {
+		case t.Alias != "":
+			return t.Alias
+		case t.ID != "":
+			return t.ID
+		case t.Name != "":
+			return t.Name
+		}
+	}
+	return "default"
+}
+
+func (e *engine) buildWorkloads() error {
+	s := e.in.Scenario.Spec
+	runtimes := map[string]time.Duration{}
+	for _, j := range s.Jobs {
+		ns := j.Namespace
+		if ns == "" {
+			ns = "default"
+		}
+		runtimes[ns+"/"+j.Name] = j.Duration.Duration
+	}
+	ns := func(m metav1.ObjectMeta) string {
+		if m.Namespace == "" {
+			return "default"
+		}
+		return m.Namespace
+	}
+	byName := map[string]*workload{}
+	for _, d := range e.in.Deployments {
+		r := 1
+		if d.Spec.Replicas != nil {
+			r = int(*d.Spec.Replicas)
+		}
+		w := &workload{kind: "Deployment", namespace: ns(d.ObjectMeta), name: d.Name, template: d.Spec.Template, replicas: r}
+		e.workloads = append(e.workloads, w)
+		byName["Deployment/"+w.key()] = w
+	}
+	for _, d := range e.in.StatefulSets {
+		r := 1
+		if d.Spec.Replicas != nil {
+			r = int(*d.Spec.Replicas)
+		}
+		w := &workload{kind: "StatefulSet", namespace: ns(d.ObjectMeta), name: d.Name, template: d.Spec.Template, replicas: r}
+		e.workloads = append(e.workloads, w)
+		byName["StatefulSet/"+w.key()] = w
+	}
+	for _, j := range e.in.Jobs {
+		w := jobWorkload(j.Name, ns(j.ObjectMeta), j.Spec.Template, j.Spec.Completions, j.Spec.Parallelism, runtimes)
+		e.workloads = append(e.workloads, w)
+	}
+	for _, p := range e.in.Pods {
+		p = p.DeepCopy()
+		p.Namespace = ns(p.ObjectMeta)
+		e.bare = append(e.bare, &simPod{pod: p, created: e.start})
+	}
+	e.daemonSets = e.in.DaemonSets
+	for _, ds := range e.daemonSets {
+		e.dsPods = append(e.dsPods, &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()})
+	}
+	loads := map[string]*LoadSpec{}
+	for i := range s.Loads {
+		l := &s.Loads[i]
+		n := l.Target.Namespace
+		if n == "" {
+			n = "default"
+		}
+		loads[l.Target.Kind+"/"+n+"/"+l.Target.Name] = l
+	}
+	for _, h := range e.in.HPAs {
+		key := h.Spec.ScaleTargetRef.Kind + "/" + ns(h.ObjectMeta) + "/" + h.Spec.ScaleTargetRef.Name
+		target, ok := byName[key]
+		if !ok {
+			return fmt.Errorf("HorizontalPodAutoscaler %s: scaleTargetRef %s is not in the scenario", h.Name, key)
+		}
+		spec, ok := loads["HorizontalPodAutoscaler/"+ns(h.ObjectMeta)+"/"+h.Name]
+		if !ok {
+			return fmt.Errorf("HorizontalPodAutoscaler %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: HorizontalPodAutoscaler, name: %s}, pattern: diurnal, base: 100, peak: 1000, peakHour: 14, cpuPerUnit: 5m}]", h.Name, h.Name)
+		}
+		lf, err := newLoadFn(*spec, e.fsys, e.dir)
+		if err != nil {
+			return err
+		}
+		m := &hpaModel{hpa: h, target: target, load: lf, cpuPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), targetUtil: 80, minR: 1, maxR: int(h.Spec.MaxReplicas)}
+		if h.Spec.MinReplicas != nil {
+			m.minR = int(*h.Spec.MinReplicas)
+		}
+		for _, metric := range h.Spec.Metrics {
+			if metric.Resource != nil && metric.Resource.Name == corev1.ResourceCPU && metric.Resource.Target.AverageUtilization != nil {
+				m.targetUtil = float64(*metric.Resource.Target.AverageUtilization)
+			}
+		}
+		target.hpa = m
+		target.replicas = clamp(target.replicas, m.minR, m.maxR)
+		e.clk.every(e.start.Add(hpaEvery), hpaEvery, e.end, func() { e.runHPA(m) })
+	}
+	for _, so := range e.in.ScaledObjects {
+		key := "Deployment/" + ns(so.ObjectMeta) + "/" + so.Spec.ScaleTargetRef.Name
+		if so.Spec.ScaleTargetRef.Kind == "StatefulSet" {
+			key = "StatefulSet/" + ns(so.ObjectMeta) + "/" + so.Spec.ScaleTargetRef.Name
+		}
+		target, ok := byName[key]
+		if !ok {
+			return fmt.Errorf("ScaledObject %s: scaleTargetRef %s is not in the scenario", so.Name, key)
+		}
+		spec, ok := loads["ScaledObject/"+ns(so.ObjectMeta)+"/"+so.Name]
+		if !ok {
+			return fmt.Errorf("ScaledObject %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: ScaledObject, name: %s}, pattern: steps, steps: [{at: 0h, value: 100}]}]", so.Name, so.Name)
+		}
+		lf, err := newLoadFn(*spec, e.fsys, e.dir)
+		if err != nil {
+			return err
+		}
+		k, err := newKeda(so, target, lf)
+		if err != nil {
+			return err
+		}
+		target.replicas = k.evaluate(e.start, e.start)
+		poll := 30 * time.Second
+		if so.Spec.PollingInterval != nil {
+			poll = time.Duration(*so.Spec.PollingInterval) * time.Second
+		}
+		e.clk.every(e.start.Add(poll), poll, e.end, func() {
+			if r := k.evaluate(e.clk.now, e.start); r != k.target.replicas {
+				k.target.replicas = r
+				e.rep.scaled(k.target, r)
+				e.reconcile(k.target)
+			}
+		})
+	}
+	for _, cj := range e.in.CronJobs {
+		sched, err := cron.ParseStandard(cj.Spec.Schedule)
+		if err != nil {
+			return fmt.Errorf("CronJob %s: spec.schedule %q: %v (use 5 fields, e.g. \"0 2 * * *\")", cj.Name, cj.Spec.Schedule, err)
+		}
+		cm := &cronModel{name: cj.Name, namespace: ns(cj.ObjectMeta), schedule: sched, template: cj.Spec.JobTemplate.Spec.Template}
+		e.scheduleCron(cm, cj.Spec.JobTemplate.Spec.Completions, cj.Spec.JobTemplate.Spec.Parallelism, runtimes)
+	}
+	return nil
+}
+
+func jobWorkload(name, ns string, tmpl corev1.PodTemplateSpec, completions, parallelism *int32, runtimes map[string]time.Duration) *workload {
+	c, p := 1, 1
+	if completions != nil {
+		c = int(*completions)
+	}
+	if parallelism != nil {
+		p = int(*parallelism)
+	}
+	rt, ok := runtimes[ns+"/"+name]
+	if !ok {
+		rt = 5 * time.Minute
+	}
+	return &workload{kind: "Job", namespace: ns, name: name, template: tmpl, replicas: p, job: true, completions: c, runtime: rt}
+}
+
+func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, runtimes map[string]time.Duration) {
+	next := cm.schedule.Next(e.clk.now)
+	if next.After(e.end) {
+		return
+	}
+	e.clk.at(next, func() {
+		cm.fired++
+		jobName := fmt.Sprintf("%s-%d", cm.name, next.Unix()/60)
+		rt, ok := runtimes[cm.namespace+"/"+cm.name]
+		if ok {
+			runtimes[cm.namespace+"/"+jobName] = rt
+		}
+		w := jobWorkload(jobName, cm.namespace, cm.template, completions, parallelism, runtimes)
+		e.workloads = append(e.workloads, w)
+		e.rep.cronFired(cm.name)
+		e.reconcile(w)
+		e.scheduleCron(cm, completions, parallelism, runtimes)
+	})
+}
+
+// schedule puts the run's initial and periodic work on the agenda.
+func (e *engine) schedule() {
+	e.clk.at(e.start, func() {
+		for _, w := range e.workloads {
+			e.reconcile(w)
+		}
+		for _, p := range e.bare {
+			e.addPending(p)
+		}
+	})
+	e.clk.every(e.start.Add(disruptionEvery), disruptionEvery, e.end, e.disrupt)
+	e.clk.every(e.start, sampleEvery, e.end.Add(time.Nanosecond), e.rep.sample)
+	for _, ev := range e.in.Scenario.Spec.Events {
+		ev := ev
+		e.clk.at(e.start.Add(ev.At.Duration), func() {
+			if a := ev.NodeClassAMI; a != nil {
+				e.amis[a.Name] = a.Alias
+				e.rep.note(fmt.Sprintf("EC2NodeClass %s now selects %s", a.Name, a.Alias))
+				e.dirty = true
+			}
+		})
+	}
+	for _, w := range e.in.Scenario.Spec.Faults.InsufficientCapacity {
+		w := w
+		e.clk.at(e.start.Add(w.From.Duration), func() { e.setCapacity(w, false) })
+		e.clk.at(e.start.Add(w.To.Duration), func() { e.setCapacity(w, true) })
+	}
+}
+
+func (e *engine) setCapacity(w CapacityWindow, available bool) {
+	seen := map[*cloudprovider.Offering]bool{}
+	for _, its := range e.instanceTypes {
+		for _, it := range its {
+			if it.Name != w.InstanceType {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if seen[o] || (w.Zone != "" && o.Zone != w.Zone) || (w.CapacityType != "" && o.CapacityType != w.CapacityType) {
+					continue
+				}
+				seen[o] = true
+				o.Available = available
+			}
+		}
+	}
+	e.planner = nil
+	e.dirty = true
+	e.armBatch()
+}
+
+// reconcile brings a workload to its wanted pod count: new pods are
+// pending; surplus pods go, pending ones first, then the newest.
+func (e *engine) reconcile(w *workload) {
+	want := w.wanted()
+	for len(w.pods) < want {
+		p := w.newPod(e.clk.now)
+		w.pods = append(w.pods, p)
+		e.rep.podCreated(p)
+		e.addPending(p)
+	}
+	if len(w.pods) > want {
+		sort.SliceStable(w.pods, func(i, j int) bool {
+			bi, bj := w.pods[i].node != nil, w.pods[j].node != nil
+			if bi != bj {
+				return bi
+			}
+			return w.pods[i].created.Before(w.pods[j].created)
+		})
+		for len(w.pods) > want {
+			p := w.pods[len(w.pods)-1]
+			w.pods = w.pods[:len(w.pods)-1]
+			e.removePod(p, false)
+		}
+	}
+}
+
+func (e *engine) addPending(p *simPod) {
+	e.pending[p] = true
+	e.armBind()
+}
+
+// removePod deletes a pod; evicted tells its controller to replace it.
+func (e *engine) removePod(p *simPod, evicted bool) {
+	delete(e.pending, p)
+	if n := p.node; n != nil {
+		for i, q := range n.pods {
+			if q == p {
+				n.pods = append(n.pods[:i], n.pods[i+1:]...)
+				break
+			}
+		}
+		n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
+		n.lastPodEvent = e.clk.now
+		p.node = nil
+		e.dirty = true
+	}
+	p.finished = true
+	if evicted && p.owner != nil {
+		w := p.owner
+		for i, q := range w.pods {
+			if q == p {
+				w.pods = append(w.pods[:i], w.pods[i+1:]...)
+				break
+			}
+		}
+		e.reconcile(w)
+	}
+	if evicted && p.owner == nil {
+		// A bare pod has no controller: evicted, it is gone for good.
+		e.rep.barePodLost(p)
+	}
+}
+
+func (e *engine) runHPA(m *hpaModel) {
+	ready := 0
+	for _, p := range m.target.pods {
+		if !p.running.IsZero() {
+			ready++
+		}
+	}
+	req := scheduling.PodRequests(&corev1.Pod{Spec: m.target.template.Spec})
+	cores := req.Cpu().AsApproximateFloat64()
+	r := m.evaluate(e.clk.now, e.start, ready, cores)
+	e.rep.hpaSample(m, e.clk.now, r)
+	if r != m.target.replicas {
+		m.target.replicas = r
+		e.rep.scaled(m.target, r)
+		e.reconcile(m.target)
+	}
+}
+
+func (e *engine) armBind() {
+	if e.bindArmed {
+		return
+	}
+	e.bindArmed = true
+	e.clk.after(0, func() {
+		e.bindArmed = false
+		e.bind()
+	})
+}
+
+// bind places pending pods on ready nodes, as kube-scheduler's filters
+// would; what stays pending starts a provisioning batch.
+func (e *engine) bind() {
+	if len(e.pending) == 0 {
+		return
+	}
+	var ready []*provisioning.Node
+	byName := map[string]*simNode{}
+	for _, n := range e.nodes {
+		if n.state == nodeReady && !n.disrupting {
+			ready = append(ready, n.asNode())
+			byName[n.name] = n
+		}
+	}
+	pods, byPod := e.pendingPods()
+	if len(ready) > 0 {
+		res := provisioning.Solve(&provisioning.Snapshot{Nodes: ready, Pods: pods})
+		for _, plan := range res.ExistingNodes {
+			n := byName[plan.Node.Name]
+			for _, p := range plan.Pods {
+				e.bindPod(byPod[p], n)
+			}
+		}
+	}
+	if len(e.pending) > 0 {
+		e.armBatch()
+	}
+}
+
+func (e *engine) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
+	list := make([]*simPod, 0, len(e.pending))
+	for p := range e.pending {
+		list = append(list, p)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if !list[i].created.Equal(list[j].created) {
+			return list[i].created.Before(list[j].created)
+		}
+		return list[i].pod.Name < list[j].pod.Name
+	})
+	pods := make([]*corev1.Pod, len(list))
+	byPod := make(map[*corev1.Pod]*simPod, len(list))
+	for i, p := range list {
+		pods[i] = p.pod
+		byPod[p.pod] = p
+	}
+	return pods, byPod
+}
+
+func (e *engine) bindPod(p *simPod, n *simNode) {
+	delete(e.pending, p)
+	p.node = n
+	n.pods = append(n.pods, p)
+	n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p.pod))
+	n.lastPodEvent = e.clk.now
+	p.running = e.clk.now
+	e.dirty = true
+	e.rep.podRunning(p)
+	if p.owner != nil && p.owner.job {
+		w := p.owner
+		e.clk.after(w.runtime, func() {
+			if p.finished || p.node == nil {
+				return
+			}
+			w.succeeded++
+			for i, q := range w.pods {
+				if q == p {
+					w.pods = append(w.pods[:i], w.pods[i+1:]...)
+					break
+				}
+			}
+			e.removePod(p, false)
+			e.reconcile(w)
+		})
+	}
+}

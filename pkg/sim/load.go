@@ -1,0 +1,227 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+)
+
+// Input is a loaded scenario: the manifests and scenario.yaml.
+type Input struct {
+	Name          string
+	Scenario      Scenario
+	NodePools     []*v1.NodePool
+	NodeClasses   []*awsv1.EC2NodeClass
+	Deployments   []*appsv1.Deployment
+	StatefulSets  []*appsv1.StatefulSet
+	DaemonSets    []*appsv1.DaemonSet
+	Jobs          []*batchv1.Job
+	CronJobs      []*batchv1.CronJob
+	HPAs          []*autoscalingv2.HorizontalPodAutoscaler
+	ScaledObjects []*ScaledObject
+	PDBs          []*policyv1.PodDisruptionBudget
+	Pods          []*corev1.Pod
+	// Skipped counts documents of kinds the simulator has no model for.
+	Skipped map[string]int
+}
+
+// ScaledObject is the part of a KEDA keda.sh/v1alpha1 ScaledObject the
+// simulator models: a queue-length scaler.
+type ScaledObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata"`
+	Spec              struct {
+		ScaleTargetRef struct {
+			Name string `json:"name"`
+			Kind string `json:"kind,omitempty"`
+		} `json:"scaleTargetRef"`
+		PollingInterval *int32 `json:"pollingInterval,omitempty"`
+		CooldownPeriod  *int32 `json:"cooldownPeriod,omitempty"`
+		MinReplicaCount *int32 `json:"minReplicaCount,omitempty"`
+		MaxReplicaCount *int32 `json:"maxReplicaCount,omitempty"`
+		Triggers        []struct {
+			Type     string            `json:"type"`
+			Metadata map[string]string `json:"metadata"`
+		} `json:"triggers"`
+	} `json:"spec"`
+}
+
+// deprecatedWorkloads maps removed workload API versions to their replacement.
+var deprecatedWorkloads = map[string]string{
+	"extensions/v1beta1":  "apps/v1",
+	"apps/v1beta1":        "apps/v1",
+	"apps/v1beta2":        "apps/v1",
+	"autoscaling/v2beta1": "autoscaling/v2",
+	"autoscaling/v2beta2": "autoscaling/v2",
+	"batch/v1beta1":       "batch/v1",
+	"policy/v1beta1":      "policy/v1",
+}
+
+// DefaultStart is a Monday, so weekday budget windows show in a day's run.
+var DefaultStart = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+
+// Load reads every YAML file of a scenario directory (in fsys at dir).
+// Karpenter kinds are validated as the API server would; workload kinds
+// are decoded strictly. Any problem fails the whole load, naming the file,
+// document and field.
+func Load(fsys fs.FS, dir, name string) (*Input, error) {
+	in := &Input{Name: name, Skipped: map[string]int{}}
+	in.Scenario.Spec.Start = DefaultStart
+	in.Scenario.Spec.Duration = metav1.Duration{Duration: 24 * time.Hour}
+	in.Scenario.Spec.Seed = 1
+	var files []string
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("reading scenario %s: %w", dir, err)
+	}
+	sort.Strings(files)
+	if len(files) == 0 {
+		return nil, fmt.Errorf("scenario %s has no .yaml files", dir)
+	}
+	v, err := manifest.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	var problems []string
+	sawScenario := false
+	for _, f := range files {
+		b, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		docs, err := manifest.Parse(f, b)
+		if err != nil {
+			problems = append(problems, err.Error())
+			continue
+		}
+		for _, d := range docs {
+			where := fmt.Sprintf("%s: %s %q (document %d)", f, d.Kind, d.Name, d.Doc)
+			if err := in.add(v, d, &sawScenario); err != nil {
+				var ps manifest.Problems
+				if errors.As(err, &ps) {
+					problems = append(problems, ps.Error())
+				} else {
+					problems = append(problems, where+": "+err.Error())
+				}
+			}
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if err := in.Scenario.validate(path.Join(dir, "scenario.yaml")); err != nil {
+		return nil, err
+	}
+	if len(in.NodePools) == 0 {
+		return nil, fmt.Errorf("scenario %s has no NodePool: add a karpenter.sh/v1 NodePool manifest", dir)
+	}
+	return in, nil
+}
+
+func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *bool) error {
+	if repl, ok := deprecatedWorkloads[d.APIVersion]; ok {
+		return fmt.Errorf("apiVersion %s is no longer served; use apiVersion: %s", d.APIVersion, repl)
+	}
+	switch d.APIVersion + "/" + d.Kind {
+	case ScenarioAPIVersion + "/" + ScenarioKind:
+		if *sawScenario {
+			return errors.New("a scenario has one Scenario document")
+		}
+		*sawScenario = true
+		s := in.Scenario
+		if err := decodeStrict(d.Object, &s); err != nil {
+			return fmt.Errorf("%w (fields: start, duration, seed, region, zones, catalog, loads, jobs, events, faults)", err)
+		}
+		in.Scenario = s
+		return nil
+	case "apps/v1/Deployment":
+		return decodeInto(d, &in.Deployments)
+	case "apps/v1/StatefulSet":
+		return decodeInto(d, &in.StatefulSets)
+	case "apps/v1/DaemonSet":
+		return decodeInto(d, &in.DaemonSets)
+	case "batch/v1/Job":
+		j := &batchv1.Job{}
+		if err := decodeStrict(d.Object, j); err != nil {
+			return err
+		}
+		if metav1.GetControllerOf(j) == nil { // Jobs of a CronJob come from the CronJob
+			in.Jobs = append(in.Jobs, j)
+		}
+		return nil
+	case "batch/v1/CronJob":
+		return decodeInto(d, &in.CronJobs)
+	case "autoscaling/v2/HorizontalPodAutoscaler":
+		return decodeInto(d, &in.HPAs)
+	case "policy/v1/PodDisruptionBudget":
+		return decodeInto(d, &in.PDBs)
+	case "keda.sh/v1alpha1/ScaledObject":
+		so := &ScaledObject{}
+		if err := decodeLoose(d.Object, so); err != nil {
+			return err
+		}
+		in.ScaledObjects = append(in.ScaledObjects, so)
+		return nil
+	case "v1/Pod":
+		p := &corev1.Pod{}
+		if err := decodeStrict(d.Object, p); err != nil {
+			return err
+		}
+		if metav1.GetControllerOf(p) == nil { // owned pods come from their controller
+			in.Pods = append(in.Pods, p)
+		}
+		return nil
+	case "apps/v1/ReplicaSet":
+		in.Skipped["ReplicaSet (owned by its Deployment)"]++
+		return nil
+	}
+	if strings.HasPrefix(d.APIVersion, "karpenter.") {
+		obj, ps := v.Decode(d)
+		if len(ps) > 0 {
+			return ps
+		}
+		switch o := obj.(type) {
+		case *v1.NodePool:
+			in.NodePools = append(in.NodePools, o)
+		case *awsv1.EC2NodeClass:
+			in.NodeClasses = append(in.NodeClasses, o)
+		case *v1.NodeClaim:
+			in.Skipped["NodeClaim (the simulator launches its own)"]++
+		}
+		return nil
+	}
+	in.Skipped[d.Kind]++
+	return nil
+}
+
+func decodeInto[T any](d *manifest.Document, list *[]*T) error {
+	obj := new(T)
+	if err := decodeStrict(d.Object, obj); err != nil {
+		return err
+	}
+	*list = append(*list, obj)
+	return nil
+}

@@ -1,0 +1,69 @@
+package sim
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// loadFn is a load over time, as an offset from the start.
+type loadFn struct {
+	at func(time.Duration) float64
+}
+
+func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
+	switch l.Pattern {
+	case "constant":
+		v := l.Value
+		return &loadFn{at: func(time.Duration) float64 { return v }}, nil
+	case "diurnal":
+		base, peak, hour := l.Base, l.Peak, l.PeakHour
+		return &loadFn{at: func(d time.Duration) float64 {
+			// A cosine day: peak at PeakHour (UTC offset from start), trough 12 h later.
+			h := math.Mod(d.Hours(), 24)
+			return base + (peak-base)*(1+math.Cos(2*math.Pi*(h-hour)/24))/2
+		}}, nil
+	case "steps":
+		steps := append([]Step(nil), l.Steps...)
+		sort.SliceStable(steps, func(i, j int) bool { return steps[i].At.Duration < steps[j].At.Duration })
+		return &loadFn{at: func(d time.Duration) float64 {
+			v := 0.0
+			for _, s := range steps {
+				if s.At.Duration <= d {
+					v = s.Value
+				}
+			}
+			return v
+		}}, nil
+	case "csv":
+		b, err := fs.ReadFile(fsys, dir+"/"+l.CSV)
+		if err != nil {
+			return nil, fmt.Errorf("load csv: %w", err)
+		}
+		var steps []Step
+		sc := bufio.NewScanner(strings.NewReader(string(b)))
+		for line := 1; sc.Scan(); line++ {
+			text := strings.TrimSpace(sc.Text())
+			if text == "" || strings.HasPrefix(text, "#") {
+				continue
+			}
+			parts := strings.Split(text, ",")
+			if len(parts) != 2 {
+				return nil, fmt.Errorf("%s:%d: want offset,value (e.g. 1h30m,250)", l.CSV, line)
+			}
+			at, err1 := time.ParseDuration(strings.TrimSpace(parts[0]))
+			v, err2 := strconv.ParseFloat(strings.TrimSpace(parts[1]), 64)
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("%s:%d: want offset,value (e.g. 1h30m,250), got %q", l.CSV, line, text)
+			}
+			steps = append(steps, Step{At: durationOf(at), Value: v})
+		}
+		return newLoadFn(LoadSpec{Pattern: "steps", Steps: steps}, fsys, dir)
+	}
+	return nil, fmt.Errorf("unknown load pattern %q", l.Pattern)
+}

@@ -1,0 +1,349 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Report is the outcome of a run. Its JSON is deterministic: the same
+// scenario and seed give the same bytes.
+type Report struct {
+	Scenario string    `json:"scenario"`
+	Start    time.Time `json:"start"`
+	End      time.Time `json:"end"`
+	Seed     int64     `json:"seed"`
+	// SpotPricesSynthetic: the catalog's spot prices are not real data.
+	SpotPricesSynthetic bool           `json:"spotPricesSynthetic"`
+	Cost                Cost           `json:"cost"`
+	NodeHours           []NodeHours    `json:"nodeHours"`
+	Nodes               NodeStats      `json:"nodes"`
+	Pods                PodStats       `json:"pods"`
+	Disruptions         []Disruptions  `json:"disruptions"`
+	BlockedByBudget     int            `json:"blockedByBudget"`
+	DriftBudget         DriftBudget    `json:"driftBudget"`
+	SpotInterruptions   int            `json:"spotInterruptions"`
+	CloudErrors         map[string]int `json:"cloudErrors"`
+	Autoscalers         []Autoscaler   `json:"autoscalers"`
+	Timeline            []Sample       `json:"timeline"`
+	Notes               []string       `json:"notes"`
+	SkippedKinds        map[string]int `json:"skippedKinds,omitempty"`
+}
+
+// Cost in USD.
+type Cost struct {
+	Total  float64            `json:"totalUSD"`
+	ByPool map[string]float64 `json:"byPoolUSD"`
+}
+
+// NodeHours by instance and capacity type.
+type NodeHours struct {
+	InstanceType string  `json:"instanceType"`
+	CapacityType string  `json:"capacityType"`
+	Hours        float64 `json:"hours"`
+	CostUSD      float64 `json:"costUSD"`
+}
+
+// NodeStats counts nodes.
+type NodeStats struct {
+	Launched        int            `json:"launched"`
+	LaunchedByPool  map[string]int `json:"launchedByPool"`
+	PeakByPool      map[string]int `json:"peakByPool"`
+	NeverRegistered int            `json:"neverRegistered"`
+	// TolerationViolations counts pods bound to nodes whose taints they do
+	// not tolerate (must be 0).
+	TolerationViolations int `json:"tolerationViolations"`
+}
+
+// PodStats are pod outcomes and startup latency (pending → running).
+type PodStats struct {
+	Created        int            `json:"created"`
+	Ran            int            `json:"ran"`
+	NeverRan       int            `json:"neverRan"`
+	NeverRanReason map[string]int `json:"neverRanReasons,omitempty"`
+	Evictions      int            `json:"evictions"`
+	StartupP50     float64        `json:"startupSecondsP50"`
+	StartupP90     float64        `json:"startupSecondsP90"`
+	StartupP99     float64        `json:"startupSecondsP99"`
+	StartupMax     float64        `json:"startupSecondsMax"`
+	Histogram      []Bucket       `json:"startupHistogram"`
+}
+
+// Bucket of the startup histogram: pods that started within UpTo seconds.
+type Bucket struct {
+	UpTo  float64 `json:"upToSeconds"`
+	Count int     `json:"count"`
+}
+
+// Disruptions counts nodes disrupted per pool and reason.
+type Disruptions struct {
+	NodePool string `json:"nodePool"`
+	Reason   string `json:"reason"`
+	Count    int    `json:"count"`
+}
+
+// DriftBudget checks drift against its budget at every pass.
+type DriftBudget struct {
+	MaxConcurrent int `json:"maxConcurrentDrifted"`
+	Violations    int `json:"violations"`
+}
+
+// Autoscaler is an HPA or ScaledObject's range over the run.
+type Autoscaler struct {
+	Kind   string `json:"kind"`
+	Name   string `json:"name"`
+	Min    int    `json:"minReplicas"`
+	Max    int    `json:"maxReplicas"`
+	Scales int    `json:"scaleEvents"`
+}
+
+// Sample is the cluster each minute.
+type Sample struct {
+	Minute      int            `json:"minute"`
+	NodesByPool map[string]int `json:"nodesByPool"`
+	CostPerHour float64        `json:"costPerHourUSD"`
+	Pending     int            `json:"pending"`
+	Replicas    map[string]int `json:"replicas,omitempty"`
+	Load        map[string]float64 `json:"load,omitempty"`
+	Disrupting  int            `json:"disrupting"`
+}
+
+type recorder struct {
+	e           *engine
+	startups    []float64
+	created     int
+	evictions   int
+	disruptions map[[2]string]int
+	blocked     int
+	interrupts  int
+	cloudErrors map[string]int
+	launched    map[string]int
+	neverReg    int
+	tolViol     int
+	scales      map[string]*Autoscaler
+	timeline    []Sample
+	notes       []string
+	lastPass    time.Time
+	drift       DriftBudget
+	driftNodes  map[string]bool
+}
+
+func newRecorder(e *engine) *recorder {
+	return &recorder{e: e, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}}
+}
+
+func (r *recorder) podCreated(*simPod) { r.created++ }
+
+func (r *recorder) podRunning(p *simPod) {
+	r.startups = append(r.startups, p.running.Sub(p.created).Seconds())
+	if n := p.node; n != nil {
+		taints := n.taints
+		if scheduling.ToleratesForScheduling(taints, p.pod.Spec.Tolerations) != nil {
+			r.tolViol++
+		}
+	}
+}
+
+func (r *recorder) barePodLost(p *simPod) { r.note("bare pod " + p.pod.Name + " was evicted and, having no controller, is gone") }
+func (r *recorder) evicted()            { r.evictions++ }
+func (r *recorder) launchAttempt(string) {}
+func (r *recorder) cloudError(op, code string) {
+	r.cloudErrors[op+"/"+code]++
+}
+func (r *recorder) nodeLaunched(n *simNode, _ string) { r.launched[n.pool.Name]++ }
+func (r *recorder) nodeGone(n *simNode, reason string) {
+	if reason == "Unregistered" {
+		r.neverReg++
+	}
+	delete(r.driftNodes, n.name)
+}
+func (r *recorder) interruption(*simNode) { r.interrupts++ }
+func (r *recorder) cronFired(string)      {}
+func (r *recorder) commandDropped(string) {}
+func (r *recorder) note(s string) {
+	r.notes = append(r.notes, fmt.Sprintf("%s %s", r.e.clk.now.Format("Mon 15:04"), s))
+}
+
+func (r *recorder) scaled(w *workload, replicas int) {
+	key := w.kind + "/" + w.name
+	a, ok := r.scales[key]
+	if !ok {
+		a = &Autoscaler{Kind: w.kind, Name: w.name, Min: replicas, Max: replicas}
+		r.scales[key] = a
+	}
+	a.Scales++
+	a.Min, a.Max = min(a.Min, replicas), max(a.Max, replicas)
+}
+
+func (r *recorder) hpaSample(*hpaModel, time.Time, int) {}
+
+func (r *recorder) disrupted(n *simNode, reason string) {
+	r.disruptions[[2]string{n.pool.Name, reason}]++
+	if reason == string(v1.DisruptionReasonDrifted) {
+		r.driftNodes[n.name] = true
+	}
+}
+
+// disruptionPass records budget blocks and checks drift against its budget.
+func (r *recorder) disruptionPass(d *disruption.Decision) {
+	for _, b := range d.Blocked {
+		if strings.Contains(b.Reason, "budget") {
+			r.blocked++
+		}
+	}
+	perPool := map[string]int{}
+	total := map[string]int{}
+	for _, n := range r.e.nodes {
+		if n.state != nodeGone {
+			total[n.pool.Name]++
+			if r.driftNodes[n.name] {
+				perPool[n.pool.Name]++
+			}
+		}
+	}
+	for _, np := range r.e.pools {
+		c := perPool[np.Name]
+		r.drift.MaxConcurrent = max(r.drift.MaxConcurrent, c)
+		a := disruption.Allowed(np, v1.DisruptionReasonDrifted, disruption.PoolNodes{Total: total[np.Name]}, r.e.clk.now)
+		if a.Binding >= 0 && c > a.Allowed {
+			r.drift.Violations++
+		}
+	}
+}
+
+func (r *recorder) sample() {
+	e := r.e
+	s := Sample{Minute: int(e.clk.now.Sub(e.start).Minutes()), NodesByPool: map[string]int{}, Pending: len(e.pending)}
+	for _, np := range e.pools {
+		s.NodesByPool[np.Name] = 0
+	}
+	for _, n := range e.nodes {
+		if n.state != nodeGone {
+			s.NodesByPool[n.pool.Name]++
+			s.CostPerHour += n.offering.Price
+			if n.disrupting {
+				s.Disrupting++
+			}
+		}
+	}
+	s.CostPerHour = round(s.CostPerHour)
+	for _, w := range e.workloads {
+		if w.hpa != nil {
+			if s.Replicas == nil {
+				s.Replicas, s.Load = map[string]int{}, map[string]float64{}
+			}
+			s.Replicas[w.name] = w.replicas
+			s.Load[w.name] = round(w.hpa.load.at(e.clk.now.Sub(e.start)))
+		}
+	}
+	r.timeline = append(r.timeline, s)
+}
+
+func round(f float64) float64 { return math.Round(f*10000) / 10000 }
+
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[clamp(i, 0, len(sorted)-1)]
+}
+
+func (e *engine) finish() *Report {
+	r := e.rep
+	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
+		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
+		BlockedByBudget: r.blocked, DriftBudget: r.drift, SpotInterruptions: r.interrupts, SkippedKinds: e.in.Skipped}
+	if rep.Notes == nil {
+		rep.Notes = []string{}
+	}
+	hours := map[[2]string]*NodeHours{}
+	for _, np := range e.pools {
+		rep.Cost.ByPool[np.Name] = 0
+	}
+	peak := map[string]int{}
+	for _, s := range r.timeline {
+		for p, n := range s.NodesByPool {
+			peak[p] = max(peak[p], n)
+		}
+	}
+	for _, n := range e.nodes {
+		h := n.hours(e.end)
+		cost := h * n.offering.Price
+		rep.Cost.Total += cost
+		rep.Cost.ByPool[n.pool.Name] += cost
+		k := [2]string{n.it.Name, n.offering.CapacityType}
+		if hours[k] == nil {
+			hours[k] = &NodeHours{InstanceType: k[0], CapacityType: k[1]}
+		}
+		hours[k].Hours += h
+		hours[k].CostUSD += cost
+	}
+	rep.Cost.Total = round(rep.Cost.Total)
+	for p := range rep.Cost.ByPool {
+		rep.Cost.ByPool[p] = round(rep.Cost.ByPool[p])
+	}
+	for _, nh := range hours {
+		nh.Hours, nh.CostUSD = round(nh.Hours), round(nh.CostUSD)
+		rep.NodeHours = append(rep.NodeHours, *nh)
+	}
+	sort.Slice(rep.NodeHours, func(i, j int) bool {
+		a, b := rep.NodeHours[i], rep.NodeHours[j]
+		if a.CostUSD != b.CostUSD {
+			return a.CostUSD > b.CostUSD
+		}
+		return a.InstanceType+a.CapacityType < b.InstanceType+b.CapacityType
+	})
+	total := 0
+	for _, c := range r.launched {
+		total += c
+	}
+	rep.Nodes = NodeStats{Launched: total, LaunchedByPool: r.launched, PeakByPool: peak, NeverRegistered: r.neverReg, TolerationViolations: r.tolViol}
+	st := append([]float64(nil), r.startups...)
+	sort.Float64s(st)
+	rep.Pods = PodStats{Created: r.created + len(e.bare), Ran: len(st), Evictions: r.evictions,
+		StartupP50: round(percentile(st, 0.5)), StartupP90: round(percentile(st, 0.9)), StartupP99: round(percentile(st, 0.99))}
+	if len(st) > 0 {
+		rep.Pods.StartupMax = round(st[len(st)-1])
+	}
+	for _, upTo := range []float64{1, 5, 15, 30, 60, 120, 300, 600, math.Inf(1)} {
+		n := sort.SearchFloat64s(st, math.Nextafter(upTo, math.Inf(1)))
+		if math.IsInf(upTo, 1) {
+			upTo = -1 // "more": JSON has no infinity
+		}
+		rep.Pods.Histogram = append(rep.Pods.Histogram, Bucket{UpTo: upTo, Count: n})
+	}
+	reasons := map[string]int{}
+	for p := range e.pending {
+		reason := p.reason
+		if reason == "" {
+			reason = "still waiting for a node at the end of the run"
+		}
+		reasons[reason]++
+		rep.Pods.NeverRan++
+	}
+	if len(reasons) > 0 {
+		rep.Pods.NeverRanReason = reasons
+	}
+	for k, c := range r.disruptions {
+		rep.Disruptions = append(rep.Disruptions, Disruptions{NodePool: k[0], Reason: k[1], Count: c})
+	}
+	sort.Slice(rep.Disruptions, func(i, j int) bool {
+		a, b := rep.Disruptions[i], rep.Disruptions[j]
+		return a.NodePool+a.Reason < b.NodePool+b.Reason
+	})
+	for _, k := range sortedKeys(r.scales) {
+		rep.Autoscalers = append(rep.Autoscalers, *r.scales[k])
+	}
+	if rep.Disruptions == nil {
+		rep.Disruptions = []Disruptions{}
+	}
+	return rep
+}

@@ -1,0 +1,212 @@
+// Package sim is Joiner's simulator: it runs the real provisioning,
+// disruption and termination code against an in-memory cluster and a
+// simulated EC2 on a virtual clock, driven by ordinary workload manifests,
+// and reports cost, pod start latency and disruption.
+package sim
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
+const (
+	ScenarioAPIVersion = "joiner.dev/v1alpha1"
+	ScenarioKind       = "Scenario"
+)
+
+// Scenario is what manifests cannot say: when, how long, what load, which faults.
+type Scenario struct {
+	APIVersion string            `json:"apiVersion"`
+	Kind       string            `json:"kind"`
+	Metadata   metav1.ObjectMeta `json:"metadata"`
+	Spec       ScenarioSpec      `json:"spec"`
+}
+
+// ScenarioSpec is the body of scenario.yaml.
+type ScenarioSpec struct {
+	// Start is when the run begins (UTC), so budget windows fall on real weekdays.
+	Start time.Time `json:"start"`
+	// Duration of the run, e.g. 24h or 168h.
+	Duration metav1.Duration `json:"duration"`
+	Seed     int64           `json:"seed"`
+	Region   string          `json:"region,omitempty"`
+	Zones    []string        `json:"zones,omitempty"`
+	// Catalog is an instance-type catalog file; empty uses the embedded one.
+	Catalog string `json:"catalog,omitempty"`
+	// Loads drive HPAs and ScaledObjects.
+	Loads []LoadSpec `json:"loads,omitempty"`
+	// Jobs says how long the pods of a Job (or of a CronJob's Jobs) run.
+	Jobs []JobRuntime `json:"jobs,omitempty"`
+	// Events change the cluster during the run (a new AMI, …).
+	Events []Event `json:"events,omitempty"`
+	Faults Faults  `json:"faults,omitempty"`
+	// ConsolidationSpotToSpot enables spot-to-spot consolidation.
+	ConsolidationSpotToSpot bool `json:"consolidationSpotToSpot,omitempty"`
+}
+
+// LoadSpec is the demand on one autoscaled workload over time.
+type LoadSpec struct {
+	Target LoadTarget `json:"target"`
+	// Pattern: constant, steps, diurnal or csv.
+	Pattern string `json:"pattern"`
+	// Value for constant; Base and Peak (at PeakHour UTC) for diurnal.
+	Value    float64 `json:"value,omitempty"`
+	Base     float64 `json:"base,omitempty"`
+	Peak     float64 `json:"peak,omitempty"`
+	PeakHour float64 `json:"peakHour,omitempty"`
+	Steps    []Step  `json:"steps,omitempty"`
+	// CSV is a file of "offset,value" lines (offset as a duration from start).
+	CSV string `json:"csv,omitempty"`
+	// CPUPerUnit is the CPU one unit of load uses, spread over the ready
+	// replicas: it gives an HPA its utilization metric.
+	CPUPerUnit *resource.Quantity `json:"cpuPerUnit,omitempty"`
+}
+
+// LoadTarget names an HPA or a ScaledObject.
+type LoadTarget struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// Step is a value from an offset on.
+type Step struct {
+	At    metav1.Duration `json:"at"`
+	Value float64         `json:"value"`
+}
+
+// JobRuntime says how long a Job's pods run once started.
+type JobRuntime struct {
+	Name      string          `json:"name"`
+	Namespace string          `json:"namespace,omitempty"`
+	Duration  metav1.Duration `json:"duration"`
+}
+
+// Event changes the cluster at an offset.
+type Event struct {
+	At metav1.Duration `json:"at"`
+	// NodeClassAMI changes the image an EC2NodeClass selects: nodes launched
+	// before drift.
+	NodeClassAMI *NodeClassAMI `json:"nodeClassAMI,omitempty"`
+}
+
+// NodeClassAMI is a new amiSelectorTerms alias for a node class.
+type NodeClassAMI struct {
+	Name  string `json:"name"`
+	Alias string `json:"alias"`
+}
+
+// Faults the simulated cloud injects.
+type Faults struct {
+	// SpotInterruptionsPerNodeHour is the rate of interruption notices.
+	SpotInterruptionsPerNodeHour float64 `json:"spotInterruptionsPerNodeHour,omitempty"`
+	// InsufficientCapacity windows make named offerings unavailable.
+	InsufficientCapacity []CapacityWindow `json:"insufficientCapacity,omitempty"`
+	// APIErrorRate is the share of launch calls that fail outright.
+	APIErrorRate float64 `json:"apiErrorRate,omitempty"`
+	// LaunchLatency: API call to instance running; RegistrationLatency:
+	// running to Node registered; InitializationLatency: registered to ready.
+	LaunchLatency         Latency `json:"launchLatency,omitempty"`
+	RegistrationLatency   Latency `json:"registrationLatency,omitempty"`
+	InitializationLatency Latency `json:"initializationLatency,omitempty"`
+	// NeverRegisterRate is the share of instances whose Node never appears.
+	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
+}
+
+// CapacityWindow: an offering unavailable from From to To (offsets).
+type CapacityWindow struct {
+	InstanceType string          `json:"instanceType"`
+	Zone         string          `json:"zone,omitempty"`
+	CapacityType string          `json:"capacityType,omitempty"`
+	From         metav1.Duration `json:"from"`
+	To           metav1.Duration `json:"to"`
+}
+
+// Latency is a normal distribution, truncated at Min.
+type Latency struct {
+	Mean   metav1.Duration `json:"mean,omitempty"`
+	Stddev metav1.Duration `json:"stddev,omitempty"`
+}
+
+// validate names the field and the fix for every bad value.
+func (s *Scenario) validate(file string) error {
+	var errs []string
+	bad := func(field, msg string) { errs = append(errs, fmt.Sprintf("%s: %s: %s", file, field, msg)) }
+	if s.APIVersion != ScenarioAPIVersion || s.Kind != ScenarioKind {
+		bad("apiVersion/kind", fmt.Sprintf("got %s %s; write apiVersion: %s and kind: %s", s.APIVersion, s.Kind, ScenarioAPIVersion, ScenarioKind))
+	}
+	if s.Spec.Start.IsZero() {
+		bad("spec.start", `required: an RFC 3339 time such as "2026-11-30T00:00:00Z"`)
+	}
+	if s.Spec.Duration.Duration <= 0 {
+		bad("spec.duration", "required: a positive duration such as 24h")
+	}
+	for i, l := range s.Spec.Loads {
+		at := fmt.Sprintf("spec.loads[%d]", i)
+		switch l.Target.Kind {
+		case "HorizontalPodAutoscaler", "ScaledObject":
+		default:
+			bad(at+".target.kind", fmt.Sprintf("%q: use HorizontalPodAutoscaler or ScaledObject", l.Target.Kind))
+		}
+		switch l.Pattern {
+		case "constant", "diurnal":
+		case "steps":
+			if len(l.Steps) == 0 {
+				bad(at+".steps", "a steps pattern needs at least one {at, value}")
+			}
+		case "csv":
+			if l.CSV == "" {
+				bad(at+".csv", "a csv pattern needs a file of offset,value lines")
+			}
+		default:
+			bad(at+".pattern", fmt.Sprintf("%q: use constant, steps, diurnal or csv", l.Pattern))
+		}
+		if l.Target.Kind == "HorizontalPodAutoscaler" && l.CPUPerUnit == nil {
+			bad(at+".cpuPerUnit", "an HPA load needs the CPU one unit of load uses, e.g. cpuPerUnit: 5m")
+		}
+	}
+	f := s.Spec.Faults
+	for _, r := range []struct {
+		name string
+		v    float64
+	}{{"spec.faults.apiErrorRate", f.APIErrorRate}, {"spec.faults.neverRegisterRate", f.NeverRegisterRate}} {
+		if r.v < 0 || r.v > 1 {
+			bad(r.name, fmt.Sprintf("%v is not a share: use a number from 0 to 1", r.v))
+		}
+	}
+	if f.SpotInterruptionsPerNodeHour < 0 {
+		bad("spec.faults.spotInterruptionsPerNodeHour", "must not be negative")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// decodeStrict decodes JSON into v, rejecting unknown fields.
+func decodeStrict(obj map[string]any, v any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
+}
+
+// decodeLoose decodes JSON into v, ignoring fields v does not model.
+func decodeLoose(obj map[string]any, v any) error {
+	b, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+func durationOf(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }

@@ -1,0 +1,93 @@
+package sim
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+type nodeState int
+
+const (
+	nodeLaunching nodeState = iota
+	nodeRegistered
+	nodeReady
+	nodeDraining
+	nodeGone
+)
+
+// simNode is one instance and, once registered, its Node.
+type simNode struct {
+	name      string
+	claim     *v1.NodeClaim
+	pool      *v1.NodePool
+	it        *cloudprovider.InstanceType
+	offering  *cloudprovider.Offering
+	state     nodeState
+	launched  time.Time
+	ready     time.Time
+	gone      time.Time
+	ami       string
+	taints    []corev1.Taint
+	pods      []*simPod
+	requested corev1.ResourceList
+	// disrupting: tainted karpenter.sh/disrupted and draining, or about to.
+	disrupting   bool
+	drainStarted time.Time
+	drainReason  string
+	neverReady   bool
+	lastPodEvent time.Time
+	interrupted  bool
+}
+
+func (n *simNode) labels() map[string]string {
+	l := map[string]string{
+		v1.LabelInstanceType: n.it.Name,
+		v1.LabelZone:         n.offering.Zone,
+		v1.LabelCapacityType: n.offering.CapacityType,
+		v1.LabelNodePool:     n.pool.Name,
+		v1.LabelHostname:     n.name,
+	}
+	for k, r := range n.it.Requirements {
+		if vals := r.Values(); len(vals) == 1 {
+			l[k] = vals[0]
+		}
+	}
+	for k, v := range n.pool.Spec.Template.Labels {
+		l[k] = v
+	}
+	return l
+}
+
+// asNode is the node as the scheduler sees it.
+func (n *simNode) asNode() *provisioning.Node {
+	pods := make([]*corev1.Pod, 0, len(n.pods))
+	for _, p := range n.pods {
+		pods = append(pods, p.pod)
+	}
+	taints := append([]corev1.Taint(nil), n.taints...)
+	if n.disrupting {
+		taints = append(taints, v1.DisruptedTaint)
+	}
+	return &provisioning.Node{
+		Name: n.name, NodePool: n.pool.Name, Labels: n.labels(), Taints: taints,
+		Allocatable: n.it.Allocatable(), Capacity: n.it.Capacity, Pods: pods, Requested: n.requested,
+		InFlight:          n.state == nodeLaunching || n.state == nodeRegistered,
+		MarkedForDeletion: n.state == nodeDraining || n.state == nodeGone,
+	}
+}
+
+// simPod is one pod from creation to end.
+type simPod struct {
+	pod      *corev1.Pod
+	owner    *workload
+	created  time.Time
+	node     *simNode
+	running  time.Time
+	finished bool
+	reason   string // last unschedulable reason
+}

@@ -1,0 +1,91 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteSummary prints the report as a person reads it in ten seconds.
+func WriteSummary(w io.Writer, r *Report) {
+	fmt.Fprintf(w, "Scenario %s: %s → %s (seed %d)\n\n", r.Scenario, r.Start.Format("Mon 2006-01-02 15:04"), r.End.Format("Mon 2006-01-02 15:04 MST"), r.Seed)
+	fmt.Fprintf(w, "Cost           $%.2f", r.Cost.Total)
+	var pools []string
+	for _, p := range sortedKeys(r.Cost.ByPool) {
+		pools = append(pools, fmt.Sprintf("%s $%.2f", p, r.Cost.ByPool[p]))
+	}
+	fmt.Fprintf(w, "  (%s; spot prices are synthetic)\n", strings.Join(pools, ", "))
+	fmt.Fprintf(w, "Nodes          %d launched", r.Nodes.Launched)
+	var peaks []string
+	for _, p := range sortedKeys(r.Nodes.PeakByPool) {
+		peaks = append(peaks, fmt.Sprintf("%s %d", p, r.Nodes.PeakByPool[p]))
+	}
+	fmt.Fprintf(w, "; peak %s\n", strings.Join(peaks, ", "))
+	fmt.Fprintf(w, "Pod startup    p50 %.0fs  p90 %.0fs  p99 %.0fs  (pending → running; %d pods ran)\n", r.Pods.StartupP50, r.Pods.StartupP90, r.Pods.StartupP99, r.Pods.Ran)
+	if r.Pods.NeverRan > 0 {
+		fmt.Fprintf(w, "Never ran      %d pods\n", r.Pods.NeverRan)
+		for _, reason := range sortedKeys(r.Pods.NeverRanReason) {
+			fmt.Fprintf(w, "               %d × %s\n", r.Pods.NeverRanReason[reason], reason)
+		}
+	} else {
+		fmt.Fprintf(w, "Never ran      none\n")
+	}
+	var ds []string
+	for _, d := range r.Disruptions {
+		ds = append(ds, fmt.Sprintf("%s/%s %d", d.NodePool, d.Reason, d.Count))
+	}
+	if len(ds) == 0 {
+		ds = []string{"none"}
+	}
+	fmt.Fprintf(w, "Disruptions    %s\n", strings.Join(ds, ", "))
+	fmt.Fprintf(w, "Blocked        %d by budgets; drift at most %d node(s) at once, %d budget violations\n", r.BlockedByBudget, r.DriftBudget.MaxConcurrent, r.DriftBudget.Violations)
+	fmt.Fprintf(w, "Spot           %d interruptions survived\n", r.SpotInterruptions)
+	if len(r.CloudErrors) > 0 {
+		var errs []string
+		for _, k := range sortedKeys(r.CloudErrors) {
+			errs = append(errs, fmt.Sprintf("%s %d", k, r.CloudErrors[k]))
+		}
+		fmt.Fprintf(w, "Cloud errors   %s (karpenter_cloudprovider_errors_total)\n", strings.Join(errs, ", "))
+	}
+	if len(r.Autoscalers) > 0 {
+		var as []string
+		for _, a := range r.Autoscalers {
+			as = append(as, fmt.Sprintf("%s %d–%d", a.Name, a.Min, a.Max))
+		}
+		fmt.Fprintf(w, "Autoscaling    %s replicas\n", strings.Join(as, ", "))
+	}
+	fmt.Fprintln(w, "\nNode-hours by instance type")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for i, nh := range r.NodeHours {
+		if i == 8 {
+			fmt.Fprintf(tw, "  … %d more\t\t\t\n", len(r.NodeHours)-8)
+			break
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%.1f h\t$%.2f\n", nh.InstanceType, nh.CapacityType, nh.Hours, nh.CostUSD)
+	}
+	_ = tw.Flush()
+}
+
+// WriteComparison prints two reports side by side.
+func WriteComparison(w io.Writer, a, b *Report) {
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\t%s\t%s\n", a.Scenario, b.Scenario)
+	row := func(name, fa, fb string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, fa, fb) }
+	row("cost (USD)", fmt.Sprintf("%.2f", a.Cost.Total), fmt.Sprintf("%.2f", b.Cost.Total))
+	row("nodes launched", fmt.Sprint(a.Nodes.Launched), fmt.Sprint(b.Nodes.Launched))
+	row("startup p50 / p99 (s)", fmt.Sprintf("%.0f / %.0f", a.Pods.StartupP50, a.Pods.StartupP99), fmt.Sprintf("%.0f / %.0f", b.Pods.StartupP50, b.Pods.StartupP99))
+	row("pods never ran", fmt.Sprint(a.Pods.NeverRan), fmt.Sprint(b.Pods.NeverRan))
+	count := func(r *Report) int {
+		n := 0
+		for _, d := range r.Disruptions {
+			n += d.Count
+		}
+		return n
+	}
+	row("disruptions", fmt.Sprint(count(a)), fmt.Sprint(count(b)))
+	row("spot interruptions", fmt.Sprint(a.SpotInterruptions), fmt.Sprint(b.SpotInterruptions))
+	_ = tw.Flush()
+	_ = sort.Strings
+}

@@ -1,0 +1,222 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/robfig/cron/v3"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// workload is a controller that keeps pods: a Deployment, StatefulSet or
+// Job (a CronJob makes Jobs; a DaemonSet is handled per node).
+type workload struct {
+	kind, namespace, name string
+	template              corev1.PodTemplateSpec
+	replicas              int
+	pods                  []*simPod // live pods
+	seq                   int
+	// Jobs: how many must succeed, how many at once, how long each runs.
+	job         bool
+	completions int
+	succeeded   int
+	runtime     time.Duration
+	// metrics for HPA: the load feeding it.
+	hpa *hpaModel
+}
+
+func (w *workload) key() string { return w.namespace + "/" + w.name }
+
+func (w *workload) newPod(now time.Time) *simPod {
+	w.seq++
+	p := &corev1.Pod{
+		ObjectMeta: *w.template.ObjectMeta.DeepCopy(),
+		Spec:       *w.template.Spec.DeepCopy(),
+	}
+	p.Namespace = w.namespace
+	p.Name = fmt.Sprintf("%s-%d", w.name, w.seq)
+	yes := true
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: w.kind, Name: w.name, Controller: &yes}}
+	return &simPod{pod: p, owner: w, created: now}
+}
+
+// wanted is how many pods the workload should have now.
+func (w *workload) wanted() int {
+	if w.job {
+		return max(0, min(w.replicas, w.completions-w.succeeded))
+	}
+	return w.replicas
+}
+
+// hpaModel is one HorizontalPodAutoscaler, run with the upstream algorithm.
+type hpaModel struct {
+	hpa            *autoscalingv2.HorizontalPodAutoscaler
+	target         *workload
+	load           *loadFn
+	cpuPerUnit     float64 // cores per unit of load
+	targetUtil     float64 // percent
+	minR, maxR     int
+	recommendations []recommendation
+	lastScale      time.Time
+}
+
+type recommendation struct {
+	at       time.Time
+	replicas int
+}
+
+// tolerance is the HPA controller's default: no change within 10 %.
+const hpaTolerance = 0.1
+
+// evaluate returns the HPA's new replica count at now.
+func (h *hpaModel) evaluate(now time.Time, start time.Time, ready int, requestCores float64) int {
+	current := h.target.replicas
+	desired := current
+	if ready > 0 && requestCores > 0 {
+		usage := h.load.at(now.Sub(start)) * h.cpuPerUnit / float64(ready)
+		util := usage / requestCores * 100
+		ratio := util / h.targetUtil
+		if math.Abs(ratio-1) > hpaTolerance {
+			desired = int(math.Ceil(float64(ready) * ratio))
+		}
+	}
+	desired = clamp(desired, h.minR, h.maxR)
+	// Scale-down stabilization: take the highest recommendation of the window.
+	window := 300 * time.Second
+	if b := h.hpa.Spec.Behavior; b != nil && b.ScaleDown != nil && b.ScaleDown.StabilizationWindowSeconds != nil {
+		window = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
+	}
+	h.recommendations = append(h.recommendations, recommendation{now, desired})
+	kept := h.recommendations[:0]
+	stable := desired
+	for _, r := range h.recommendations {
+		if now.Sub(r.at) <= window {
+			kept = append(kept, r)
+			if r.replicas > stable && desired < current {
+				stable = r.replicas
+			}
+		}
+	}
+	h.recommendations = kept
+	if desired < current {
+		desired = min(stable, current)
+	}
+	return clamp(h.rateLimit(current, desired), h.minR, h.maxR)
+}
+
+// rateLimit applies the behavior policies for one 15 s evaluation: by
+// default scale up by at most max(100 %, 4 pods), down by up to 100 %.
+func (h *hpaModel) rateLimit(current, desired int) int {
+	b := h.hpa.Spec.Behavior
+	if desired > current {
+		limit := max(2*current, current+4)
+		if b != nil && b.ScaleUp != nil && len(b.ScaleUp.Policies) > 0 {
+			limit = policyLimit(current, b.ScaleUp, true)
+		}
+		return min(desired, limit)
+	}
+	if desired < current && b != nil && b.ScaleDown != nil && len(b.ScaleDown.Policies) > 0 {
+		return max(desired, policyLimit(current, b.ScaleDown, false))
+	}
+	return desired
+}
+
+func policyLimit(current int, rules *autoscalingv2.HPAScalingRules, up bool) int {
+	selectMax := rules.SelectPolicy == nil || *rules.SelectPolicy == autoscalingv2.MaxChangePolicySelect
+	if rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.DisabledPolicySelect {
+		return current
+	}
+	best := -1
+	for _, p := range rules.Policies {
+		change := int(p.Value)
+		if p.Type == autoscalingv2.PercentScalingPolicy {
+			change = int(math.Ceil(float64(current) * float64(p.Value) / 100))
+		}
+		if best < 0 || (selectMax && change > best) || (!selectMax && change < best) {
+			best = change
+		}
+	}
+	if up {
+		return current + best
+	}
+	return current - best
+}
+
+func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
+
+// kedaModel is a ScaledObject with a queue-length trigger.
+type kedaModel struct {
+	so         *ScaledObject
+	target     *workload
+	load       *loadFn
+	perReplica float64
+	activation float64
+	minR, maxR int
+	cooldown   time.Duration
+	lastActive time.Time
+}
+
+func (k *kedaModel) evaluate(now, start time.Time) int {
+	q := k.load.at(now.Sub(start))
+	if q > k.activation {
+		k.lastActive = now
+		return clamp(int(math.Ceil(q/k.perReplica)), max(k.minR, 1), k.maxR)
+	}
+	if !k.lastActive.IsZero() && now.Sub(k.lastActive) < k.cooldown {
+		return k.target.replicas
+	}
+	return k.minR
+}
+
+func newKeda(so *ScaledObject, target *workload, load *loadFn) (*kedaModel, error) {
+	k := &kedaModel{so: so, target: target, load: load, minR: 0, maxR: 100, cooldown: 300 * time.Second, perReplica: 5}
+	if so.Spec.MinReplicaCount != nil {
+		k.minR = int(*so.Spec.MinReplicaCount)
+	}
+	if so.Spec.MaxReplicaCount != nil {
+		k.maxR = int(*so.Spec.MaxReplicaCount)
+	}
+	if so.Spec.CooldownPeriod != nil {
+		k.cooldown = time.Duration(*so.Spec.CooldownPeriod) * time.Second
+	}
+	for _, t := range so.Spec.Triggers {
+		for key, field := range map[string]*float64{"queueLength": &k.perReplica, "activationQueueLength": &k.activation} {
+			if s, ok := t.Metadata[key]; ok {
+				v, err := strconv.ParseFloat(s, 64)
+				if err != nil || v < 0 {
+					return nil, fmt.Errorf("ScaledObject %s: triggers metadata %s %q is not a non-negative number", so.Name, key, s)
+				}
+				*field = v
+			}
+		}
+	}
+	if k.perReplica <= 0 {
+		return nil, fmt.Errorf("ScaledObject %s: queueLength must be positive", so.Name)
+	}
+	return k, nil
+}
+
+// cronModel fires a CronJob's Jobs.
+type cronModel struct {
+	name, namespace string
+	schedule        cron.Schedule
+	template        corev1.PodTemplateSpec
+	completions     int
+	parallelism     int
+	runtime         time.Duration
+	fired           int
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
