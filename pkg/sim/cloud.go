@@ -133,7 +133,7 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 		if best == nil {
 			continue
 		}
-		if !best.Available {
+		if !best.Available || e.noCapacity[best] {
 			// Insufficient capacity: remember it and try the next type.
 			e.unavailable[best] = e.clk.now.Add(unavailableFor)
 			e.planner = nil

@@ -57,7 +57,8 @@ type engine struct {
 
 	pools         []*v1.NodePool
 	instanceTypes map[string][]*cloudprovider.InstanceType
-	unavailable   map[*cloudprovider.Offering]time.Time
+	unavailable   map[*cloudprovider.Offering]time.Time // learned from launch errors
+	noCapacity    map[*cloudprovider.Offering]bool      // the cloud's truth
 	amis          map[string]string // node class → current image alias
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod
@@ -114,7 +115,7 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), instanceTypes: map[string][]*cloudprovider.InstanceType{},
-		unavailable: map[*cloudprovider.Offering]time.Time{}, amis: map[string]string{}, pending: map[*simPod]bool{}}
+		unavailable: map[*cloudprovider.Offering]time.Time{}, noCapacity: map[*cloudprovider.Offering]bool{}, amis: map[string]string{}, pending: map[*simPod]bool{}}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog
@@ -375,11 +376,15 @@ func (e *engine) setCapacity(w CapacityWindow, available bool) {
 					continue
 				}
 				seen[o] = true
-				o.Available = available
+				// The cloud knows; Joiner learns only by launching and failing.
+				if available {
+					delete(e.noCapacity, o)
+				} else {
+					e.noCapacity[o] = true
+				}
 			}
 		}
 	}
-	e.planner = nil
 	e.dirty = true
 	e.armBatch()
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	sigsjson "sigs.k8s.io/json"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -81,6 +83,7 @@ var DefaultStart = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 // document and field.
 func Load(fsys fs.FS, dir, name string) (*Input, error) {
 	in := &Input{Name: name, Skipped: map[string]int{}}
+	in.Scenario.APIVersion, in.Scenario.Kind = ScenarioAPIVersion, ScenarioKind
 	in.Scenario.Spec.Start = DefaultStart
 	in.Scenario.Spec.Duration = metav1.Duration{Duration: 24 * time.Hour}
 	in.Scenario.Spec.Seed = 1
@@ -165,7 +168,7 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		return decodeInto(d, &in.DaemonSets)
 	case "batch/v1/Job":
 		j := &batchv1.Job{}
-		if err := decodeStrict(d.Object, j); err != nil {
+		if err := decodeDoc(d, j); err != nil {
 			return err
 		}
 		if metav1.GetControllerOf(j) == nil { // Jobs of a CronJob come from the CronJob
@@ -187,7 +190,7 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		return nil
 	case "v1/Pod":
 		p := &corev1.Pod{}
-		if err := decodeStrict(d.Object, p); err != nil {
+		if err := decodeDoc(d, p); err != nil {
 			return err
 		}
 		if metav1.GetControllerOf(p) == nil { // owned pods come from their controller
@@ -219,9 +222,37 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 
 func decodeInto[T any](d *manifest.Document, list *[]*T) error {
 	obj := new(T)
-	if err := decodeStrict(d.Object, obj); err != nil {
+	if err := decodeDoc(d, obj); err != nil {
 		return err
 	}
 	*list = append(*list, obj)
+	return nil
+}
+
+// decodeDoc decodes a Kubernetes object strictly, reporting unknown or
+// mistyped fields with their path and line.
+func decodeDoc(d *manifest.Document, v any) error {
+	b, err := json.Marshal(d.Object)
+	if err != nil {
+		return err
+	}
+	strict, err := sigsjson.UnmarshalStrict(b, v)
+	if err != nil {
+		return manifest.Problems{{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name, Message: err.Error(),
+			Fix: "check the field's type against the Kubernetes API reference"}}
+	}
+	var ps manifest.Problems
+	for _, e := range strict {
+		msg := e.Error()
+		field := ""
+		if i := strings.Index(msg, `unknown field "`); i >= 0 {
+			field = strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
+		}
+		ps = append(ps, manifest.Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
+			Message: msg, Fix: "check the spelling; kubectl explain " + strings.ToLower(d.Kind) + " lists the fields"})
+	}
+	if len(ps) > 0 {
+		return ps
+	}
 	return nil
 }

@@ -105,13 +105,13 @@ type Autoscaler struct {
 
 // Sample is the cluster each minute.
 type Sample struct {
-	Minute      int            `json:"minute"`
-	NodesByPool map[string]int `json:"nodesByPool"`
-	CostPerHour float64        `json:"costPerHourUSD"`
-	Pending     int            `json:"pending"`
-	Replicas    map[string]int `json:"replicas,omitempty"`
+	Minute      int                `json:"minute"`
+	NodesByPool map[string]int     `json:"nodesByPool"`
+	CostPerHour float64            `json:"costPerHourUSD"`
+	Pending     int                `json:"pending"`
+	Replicas    map[string]int     `json:"replicas,omitempty"`
 	Load        map[string]float64 `json:"load,omitempty"`
-	Disrupting  int            `json:"disrupting"`
+	Disrupting  int                `json:"disrupting"`
 }
 
 type recorder struct {
@@ -151,8 +151,10 @@ func (r *recorder) podRunning(p *simPod) {
 	}
 }
 
-func (r *recorder) barePodLost(p *simPod) { r.note("bare pod " + p.pod.Name + " was evicted and, having no controller, is gone") }
-func (r *recorder) evicted()            { r.evictions++ }
+func (r *recorder) barePodLost(p *simPod) {
+	r.note("bare pod " + p.pod.Name + " was evicted and, having no controller, is gone")
+}
+func (r *recorder) evicted()             { r.evictions++ }
 func (r *recorder) launchAttempt(string) {}
 func (r *recorder) cloudError(op, code string) {
 	r.cloudErrors[op+"/"+code]++

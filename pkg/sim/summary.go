@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -87,5 +86,4 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	row("disruptions", fmt.Sprint(count(a)), fmt.Sprint(count(b)))
 	row("spot interruptions", fmt.Sprint(a.SpotInterruptions), fmt.Sprint(b.SpotInterruptions))
 	_ = tw.Flush()
-	_ = sort.Strings
 }

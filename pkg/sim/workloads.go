@@ -55,14 +55,13 @@ func (w *workload) wanted() int {
 
 // hpaModel is one HorizontalPodAutoscaler, run with the upstream algorithm.
 type hpaModel struct {
-	hpa            *autoscalingv2.HorizontalPodAutoscaler
-	target         *workload
-	load           *loadFn
-	cpuPerUnit     float64 // cores per unit of load
-	targetUtil     float64 // percent
-	minR, maxR     int
+	hpa             *autoscalingv2.HorizontalPodAutoscaler
+	target          *workload
+	load            *loadFn
+	cpuPerUnit      float64 // cores per unit of load
+	targetUtil      float64 // percent
+	minR, maxR      int
 	recommendations []recommendation
-	lastScale      time.Time
 }
 
 type recommendation struct {
@@ -206,9 +205,6 @@ type cronModel struct {
 	name, namespace string
 	schedule        cron.Schedule
 	template        corev1.PodTemplateSpec
-	completions     int
-	parallelism     int
-	runtime         time.Duration
 	fired           int
 }
 

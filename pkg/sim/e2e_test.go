@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// scenarioDirs are the directories under examples/ with a scenario.yaml.
+func scenarioDirs(t *testing.T) []string {
+	var dirs []string
+	root := filepath.Join("..", "..", "examples")
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && d.Name() == "scenario.yaml" {
+			dirs = append(dirs, filepath.Dir(p))
+		}
+		return err
+	})
+	if err != nil || len(dirs) < 3 {
+		t.Fatalf("scenarios under examples/: %v %v", dirs, err)
+	}
+	return dirs
+}
+
+func runDir(t *testing.T, dir string) (*Report, []byte) {
+	t.Helper()
+	fsys := os.DirFS(dir)
+	in, err := Load(fsys, ".", filepath.Base(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(in, fsys, ".", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, b
+}
+
+func TestEveryExampleScenario(t *testing.T) {
+	for _, dir := range scenarioDirs(t) {
+		t.Run(dir, func(t *testing.T) {
+			rep, b := runDir(t, dir)
+			if rep.Nodes.TolerationViolations != 0 {
+				t.Errorf("%d pods ran on nodes whose taints they do not tolerate (e.g. a GPU node without the toleration)", rep.Nodes.TolerationViolations)
+			}
+			if rep.DriftBudget.Violations != 0 {
+				t.Errorf("drift exceeded its budget %d times", rep.DriftBudget.Violations)
+			}
+			if rep.Pods.NeverRan != 0 {
+				t.Errorf("%d pods never ran: %v", rep.Pods.NeverRan, rep.Pods.NeverRanReason)
+			}
+			if rep.Cost.Total <= 0 || rep.Nodes.Launched == 0 || rep.Pods.Ran == 0 {
+				t.Errorf("nothing happened: cost %v, nodes %d, pods %d", rep.Cost.Total, rep.Nodes.Launched, rep.Pods.Ran)
+			}
+			// The HPA follows the load: replicas rise and fall with it.
+			var load, replicas []float64
+			for _, s := range rep.Timeline {
+				if l, ok := s.Load["api-server"]; ok {
+					load = append(load, l)
+					replicas = append(replicas, float64(s.Replicas["api-server"]))
+				}
+			}
+			if r := correlation(load, replicas); r < 0.8 {
+				t.Errorf("api-server replicas follow the load poorly: correlation %.2f", r)
+			}
+			// Same scenario, same seed: the same bytes.
+			if _, again := runDir(t, dir); !bytes.Equal(b, again) {
+				t.Error("two runs of the same scenario differ")
+			}
+		})
+	}
+}
+
+func TestDefaultScenarioShowsDrift(t *testing.T) {
+	rep, _ := runDir(t, filepath.Join("..", "..", "examples", "scenarios", "default"))
+	drifted := 0
+	for _, d := range rep.Disruptions {
+		if d.Reason == "Drifted" {
+			drifted += d.Count
+		}
+	}
+	if drifted == 0 {
+		t.Error("the mid-run AMI change must drift nodes")
+	}
+	// Weekday window from 09:00: general drifts at 10 % — one node at a time.
+	if rep.DriftBudget.MaxConcurrent > 1 {
+		t.Errorf("drift ran %d nodes at once in the 10%% window", rep.DriftBudget.MaxConcurrent)
+	}
+	if rep.SpotInterruptions == 0 || rep.CloudErrors["CreateFleet/InsufficientInstanceCapacity"] == 0 {
+		t.Errorf("faults were configured: interruptions %d, cloud errors %v", rep.SpotInterruptions, rep.CloudErrors)
+	}
+	// g4dn.xlarge has no capacity for the first 3 hours: GPU pods ran on g5.
+	g5 := false
+	for _, nh := range rep.NodeHours {
+		g5 = g5 || nh.InstanceType == "g5.xlarge"
+	}
+	if !g5 {
+		t.Error("insufficient g4dn capacity must fall back to g5")
+	}
+}
+
+func correlation(a, b []float64) float64 {
+	if len(a) < 2 || len(a) != len(b) {
+		return 0
+	}
+	var ma, mb float64
+	for i := range a {
+		ma += a[i]
+		mb += b[i]
+	}
+	ma /= float64(len(a))
+	mb /= float64(len(b))
+	var cov, va, vb float64
+	for i := range a {
+		cov += (a[i] - ma) * (b[i] - mb)
+		va += (a[i] - ma) * (a[i] - ma)
+		vb += (b[i] - mb) * (b[i] - mb)
+	}
+	if va == 0 || vb == 0 {
+		return 0
+	}
+	return cov / math.Sqrt(va*vb)
+}

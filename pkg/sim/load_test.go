@@ -1,0 +1,90 @@
+package sim
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func TestLoadKubectlDump(t *testing.T) {
+	in, err := Load(os.DirFS("testdata/kubectl-dump"), ".", "dump")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.NodePools) != 1 || len(in.Deployments) != 1 || len(in.Pods) != 0 {
+		t.Fatalf("want 1 NodePool and 1 Deployment (owned Pods and ReplicaSets come from it), got %d, %d, %d pods",
+			len(in.NodePools), len(in.Deployments), len(in.Pods))
+	}
+	if in.Skipped["Service"] != 1 || in.Skipped["ReplicaSet (owned by its Deployment)"] != 1 {
+		t.Errorf("skipped: %v", in.Skipped)
+	}
+	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(DefaultStart) {
+		t.Errorf("defaults without scenario.yaml: %+v", in.Scenario.Spec)
+	}
+	rep, err := Run(in, os.DirFS("testdata/kubectl-dump"), ".", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pods.Ran != 3 || rep.Pods.NeverRan != 0 || rep.Nodes.Launched == 0 {
+		t.Errorf("the dump's 3 checkout pods run on launched nodes: %+v", rep.Pods)
+	}
+}
+
+const minimalPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+`
+
+func TestLoadErrors(t *testing.T) {
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  []string
+	}{
+		{"typo in a Deployment", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replcas: 3\n"},
+			[]string{"app.yaml", `Deployment "web"`, `unknown field "spec.replcas"`}},
+		{"removed API version", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: web}\n"},
+			[]string{"app.yaml", "apps/v1beta1 is no longer served; use apiVersion: apps/v1"}},
+		{"bad NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "operator: In", "operator: Within", 1)},
+			[]string{"pool.yaml", "spec.template.spec.requirements[0].operator", "Unsupported value"}},
+		{"legacy NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "  template:", "  disruption: {consolidationPolicy: WhenUnderutilized, consolidateAfter: 1m}\n  template:", 1)},
+			[]string{"consolidationPolicy: WhenEmptyOrUnderutilized"}},
+		{"scenario units", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 1 day\n"},
+			[]string{"scenario.yaml", "1 day"}},
+		{"scenario unknown field", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duraton: 24h\n"},
+			[]string{"scenario.yaml", `unknown field "duraton"`}},
+		{"scenario bad share", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 24h\n  faults: {apiErrorRate: 5}\n"},
+			[]string{"spec.faults.apiErrorRate", "use a number from 0 to 1"}},
+		{"no NodePool", map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
+			[]string{"has no NodePool"}},
+		{"HPA without load", map[string]string{"pool.yaml": minimalPool,
+			"app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 5\n"},
+			[]string{"HorizontalPodAutoscaler web: scenario.yaml has no load for it"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := fstest.MapFS{}
+			for name, body := range tc.files {
+				fsys["sc/"+name] = &fstest.MapFile{Data: []byte(body)}
+			}
+			in, err := Load(fsys, "sc", "sc")
+			if err == nil {
+				_, err = Run(in, fsys, "sc", Options{})
+			}
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}

@@ -1,0 +1,127 @@
+package sim
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+)
+
+var t0 = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+
+func constant(v float64) *loadFn { return &loadFn{at: func(time.Duration) float64 { return v }} }
+
+func newHPA(replicas, minR, maxR int, load *loadFn) *hpaModel {
+	return &hpaModel{hpa: &autoscalingv2.HorizontalPodAutoscaler{}, target: &workload{replicas: replicas}, load: load,
+		cpuPerUnit: 0.01, targetUtil: 70, minR: minR, maxR: maxR}
+}
+
+func TestHPAAlgorithm(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas int
+		load     float64
+		want     int
+	}{
+		// 2 ready pods of 0.5 cores; load×0.01 cores in total.
+		{"scale up by the ratio", 2, 100, 3},        // 1 core: 100 % vs 70 % → ceil(2×1.43)
+		{"within 10 % tolerance", 2, 75, 2},         // 75 % vs 70 %
+		{"rate limited to max(2×, +4)", 2, 2000, 6}, // wants 58
+		{"clamped to max", 10, 2000, 12},            // max 12
+		{"no history: straight to min", 4, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHPA(tc.replicas, 1, 12, constant(tc.load))
+			if got := h.evaluate(t0, t0, min(tc.replicas, 2), 0.5); got != tc.want {
+				t.Errorf("got %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// Scale-down stabilization: the highest recommendation of the last 5
+	// minutes wins; after the window, the lower one applies.
+	load := 200.0
+	h := newHPA(4, 1, 20, &loadFn{at: func(time.Duration) float64 { return load }})
+	h.target.replicas = h.evaluate(t0, t0, 4, 0.5) // 2 cores over 4 pods: 100 % → 6
+	if h.target.replicas != 6 {
+		t.Fatalf("scale up: %d", h.target.replicas)
+	}
+	load = 20
+	if got := h.evaluate(t0.Add(2*time.Minute), t0, 6, 0.5); got != 6 {
+		t.Errorf("within the stabilization window: %d, want 6", got)
+	}
+	if got := h.evaluate(t0.Add(6*time.Minute), t0, 6, 0.5); got >= 6 {
+		t.Errorf("after the window it scales down: %d", got)
+	}
+	// Behavior policies: at most 1 pod per step up.
+	one := int32(1)
+	pods := autoscalingv2.PodsScalingPolicy
+	h = newHPA(2, 1, 20, constant(2000))
+	h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{{Type: pods, Value: one, PeriodSeconds: 15}}}}
+	if got := h.evaluate(t0, t0, 2, 0.5); got != 3 {
+		t.Errorf("scaleUp policy 1 pod: %d, want 3", got)
+	}
+}
+
+func TestKEDA(t *testing.T) {
+	q := 95.0
+	so := &ScaledObject{}
+	min0, max8, cool := int32(0), int32(8), int32(300)
+	so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount, so.Spec.CooldownPeriod = &min0, &max8, &cool
+	so.Spec.Triggers = append(so.Spec.Triggers, struct {
+		Type     string            `json:"type"`
+		Metadata map[string]string `json:"metadata"`
+	}{Type: "aws-sqs-queue", Metadata: map[string]string{"queueLength": "20", "activationQueueLength": "5"}})
+	w := &workload{}
+	k, err := newKeda(so, w, &loadFn{at: func(time.Duration) float64 { return q }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := k.evaluate(t0, t0); got != 5 {
+		t.Errorf("95 messages / 20 per replica: %d, want 5", got)
+	}
+	q = 1000
+	if got := k.evaluate(t0, t0); got != 8 {
+		t.Errorf("clamped to max: %d", got)
+	}
+	w.replicas = 8
+	q = 3 // below activation
+	if got := k.evaluate(t0.Add(time.Minute), t0); got != 8 {
+		t.Errorf("cooldown keeps replicas: %d", got)
+	}
+	if got := k.evaluate(t0.Add(6*time.Minute), t0); got != 0 {
+		t.Errorf("after cooldown, to zero: %d", got)
+	}
+	so.Spec.Triggers[0].Metadata["queueLength"] = "ten"
+	if _, err := newKeda(so, w, constant(1)); err == nil || !strings.Contains(err.Error(), `queueLength "ten"`) {
+		t.Errorf("bad trigger metadata: %v", err)
+	}
+}
+
+func TestLoadPatterns(t *testing.T) {
+	d, _ := newLoadFn(LoadSpec{Pattern: "diurnal", Base: 100, Peak: 500, PeakHour: 14}, nil, "")
+	if v := d.at(14 * time.Hour); math.Abs(v-500) > 1e-9 {
+		t.Errorf("diurnal at peak hour = %v", v)
+	}
+	if v := d.at(2 * time.Hour); math.Abs(v-100) > 1e-9 {
+		t.Errorf("diurnal 12 h later = %v", v)
+	}
+	if v := d.at(38 * time.Hour); math.Abs(v-500) > 1e-9 {
+		t.Errorf("diurnal repeats daily: %v", v)
+	}
+	s, _ := newLoadFn(LoadSpec{Pattern: "steps", Steps: []Step{{At: durationOf(2 * time.Hour), Value: 7}, {At: durationOf(0), Value: 3}}}, nil, "")
+	if s.at(time.Hour) != 3 || s.at(2*time.Hour) != 7 {
+		t.Errorf("steps: %v %v", s.at(time.Hour), s.at(2*time.Hour))
+	}
+	fsys := fstest.MapFS{"sc/trace.csv": {Data: []byte("# offset,value\n0s,10\n30m,40\n")}, "sc/bad.csv": {Data: []byte("0s;10\n")}}
+	c, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "trace.csv"}, fsys, "sc")
+	if err != nil || c.at(29*time.Minute) != 10 || c.at(31*time.Minute) != 40 {
+		t.Errorf("csv: %v", err)
+	}
+	if _, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "bad.csv"}, fsys, "sc"); err == nil || !strings.Contains(err.Error(), "bad.csv:1: want offset,value") {
+		t.Errorf("bad csv: %v", err)
+	}
+}
