@@ -59,7 +59,7 @@ type engine struct {
 	instanceTypes map[string][]*cloudprovider.InstanceType
 	unavailable   map[*cloudprovider.Offering]time.Time // learned from launch errors
 	noCapacity    map[*cloudprovider.Offering]bool      // the cloud's truth
-	amis          map[string]string // node class → current image alias
+	amis          map[string]string                     // node class → current image alias
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod
 
