@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, vet, staticcheck, generated
-# code up to date, unit tests, the requirements fuzz test, and integration
+# code up to date, unit tests, the requirements fuzz test, the HTML report in
+# headless Chromium, and integration
 # tests against a real kube-apiserver + etcd built by hack/control-plane.sh.
 # Everything it needs it builds from the Go module proxy and caches.
 set -euo pipefail
@@ -21,10 +22,10 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi
 
 step "go vet"
-go vet ./...
+go vet -tags integration,browser ./...
 
 step "staticcheck"
-"$(hack/tool.sh staticcheck)" ./...
+"$(hack/tool.sh staticcheck)" -tags integration,browser ./...
 
 step "generated code is current"
 hack/verify-codegen.sh
@@ -34,6 +35,14 @@ go test -count=1 ./...
 
 step "fuzz: requirement intersection ($FUZZTIME)"
 go test -run '^$' -fuzz '^FuzzIntersection$' -fuzztime "$FUZZTIME" ./pkg/scheduling/
+
+step "browser: the simulation report in headless Chromium"
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Debian's chromium (once per machine)"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
+go test -count=1 -tags browser ./test/browser/
 
 step "integration tests (real kube-apiserver + etcd)"
 if ! wait "$cp_pid"; then cat "$cp_log" >&2; exit 1; fi

@@ -1,11 +1,209 @@
 package sim
 
 import (
-	"errors"
+	"bytes"
+	"fmt"
+	"html/template"
+	"image/color"
 	"io"
+	"sort"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
 )
 
-// WriteHTML writes the report with charts. (Filled in below.)
+// WriteHTML writes a self-contained report (inline SVG charts drawn with
+// gonum/plot; nothing is fetched when it opens). b may be nil; with b the
+// two scenarios are shown side by side.
 func WriteHTML(w io.Writer, a, b *Report) error {
-	return errors.New("the HTML report is not built yet")
+	var sections []section
+	for _, r := range []*Report{a, b} {
+		if r == nil {
+			continue
+		}
+		s, err := reportSection(r)
+		if err != nil {
+			return err
+		}
+		sections = append(sections, s)
+	}
+	return page.Execute(w, sections)
 }
+
+type section struct {
+	Title   string
+	Summary string
+	Charts  []chart
+}
+
+type chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+func reportSection(r *Report) (section, error) {
+	var buf bytes.Buffer
+	WriteSummary(&buf, r)
+	s := section{Title: r.Scenario, Summary: buf.String()}
+	add := func(title string, p *plot.Plot) error {
+		p.Title.Text = title
+		wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
+		if err != nil {
+			return err
+		}
+		var out bytes.Buffer
+		if _, err := wt.WriteTo(&out); err != nil {
+			return err
+		}
+		s.Charts = append(s.Charts, chart{Title: title, SVG: template.HTML(out.String())}) //nolint:gosec // gonum's own SVG
+		return nil
+	}
+	steps := []func() (string, *plot.Plot, error){
+		func() (string, *plot.Plot, error) { return nodesChart(r) },
+		func() (string, *plot.Plot, error) {
+			return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x Sample) float64 { return x.CostPerHour })
+		},
+		func() (string, *plot.Plot, error) {
+			return seriesChart(r, "Pending pods", func(x Sample) float64 { return float64(x.Pending) })
+		},
+		func() (string, *plot.Plot, error) { return latencyChart(r) },
+		func() (string, *plot.Plot, error) { return disruptionChart(r) },
+	}
+	for _, f := range steps {
+		title, p, err := f()
+		if err != nil {
+			return s, err
+		}
+		if err := add(title, p); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+func hoursAxis(p *plot.Plot) { p.X.Label.Text = "hours from start" }
+
+func nodesChart(r *Report) (string, *plot.Plot, error) {
+	p := plot.New()
+	hoursAxis(p)
+	p.Y.Label.Text = "nodes"
+	pools := map[string]bool{}
+	for _, s := range r.Timeline {
+		for k := range s.NodesByPool {
+			pools[k] = true
+		}
+	}
+	names := sortedKeys(pools)
+	var args []any
+	for _, pool := range names {
+		pts := make(plotter.XYs, len(r.Timeline))
+		for i, s := range r.Timeline {
+			pts[i] = plotter.XY{X: float64(s.Minute) / 60, Y: float64(s.NodesByPool[pool])}
+		}
+		args = append(args, pool, pts)
+	}
+	if err := plotutil.AddLines(p, args...); err != nil {
+		return "", nil, err
+	}
+	return "Nodes per NodePool", p, nil
+}
+
+func seriesChart(r *Report, title string, f func(Sample) float64) (string, *plot.Plot, error) {
+	p := plot.New()
+	hoursAxis(p)
+	pts := make(plotter.XYs, len(r.Timeline))
+	for i, s := range r.Timeline {
+		pts[i] = plotter.XY{X: float64(s.Minute) / 60, Y: f(s)}
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return "", nil, err
+	}
+	l.Color = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	p.Add(l)
+	return title, p, nil
+}
+
+func latencyChart(r *Report) (string, *plot.Plot, error) {
+	p := plot.New()
+	p.Y.Label.Text = "pods"
+	var vals plotter.Values
+	var labels []string
+	prev := 0
+	for _, b := range r.Pods.Histogram {
+		vals = append(vals, float64(b.Count-prev))
+		prev = b.Count
+		if b.UpTo < 0 {
+			labels = append(labels, "more")
+		} else {
+			labels = append(labels, fmt.Sprintf("≤%gs", b.UpTo))
+		}
+	}
+	bars, err := plotter.NewBarChart(vals, vg.Points(28))
+	if err != nil {
+		return "", nil, err
+	}
+	bars.Color = color.RGBA{R: 44, G: 160, B: 44, A: 255}
+	p.Add(bars)
+	p.NominalX(labels...)
+	return "Pod startup latency (pending → running)", p, nil
+}
+
+func disruptionChart(r *Report) (string, *plot.Plot, error) {
+	p := plot.New()
+	hoursAxis(p)
+	p.Y.Label.Text = "NodePool"
+	pools := map[string]bool{}
+	reasons := map[string]plotter.XYs{}
+	for _, ev := range r.DisruptionEvents {
+		pools[ev.NodePool] = true
+	}
+	names := sortedKeys(pools)
+	index := map[string]int{}
+	for i, n := range names {
+		index[n] = i
+	}
+	for _, ev := range r.DisruptionEvents {
+		reasons[ev.Reason] = append(reasons[ev.Reason], plotter.XY{X: ev.Minute / 60, Y: float64(index[ev.NodePool])})
+	}
+	keys := sortedKeys(reasons)
+	sort.Strings(keys)
+	var args []any
+	for _, k := range keys {
+		args = append(args, k, reasons[k])
+	}
+	if len(args) > 0 {
+		if err := plotutil.AddScatters(p, args...); err != nil {
+			return "", nil, err
+		}
+	}
+	ticks := make([]plot.Tick, len(names))
+	for i, n := range names {
+		ticks[i] = plot.Tick{Value: float64(i), Label: n}
+	}
+	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
+	p.Y.Min, p.Y.Max = -0.5, float64(max(len(names), 1))-0.5
+	p.X.Min, p.X.Max = 0, r.End.Sub(r.Start).Hours()
+	return "Disruptions by reason", p, nil
+}
+
+var page = template.Must(template.New("report").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>Joiner simulation report</title>
+<style>
+body{font-family:system-ui,sans-serif;margin:2em;color:#222}
+.cols{display:flex;gap:2em;flex-wrap:wrap}
+.col{flex:1;min-width:40em}
+pre{background:#f6f6f6;padding:1em;overflow-x:auto}
+figure{margin:1em 0}
+figure svg{max-width:100%;height:auto}
+</style></head><body>
+<h1>Joiner simulation report</h1>
+<div class="cols">{{range .}}<div class="col">
+<h2>{{.Title}}</h2>
+<pre>{{.Summary}}</pre>
+{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+</div>{{end}}</div>
+</body></html>
+`))

@@ -20,20 +20,21 @@ type Report struct {
 	End      time.Time `json:"end"`
 	Seed     int64     `json:"seed"`
 	// SpotPricesSynthetic: the catalog's spot prices are not real data.
-	SpotPricesSynthetic bool           `json:"spotPricesSynthetic"`
-	Cost                Cost           `json:"cost"`
-	NodeHours           []NodeHours    `json:"nodeHours"`
-	Nodes               NodeStats      `json:"nodes"`
-	Pods                PodStats       `json:"pods"`
-	Disruptions         []Disruptions  `json:"disruptions"`
-	BlockedByBudget     int            `json:"blockedByBudget"`
-	DriftBudget         DriftBudget    `json:"driftBudget"`
-	SpotInterruptions   int            `json:"spotInterruptions"`
-	CloudErrors         map[string]int `json:"cloudErrors"`
-	Autoscalers         []Autoscaler   `json:"autoscalers"`
-	Timeline            []Sample       `json:"timeline"`
-	Notes               []string       `json:"notes"`
-	SkippedKinds        map[string]int `json:"skippedKinds,omitempty"`
+	SpotPricesSynthetic bool              `json:"spotPricesSynthetic"`
+	Cost                Cost              `json:"cost"`
+	NodeHours           []NodeHours       `json:"nodeHours"`
+	Nodes               NodeStats         `json:"nodes"`
+	Pods                PodStats          `json:"pods"`
+	Disruptions         []Disruptions     `json:"disruptions"`
+	BlockedByBudget     int               `json:"blockedByBudget"`
+	DriftBudget         DriftBudget       `json:"driftBudget"`
+	SpotInterruptions   int               `json:"spotInterruptions"`
+	CloudErrors         map[string]int    `json:"cloudErrors"`
+	Autoscalers         []Autoscaler      `json:"autoscalers"`
+	Timeline            []Sample          `json:"timeline"`
+	DisruptionEvents    []DisruptionEvent `json:"disruptionEvents"`
+	Notes               []string          `json:"notes"`
+	SkippedKinds        map[string]int    `json:"skippedKinds,omitempty"`
 }
 
 // Cost in USD.
@@ -88,6 +89,14 @@ type Disruptions struct {
 	Count    int    `json:"count"`
 }
 
+// DisruptionEvent is one node disrupted, at a minute of the run.
+type DisruptionEvent struct {
+	Minute   float64 `json:"minute"`
+	NodePool string  `json:"nodePool"`
+	Node     string  `json:"node"`
+	Reason   string  `json:"reason"`
+}
+
 // DriftBudget checks drift against its budget at every pass.
 type DriftBudget struct {
 	MaxConcurrent int `json:"maxConcurrentDrifted"`
@@ -132,6 +141,7 @@ type recorder struct {
 	lastPass    time.Time
 	drift       DriftBudget
 	driftNodes  map[string]bool
+	events      []DisruptionEvent
 }
 
 func newRecorder(e *engine) *recorder {
@@ -188,6 +198,7 @@ func (r *recorder) hpaSample(*hpaModel, time.Time, int) {}
 
 func (r *recorder) disrupted(n *simNode, reason string) {
 	r.disruptions[[2]string{n.pool.Name, reason}]++
+	r.events = append(r.events, DisruptionEvent{Minute: round(r.e.clk.now.Sub(r.e.start).Minutes()), NodePool: n.pool.Name, Node: n.name, Reason: reason})
 	if reason == string(v1.DisruptionReasonDrifted) {
 		r.driftNodes[n.name] = true
 	}
@@ -262,7 +273,7 @@ func (e *engine) finish() *Report {
 	r := e.rep
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, DriftBudget: r.drift, SpotInterruptions: r.interrupts, SkippedKinds: e.in.Skipped}
+		BlockedByBudget: r.blocked, DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, SkippedKinds: e.in.Skipped}
 	if rep.Notes == nil {
 		rep.Notes = []string{}
 	}
@@ -346,6 +357,9 @@ func (e *engine) finish() *Report {
 	}
 	if rep.Disruptions == nil {
 		rep.Disruptions = []Disruptions{}
+	}
+	if rep.DisruptionEvents == nil {
+		rep.DisruptionEvents = []DisruptionEvent{}
 	}
 	return rep
 }
