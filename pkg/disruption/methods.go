@@ -74,6 +74,14 @@ type Options struct {
 	// SpotToSpot allows replacing a spot node by a cheaper spot node (only
 	// with at least MinSpotToSpotTypes cheaper types to choose from).
 	SpotToSpot bool
+	// SkipConsolidation runs only the empty and drift methods (and
+	// expiration): a host that found nothing to consolidate a moment ago
+	// can skip the expensive simulations.
+	SkipConsolidation bool
+	// MaxSingleNodeCandidates caps how many candidates single-node
+	// consolidation simulates in one pass (cheapest to disrupt first);
+	// 0 means all. Upstream bounds this pass by time instead.
+	MaxSingleNodeCandidates int
 }
 
 // MinSpotToSpotTypes is how many cheaper instance types a spot-to-spot
@@ -111,7 +119,21 @@ func newPass(c *Cluster, opts Options) *pass {
 	return p
 }
 
+// podsOf is reschedulable(cand.Node), computed once per pass.
+func (p *pass) podsOf(cand *Candidate) []*corev1.Pod {
+	if p.pods == nil {
+		p.pods = map[*Candidate][]*corev1.Pod{}
+	}
+	if ps, ok := p.pods[cand]; ok {
+		return ps
+	}
+	ps := reschedulable(cand.Node)
+	p.pods[cand] = ps
+	return ps
+}
+
 type pass struct {
+	pods     map[*Candidate][]*corev1.Pod
 	planner  *provisioning.Planner
 	c        *Cluster
 	opts     Options
@@ -128,7 +150,11 @@ func Compute(c *Cluster, opts Options) *Decision {
 	p := newPass(c, opts)
 	p.expire()
 	eligible := p.eligible()
-	for _, method := range []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode} {
+	methods := []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode}
+	if opts.SkipConsolidation {
+		methods = methods[:2]
+	}
+	for _, method := range methods {
 		if cmds := method(eligible); len(cmds) > 0 {
 			p.decision.Commands = cmds
 			break
@@ -275,8 +301,12 @@ func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 		}
 		out = append(out, cand)
 	}
+	pods := make(map[*Candidate]int, len(out))
+	for _, c := range out {
+		pods[c] = len(p.podsOf(c))
+	}
 	sort.SliceStable(out, func(i, j int) bool {
-		pi, pj := len(reschedulable(out[i].Node)), len(reschedulable(out[j].Node))
+		pi, pj := pods[out[i]], pods[out[j]]
 		if pi != pj {
 			return pi < pj
 		}
@@ -286,7 +316,11 @@ func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 }
 
 func (p *pass) singleNode(eligible []*Candidate) []*Command {
-	for _, cand := range p.consolidationCandidates(eligible) {
+	cands := p.consolidationCandidates(eligible)
+	if n := p.opts.MaxSingleNodeCandidates; n > 0 && len(cands) > n {
+		cands = cands[:n]
+	}
+	for _, cand := range cands {
 		if cmd := p.consolidate([]*Candidate{cand}, MethodSingleNode); cmd != nil && p.withinBudget(cmd) {
 			return []*Command{cmd}
 		}
@@ -422,17 +456,21 @@ func (p *pass) simulate(cands []*Candidate) (*provisioning.Results, bool) {
 	var pods []*corev1.Pod
 	for _, cand := range cands {
 		removed[cand] = true
-		pods = append(pods, reschedulable(cand.Node)...)
+		pods = append(pods, p.podsOf(cand)...)
 	}
 	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, Pods: pods, DaemonSets: p.c.DaemonSets}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue
 		}
-		n := *cand.Node
-		n.MarkedForDeletion = n.MarkedForDeletion || cand.Disrupting
-		// Disrupted nodes carry Joiner's taint; nothing new goes there.
-		snap.Nodes = append(snap.Nodes, &n)
+		node := cand.Node
+		if cand.Disrupting && !node.MarkedForDeletion {
+			// Disrupted nodes carry Joiner's taint; nothing new goes there.
+			n := *node
+			n.MarkedForDeletion = true
+			node = &n
+		}
+		snap.Nodes = append(snap.Nodes, node)
 	}
 	snap.Nodes = append(snap.Nodes, p.c.Unmanaged...)
 	if p.planner == nil {

@@ -13,6 +13,7 @@ import (
 )
 
 type scheduler struct {
+	vecs     map[*Node][2]vec
 	dims     *dims
 	topo     *topology
 	pools    []*poolInfo
@@ -35,6 +36,9 @@ func Solve(snap *Snapshot) *Results {
 // DaemonSets, so a caller that solves many times over the same ones (the
 // disruption simulations, the simulator) prepares them once.
 type Planner struct {
+	// vecs caches nodes' allocatable and requested vectors by *Node, for
+	// callers that pass the same nodes again (bounded; see nodeVecs).
+	vecs     map[*Node][2]vec
 	dims     *dims
 	pools    []*poolInfo
 	universe map[string][]string
@@ -49,7 +53,10 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 // Solve is the package-level Solve over the planner's NodePools, instance
 // types and DaemonSets, with the snapshot's nodes and pods.
 func (pl *Planner) Solve(snap *Snapshot) *Results {
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
+	if pl.vecs == nil || len(pl.vecs) > 8*len(snap.Nodes)+1024 {
+		pl.vecs = map[*Node][2]vec{}
+	}
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
@@ -151,20 +158,19 @@ func newScheduler(snap *Snapshot) *scheduler {
 func (s *scheduler) addNodes(nodes []*Node) {
 	d := s.dims
 	for _, n := range nodes {
-		e := &existingTarget{node: n, idx: len(s.existing), alloc: d.vec(n.Allocatable), labels: n.Labels}
+		e := &existingTarget{node: n, idx: len(s.existing), alloc: s.allocVec(n), labels: n.Labels}
 		for k, v := range n.Labels {
 			if k != v1.LabelHostname {
 				s.topo.addDomains(k, v)
 			}
 		}
 		if n.Requested != nil {
-			e.used = d.vec(n.Requested)
+			e.used = s.requestedVec(n)
 		}
-		for _, p := range n.Pods {
-			if n.Requested == nil {
+		if n.Requested == nil {
+			for _, p := range n.Pods {
 				e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
 			}
-			e.ports = append(e.ports, podHostPorts(p)...)
 		}
 		s.existing = append(s.existing, e)
 		for _, p := range s.pools {
@@ -408,4 +414,34 @@ func anyAntiAffinity(nodes []*Node) bool {
 		}
 	}
 	return false
+}
+
+func (s *scheduler) allocVec(n *Node) vec {
+	if s.vecs != nil {
+		if v, ok := s.vecs[n]; ok && v[0] != nil {
+			return v[0]
+		}
+	}
+	v := s.dims.vec(n.Allocatable)
+	if s.vecs != nil {
+		cur := s.vecs[n]
+		cur[0] = v
+		s.vecs[n] = cur
+	}
+	return v
+}
+
+func (s *scheduler) requestedVec(n *Node) vec {
+	if s.vecs != nil {
+		if v, ok := s.vecs[n]; ok && v[1] != nil {
+			return v[1]
+		}
+	}
+	v := s.dims.vec(n.Requested)
+	if s.vecs != nil {
+		cur := s.vecs[n]
+		cur[1] = v
+		s.vecs[n] = cur
+	}
+	return v
 }

@@ -25,6 +25,7 @@ type existingTarget struct {
 	labels      map[string]string
 	alloc, used vec
 	ports       []hostPort
+	portsKnown  bool // ports of bound pods are read on first need
 	added       []*corev1.Pod
 }
 
@@ -48,8 +49,16 @@ func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (err
 	if !sumFitsIn(e.used, c.requests, e.alloc) {
 		return errors.New("not enough room"), true
 	}
-	if portsConflict(e.ports, c.hostPorts) {
-		return errHostPort, true
+	if len(c.hostPorts) > 0 {
+		if !e.portsKnown {
+			for _, p := range n.Pods {
+				e.ports = append(e.ports, podHostPorts(p)...)
+			}
+			e.portsKnown = true
+		}
+		if portsConflict(e.ports, c.hostPorts) {
+			return errHostPort, true
+		}
 	}
 	doms := existingDomains(n)
 	if _, err := s.topo.check(c, doms, func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {

@@ -187,6 +187,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovid
 	e.clk.after(launch+register, func() {
 		if n.state == nodeLaunching {
 			n.state = nodeRegistered
+			n.version++
 		}
 	})
 	e.clk.after(launch+register+initialize, func() {
@@ -194,6 +195,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovid
 			return
 		}
 		n.state = nodeReady
+		n.version++
 		n.ready = e.clk.now
 		e.bindDaemons(n)
 		e.armBind()
@@ -220,7 +222,9 @@ func (e *engine) bindDaemons(n *simNode) {
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: &yes}}
 		sp := &simPod{pod: p, created: e.clk.now, node: n, running: e.clk.now}
 		n.pods = append(n.pods, sp)
+		n.version++
 		n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p))
+		n.version++
 	}
 }
 
@@ -267,7 +271,9 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 		e.removePod(p, true)
 	}
 	n.pods = nil
+	n.version++
 	n.state = nodeGone
+	n.version++
 	n.gone = e.clk.now
 	e.dirty = true
 	e.rep.nodeGone(n, reason)

@@ -14,7 +14,10 @@ import (
 )
 
 const (
-	drainEvery = 5 * time.Second
+	// maxSingleNodeCandidates bounds one pass's single-node simulations.
+	maxSingleNodeCandidates = 25
+	maxConsolidationBackoff = 5 * time.Minute
+	drainEvery              = 5 * time.Second
 	// forcedPassEvery: even when nothing changed, time passing can make a
 	// node consolidatable, expire it, or open a budget window.
 	forcedPassEvery = 5 * time.Minute
@@ -98,7 +101,25 @@ func (e *engine) disrupt() {
 	e.dirty = false
 	e.rep.lastPass = e.clk.now
 	c := e.disruptionCluster()
-	d := disruption.Compute(c, e.queue.Options)
+	opts := e.queue.Options
+	opts.MaxSingleNodeCandidates = maxSingleNodeCandidates
+	// Consolidation simulates; when it last found nothing, back off
+	// (10 s doubling to 5 min) until it finds something again.
+	consolidate := !e.clk.now.Before(e.nextConsolidation)
+	opts.SkipConsolidation = !consolidate
+	d := disruption.Compute(c, opts)
+	if consolidate {
+		found := false
+		for _, cmd := range d.Commands {
+			found = found || cmd.Method == disruption.MethodSingleNode || cmd.Method == disruption.MethodMultiNode
+		}
+		if found || len(d.Commands) > 0 {
+			e.consolidationBackoff = disruptionEvery
+		} else {
+			e.consolidationBackoff = min(2*max(e.consolidationBackoff, disruptionEvery), maxConsolidationBackoff)
+		}
+		e.nextConsolidation = e.clk.now.Add(e.consolidationBackoff)
+	}
 	e.rep.disruptionPass(d)
 	for _, cand := range d.Expired {
 		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
@@ -111,6 +132,7 @@ func (e *engine) disrupt() {
 		for _, cand := range cmd.Candidates {
 			if n := e.nodeByName(cand.Node.Name); n != nil {
 				n.disrupting = true // held while the command validates
+				n.version++
 			}
 		}
 	}
@@ -128,7 +150,9 @@ func (e *engine) stepQueue() {
 		for _, cand := range c.Nodes {
 			if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady && n.drainStarted.IsZero() {
 				cand.Disrupting = false
-				cand.Node.MarkedForDeletion = false
+				node := *cand.Node // the cached Node is shared: change a copy
+				node.MarkedForDeletion = false
+				cand.Node = &node
 			}
 		}
 		return c
@@ -145,6 +169,7 @@ func (e *engine) stepQueue() {
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil && n.drainStarted.IsZero() {
 					n.disrupting = false
+					n.version++
 				}
 			}
 			e.rep.commandDropped(ev.What)
@@ -186,6 +211,7 @@ func (a simActions) DeleteReplacement(name string) error {
 func (a simActions) Taint(name string) error {
 	if n := a.e.nodeByName(name); n != nil {
 		n.disrupting = true
+		n.version++
 	}
 	return nil
 }
@@ -193,6 +219,7 @@ func (a simActions) Taint(name string) error {
 func (a simActions) Untaint(name string) error {
 	if n := a.e.nodeByName(name); n != nil && n.drainStarted.IsZero() {
 		n.disrupting = false
+		n.version++
 	}
 	return nil
 }
@@ -211,7 +238,9 @@ func (e *engine) startDrain(n *simNode, reason string) {
 		return
 	}
 	n.disrupting = true
+	n.version++
 	n.state = nodeDraining
+	n.version++
 	n.drainStarted = e.clk.now
 	n.drainReason = reason
 	e.dirty = true

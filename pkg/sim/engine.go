@@ -72,6 +72,8 @@ type engine struct {
 
 	batchFirst, batchLast time.Time
 	batchArmed            bool
+	nextConsolidation     time.Time
+	consolidationBackoff  time.Duration
 	bindArmed             bool
 	dirty                 bool
 
@@ -427,10 +429,12 @@ func (e *engine) removePod(p *simPod, evicted bool) {
 		for i, q := range n.pods {
 			if q == p {
 				n.pods = append(n.pods[:i], n.pods[i+1:]...)
+				n.version++
 				break
 			}
 		}
 		n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
+		n.version++
 		n.lastPodEvent = e.clk.now
 		p.node = nil
 		e.dirty = true
@@ -534,7 +538,9 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
 	p.node = n
 	n.pods = append(n.pods, p)
+	n.version++
 	n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p.pod))
+	n.version++
 	n.lastPodEvent = e.clk.now
 	p.running = e.clk.now
 	e.dirty = true

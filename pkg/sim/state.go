@@ -42,6 +42,11 @@ type simNode struct {
 	neverReady   bool
 	lastPodEvent time.Time
 	interrupted  bool
+	// version counts changes; asNode is cached for one version, so the
+	// scheduler sees the same *Node (and its caches hit) until it changes.
+	version    int
+	cachedAt   int
+	cachedNode *provisioning.Node
 }
 
 func (n *simNode) labels() map[string]string {
@@ -63,8 +68,16 @@ func (n *simNode) labels() map[string]string {
 	return l
 }
 
-// asNode is the node as the scheduler sees it.
+// asNode is the node as the scheduler sees it. Callers must not modify it.
 func (n *simNode) asNode() *provisioning.Node {
+	if n.cachedNode != nil && n.cachedAt == n.version {
+		return n.cachedNode
+	}
+	n.cachedNode, n.cachedAt = n.buildNode(), n.version
+	return n.cachedNode
+}
+
+func (n *simNode) buildNode() *provisioning.Node {
 	pods := make([]*corev1.Pod, 0, len(n.pods))
 	for _, p := range n.pods {
 		pods = append(pods, p.pod)

@@ -1,0 +1,115 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/examples"
+)
+
+func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
+	var rep *Report
+	var simulated time.Duration
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		b.StopTimer()
+		in, err := load()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		switch f := fsys().(type) {
+		case fstest.MapFS:
+			rep, err = Run(in, f, "sc", Options{})
+		default:
+			rep, err = Run(in, examples.Scenarios, "scenarios/default", Options{})
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		simulated = rep.End.Sub(rep.Start)
+	}
+	wall := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(simulated.Seconds()/wall.Seconds(), "sim-s/wall-s")
+	b.ReportMetric(wall.Seconds(), "wall-s")
+	b.ReportMetric(float64(rep.Pods.Ran), "pods-ran")
+	b.ReportMetric(float64(rep.Nodes.Launched), "nodes")
+	peak := 0
+	for _, s := range rep.Timeline {
+		n := 0
+		for _, c := range s.NodesByPool {
+			n += c
+		}
+		peak = max(peak, n)
+	}
+	b.ReportMetric(float64(peak), "peak-nodes")
+}
+
+// BenchmarkSimulateDefault: the bundled scenario, 24 simulated hours.
+func BenchmarkSimulateDefault(b *testing.B) {
+	benchmarkRun(b, func() (*Input, error) { return Load(examples.Scenarios, "scenarios/default", "default") }, func() any { return nil })
+}
+
+// BenchmarkSimulateWeek20k: 7 simulated days, 20,000 pods on about 1,000
+// nodes, with a diurnal HPA on a fifth of the deployments.
+func BenchmarkSimulateWeek20k(b *testing.B) {
+	fsys := weekScenario()
+	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
+}
+
+func weekScenario() fstest.MapFS {
+	var w strings.Builder
+	var loads strings.Builder
+	for i := 0; i < 100; i++ {
+		fmt.Fprintf(&w, `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app-%[1]d}
+spec:
+  replicas: 200
+  selector: {matchLabels: {app: app-%[1]d}}
+  template:
+    metadata: {labels: {app: app-%[1]d}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: 700m, memory: 1Gi}}}]
+`, i)
+		if i%5 == 0 {
+			fmt.Fprintf(&w, `---
+apiVersion: autoscaling/v2
+kind: HorizontalPodAutoscaler
+metadata: {name: app-%[1]d}
+spec:
+  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: app-%[1]d}
+  minReplicas: 150
+  maxReplicas: 250
+  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 70}}}]
+`, i)
+			fmt.Fprintf(&loads, "    - {target: {kind: HorizontalPodAutoscaler, name: app-%d}, pattern: diurnal, base: 7000, peak: 12000, peakHour: 15, cpuPerUnit: 10m}\n", i)
+		}
+	}
+	pool := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.4xlarge, m6i.8xlarge]}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 10m
+    budgets: [{nodes: "10%"}]
+`
+	scenario := "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: week}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 168h\n  seed: 7\n  loads:\n" + loads.String()
+	return fstest.MapFS{
+		"sc/pool.yaml":     {Data: []byte(pool)},
+		"sc/apps.yaml":     {Data: []byte(w.String())},
+		"sc/scenario.yaml": {Data: []byte(scenario)},
+	}
+}
