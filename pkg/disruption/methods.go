@@ -229,7 +229,7 @@ func (p *pass) take(cand *Candidate, reason v1.DisruptionReason) bool {
 func (p *pass) empty(eligible []*Candidate) []*Command {
 	cmd := &Command{Method: MethodEmpty, Reason: v1.DisruptionReasonEmpty}
 	for _, cand := range eligible {
-		if len(reschedulable(cand.Node)) > 0 || !p.consolidatable(cand) {
+		if len(p.podsOf(cand)) > 0 || !p.consolidatable(cand) {
 			continue
 		}
 		if p.take(cand, v1.DisruptionReasonEmpty) {
@@ -437,11 +437,11 @@ func (p *pass) balancedApproves(cmd *Command) bool {
 	for pool := range pools {
 		for _, cand := range p.byPool[pool] {
 			cost += cand.Price
-			pods += len(reschedulable(cand.Node))
+			pods += len(p.podsOf(cand))
 		}
 	}
 	for _, cand := range cmd.Candidates {
-		moved += len(reschedulable(cand.Node))
+		moved += len(p.podsOf(cand))
 	}
 	if moved == 0 || pods == 0 {
 		return true

@@ -14,6 +14,7 @@ import (
 
 type scheduler struct {
 	vecs     map[*Node][2]vec
+	podVecs  map[*corev1.Pod]vec
 	dims     *dims
 	topo     *topology
 	pools    []*poolInfo
@@ -36,6 +37,7 @@ func Solve(snap *Snapshot) *Results {
 // DaemonSets, so a caller that solves many times over the same ones (the
 // disruption simulations, the simulator) prepares them once.
 type Planner struct {
+	podVecs map[*corev1.Pod]vec
 	// vecs caches nodes' allocatable and requested vectors by *Node, for
 	// callers that pass the same nodes again (bounded; see nodeVecs).
 	vecs     map[*Node][2]vec
@@ -56,7 +58,10 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	if pl.vecs == nil || len(pl.vecs) > 8*len(snap.Nodes)+1024 {
 		pl.vecs = map[*Node][2]vec{}
 	}
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs}
+	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
+		pl.podVecs = map[*corev1.Pod]vec{}
+	}
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs, podVecs: pl.podVecs}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
@@ -71,6 +76,7 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	for _, p := range pods {
 		classOf[p] = s.classFor(p)
 	}
+	s.addNodeDomains()
 	for _, c := range s.sortedClasses() {
 		s.finishClass(c)
 	}
@@ -159,11 +165,6 @@ func (s *scheduler) addNodes(nodes []*Node) {
 	d := s.dims
 	for _, n := range nodes {
 		e := &existingTarget{node: n, idx: len(s.existing), alloc: s.allocVec(n), labels: n.Labels}
-		for k, v := range n.Labels {
-			if k != v1.LabelHostname {
-				s.topo.addDomains(k, v)
-			}
-		}
 		if n.Requested != nil {
 			e.used = s.requestedVec(n)
 		}
@@ -183,7 +184,7 @@ func (s *scheduler) addNodes(nodes []*Node) {
 
 // classFor returns the pod's class, creating it (and its topology groups).
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
-	requests := s.dims.vec(scheduling.PodRequests(pod))
+	requests := s.podVec(pod)
 	key := classKey(pod, requests)
 	if c, ok := s.classes[key]; ok {
 		return c
@@ -442,6 +443,37 @@ func (s *scheduler) requestedVec(n *Node) vec {
 		cur := s.vecs[n]
 		cur[1] = v
 		s.vecs[n] = cur
+	}
+	return v
+}
+
+// addNodeDomains adds the existing nodes' values of every topology key in
+// use to the domains (only those keys: nodes carry many labels).
+func (s *scheduler) addNodeDomains() {
+	keys := map[string]bool{}
+	for _, g := range s.topo.ordered {
+		if g.key != v1.LabelHostname {
+			keys[g.key] = true
+		}
+	}
+	for k := range keys {
+		for _, e := range s.existing {
+			if v, ok := e.labels[k]; ok {
+				s.topo.addDomains(k, v)
+			}
+		}
+	}
+}
+
+// podVec is the pod's requests as a vector, cached by pod when the planner
+// is reused (the pod must not change meanwhile).
+func (s *scheduler) podVec(p *corev1.Pod) vec {
+	if v, ok := s.podVecs[p]; ok {
+		return v
+	}
+	v := s.dims.vec(scheduling.PodRequests(p))
+	if s.podVecs != nil {
+		s.podVecs[p] = v
 	}
 	return v
 }

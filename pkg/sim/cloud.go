@@ -167,6 +167,8 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovid
 	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now,
 		ami: e.amis[np.Spec.Template.Spec.NodeClassRef.Name], taints: np.Spec.Template.Spec.Taints, lastPodEvent: e.clk.now}
 	e.nodes = append(e.nodes, n)
+	e.allNodes = append(e.allNodes, n)
+	e.byName[n.name] = n
 	e.rep.nodeLaunched(n, why)
 	e.dirty = true
 	launch := e.latency(f.LaunchLatency, defaultLaunchLatency)
@@ -275,6 +277,12 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 	n.state = nodeGone
 	n.version++
 	n.gone = e.clk.now
+	for i, m := range e.nodes {
+		if m == n {
+			e.nodes = append(e.nodes[:i], e.nodes[i+1:]...)
+			break
+		}
+	}
 	e.dirty = true
 	e.rep.nodeGone(n, reason)
 }

@@ -23,14 +23,7 @@ const (
 	forcedPassEvery = 5 * time.Minute
 )
 
-func (e *engine) nodeByName(name string) *simNode {
-	for _, n := range e.nodes {
-		if n.name == name {
-			return n
-		}
-	}
-	return nil
-}
+func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {

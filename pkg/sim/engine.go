@@ -66,7 +66,9 @@ type engine struct {
 	workloads []*workload
 	bare      []*simPod
 	pending   map[*simPod]bool
-	nodes     []*simNode
+	nodes     []*simNode // live nodes, in launch order
+	allNodes  []*simNode // every node ever launched, for cost
+	byName    map[string]*simNode
 	nodeSeq   int
 	queue     disruption.Queue
 
@@ -117,7 +119,7 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), instanceTypes: map[string][]*cloudprovider.InstanceType{},
-		unavailable: map[*cloudprovider.Offering]time.Time{}, noCapacity: map[*cloudprovider.Offering]bool{}, amis: map[string]string{}, pending: map[*simPod]bool{}}
+		unavailable: map[*cloudprovider.Offering]time.Time{}, noCapacity: map[*cloudprovider.Offering]bool{}, amis: map[string]string{}, pending: map[*simPod]bool{}, byName: map[string]*simNode{}}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog

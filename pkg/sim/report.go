@@ -287,7 +287,7 @@ func (e *engine) finish() *Report {
 			peak[p] = max(peak[p], n)
 		}
 	}
-	for _, n := range e.nodes {
+	for _, n := range e.allNodes {
 		h := n.hours(e.end)
 		cost := h * n.offering.Price
 		rep.Cost.Total += cost
