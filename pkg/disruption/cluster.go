@@ -52,6 +52,9 @@ type Candidate struct {
 	NotReady bool
 	// NodeClassDrift is the cloud provider's drift reason ("" for none).
 	NodeClassDrift cloudprovider.DriftReason
+	// Reschedulable, when set, lists the pods that must move if the node
+	// goes (no DaemonSet or finished pods); otherwise it is derived.
+	Reschedulable []*corev1.Pod
 }
 
 // TemplateHash is a stable hash of what a NodePool's nodes are built from:
@@ -88,14 +91,14 @@ func reschedulable(n *provisioning.Node) []*corev1.Pod {
 }
 
 // blocker says why a node may not be voluntarily disrupted, or "".
-func (c *Cluster) blocker(cand *Candidate) string {
+func (c *Cluster) blocker(cand *Candidate, pods []*corev1.Pod) string {
 	if cand.Node.Labels == nil {
 		return ""
 	}
 	if v, ok := nodeAnnotation(cand, v1.AnnotationDoNotDisrupt); ok && v == "true" {
 		return "node is annotated " + v1.AnnotationDoNotDisrupt
 	}
-	for _, p := range reschedulable(cand.Node) {
+	for _, p := range pods {
 		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
 			return fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
 		}

@@ -127,12 +127,17 @@ func (p *pass) podsOf(cand *Candidate) []*corev1.Pod {
 	if ps, ok := p.pods[cand]; ok {
 		return ps
 	}
-	ps := reschedulable(cand.Node)
+	ps := cand.Reschedulable
+	if ps == nil {
+		ps = reschedulable(cand.Node)
+	}
 	p.pods[cand] = ps
 	return ps
 }
 
 type pass struct {
+	hashes   map[*v1.NodePool]string // template hash per NodePool, once per pass
+	reqs     map[*v1.NodePool]scheduling.Requirements
 	pods     map[*Candidate][]*corev1.Pod
 	planner  *provisioning.Planner
 	c        *Cluster
@@ -191,7 +196,7 @@ func (p *pass) eligible() []*Candidate {
 		if !cand.Initialized || cand.Disrupting || expired[cand] || p.pools[cand.NodePool] == nil {
 			continue
 		}
-		if why := p.c.blocker(cand); why != "" {
+		if why := p.c.blocker(cand, p.podsOf(cand)); why != "" {
 			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: why})
 			continue
 		}
@@ -249,10 +254,19 @@ func (p *pass) driftReason(cand *Candidate) string {
 	if cand.NodeClassDrift != "" {
 		return "node class: " + string(cand.NodeClassDrift)
 	}
-	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != TemplateHash(np) {
+	if p.hashes == nil {
+		p.hashes, p.reqs = map[*v1.NodePool]string{}, map[*v1.NodePool]scheduling.Requirements{}
+	}
+	hash, ok := p.hashes[np]
+	if !ok {
+		hash = TemplateHash(np)
+		p.hashes[np] = hash
+		p.reqs[np] = requirementsOf(np)
+	}
+	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != hash {
 		return "the NodePool's template changed"
 	}
-	if !requirementsOf(np).MatchesLabels(cand.Node.Labels) {
+	if !p.reqs[np].MatchesLabels(cand.Node.Labels) {
 		return "the node no longer satisfies the NodePool's requirements"
 	}
 	found := false

@@ -13,15 +13,16 @@ import (
 )
 
 type scheduler struct {
-	vecs     map[*Node][2]vec
-	podVecs  map[*corev1.Pod]vec
-	dims     *dims
-	topo     *topology
-	pools    []*poolInfo
-	existing []*existingTarget
-	claims   []*claim
-	classes  map[uint64]*podClass
-	volumes  map[string]scheduling.Requirements
+	antiCache map[*Node]bool
+	vecs      map[*Node][2]vec
+	podVecs   map[*corev1.Pod]vec
+	dims      *dims
+	topo      *topology
+	pools     []*poolInfo
+	existing  []*existingTarget
+	claims    []*claim
+	classes   map[uint64]*podClass
+	volumes   map[string]scheduling.Requirements
 }
 
 // Solve places the snapshot's pending pods: first on existing nodes and
@@ -37,7 +38,8 @@ func Solve(snap *Snapshot) *Results {
 // DaemonSets, so a caller that solves many times over the same ones (the
 // disruption simulations, the simulator) prepares them once.
 type Planner struct {
-	podVecs map[*corev1.Pod]vec
+	antiCache map[*Node]bool
+	podVecs   map[*corev1.Pod]vec
 	// vecs caches nodes' allocatable and requested vectors by *Node, for
 	// callers that pass the same nodes again (bounded; see nodeVecs).
 	vecs     map[*Node][2]vec
@@ -57,11 +59,12 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 func (pl *Planner) Solve(snap *Snapshot) *Results {
 	if pl.vecs == nil || len(pl.vecs) > 8*len(snap.Nodes)+1024 {
 		pl.vecs = map[*Node][2]vec{}
+		pl.antiCache = map[*Node]bool{}
 	}
 	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
 		pl.podVecs = map[*corev1.Pod]vec{}
 	}
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs, podVecs: pl.podVecs}
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs, podVecs: pl.podVecs, antiCache: pl.antiCache}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
@@ -175,7 +178,7 @@ func (s *scheduler) addNodes(nodes []*Node) {
 		}
 		s.existing = append(s.existing, e)
 		for _, p := range s.pools {
-			if n.NodePool == p.np.Name {
+			if p.hasLimits && n.NodePool == p.np.Name {
 				p.consume(d.vec(n.Capacity), d)
 			}
 		}
@@ -251,7 +254,7 @@ func (s *scheduler) relaxedClass(c *podClass) *podClass {
 
 // recordExisting counts the pods already bound to nodes in the topology.
 func (s *scheduler) recordExisting(nodes []*Node) {
-	if len(s.topo.ordered) == 0 && !anyAntiAffinity(nodes) {
+	if len(s.topo.ordered) == 0 && !s.anyAntiAffinity(nodes) {
 		return // nothing to count
 	}
 	owned := map[*corev1.Pod][]*topoGroup{}
@@ -406,15 +409,34 @@ func needsOwnNode(pod *corev1.Pod) bool {
 	return false
 }
 
-func anyAntiAffinity(nodes []*Node) bool {
+func (s *scheduler) anyAntiAffinity(nodes []*Node) bool {
 	for _, n := range nodes {
-		for _, p := range n.Pods {
-			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
-				return true
-			}
+		if s.nodeHasAnti(n) {
+			return true
 		}
 	}
 	return false
+}
+
+// nodeHasAnti reports whether a pod on the node has pod anti-affinity,
+// cached per node like its vectors.
+func (s *scheduler) nodeHasAnti(n *Node) bool {
+	if s.antiCache != nil {
+		if v, ok := s.antiCache[n]; ok {
+			return v
+		}
+	}
+	has := false
+	for _, p := range n.Pods {
+		if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
+			has = true
+			break
+		}
+	}
+	if s.antiCache != nil {
+		s.antiCache[n] = has
+	}
+	return has
 }
 
 func (s *scheduler) allocVec(n *Node) vec {

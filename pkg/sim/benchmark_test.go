@@ -99,7 +99,7 @@ spec:
     spec:
       requirements:
         - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.4xlarge, m6i.8xlarge]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.4xlarge]}
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized

@@ -36,7 +36,7 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 		claim.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
 		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
 			Zone: n.offering.Zone, CapacityType: n.offering.CapacityType, Price: n.offering.Price,
-			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining}
+			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining, Reschedulable: n.reschedulable()}
 		if want := e.amis[n.pool.Spec.Template.Spec.NodeClassRef.Name]; want != "" && n.ami != want {
 			cand.NodeClassDrift = "AMIDrift"
 		}

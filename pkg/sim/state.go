@@ -47,6 +47,21 @@ type simNode struct {
 	version    int
 	cachedAt   int
 	cachedNode *provisioning.Node
+	movable    []*corev1.Pod // pods that move if the node goes, for cachedAt
+}
+
+// reschedulable lists the node's pods that would move if it went.
+func (n *simNode) reschedulable() []*corev1.Pod {
+	n.asNode()
+	if n.movable == nil {
+		n.movable = []*corev1.Pod{}
+		for _, p := range n.pods {
+			if !isDaemon(p.pod) {
+				n.movable = append(n.movable, p.pod)
+			}
+		}
+	}
+	return n.movable
 }
 
 func (n *simNode) labels() map[string]string {
@@ -74,6 +89,7 @@ func (n *simNode) asNode() *provisioning.Node {
 		return n.cachedNode
 	}
 	n.cachedNode, n.cachedAt = n.buildNode(), n.version
+	n.movable = nil
 	return n.cachedNode
 }
 
