@@ -29,6 +29,9 @@ type Cluster struct {
 	Unmanaged  []*provisioning.Node
 	PDBs       []*policyv1.PodDisruptionBudget
 	DaemonSets []*corev1.Pod
+	// PendingPods counts pods waiting for capacity: while there are any,
+	// consolidation waits (their room must not be taken away).
+	PendingPods int
 	// Planner, when set, is a provisioning planner prepared for these
 	// NodePools, instance types and DaemonSets; simulations reuse it.
 	Planner *provisioning.Planner

@@ -156,7 +156,7 @@ func Compute(c *Cluster, opts Options) *Decision {
 	p.expire()
 	eligible := p.eligible()
 	methods := []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode}
-	if opts.SkipConsolidation {
+	if opts.SkipConsolidation || c.PendingPods > 0 {
 		methods = methods[:2]
 	}
 	for _, method := range methods {

@@ -364,3 +364,16 @@ func TestSkippedAndBarePods(t *testing.T) {
 		t.Fatalf("bare pod moves with a replacement: %s", cmd)
 	}
 }
+
+func TestNoConsolidationWhilePodsPend(t *testing.T) {
+	np := nodePool("p")
+	c := cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, podOn("1")))
+	c.PendingPods = 3
+	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("pods are pending: consolidation must wait, got %s", d.Commands[0])
+	}
+	c.Nodes = append(c.Nodes, node("empty", np, types()[1], v1.CapacityTypeOnDemand))
+	if cmd := only(t, Compute(c, Options{})); cmd.Method != MethodEmpty {
+		t.Fatalf("empty nodes still go: %s", cmd)
+	}
+}

@@ -203,6 +203,9 @@ func Revalidate(cmd *Command, c *Cluster, opts Options) error {
 			return fmt.Errorf("node %s is no longer drifted", fresh[0].Node.Name)
 		}
 	case MethodSingleNode, MethodMultiNode:
+		if c.PendingPods > 0 {
+			return fmt.Errorf("%d pods are waiting for capacity", c.PendingPods)
+		}
 		for _, cand := range fresh {
 			if !p.consolidatable(cand) {
 				return fmt.Errorf("a pod was scheduled to or removed from node %s", cand.Node.Name)

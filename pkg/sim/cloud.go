@@ -27,7 +27,12 @@ func (e *engine) armBatch() {
 	if limit := e.batchFirst.Add(batchMax); fire.After(limit) {
 		fire = limit
 	}
+	if !e.batchTimer.IsZero() && !e.batchTimer.Before(fire) {
+		return // a timer at or after fire is already set and will re-check
+	}
+	e.batchTimer = fire
 	e.clk.at(fire, func() {
+		e.batchTimer = time.Time{}
 		if !e.batchArmed {
 			return
 		}
@@ -36,7 +41,22 @@ func (e *engine) armBatch() {
 			due = limit
 		}
 		if e.clk.now.Before(due) {
-			return // a later event closes the batch
+			e.batchArmed = true
+			e.armBatchAt(due)
+			return
+		}
+		e.batchArmed = false
+		e.provision()
+	})
+}
+
+// armBatchAt re-arms the batch timer for a later due time.
+func (e *engine) armBatchAt(due time.Time) {
+	e.batchTimer = due
+	e.clk.at(due, func() {
+		e.batchTimer = time.Time{}
+		if !e.batchArmed {
+			return
 		}
 		e.batchArmed = false
 		e.provision()

@@ -27,7 +27,7 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
-	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.instanceTypesNow(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner()}
+	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.instanceTypesNow(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending)}
 	for _, n := range e.nodes {
 		if n.state == nodeGone {
 			continue
@@ -168,8 +168,13 @@ func (e *engine) stepQueue() {
 			e.rep.commandDropped(ev.What)
 		}
 	}
-	if e.queue.Len() > 0 {
-		e.clk.after(drainEvery, e.stepQueue)
+	if e.queue.Len() > 0 && !e.queueArmed {
+		// One timer chain, however many callers step the queue.
+		e.queueArmed = true
+		e.clk.after(drainEvery, func() {
+			e.queueArmed = false
+			e.stepQueue()
+		})
 	}
 }
 

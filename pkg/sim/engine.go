@@ -74,6 +74,8 @@ type engine struct {
 
 	batchFirst, batchLast time.Time
 	batchArmed            bool
+	queueArmed            bool
+	batchTimer            time.Time
 	nextConsolidation     time.Time
 	consolidationBackoff  time.Duration
 	bindArmed             bool
