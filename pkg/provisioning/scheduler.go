@@ -166,8 +166,10 @@ func newScheduler(snap *Snapshot) *scheduler {
 // addNodes adds existing nodes and in-flight claims as targets.
 func (s *scheduler) addNodes(nodes []*Node) {
 	d := s.dims
-	for _, n := range nodes {
-		e := &existingTarget{node: n, idx: len(s.existing), alloc: s.allocVec(n), labels: n.Labels}
+	targets := make([]existingTarget, len(nodes)) // one allocation for all
+	for i, n := range nodes {
+		e := &targets[i]
+		*e = existingTarget{node: n, idx: len(s.existing), alloc: s.allocVec(n), labels: n.Labels}
 		if n.Requested != nil {
 			e.used = s.requestedVec(n)
 		}
