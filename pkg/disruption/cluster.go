@@ -10,12 +10,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // Cluster is the snapshot disruption decides over. Now is the injected clock.
@@ -124,15 +124,8 @@ func nodeAnnotation(cand *Candidate, key string) (string, bool) {
 // blockingPDB returns a PDB that selects the pod and currently allows no
 // disruption.
 func (c *Cluster) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
-	for _, pdb := range c.PDBs {
-		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
-			continue
-		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() {
-			continue
-		}
-		if sel.Matches(k8slabels.Set(p.Labels)) && pdb.Status.DisruptionsAllowed <= 0 {
+	for _, pdb := range termination.MatchingPDBs(p, c.PDBs) {
+		if pdb.Status.DisruptionsAllowed <= 0 {
 			return pdb
 		}
 	}

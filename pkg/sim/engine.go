@@ -239,16 +239,9 @@ func (e *engine) buildWorkloads() error {
 		loads[l.Target.Kind+"/"+n+"/"+l.Target.Name] = l
 	}
 	for _, h := range e.in.HPAs {
-		key := h.Spec.ScaleTargetRef.Kind + "/" + ns(h.ObjectMeta) + "/" + h.Spec.ScaleTargetRef.Name
-		target, ok := byName[key]
-		if !ok {
-			return fmt.Errorf("HorizontalPodAutoscaler %s: scaleTargetRef %s is not in the scenario", h.Name, key)
-		}
-		spec, ok := loads["HorizontalPodAutoscaler/"+ns(h.ObjectMeta)+"/"+h.Name]
-		if !ok {
-			return fmt.Errorf("HorizontalPodAutoscaler %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: HorizontalPodAutoscaler, name: %s}, pattern: diurnal, base: 100, peak: 1000, peakHour: 14, cpuPerUnit: 5m}]", h.Name, h.Name)
-		}
-		lf, err := newLoadFn(*spec, e.fsys, e.dir)
+		target, spec, lf, err := e.autoscaled("HorizontalPodAutoscaler", ns(h.ObjectMeta), h.Name,
+			h.Spec.ScaleTargetRef.Kind+"/"+ns(h.ObjectMeta)+"/"+h.Spec.ScaleTargetRef.Name,
+			"pattern: diurnal, base: 100, peak: 1000, peakHour: 14, cpuPerUnit: 5m", byName, loads)
 		if err != nil {
 			return err
 		}
@@ -266,19 +259,12 @@ func (e *engine) buildWorkloads() error {
 		e.clk.every(e.start.Add(hpaEvery), hpaEvery, e.end, func() { e.runHPA(m) })
 	}
 	for _, so := range e.in.ScaledObjects {
-		key := "Deployment/" + ns(so.ObjectMeta) + "/" + so.Spec.ScaleTargetRef.Name
+		kind := "Deployment"
 		if so.Spec.ScaleTargetRef.Kind == "StatefulSet" {
-			key = "StatefulSet/" + ns(so.ObjectMeta) + "/" + so.Spec.ScaleTargetRef.Name
+			kind = "StatefulSet"
 		}
-		target, ok := byName[key]
-		if !ok {
-			return fmt.Errorf("ScaledObject %s: scaleTargetRef %s is not in the scenario", so.Name, key)
-		}
-		spec, ok := loads["ScaledObject/"+ns(so.ObjectMeta)+"/"+so.Name]
-		if !ok {
-			return fmt.Errorf("ScaledObject %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: ScaledObject, name: %s}, pattern: steps, steps: [{at: 0h, value: 100}]}]", so.Name, so.Name)
-		}
-		lf, err := newLoadFn(*spec, e.fsys, e.dir)
+		target, _, lf, err := e.autoscaled("ScaledObject", ns(so.ObjectMeta), so.Name,
+			kind+"/"+ns(so.ObjectMeta)+"/"+so.Spec.ScaleTargetRef.Name, "pattern: steps, steps: [{at: 0h, value: 100}]", byName, loads)
 		if err != nil {
 			return err
 		}
@@ -308,6 +294,21 @@ func (e *engine) buildWorkloads() error {
 		e.scheduleCron(cm, cj.Spec.JobTemplate.Spec.Completions, cj.Spec.JobTemplate.Spec.Parallelism, runtimes)
 	}
 	return nil
+}
+
+// autoscaled finds an autoscaler's target workload and the load that
+// drives it, or says what to add to the scenario.
+func (e *engine) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*LoadSpec) (*workload, *LoadSpec, *loadFn, error) {
+	target, ok := byName[targetKey]
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%s %s: scaleTargetRef %s is not in the scenario", kind, name, targetKey)
+	}
+	spec, ok := loads[kind+"/"+namespace+"/"+name]
+	if !ok {
+		return nil, nil, nil, fmt.Errorf("%s %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: %s, name: %s}, %s}]", kind, name, kind, name, example)
+	}
+	lf, err := newLoadFn(*spec, e.fsys, e.dir)
+	return target, spec, lf, err
 }
 
 func jobWorkload(name, ns string, tmpl corev1.PodTemplateSpec, completions, parallelism *int32, runtimes map[string]time.Duration) *workload {

@@ -122,7 +122,7 @@ func Next(d Drain, now time.Time) Step {
 				st.Waiting[p] = "PodDisruptionBudget " + pdb.Name + " allows no eviction now"
 				continue
 			}
-			for _, pdb := range matchingPDBs(p, d.PDBs) {
+			for _, pdb := range MatchingPDBs(p, d.PDBs) {
 				allowed[pdb]--
 			}
 			st.Evict = append(st.Evict, p)
@@ -138,7 +138,8 @@ func podGrace(p *corev1.Pod) time.Duration {
 	return 30 * time.Second
 }
 
-func matchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
+// MatchingPDBs are the PDBs in the pod's namespace whose selector selects it.
+func MatchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
 	var out []*policyv1.PodDisruptionBudget
 	for _, pdb := range pdbs {
 		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
@@ -153,7 +154,7 @@ func matchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policy
 }
 
 func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, allowed map[*policyv1.PodDisruptionBudget]int32) *policyv1.PodDisruptionBudget {
-	for _, pdb := range matchingPDBs(p, pdbs) {
+	for _, pdb := range MatchingPDBs(p, pdbs) {
 		if allowed[pdb] <= 0 {
 			return pdb
 		}
