@@ -198,23 +198,20 @@ func (e *engine) buildWorkloads() error {
 		return m.Namespace
 	}
 	byName := map[string]*workload{}
-	for _, d := range e.in.Deployments {
+	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) {
 		r := 1
-		if d.Spec.Replicas != nil {
-			r = int(*d.Spec.Replicas)
+		if replicas != nil {
+			r = int(*replicas)
 		}
-		w := &workload{kind: "Deployment", namespace: ns(d.ObjectMeta), name: d.Name, template: d.Spec.Template, replicas: r}
+		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r}
 		e.workloads = append(e.workloads, w)
-		byName["Deployment/"+w.key()] = w
+		byName[kind+"/"+w.key()] = w
+	}
+	for _, d := range e.in.Deployments {
+		replicated("Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
 	}
 	for _, d := range e.in.StatefulSets {
-		r := 1
-		if d.Spec.Replicas != nil {
-			r = int(*d.Spec.Replicas)
-		}
-		w := &workload{kind: "StatefulSet", namespace: ns(d.ObjectMeta), name: d.Name, template: d.Spec.Template, replicas: r}
-		e.workloads = append(e.workloads, w)
-		byName["StatefulSet/"+w.key()] = w
+		replicated("StatefulSet", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
 	}
 	for _, j := range e.in.Jobs {
 		w := jobWorkload(j.Name, ns(j.ObjectMeta), j.Spec.Template, j.Spec.Completions, j.Spec.Parallelism, runtimes)
