@@ -15,7 +15,7 @@ import (
 
 const (
 	// maxSingleNodeCandidates bounds one pass's single-node simulations.
-	maxSingleNodeCandidates = 25
+	maxSingleNodeCandidates = 15
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
 	// forcedPassEvery: even when nothing changed, time passing can make a
