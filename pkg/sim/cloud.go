@@ -130,7 +130,6 @@ func (e *engine) provision() {
 // falling back type by type when capacity is short.
 func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
 	f := e.in.Scenario.Spec.Faults
-	e.rep.launchAttempt(plan.NodePool.Name)
 	if f.APIErrorRate > 0 && e.rng.Float64() < f.APIErrorRate {
 		e.rep.cloudError("CreateFleet", "InternalError")
 		e.armBatch()
@@ -195,7 +194,6 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovid
 	register := e.latency(f.RegistrationLatency, defaultRegistration)
 	initialize := e.latency(f.InitializationLatency, defaultInit)
 	if f.NeverRegisterRate > 0 && e.rng.Float64() < f.NeverRegisterRate {
-		n.neverReady = true
 		// Liveness: a claim whose node never registers is deleted after the TTL.
 		e.clk.after(registrationTTL, func() {
 			if n.state == nodeLaunching {
@@ -218,7 +216,6 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovid
 		}
 		n.state = nodeReady
 		n.version++
-		n.ready = e.clk.now
 		e.bindDaemons(n)
 		e.armBind()
 	})
@@ -256,7 +253,6 @@ func (e *engine) interrupt(n *simNode) {
 	if n.state == nodeGone {
 		return
 	}
-	n.interrupted = true
 	e.rep.interruption(n)
 	cmd, err := disruption.Interruption(e.disruptionCluster(), n.name)
 	if err == nil {

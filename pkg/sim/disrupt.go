@@ -165,7 +165,6 @@ func (e *engine) stepQueue() {
 					n.version++
 				}
 			}
-			e.rep.commandDropped(ev.What)
 		}
 	}
 	if e.queue.Len() > 0 && !e.queueArmed {

@@ -329,7 +329,6 @@ func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, ru
 		return
 	}
 	e.clk.at(next, func() {
-		cm.fired++
 		jobName := fmt.Sprintf("%s-%d", cm.name, next.Unix()/60)
 		rt, ok := runtimes[cm.namespace+"/"+cm.name]
 		if ok {
@@ -337,7 +336,6 @@ func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, ru
 		}
 		w := jobWorkload(jobName, cm.namespace, cm.template, completions, parallelism, runtimes)
 		e.workloads = append(e.workloads, w)
-		e.rep.cronFired(cm.name)
 		e.reconcile(w)
 		e.scheduleCron(cm, completions, parallelism, runtimes)
 	})
@@ -472,7 +470,6 @@ func (e *engine) runHPA(m *hpaModel) {
 	req := scheduling.PodRequests(&corev1.Pod{Spec: m.target.template.Spec})
 	cores := req.Cpu().AsApproximateFloat64()
 	r := m.evaluate(e.clk.now, e.start, ready, cores)
-	e.rep.hpaSample(m, e.clk.now, r)
 	if r != m.target.replicas {
 		m.target.replicas = r
 		e.rep.scaled(m.target, r)

@@ -164,8 +164,7 @@ func (r *recorder) podRunning(p *simPod) {
 func (r *recorder) barePodLost(p *simPod) {
 	r.note("bare pod " + p.pod.Name + " was evicted and, having no controller, is gone")
 }
-func (r *recorder) evicted()             { r.evictions++ }
-func (r *recorder) launchAttempt(string) {}
+func (r *recorder) evicted() { r.evictions++ }
 func (r *recorder) cloudError(op, code string) {
 	r.cloudErrors[op+"/"+code]++
 }
@@ -177,8 +176,6 @@ func (r *recorder) nodeGone(n *simNode, reason string) {
 	delete(r.driftNodes, n.name)
 }
 func (r *recorder) interruption(*simNode) { r.interrupts++ }
-func (r *recorder) cronFired(string)      {}
-func (r *recorder) commandDropped(string) {}
 func (r *recorder) note(s string) {
 	r.notes = append(r.notes, fmt.Sprintf("%s %s", r.e.clk.now.Format("Mon 15:04"), s))
 }
@@ -193,8 +190,6 @@ func (r *recorder) scaled(w *workload, replicas int) {
 	a.Scales++
 	a.Min, a.Max = min(a.Min, replicas), max(a.Max, replicas)
 }
-
-func (r *recorder) hpaSample(*hpaModel, time.Time, int) {}
 
 func (r *recorder) disrupted(n *simNode, reason string) {
 	r.disruptions[[2]string{n.pool.Name, reason}]++

@@ -29,7 +29,6 @@ type simNode struct {
 	offering  *cloudprovider.Offering
 	state     nodeState
 	launched  time.Time
-	ready     time.Time
 	gone      time.Time
 	ami       string
 	taints    []corev1.Taint
@@ -39,9 +38,7 @@ type simNode struct {
 	disrupting   bool
 	drainStarted time.Time
 	drainReason  string
-	neverReady   bool
 	lastPodEvent time.Time
-	interrupted  bool
 	// version counts changes; asNode is cached for one version, so the
 	// scheduler sees the same *Node (and its caches hit) until it changes.
 	version    int

@@ -205,7 +205,6 @@ type cronModel struct {
 	name, namespace string
 	schedule        cron.Schedule
 	template        corev1.PodTemplateSpec
-	fired           int
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -217,6 +217,11 @@ func (e *Entry) instanceType(opts Options) *cloudprovider.InstanceType {
 			labels[key] = strconv.FormatInt(*v, 10)
 		}
 	}
+	setStr := func(key string, v *string) {
+		if v != nil {
+			labels[key] = *v
+		}
+	}
 	setInt(awsv1.LabelInstanceNetworkBW, e.NetworkBandwidthMbps)
 	setInt(awsv1.LabelInstanceEBSBW, e.EBSBandwidthMbps)
 	setInt(awsv1.LabelInstanceLocalNVMe, e.LocalNVMeGiB)
@@ -225,22 +230,14 @@ func (e *Entry) instanceType(opts Options) *cloudprovider.InstanceType {
 	}
 	if e.GPUs > 0 {
 		labels[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(e.GPUs, 10)
-		if e.GPUModel != nil {
-			labels[awsv1.LabelInstanceGPUName] = *e.GPUModel
-		}
-		if e.GPUManufacturer != nil {
-			labels[awsv1.LabelInstanceGPUManufacturer] = *e.GPUManufacturer
-		}
+		setStr(awsv1.LabelInstanceGPUName, e.GPUModel)
+		setStr(awsv1.LabelInstanceGPUManufacturer, e.GPUManufacturer)
 		setInt(awsv1.LabelInstanceGPUMemory, e.GPUMemoryMiBPerGPU)
 	}
 	if e.Accelerators > 0 {
 		labels[awsv1.LabelInstanceAccelCount] = strconv.FormatInt(e.Accelerators, 10)
-		if e.AcceleratorModel != nil {
-			labels[awsv1.LabelInstanceAccelName] = *e.AcceleratorModel
-		}
-		if e.AcceleratorManufacturer != nil {
-			labels[awsv1.LabelInstanceAccelMfr] = *e.AcceleratorManufacturer
-		}
+		setStr(awsv1.LabelInstanceAccelName, e.AcceleratorModel)
+		setStr(awsv1.LabelInstanceAccelMfr, e.AcceleratorManufacturer)
 	}
 	reqs := scheduling.FromLabels(labels)
 	zones, cts := map[string]bool{}, map[string]bool{}
