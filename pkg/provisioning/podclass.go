@@ -40,7 +40,8 @@ type podClass struct {
 	ownNode      bool        // needs a node without others like it
 	requiredAnti []*topoGroup
 	// rejected holds the targets (by index) that can never take this class.
-	rejected bitset
+	rejected    bitset
+	prefiltered bool // rejected holds the existing nodes without room
 	// pools caches the class's fit against each NodePool.
 	pools []*classPool
 }

@@ -299,9 +299,27 @@ func existingDomains(n *Node) domainsOf {
 	}
 }
 
+// prefilter rejects, in one tight pass, the existing nodes a class can
+// never join in this solve: those being deleted and those without room
+// (room only shrinks as pods are added). A class met on a cluster whose
+// pods are spread thin would otherwise run every check on every node.
+func (s *scheduler) prefilter(c *podClass) {
+	if c.prefiltered {
+		return
+	}
+	c.prefiltered = true
+	c.rejected.grow(len(s.existing))
+	for i, e := range s.existing {
+		if e.node.MarkedForDeletion || !sumFitsIn(e.used, c.requests, e.alloc) {
+			c.rejected.set(i)
+		}
+	}
+}
+
 // place puts the pod on the first target that takes it, or on a new claim.
 func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 	n := len(s.existing) + len(s.claims)
+	s.prefilter(c)
 	c.rejected.grow(n)
 	for wi := 0; wi*64 < n; wi++ {
 		w := ^c.rejected[wi]

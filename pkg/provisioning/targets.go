@@ -16,6 +16,8 @@ func trailingZeros(w uint64) int { return bits.TrailingZeros64(w) }
 var (
 	errHostPort = errors.New("a host port it needs is taken")
 	errNoRoom   = errors.New("not enough room on any remaining instance type")
+	errFull     = errors.New("not enough room")
+	errDeleting = errors.New("the node is being deleted")
 )
 
 // existingTarget is an existing node or in-flight claim being filled.
@@ -32,9 +34,19 @@ type existingTarget struct {
 // tryAdd places the pod if the node can run it. The boolean says the
 // failure is permanent for the class (it cannot change as pods are added).
 func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
+	if err, permanent := e.check(s, c); err != nil {
+		return err, permanent
+	}
+	e.add(s, c, pod)
+	return nil, false
+}
+
+// check reports whether the node can run a pod of the class now, without
+// changing anything; the boolean says a failure is permanent for the class.
+func (e *existingTarget) check(s *scheduler, c *podClass) (error, bool) {
 	n := e.node
 	if n.MarkedForDeletion {
-		return errors.New("the node is being deleted"), true
+		return errDeleting, true
 	}
 	taints := n.Taints
 	if n.InFlight {
@@ -47,7 +59,7 @@ func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (err
 		return fmt.Errorf("the node's labels do not satisfy %s", c.reqs), true
 	}
 	if !sumFitsIn(e.used, c.requests, e.alloc) {
-		return errors.New("not enough room"), true
+		return errFull, true
 	}
 	if len(c.hostPorts) > 0 {
 		if !e.portsKnown {
@@ -60,16 +72,19 @@ func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (err
 			return errHostPort, true
 		}
 	}
-	doms := existingDomains(n)
-	if _, err := s.topo.check(c, doms, func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
+	if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
 		var te *topologyError
 		return err, errors.As(err, &te) && te.permanent
 	}
+	return nil, false
+}
+
+// add places a pod of the class that check accepted.
+func (e *existingTarget) add(s *scheduler, c *podClass, pod *corev1.Pod) {
 	e.used = e.used.plus(c.requests)
 	e.ports = append(e.ports, c.hostPorts...)
 	e.added = append(e.added, pod)
-	s.topo.record(c, doms)
-	return nil, false
+	s.topo.record(c, existingDomains(e.node))
 }
 
 func withoutTaint(taints []corev1.Taint, drop corev1.Taint) []corev1.Taint {

@@ -45,3 +45,17 @@ func ToleratesForScheduling(taints []corev1.Taint, tolerations []corev1.Tolerati
 	}
 	return nil
 }
+
+// UntoleratedPreferNoSchedule counts the PreferNoSchedule taints the
+// tolerations do not tolerate: what kube-scheduler's TaintToleration score
+// plugin ranks nodes by (fewer is better).
+func UntoleratedPreferNoSchedule(taints []corev1.Taint, tolerations []corev1.Toleration) int {
+	n := 0
+	for i := range taints {
+		if taints[i].Effect == corev1.TaintEffectPreferNoSchedule &&
+			!corev1helpers.TolerationsTolerateTaint(klog.Background(), tolerations, &taints[i], false) {
+			n++
+		}
+	}
+	return n
+}

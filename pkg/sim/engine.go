@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -83,6 +84,10 @@ type engine struct {
 	dirty                 bool
 
 	rep *recorder
+	// binder places pods as kube-scheduler would; bindPods maps the pods
+	// of its current call back to the simulation's.
+	binder   *provisioning.Binder
+	bindPods map[*corev1.Pod]*simPod
 	// planner is prepared for the current offerings; nil when they changed.
 	planner *provisioning.Planner
 }
@@ -198,20 +203,29 @@ func (e *engine) buildWorkloads() error {
 		return m.Namespace
 	}
 	byName := map[string]*workload{}
-	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, tmpl corev1.PodTemplateSpec) {
+	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
 		r := 1
 		if replicas != nil {
 			r = int(*replicas)
 		}
-		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r}
+		selector, err := metav1.LabelSelectorAsSelector(sel)
+		if err != nil {
+			return fmt.Errorf("%s %s: spec.selector: %w", kind, meta.Name, err)
+		}
+		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r, selector: selector}
 		e.workloads = append(e.workloads, w)
 		byName[kind+"/"+w.key()] = w
+		return nil
 	}
 	for _, d := range e.in.Deployments {
-		replicated("Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
+		if err := replicated("Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template); err != nil {
+			return err
+		}
 	}
 	for _, d := range e.in.StatefulSets {
-		replicated("StatefulSet", d.ObjectMeta, d.Spec.Replicas, d.Spec.Template)
+		if err := replicated("StatefulSet", d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template); err != nil {
+			return err
+		}
 	}
 	for _, j := range e.in.Jobs {
 		w := jobWorkload(j.Name, ns(j.ObjectMeta), j.Spec.Template, j.Spec.Completions, j.Spec.Parallelism, runtimes)
@@ -488,23 +502,32 @@ func (e *engine) armBind() {
 	})
 }
 
-// bind places pending pods on ready nodes, as kube-scheduler's filters
-// would; what stays pending starts a provisioning batch.
+// bind places pending pods on ready nodes as kube-scheduler's default
+// profile would; what stays pending starts a provisioning batch.
 func (e *engine) bind() {
 	if len(e.pending) == 0 {
 		return
 	}
-	var ready []*provisioning.Node
+	var nodes []*provisioning.Node
 	byName := map[string]*simNode{}
 	for _, n := range e.nodes {
-		if n.state == nodeReady && !n.disrupting {
-			ready = append(ready, n.asNode())
+		if n.state == nodeReady || n.state == nodeDraining {
+			nodes = append(nodes, n.asNode())
 			byName[n.name] = n
 		}
 	}
 	pods, byPod := e.pendingPods()
-	if len(ready) > 0 {
-		res := provisioning.Solve(&provisioning.Snapshot{Nodes: ready, Pods: pods})
+	if len(nodes) > 0 {
+		if e.binder == nil {
+			e.binder = provisioning.NewBinder(provisioning.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
+				if sp := e.bindPods[p]; sp != nil && sp.owner != nil {
+					return sp.owner.selector
+				}
+				return nil
+			}})
+		}
+		e.bindPods = byPod
+		res := e.binder.Bind(nodes, pods)
 		for _, plan := range res.ExistingNodes {
 			n := byName[plan.Node.Name]
 			for _, p := range plan.Pods {

@@ -11,6 +11,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 )
 
 // workload is a controller that keeps pods: a Deployment, StatefulSet or
@@ -19,8 +20,11 @@ type workload struct {
 	kind, namespace, name string
 	template              corev1.PodTemplateSpec
 	replicas              int
-	pods                  []*simPod // live pods
-	seq                   int
+	// selector selects the workload's pods (Deployments and StatefulSets):
+	// kube-scheduler spreads them by default.
+	selector k8slabels.Selector
+	pods     []*simPod // live pods
+	seq      int
 	// Jobs: how many must succeed, how many at once, how long each runs.
 	job         bool
 	completions int

@@ -1,0 +1,302 @@
+//go:build integration
+
+package integration
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// TestBinderAgreesWithKubeScheduler runs the real kube-scheduler (built by
+// hack/control-plane.sh with the API server) against a set of nodes and
+// bound pods, submits pending pods one at a time, and checks that each one
+// lands on a node Joiner's Binder ranks best for it, given the same state.
+func TestBinderAgreesWithKubeScheduler(t *testing.T) {
+	ctx := context.Background()
+	const ns = "binder"
+	startScheduler(t)
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.ReplicaSetSpec{
+		Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "web"}}}}}}
+	if err := k8s.Create(ctx, rs); err != nil {
+		t.Fatal(err)
+	}
+
+	spare := corev1.Taint{Key: "spare", Effect: corev1.TaintEffectPreferNoSchedule}
+	for _, n := range []struct {
+		name, zone string
+		cpu, memGi int64
+		taints     []corev1.Taint
+	}{
+		{"a-small", "zone-a", 4, 16, nil},
+		{"a-large", "zone-a", 8, 32, nil},
+		{"b-lean", "zone-b", 4, 8, nil},
+		{"b-spare", "zone-b", 16, 64, []corev1.Taint{spare}},
+		{"c-tiny", "zone-c", 2, 8, nil},
+		{"c-cpu", "zone-c", 8, 16, nil},
+	} {
+		createNode(t, n.name, n.zone, n.cpu, n.memGi, n.taints)
+	}
+	bound := []struct {
+		node string
+		pod  *corev1.Pod
+	}{
+		{"a-large", testPod("batch-1", "3", "6Gi")},
+		{"b-lean", testPod("cache-1", "500m", "5Gi")},
+		{"c-cpu", testPod("db-1", "2", "4Gi", withLabel("app", "db"))},
+		{"a-small", testPod("web-0", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs))},
+	}
+	for _, b := range bound {
+		b.pod.Namespace = ns
+		b.pod.Spec.NodeName = b.node
+		if err := k8s.Create(ctx, b.pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	webTerm := corev1.PodAffinityTerm{TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
+	dbTerm := corev1.PodAffinityTerm{TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}
+	pending := []*corev1.Pod{
+		testPod("small", "200m", "256Mi"),
+		testPod("web-1", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs)),
+		testPod("web-2", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs)),
+		testPod("memory-heavy", "500m", "10Gi"),
+		testPod("web-3", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs)),
+		testPod("prefers-c", "1", "1Gi", withAffinity(&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 50, Preference: corev1.NodeSelectorTerm{
+				MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"zone-c"}}}}}}}})),
+		testPod("tolerates-spare", "1", "2Gi", withToleration(corev1.Toleration{Key: "spare", Operator: corev1.TolerationOpExists})),
+		testPod("cpu-heavy", "3", "1Gi"),
+		testPod("avoids-web", "500m", "1Gi", withAffinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 100, PodAffinityTerm: webTerm}}}})),
+		testPod("near-db", "500m", "1Gi", withAffinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 80, PodAffinityTerm: dbTerm}}}})),
+		testPod("not-with-db", "1", "1Gi", withAffinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{dbTerm}}})),
+		testPod("spread-zones", "300m", "300Mi", withLabel("app", "api"), func(p *corev1.Pod) {
+			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelZone,
+				WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}
+		}),
+		testPod("best-effort", "", ""),
+		testPod("web-4", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs)),
+		testPod("last", "1500m", "3Gi"),
+	}
+	spreadSelector := func(p *corev1.Pod) k8slabels.Selector {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" && ref.Name == rs.Name {
+			return k8slabels.SelectorFromSet(rs.Spec.Selector.MatchLabels)
+		}
+		return nil
+	}
+	unique := 0
+	for _, p := range pending {
+		p.Namespace = ns
+		nodes := clusterNodes(t, ns)
+		scores := provisioning.NewBinder(provisioning.BindOptions{SpreadSelector: spreadSelector}).Scores(nodes, p)
+		if err := k8s.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		got := waitBound(t, p)
+		best := bestNodes(scores)
+		if len(best) == 1 {
+			unique++
+		}
+		if scores[got] != scores[best[0]] || !contains(best, got) {
+			t.Errorf("pod %s: kube-scheduler chose %s, Joiner ranks %v best; Joiner's scores: %v", p.Name, got, best, scores)
+		} else {
+			t.Logf("pod %s → %s (scores %v)", p.Name, got, scores)
+		}
+	}
+	if unique < len(pending)-2 {
+		t.Errorf("only %d of %d pods had a single best node: the test should not rest on ties", unique, len(pending))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func bestNodes(scores map[string]int64) []string {
+	var best []string
+	var top int64 = -1
+	for n, s := range scores {
+		switch {
+		case s > top:
+			best, top = []string{n}, s
+		case s == top:
+			best = append(best, n)
+		}
+	}
+	sort.Strings(best)
+	return best
+}
+
+// startScheduler runs kube-scheduler against the test API server until
+// the test ends.
+func startScheduler(t *testing.T) {
+	t.Helper()
+	dir := t.TempDir()
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	if err := clientcmd.WriteToFile(*kc, kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	cmd := exec.Command(filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kube-scheduler"),
+		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--leader-elect=false", "--secure-port=0", "-v=3")
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("starting kube-scheduler: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("kube-scheduler log:\n%s", tail(logs.String(), 4000))
+		}
+	})
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func createNode(t *testing.T, name, zone string, cpu, memGi int64, taints []corev1.Taint) {
+	t.Helper()
+	ctx := context.Background()
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		v1.LabelHostname: name, v1.LabelZone: zone, v1.LabelArch: "amd64", "kubernetes.io/os": "linux"}},
+		Spec: corev1.NodeSpec{Taints: taints}}
+	if err := k8s.Create(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	res := corev1.ResourceList{
+		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+		corev1.ResourceMemory: *resource.NewQuantity(memGi<<30, resource.BinarySI),
+		corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+	}
+	n.Status = corev1.NodeStatus{Capacity: res, Allocatable: res, Conditions: []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}}
+	if err := k8s.Status().Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+	// The API server's TaintNodesByCondition admission taints new nodes
+	// not-ready; with no node lifecycle controller here, lift it as that
+	// controller would for a Ready node.
+	n.Spec.Taints = taints
+	if err := k8s.Update(ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
+type podOption func(*corev1.Pod)
+
+func withLabel(k, v string) podOption { return func(p *corev1.Pod) { p.Labels[k] = v } }
+func withAffinity(a *corev1.Affinity) podOption {
+	return func(p *corev1.Pod) { p.Spec.Affinity = a }
+}
+func withToleration(tol corev1.Toleration) podOption {
+	return func(p *corev1.Pod) { p.Spec.Tolerations = append(p.Spec.Tolerations, tol) }
+}
+func ownedBy(rs *appsv1.ReplicaSet) podOption {
+	return func(p *corev1.Pod) {
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: rs.Name, UID: rs.UID, Controller: ptr.To(true)}}
+	}
+}
+
+func testPod(name, cpu, mem string, opts ...podOption) *corev1.Pod {
+	req := corev1.ResourceList{}
+	if cpu != "" {
+		req[corev1.ResourceCPU] = resource.MustParse(cpu)
+	}
+	if mem != "" {
+		req[corev1.ResourceMemory] = resource.MustParse(mem)
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "app", Resources: corev1.ResourceRequirements{Requests: req}}}}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// clusterNodes reads the nodes and their bound pods as the Binder sees them.
+func clusterNodes(t *testing.T, ns string) []*provisioning.Node {
+	t.Helper()
+	ctx := context.Background()
+	var nodes corev1.NodeList
+	if err := k8s.List(ctx, &nodes); err != nil {
+		t.Fatal(err)
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
+	var out []*provisioning.Node
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		pn := &provisioning.Node{Name: n.Name, Labels: n.Labels, Taints: n.Spec.Taints, Allocatable: n.Status.Allocatable}
+		for j := range pods.Items {
+			if pods.Items[j].Spec.NodeName == n.Name {
+				pn.Pods = append(pn.Pods, &pods.Items[j])
+			}
+		}
+		out = append(out, pn)
+	}
+	return out
+}
+
+// waitBound waits for kube-scheduler to bind the pod and returns the node.
+func waitBound(t *testing.T, p *corev1.Pod) string {
+	t.Helper()
+	var node string
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var cur corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(p), &cur); err != nil {
+			return false, err
+		}
+		node = cur.Spec.NodeName
+		return node != "", nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s was not bound: %v", p.Name, err)
+	}
+	return node
+}
