@@ -23,6 +23,13 @@ type scheduler struct {
 	claims    []*claim
 	classes   map[uint64]*podClass
 	volumes   map[string]scheduling.Requirements
+	// keys and poolChecks are the planner's caches of class keys by pod
+	// and of class-to-pool checks by class key (nil: none).
+	keys       map[*corev1.Pod]uint64
+	poolChecks map[uint64][]*classPool
+	// byFree orders existing targets by the cpu they had free at the start.
+	byFree      []int
+	initialFree []int64
 }
 
 // Solve places the snapshot's pending pods: first on existing nodes and
@@ -42,10 +49,12 @@ type Planner struct {
 	podVecs   map[*corev1.Pod]vec
 	// vecs caches nodes' allocatable and requested vectors by *Node, for
 	// callers that pass the same nodes again (bounded; see nodeVecs).
-	vecs     map[*Node][2]vec
-	dims     *dims
-	pools    []*poolInfo
-	universe map[string][]string
+	vecs       map[*Node][2]vec
+	dims       *dims
+	pools      []*poolInfo
+	universe   map[string][]string
+	keys       map[*corev1.Pod]uint64
+	poolChecks map[uint64][]*classPool
 }
 
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
@@ -63,8 +72,18 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	}
 	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
 		pl.podVecs = map[*corev1.Pod]vec{}
+		pl.keys = map[*corev1.Pod]uint64{}
 	}
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs, podVecs: pl.podVecs, antiCache: pl.antiCache}
+	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
+		pl.poolChecks = map[uint64][]*classPool{}
+	}
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs,
+		podVecs: pl.podVecs, antiCache: pl.antiCache, keys: pl.keys}
+	if len(snap.VolumeRequirements) == 0 {
+		// A class's fit to a pool depends on nothing else while the
+		// planner's pools and instance types stay the same.
+		s.poolChecks = pl.poolChecks
+	}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
@@ -190,12 +209,24 @@ func (s *scheduler) addNodes(nodes []*Node) {
 // classFor returns the pod's class, creating it (and its topology groups).
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	requests := s.podVec(pod)
-	key := classKey(pod, requests)
+	key, ok := s.keys[pod]
+	if !ok {
+		key = classKey(pod, requests)
+		if s.keys != nil {
+			s.keys[pod] = key
+		}
+	}
 	if c, ok := s.classes[key]; ok {
 		return c
 	}
 	c := &podClass{id: len(s.classes), namespace: pod.Namespace, labels: pod.Labels, requests: requests,
 		reqs: strictRequirements(pod, s.volumes), tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
+	if s.poolChecks != nil {
+		if c.pools = s.poolChecks[key]; c.pools == nil {
+			c.pools = make([]*classPool, len(s.pools))
+			s.poolChecks[key] = c.pools
+		}
+	}
 	owned, err := s.topo.groupsFor(pod)
 	if err == nil {
 		c.owned = owned
@@ -308,10 +339,33 @@ func (s *scheduler) prefilter(c *podClass) {
 		return
 	}
 	c.prefiltered = true
-	c.rejected.grow(len(s.existing))
-	for i, e := range s.existing {
-		if e.node.MarkedForDeletion || !sumFitsIn(e.used, c.requests, e.alloc) {
-			c.rejected.set(i)
+	n := len(s.existing)
+	if n == 0 {
+		return
+	}
+	if s.byFree == nil {
+		s.byFree, s.initialFree = make([]int, n), make([]int64, n)
+		for i, e := range s.existing {
+			s.byFree[i], s.initialFree[i] = i, e.alloc.get(0)-e.used.get(0)
+		}
+		sort.SliceStable(s.byFree, func(a, b int) bool { return s.initialFree[s.byFree[a]] > s.initialFree[s.byFree[b]] })
+	}
+	// Reject every existing node, then admit those with room: only nodes
+	// that had the class's cpu free at the start can have it now.
+	c.rejected.grow(n)
+	for w := 0; w < n/64; w++ {
+		c.rejected[w] = ^uint64(0)
+	}
+	for i := n / 64 * 64; i < n; i++ {
+		c.rejected.set(i)
+	}
+	need := c.requests.get(0)
+	for _, i := range s.byFree {
+		if s.initialFree[i] < need {
+			break
+		}
+		if e := s.existing[i]; !e.node.MarkedForDeletion && sumFitsIn(e.used, c.requests, e.alloc) {
+			c.rejected.clear(i)
 		}
 	}
 }
