@@ -256,7 +256,9 @@ func (e *engine) buildWorkloads() error {
 		if err != nil {
 			return err
 		}
-		m := &hpaModel{hpa: h, target: target, load: lf, cpuPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), targetUtil: 80, minR: 1, maxR: int(h.Spec.MaxReplicas)}
+		req := scheduling.PodRequests(&corev1.Pod{Spec: target.template.Spec})
+		m := &hpaModel{hpa: h, target: target, load: lf, cpuPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), targetUtil: 80, minR: 1, maxR: int(h.Spec.MaxReplicas),
+			requestCores: req.Cpu().AsApproximateFloat64()}
 		if h.Spec.MinReplicas != nil {
 			m.minR = int(*h.Spec.MinReplicas)
 		}
@@ -481,9 +483,7 @@ func (e *engine) runHPA(m *hpaModel) {
 			ready++
 		}
 	}
-	req := scheduling.PodRequests(&corev1.Pod{Spec: m.target.template.Spec})
-	cores := req.Cpu().AsApproximateFloat64()
-	r := m.evaluate(e.clk.now, e.start, ready, cores)
+	r := m.evaluate(e.clk.now, e.start, ready, len(m.target.pods)-ready)
 	if r != m.target.replicas {
 		m.target.replicas = r
 		e.rep.scaled(m.target, r)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -16,27 +17,30 @@ func constant(v float64) *loadFn { return &loadFn{at: func(time.Duration) float6
 
 func newHPA(replicas, minR, maxR int, load *loadFn) *hpaModel {
 	return &hpaModel{hpa: &autoscalingv2.HorizontalPodAutoscaler{}, target: &workload{replicas: replicas}, load: load,
-		cpuPerUnit: 0.01, targetUtil: 70, minR: minR, maxR: maxR}
+		cpuPerUnit: 0.01, targetUtil: 70, requestCores: 0.5, minR: minR, maxR: maxR}
 }
 
 func TestHPAAlgorithm(t *testing.T) {
 	tests := []struct {
-		name     string
-		replicas int
-		load     float64
-		want     int
+		name              string
+		replicas, pending int
+		load              float64
+		want              int
 	}{
-		// 2 ready pods of 0.5 cores; load×0.01 cores in total.
-		{"scale up by the ratio", 2, 100, 3},        // 1 core: 100 % vs 70 % → ceil(2×1.43)
-		{"within 10 % tolerance", 2, 75, 2},         // 75 % vs 70 %
-		{"rate limited to max(2×, +4)", 2, 2000, 6}, // wants 58
-		{"clamped to max", 10, 2000, 12},            // max 12
-		{"no history: straight to min", 4, 0, 1},
+		// Pods request 0.5 cores; the load uses load×0.01 cores in total.
+		{"scale up by the ratio", 2, 0, 100, 3},                     // 1 core: 100 % vs 70 % → ceil(2×1.43)
+		{"within 10 % tolerance", 2, 0, 75, 2},                      // 75 % vs 70 %
+		{"rate limited to max(2×, 4)", 2, 0, 2000, 4},               // wants 58
+		{"clamped to max", 10, 0, 2000, 12},                         // max 12
+		{"no history: straight to min", 4, 0, 0, 1},                 // wants 0
+		{"pending pods are not scaled away", 10, 8, 100, 10},        // 2 ready would say 3
+		{"pending pods count as capacity on the way", 4, 2, 400, 8}, // 12 counting them at zero, limit 8
+		{"zero replicas: scaling is off", 0, 0, 2000, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHPA(tc.replicas, 1, 12, constant(tc.load))
-			if got := h.evaluate(t0, t0, min(tc.replicas, 2), 0.5); got != tc.want {
+			if got := h.evaluate(t0, t0, tc.replicas-tc.pending, tc.pending); got != tc.want {
 				t.Errorf("got %d, want %d", got, tc.want)
 			}
 		})
@@ -45,25 +49,82 @@ func TestHPAAlgorithm(t *testing.T) {
 	// minutes wins; after the window, the lower one applies.
 	load := 200.0
 	h := newHPA(4, 1, 20, &loadFn{at: func(time.Duration) float64 { return load }})
-	h.target.replicas = h.evaluate(t0, t0, 4, 0.5) // 2 cores over 4 pods: 100 % → 6
+	h.target.replicas = h.evaluate(t0, t0, 4, 0) // 2 cores over 4 pods: 100 % → 6
 	if h.target.replicas != 6 {
 		t.Fatalf("scale up: %d", h.target.replicas)
 	}
 	load = 20
-	if got := h.evaluate(t0.Add(2*time.Minute), t0, 6, 0.5); got != 6 {
+	if got := h.evaluate(t0.Add(2*time.Minute), t0, 6, 0); got != 6 {
 		t.Errorf("within the stabilization window: %d, want 6", got)
 	}
-	if got := h.evaluate(t0.Add(6*time.Minute), t0, 6, 0.5); got >= 6 {
+	if got := h.evaluate(t0.Add(6*time.Minute), t0, 6, 0); got >= 6 {
 		t.Errorf("after the window it scales down: %d", got)
 	}
-	// Behavior policies: at most 1 pod per step up.
-	one := int32(1)
-	pods := autoscalingv2.PodsScalingPolicy
-	h = newHPA(2, 1, 20, constant(2000))
-	h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{Policies: []autoscalingv2.HPAScalingPolicy{{Type: pods, Value: one, PeriodSeconds: 15}}}}
-	if got := h.evaluate(t0, t0, 2, 0.5); got != 3 {
-		t.Errorf("scaleUp policy 1 pod: %d, want 3", got)
+}
+
+// TestHPABehaviorPolicies: policies limit the change over their whole
+// periodSeconds, counted from the scale events made, not per sync.
+func TestHPABehaviorPolicies(t *testing.T) {
+	pods, percent := autoscalingv2.PodsScalingPolicy, autoscalingv2.PercentScalingPolicy
+	zero, sixty := int32(0), int32(60)
+	disabled := autoscalingv2.DisabledPolicySelect
+	run := func(h *hpaModel, ready func() int, steps int) []int {
+		var out []int
+		for i := 0; i < steps; i++ {
+			h.target.replicas = h.evaluate(t0.Add(time.Duration(i)*15*time.Second), t0, ready(), 0)
+			out = append(out, h.target.replicas)
+		}
+		return out
 	}
+	t.Run("scale up 2 pods per 60 s", func(t *testing.T) {
+		h := newHPA(2, 1, 50, constant(5000))
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: pods, Value: 2, PeriodSeconds: 60}}}}
+		got := run(h, func() int { return h.target.replicas }, 9)
+		want := []int{4, 4, 4, 4, 6, 6, 6, 6, 8}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("replicas every 15 s: %v, want %v", got, want)
+		}
+	})
+	t.Run("scale down 50 % per 60 s, no stabilization", func(t *testing.T) {
+		h := newHPA(16, 1, 50, constant(0))
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{
+			StabilizationWindowSeconds: &zero, Policies: []autoscalingv2.HPAScalingPolicy{{Type: percent, Value: 50, PeriodSeconds: 60}}}}
+		got := run(h, func() int { return h.target.replicas }, 9)
+		want := []int{8, 8, 8, 8, 4, 4, 4, 4, 2}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("replicas every 15 s: %v, want %v", got, want)
+		}
+	})
+	t.Run("default behavior: 4 pods or 100 % per 15 s up", func(t *testing.T) {
+		h := newHPA(3, 1, 100, constant(5000))
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{}
+		got := run(h, func() int { return h.target.replicas }, 4)
+		want := []int{7, 14, 28, 56}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("replicas every 15 s: %v, want %v", got, want)
+		}
+	})
+	t.Run("scale-up stabilization window holds back a spike", func(t *testing.T) {
+		load := 100.0 // 2 replicas at 100 % → 3
+		h := newHPA(3, 1, 50, &loadFn{at: func(time.Duration) float64 { return load }})
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &sixty}}
+		h.target.replicas = h.evaluate(t0, t0, 3, 0) // 1 core over 3: 67 % → within tolerance, 3
+		load = 400
+		if got := h.evaluate(t0.Add(15*time.Second), t0, 3, 0); got != 3 {
+			t.Errorf("spike inside the window: %d, want 3", got)
+		}
+		if got := h.evaluate(t0.Add(75*time.Second), t0, 3, 0); got <= 3 {
+			t.Errorf("after the window the spike is acted on: %d", got)
+		}
+	})
+	t.Run("disabled scale down", func(t *testing.T) {
+		h := newHPA(8, 1, 50, constant(0))
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: &disabled, StabilizationWindowSeconds: &zero}}
+		if got := run(h, func() int { return h.target.replicas }, 3); fmt.Sprint(got) != "[8 8 8]" {
+			t.Errorf("replicas: %v, want no change", got)
+		}
+	})
 }
 
 func TestKEDA(t *testing.T) {

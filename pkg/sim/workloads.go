@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -55,99 +54,6 @@ func (w *workload) wanted() int {
 		return max(0, min(w.replicas, w.completions-w.succeeded))
 	}
 	return w.replicas
-}
-
-// hpaModel is one HorizontalPodAutoscaler, run with the upstream algorithm.
-type hpaModel struct {
-	hpa             *autoscalingv2.HorizontalPodAutoscaler
-	target          *workload
-	load            *loadFn
-	cpuPerUnit      float64 // cores per unit of load
-	targetUtil      float64 // percent
-	minR, maxR      int
-	recommendations []recommendation
-}
-
-type recommendation struct {
-	at       time.Time
-	replicas int
-}
-
-// tolerance is the HPA controller's default: no change within 10 %.
-const hpaTolerance = 0.1
-
-// evaluate returns the HPA's new replica count at now.
-func (h *hpaModel) evaluate(now time.Time, start time.Time, ready int, requestCores float64) int {
-	current := h.target.replicas
-	desired := current
-	if ready > 0 && requestCores > 0 {
-		usage := h.load.at(now.Sub(start)) * h.cpuPerUnit / float64(ready)
-		util := usage / requestCores * 100
-		ratio := util / h.targetUtil
-		if math.Abs(ratio-1) > hpaTolerance {
-			desired = int(math.Ceil(float64(ready) * ratio))
-		}
-	}
-	desired = clamp(desired, h.minR, h.maxR)
-	// Scale-down stabilization: take the highest recommendation of the window.
-	window := 300 * time.Second
-	if b := h.hpa.Spec.Behavior; b != nil && b.ScaleDown != nil && b.ScaleDown.StabilizationWindowSeconds != nil {
-		window = time.Duration(*b.ScaleDown.StabilizationWindowSeconds) * time.Second
-	}
-	h.recommendations = append(h.recommendations, recommendation{now, desired})
-	kept := h.recommendations[:0]
-	stable := desired
-	for _, r := range h.recommendations {
-		if now.Sub(r.at) <= window {
-			kept = append(kept, r)
-			if r.replicas > stable && desired < current {
-				stable = r.replicas
-			}
-		}
-	}
-	h.recommendations = kept
-	if desired < current {
-		desired = min(stable, current)
-	}
-	return clamp(h.rateLimit(current, desired), h.minR, h.maxR)
-}
-
-// rateLimit applies the behavior policies for one 15 s evaluation: by
-// default scale up by at most max(100 %, 4 pods), down by up to 100 %.
-func (h *hpaModel) rateLimit(current, desired int) int {
-	b := h.hpa.Spec.Behavior
-	if desired > current {
-		limit := max(2*current, current+4)
-		if b != nil && b.ScaleUp != nil && len(b.ScaleUp.Policies) > 0 {
-			limit = policyLimit(current, b.ScaleUp, true)
-		}
-		return min(desired, limit)
-	}
-	if desired < current && b != nil && b.ScaleDown != nil && len(b.ScaleDown.Policies) > 0 {
-		return max(desired, policyLimit(current, b.ScaleDown, false))
-	}
-	return desired
-}
-
-func policyLimit(current int, rules *autoscalingv2.HPAScalingRules, up bool) int {
-	selectMax := rules.SelectPolicy == nil || *rules.SelectPolicy == autoscalingv2.MaxChangePolicySelect
-	if rules.SelectPolicy != nil && *rules.SelectPolicy == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	best := -1
-	for _, p := range rules.Policies {
-		change := int(p.Value)
-		if p.Type == autoscalingv2.PercentScalingPolicy {
-			change = int(math.Ceil(float64(current) * float64(p.Value) / 100))
-		}
-		if best < 0 || (selectMax && change > best) || (!selectMax && change < best) {
-			best = change
-		}
-	}
-	if up {
-		return current + best
-	}
-	return current - best
 }
 
 func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
