@@ -47,6 +47,9 @@ func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
 		peak = max(peak, n)
 	}
 	b.ReportMetric(float64(peak), "peak-nodes")
+
+	b.ReportMetric(float64(len(rep.DisruptionEvents)), "disruptions")
+	b.ReportMetric(rep.Cost.Total, "usd")
 }
 
 // BenchmarkSimulateDefault: the bundled scenario, 24 simulated hours.
@@ -61,7 +64,9 @@ func BenchmarkSimulateWeek20k(b *testing.B) {
 	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }
 
-func weekScenario() fstest.MapFS {
+func weekScenario() fstest.MapFS { return scaleScenario("168h") }
+
+func scaleScenario(duration string) fstest.MapFS {
 	var w strings.Builder
 	var loads strings.Builder
 	for i := 0; i < 100; i++ {
@@ -106,10 +111,16 @@ spec:
     consolidateAfter: 10m
     budgets: [{nodes: "10%"}]
 `
-	scenario := "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: week}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 168h\n  seed: 7\n  loads:\n" + loads.String()
+	scenario := "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: week}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: " + duration + "\n  seed: 7\n  loads:\n" + loads.String()
 	return fstest.MapFS{
 		"sc/pool.yaml":     {Data: []byte(pool)},
 		"sc/apps.yaml":     {Data: []byte(w.String())},
 		"sc/scenario.yaml": {Data: []byte(scenario)},
 	}
+}
+
+// BenchmarkSimulateDay20k: the first day of the week run, for profiling.
+func BenchmarkSimulateDay20k(b *testing.B) {
+	fsys := scaleScenario("24h")
+	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }
