@@ -1,7 +1,7 @@
 // Package cloudprovider is the seam between Joiner's decisions and a cloud:
 // one small interface, and the instance types and offerings that decisions
-// are made over. Implementations: catalog (EC2 facts), sim (a simulated EC2)
-// and kwok (Node objects only) live below it.
+// are made over. Below it: catalog (the EC2 facts) and sim (a simulated
+// EC2 over them, which the simulator launches through).
 package cloudprovider
 
 import (

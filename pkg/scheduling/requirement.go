@@ -355,3 +355,34 @@ func filter(v []string, keep func(string) bool) []string {
 	}
 	return out
 }
+
+// NodeSelectorRequirements expresses the requirement in the API's terms:
+// one entry, or for a bounded complement one per bound plus NotIn. minValues
+// rides on the first.
+func (r *Requirement) NodeSelectorRequirements() []v1.NodeSelectorRequirementWithMinValues {
+	var out []v1.NodeSelectorRequirementWithMinValues
+	add := func(op corev1.NodeSelectorOperator, values ...string) {
+		out = append(out, v1.NodeSelectorRequirementWithMinValues{Key: r.Key, Operator: op, Values: values})
+	}
+	switch op := r.Operator(); {
+	case op == corev1.NodeSelectorOpIn:
+		add(op, slices.Clone(r.values)...)
+	case op == corev1.NodeSelectorOpExists || op == corev1.NodeSelectorOpDoesNotExist:
+		add(op)
+	default:
+		if r.gt != nil {
+			add(corev1.NodeSelectorOpGt, strconv.FormatInt(*r.gt, 10))
+		}
+		if r.lt != nil {
+			add(corev1.NodeSelectorOpLt, strconv.FormatInt(*r.lt, 10))
+		}
+		if len(r.values) > 0 {
+			add(corev1.NodeSelectorOpNotIn, slices.Clone(r.values)...)
+		}
+	}
+	if r.MinValues != nil {
+		m := *r.MinValues
+		out[0].MinValues = &m
+	}
+	return out
+}

@@ -243,3 +243,28 @@ func splitNonEmpty(s string) []string {
 	}
 	return strings.Split(s, ",")
 }
+
+func TestNodeSelectorRequirementsRoundTrip(t *testing.T) {
+	two := 2
+	in := NewRequirements(
+		NewRequirement("zone", corev1.NodeSelectorOpIn, "b", "a"),
+		NewRequirement("arch", corev1.NodeSelectorOpNotIn, "arm64"),
+		NewRequirement("gpu", corev1.NodeSelectorOpExists),
+		NewRequirement("spot", corev1.NodeSelectorOpDoesNotExist),
+	)
+	cpu := NewRequirement("cpu", v1.OpGte, "4").Intersection(NewRequirement("cpu", corev1.NodeSelectorOpLt, "64")).
+		Intersection(NewRequirement("cpu", corev1.NodeSelectorOpNotIn, "8"))
+	in.Add(cpu)
+	family := NewRequirement("family", corev1.NodeSelectorOpIn, "m", "c", "r")
+	family.MinValues = &two
+	in.Add(family)
+	out := FromNodeSelectorRequirements(in.NodeSelectorRequirements())
+	if in.String() != out.String() {
+		t.Errorf("round trip changed the requirements:\n in  %s\n out %s", in, out)
+	}
+	for _, v := range []string{"3", "4", "8", "63", "64"} {
+		if in.Get("cpu").Has(v) != out.Get("cpu").Has(v) {
+			t.Errorf("cpu %s: in %v, out %v", v, in.Get("cpu").Has(v), out.Get("cpu").Has(v))
+		}
+	}
+}

@@ -177,3 +177,12 @@ func (rs Requirements) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// NodeSelectorRequirements expresses the set in the API's terms, by key.
+func (rs Requirements) NodeSelectorRequirements() []v1.NodeSelectorRequirementWithMinValues {
+	var out []v1.NodeSelectorRequirementWithMinValues
+	for _, k := range rs.Keys() {
+		out = append(out, rs[k].NodeSelectorRequirements()...)
+	}
+	return out
+}

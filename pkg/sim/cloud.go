@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"time"
@@ -9,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -63,46 +63,6 @@ func (e *engine) armBatchAt(due time.Time) {
 	})
 }
 
-// offeringsNow applies the insufficient-capacity cache to the catalog.
-func (e *engine) instanceTypesNow() map[string][]*cloudprovider.InstanceType {
-	for o, until := range e.unavailable {
-		if !e.clk.now.Before(until) {
-			delete(e.unavailable, o)
-			e.planner = nil
-		}
-	}
-	if len(e.unavailable) == 0 {
-		return e.instanceTypes
-	}
-	out := map[string][]*cloudprovider.InstanceType{}
-	for pool, its := range e.instanceTypes {
-		list := make([]*cloudprovider.InstanceType, len(its))
-		for i, it := range its {
-			list[i] = it
-			touched := false
-			for _, o := range it.Offerings {
-				if _, ok := e.unavailable[o]; ok {
-					touched = true
-				}
-			}
-			if touched {
-				cp := *it
-				cp.Offerings = nil
-				for _, o := range it.Offerings {
-					oc := *o
-					if _, ok := e.unavailable[o]; ok {
-						oc.Available = false
-					}
-					cp.Offerings = append(cp.Offerings, &oc)
-				}
-				list[i] = &cp
-			}
-		}
-		out[pool] = list
-	}
-	return out
-}
-
 // provision runs the real provisioning scheduler over the pending pods and
 // launches what it plans.
 func (e *engine) provision() {
@@ -125,45 +85,26 @@ func (e *engine) provision() {
 	}
 }
 
-// launch asks the simulated EC2 for an instance for the plan: the cheapest
-// available offering of its instance types (spot when the plan allows it),
-// falling back type by type when capacity is short.
+// launch creates a NodeClaim for the plan and asks the simulated EC2 for
+// an instance: the cheapest offering of the plan's instance types, falling
+// back type by type when capacity is short.
 func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
-	f := e.in.Scenario.Spec.Faults
-	if f.APIErrorRate > 0 && e.rng.Float64() < f.APIErrorRate {
-		e.rep.cloudError("CreateFleet", "InternalError")
+	np := plan.NodePool
+	e.nodeSeq++
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
+		Labels:      map[string]string{v1.LabelNodePool: np.Name},
+		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.TemplateHash(np)}}}
+	nc.Spec.Requirements = plan.NodeClaimRequirements().NodeSelectorRequirements()
+	nc.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
+	nc.Spec.Taints = np.Spec.Template.Spec.Taints
+	nc.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
+	nc.Spec.TerminationGracePeriod = np.Spec.Template.Spec.TerminationGracePeriod
+	created, err := e.cloud.Create(context.Background(), nc)
+	if err != nil {
 		e.armBatch()
-		return nil, fmt.Errorf("simulated EC2 API error")
+		return nil, err
 	}
-	zone, ct := plan.Requirements.Get(v1.LabelZone), plan.Requirements.Get(v1.LabelCapacityType)
-	for _, it := range plan.InstanceTypes {
-		var best *cloudprovider.Offering
-		for _, o := range it.Offerings {
-			if !zone.Has(o.Zone) || !ct.Has(o.CapacityType) {
-				continue
-			}
-			if _, cached := e.unavailable[o]; cached {
-				continue
-			}
-			if best == nil || o.Price < best.Price {
-				best = o
-			}
-		}
-		if best == nil {
-			continue
-		}
-		if !best.Available || e.noCapacity[best] {
-			// Insufficient capacity: remember it and try the next type.
-			e.unavailable[best] = e.clk.now.Add(unavailableFor)
-			e.planner = nil
-			e.rep.cloudError("CreateFleet", "InsufficientInstanceCapacity")
-			continue
-		}
-		return e.startInstance(plan, it, best, why), nil
-	}
-	e.rep.cloudError("CreateFleet", "InsufficientInstanceCapacity")
-	e.armBatch()
-	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no offering of %d types available", len(plan.InstanceTypes)))
+	return e.startInstance(plan, created, why), nil
 }
 
 func (e *engine) latency(l Latency, def time.Duration) time.Duration {
@@ -175,16 +116,13 @@ func (e *engine) latency(l Latency, def time.Duration) time.Duration {
 	return max(d, time.Second)
 }
 
-func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, it *cloudprovider.InstanceType, o *cloudprovider.Offering, why string) *simNode {
-	e.nodeSeq++
+func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClaim, why string) *simNode {
 	f := e.in.Scenario.Spec.Faults
 	np := plan.NodePool
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
-		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.TemplateHash(np)}}}
-	nc.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
-	nc.Spec.TerminationGracePeriod = np.Spec.Template.Spec.TerminationGracePeriod
+	in := e.cloud.Instance(nc.Status.ProviderID)
+	it, o := in.InstanceType, in.Offering
 	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now,
-		ami: e.amis[np.Spec.Template.Spec.NodeClassRef.Name], taints: np.Spec.Template.Spec.Taints, lastPodEvent: e.clk.now}
+		taints: np.Spec.Template.Spec.Taints, lastPodEvent: e.clk.now}
 	e.nodes = append(e.nodes, n)
 	e.allNodes = append(e.allNodes, n)
 	e.byName[n.name] = n
@@ -293,6 +231,7 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 	n.state = nodeGone
 	n.version++
 	n.gone = e.clk.now
+	_ = e.cloud.Delete(context.Background(), n.claim) // gone already is fine
 	for i, m := range e.nodes {
 		if m == n {
 			e.nodes = append(e.nodes[:i], e.nodes[i+1:]...)

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
@@ -27,7 +28,7 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
-	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.instanceTypesNow(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending)}
+	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.cloud.InstanceTypes(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending)}
 	for _, n := range e.nodes {
 		if n.state == nodeGone {
 			continue
@@ -37,8 +38,10 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
 			Zone: n.offering.Zone, CapacityType: n.offering.CapacityType, Price: n.offering.Price,
 			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining, Reschedulable: n.reschedulable()}
-		if want := e.amis[n.pool.Spec.Template.Spec.NodeClassRef.Name]; want != "" && n.ami != want {
-			cand.NodeClassDrift = "AMIDrift"
+		if n.state != nodeGone {
+			if why, err := e.cloud.IsDrifted(context.Background(), n.claim); err == nil && why != "" {
+				cand.NodeClassDrift = why
+			}
 		}
 		c.Nodes = append(c.Nodes, cand)
 	}

@@ -17,8 +17,8 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -27,14 +27,11 @@ import (
 // Provisioning batches like upstream: wait for 1 s without new pending
 // pods, at most 10 s from the first.
 const (
-	batchIdle       = time.Second
-	batchMax        = 10 * time.Second
-	disruptionEvery = 10 * time.Second
-	hpaEvery        = 15 * time.Second
-	sampleEvery     = time.Minute
-	// unavailableFor is how long an offering that failed with insufficient
-	// capacity is skipped (upstream caches it for 3 minutes).
-	unavailableFor       = 3 * time.Minute
+	batchIdle            = time.Second
+	batchMax             = 10 * time.Second
+	disruptionEvery      = 10 * time.Second
+	hpaEvery             = 15 * time.Second
+	sampleEvery          = time.Minute
 	registrationTTL      = 15 * time.Minute
 	interruptionNotice   = 2 * time.Minute
 	defaultLaunchLatency = 20 * time.Second
@@ -57,13 +54,10 @@ type engine struct {
 	end   time.Time
 	rng   *rand.Rand
 
-	pools         []*v1.NodePool
-	instanceTypes map[string][]*cloudprovider.InstanceType
-	unavailable   map[*cloudprovider.Offering]time.Time // learned from launch errors
-	noCapacity    map[*cloudprovider.Offering]bool      // the cloud's truth
-	amis          map[string]string                     // node class → current image alias
-	daemonSets    []*appsv1.DaemonSet
-	dsPods        []*corev1.Pod
+	pools      []*v1.NodePool
+	cloud      *simcloud.Provider
+	daemonSets []*appsv1.DaemonSet
+	dsPods     []*corev1.Pod
 
 	workloads []*workload
 	bare      []*simPod
@@ -88,15 +82,15 @@ type engine struct {
 	// of its current call back to the simulation's.
 	binder   *provisioning.Binder
 	bindPods map[*corev1.Pod]*simPod
-	// planner is prepared for the current offerings; nil when they changed.
-	planner *provisioning.Planner
+	// planner is prepared for the offerings of cloud version plannerAt.
+	planner   *provisioning.Planner
+	plannerAt int
 }
 
 // currentPlanner returns a provisioning planner for the current offerings.
 func (e *engine) currentPlanner() *provisioning.Planner {
-	its := e.instanceTypesNow()
-	if e.planner == nil {
-		e.planner = provisioning.NewPlanner(e.pools, its, e.dsPods)
+	if v := e.cloud.Version(); e.planner == nil || e.plannerAt != v {
+		e.planner, e.plannerAt = provisioning.NewPlanner(e.pools, e.cloud.InstanceTypes(), e.dsPods), v
 	}
 	return e.planner
 }
@@ -129,8 +123,7 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
-		rng: rand.New(rand.NewSource(s.Seed)), instanceTypes: map[string][]*cloudprovider.InstanceType{},
-		unavailable: map[*cloudprovider.Offering]time.Time{}, noCapacity: map[*cloudprovider.Offering]bool{}, amis: map[string]string{}, pending: map[*simPod]bool{}, byName: map[string]*simNode{}}
+		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog
@@ -150,25 +143,16 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	all := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
 	e.pools = append(e.pools, in.NodePools...)
 	sort.Slice(e.pools, func(i, j int) bool { return e.pools[i].Name < e.pools[j].Name })
-	for _, np := range e.pools {
-		// Only the types a pool's requirements allow: the scheduler would
-		// filter them on every call otherwise. Offerings stay shared, so
-		// capacity changes reach every pool.
-		reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
-		reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
-		for _, it := range all {
-			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
-				e.instanceTypes[np.Name] = append(e.instanceTypes[np.Name], it)
-			}
-		}
-		if len(e.instanceTypes[np.Name]) == 0 {
-			return nil, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs)
-		}
-	}
+	images := map[string]string{}
 	for _, nc := range in.NodeClasses {
-		e.amis[nc.Name] = amiOf(nc)
+		images[nc.Name] = amiOf(nc)
 	}
 	e.rep = newRecorder(e)
+	e.cloud, err = simcloud.New(e.pools, all, images, simcloud.Options{Now: func() time.Time { return e.clk.now }, Rand: e.rng,
+		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError})
+	if err != nil {
+		return nil, err
+	}
 	return e, e.buildWorkloads()
 }
 
@@ -373,7 +357,7 @@ func (e *engine) schedule() {
 		ev := ev
 		e.clk.at(e.start.Add(ev.At.Duration), func() {
 			if a := ev.NodeClassAMI; a != nil {
-				e.amis[a.Name] = a.Alias
+				e.cloud.SetImage(a.Name, a.Alias)
 				e.rep.note(fmt.Sprintf("EC2NodeClass %s now selects %s", a.Name, a.Alias))
 				e.dirty = true
 			}
@@ -387,26 +371,8 @@ func (e *engine) schedule() {
 }
 
 func (e *engine) setCapacity(w CapacityWindow, available bool) {
-	seen := map[*cloudprovider.Offering]bool{}
-	for _, its := range e.instanceTypes {
-		for _, it := range its {
-			if it.Name != w.InstanceType {
-				continue
-			}
-			for _, o := range it.Offerings {
-				if seen[o] || (w.Zone != "" && o.Zone != w.Zone) || (w.CapacityType != "" && o.CapacityType != w.CapacityType) {
-					continue
-				}
-				seen[o] = true
-				// The cloud knows; Joiner learns only by launching and failing.
-				if available {
-					delete(e.noCapacity, o)
-				} else {
-					e.noCapacity[o] = true
-				}
-			}
-		}
-	}
+	// The cloud knows; Joiner learns only by launching and failing.
+	e.cloud.SetCapacity(w.InstanceType, w.Zone, w.CapacityType, available)
 	e.dirty = true
 	e.armBatch()
 }

@@ -30,7 +30,6 @@ type simNode struct {
 	state     nodeState
 	launched  time.Time
 	gone      time.Time
-	ami       string
 	taints    []corev1.Taint
 	pods      []*simPod
 	requested corev1.ResourceList

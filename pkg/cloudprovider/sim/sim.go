@@ -1,0 +1,377 @@
+// Package sim is a simulated EC2 behind the CloudProvider interface: the
+// catalog's instance types and offerings (on-demand prices, synthetic spot
+// prices), capacity that can run out per offering — the cloud knows, its
+// callers learn by launching and failing, as with EC2 — an
+// insufficient-capacity cache like the AWS provider's, API errors at a
+// configured rate, images per node class for drift, and instances with
+// provider IDs. It has no clock or randomness of its own: both are
+// injected, so a simulation is reproducible.
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// UnavailableFor is how long an offering that failed with insufficient
+// capacity is skipped (the AWS provider caches it for 3 minutes).
+const UnavailableFor = 3 * time.Minute
+
+// Error codes, as EC2 returns them and karpenter_cloudprovider_errors_total
+// counts them.
+const (
+	CodeInsufficientCapacity = "InsufficientInstanceCapacity"
+	CodeInternalError        = "InternalError"
+)
+
+// Options inject what the simulated cloud does not own.
+type Options struct {
+	// Now is the simulation's clock.
+	Now func() time.Time
+	// Rand draws API errors.
+	Rand *rand.Rand
+	// APIErrorRate is the chance that a CreateFleet call fails outright.
+	APIErrorRate float64
+	// OnError is called for every error the cloud returns, with the
+	// operation and the error code.
+	OnError func(operation, code string)
+}
+
+// Instance is one running machine.
+type Instance struct {
+	ProviderID   string
+	NodeClaim    *v1.NodeClaim
+	InstanceType *cloudprovider.InstanceType
+	Offering     *cloudprovider.Offering
+	Image        string
+	Launched     time.Time
+}
+
+// Provider is the simulated EC2.
+type Provider struct {
+	opts        Options
+	pools       map[string]*v1.NodePool
+	byPool      map[string][]*cloudprovider.InstanceType
+	unavailable map[*cloudprovider.Offering]time.Time // learned from failed launches
+	noCapacity  map[*cloudprovider.Offering]bool      // the cloud's truth
+	images      map[string]string                     // node class → current image
+	instances   map[string]*Instance
+	seq         int
+	version     int
+	view        map[string][]*cloudprovider.InstanceType
+}
+
+var _ cloudprovider.CloudProvider = (*Provider)(nil)
+
+// New returns a cloud offering each NodePool the instance types its
+// requirements allow (offerings are shared, so a capacity change reaches
+// every pool). images maps EC2NodeClass names to the image they select.
+func New(pools []*v1.NodePool, types []*cloudprovider.InstanceType, images map[string]string, opts Options) (*Provider, error) {
+	if opts.Now == nil {
+		return nil, errors.New("sim cloud: Options.Now is required")
+	}
+	p := &Provider{opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*cloudprovider.InstanceType{},
+		unavailable: map[*cloudprovider.Offering]time.Time{}, noCapacity: map[*cloudprovider.Offering]bool{},
+		images: map[string]string{}, instances: map[string]*Instance{}}
+	for k, v := range images {
+		p.images[k] = v
+	}
+	for _, np := range pools {
+		p.pools[np.Name] = np
+		reqs := poolRequirements(np)
+		for _, it := range types {
+			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
+				p.byPool[np.Name] = append(p.byPool[np.Name], it)
+			}
+		}
+		if len(p.byPool[np.Name]) == 0 {
+			return nil, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs)
+		}
+	}
+	return p, nil
+}
+
+func poolRequirements(np *v1.NodePool) scheduling.Requirements {
+	reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+	return reqs
+}
+
+// Name identifies the provider.
+func (p *Provider) Name() string { return "sim" }
+
+// Version changes whenever the offerings' availability as callers see it
+// changes, so they can cache what they build from InstanceTypes.
+func (p *Provider) Version() int {
+	p.expire()
+	return p.version
+}
+
+// expire forgets insufficient-capacity entries whose time is up.
+func (p *Provider) expire() {
+	now := p.opts.Now()
+	for o, until := range p.unavailable {
+		if !now.Before(until) {
+			delete(p.unavailable, o)
+			p.changed()
+		}
+	}
+}
+
+func (p *Provider) changed() {
+	p.version++
+	p.view = nil
+}
+
+// GetInstanceTypes returns the types the NodePool may launch, offerings
+// that recently failed marked unavailable.
+func (p *Provider) GetInstanceTypes(_ context.Context, np *v1.NodePool) ([]*cloudprovider.InstanceType, error) {
+	its, ok := p.InstanceTypes()[np.Name]
+	if !ok {
+		return nil, fmt.Errorf("NodePool %s is not known to the simulated cloud", np.Name)
+	}
+	return its, nil
+}
+
+// InstanceTypes is GetInstanceTypes for every NodePool, by name. The result
+// is shared: callers must not modify it.
+func (p *Provider) InstanceTypes() map[string][]*cloudprovider.InstanceType {
+	p.expire()
+	if p.view != nil {
+		return p.view
+	}
+	if len(p.unavailable) == 0 {
+		p.view = p.byPool
+		return p.view
+	}
+	out := map[string][]*cloudprovider.InstanceType{}
+	copies := map[*cloudprovider.InstanceType]*cloudprovider.InstanceType{}
+	for pool, its := range p.byPool {
+		list := make([]*cloudprovider.InstanceType, len(its))
+		for i, it := range its {
+			list[i] = it
+			if cp, ok := copies[it]; ok {
+				list[i] = cp
+				continue
+			}
+			touched := false
+			for _, o := range it.Offerings {
+				_, cached := p.unavailable[o]
+				touched = touched || cached
+			}
+			if !touched {
+				continue
+			}
+			cp := *it
+			cp.Offerings = nil
+			for _, o := range it.Offerings {
+				oc := *o
+				if _, cached := p.unavailable[o]; cached {
+					oc.Available = false
+				}
+				cp.Offerings = append(cp.Offerings, &oc)
+			}
+			copies[it] = &cp
+			list[i] = &cp
+		}
+		out[pool] = list
+	}
+	p.view = out
+	return out
+}
+
+// Create launches the cheapest offering the NodeClaim's requirements allow,
+// falling back type by type (and offering by offering) when capacity is
+// short, as CreateFleet with a lowest-price strategy would.
+func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	if p.opts.APIErrorRate > 0 && p.opts.Rand != nil && p.opts.Rand.Float64() < p.opts.APIErrorRate {
+		p.fail("CreateFleet", CodeInternalError)
+		return nil, fmt.Errorf("launching nodeclaim %s: CreateFleet: %s (simulated)", nc.Name, CodeInternalError)
+	}
+	poolName := nc.Labels[v1.LabelNodePool]
+	if _, ok := p.pools[poolName]; !ok {
+		return nil, fmt.Errorf("launching nodeclaim %s: NodePool %q is not known to the simulated cloud", nc.Name, poolName)
+	}
+	reqs := scheduling.FromNodeSelectorRequirements(nc.Spec.Requirements)
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	now := p.opts.Now()
+	p.expire()
+	type choice struct {
+		it *cloudprovider.InstanceType
+		o  *cloudprovider.Offering
+	}
+	var choices []choice
+	for _, it := range p.byPool[poolName] {
+		if it.Requirements.Intersects(reqs) != nil {
+			continue
+		}
+		var best *cloudprovider.Offering
+		for _, o := range it.Offerings {
+			if !zone.Has(o.Zone) || !ct.Has(o.CapacityType) {
+				continue
+			}
+			if _, cached := p.unavailable[o]; cached {
+				continue
+			}
+			if best == nil || o.Price < best.Price {
+				best = o
+			}
+		}
+		if best != nil {
+			choices = append(choices, choice{it, best})
+		}
+	}
+	sort.SliceStable(choices, func(i, j int) bool {
+		if choices[i].o.Price != choices[j].o.Price {
+			return choices[i].o.Price < choices[j].o.Price
+		}
+		return choices[i].it.Name < choices[j].it.Name
+	})
+	for _, c := range choices {
+		if !c.o.Available || p.noCapacity[c.o] {
+			p.unavailable[c.o] = now.Add(UnavailableFor)
+			p.changed()
+			p.fail("CreateFleet", CodeInsufficientCapacity)
+			continue
+		}
+		return p.launch(nc, c.it, c.o, now), nil
+	}
+	p.fail("CreateFleet", CodeInsufficientCapacity)
+	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: no offering of %d instance types has capacity", nc.Name, len(choices)))
+}
+
+func (p *Provider) fail(op, code string) {
+	if p.opts.OnError != nil {
+		p.opts.OnError(op, code)
+	}
+}
+
+func (p *Provider) launch(nc *v1.NodeClaim, it *cloudprovider.InstanceType, o *cloudprovider.Offering, now time.Time) *v1.NodeClaim {
+	p.seq++
+	out := nc.DeepCopy()
+	out.Status.ProviderID = fmt.Sprintf("sim:///%s/i-%017x", o.Zone, p.seq)
+	out.Status.Capacity = it.Capacity.DeepCopy()
+	out.Status.Allocatable = it.Allocatable()
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	for k, r := range it.Requirements {
+		if vals := r.Values(); len(vals) == 1 {
+			out.Labels[k] = vals[0]
+		}
+	}
+	out.Labels[v1.LabelInstanceType] = it.Name
+	out.Labels[v1.LabelZone] = o.Zone
+	out.Labels[v1.LabelCapacityType] = o.CapacityType
+	image := ""
+	if ref := p.pools[nc.Labels[v1.LabelNodePool]].Spec.Template.Spec.NodeClassRef; ref != nil {
+		image = p.images[ref.Name]
+	}
+	out.Status.ImageID = image
+	if out.CreationTimestamp.IsZero() {
+		out.CreationTimestamp = metav1.NewTime(now)
+	}
+	p.instances[out.Status.ProviderID] = &Instance{ProviderID: out.Status.ProviderID, NodeClaim: out, InstanceType: it, Offering: o, Image: image, Launched: now}
+	return out
+}
+
+// Instance returns the running instance with the provider ID, or nil.
+func (p *Provider) Instance(providerID string) *Instance { return p.instances[providerID] }
+
+// Delete terminates the NodeClaim's instance.
+func (p *Provider) Delete(_ context.Context, nc *v1.NodeClaim) error {
+	if _, ok := p.instances[nc.Status.ProviderID]; !ok {
+		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %q of nodeclaim %s", nc.Status.ProviderID, nc.Name))
+	}
+	delete(p.instances, nc.Status.ProviderID)
+	return nil
+}
+
+// Get returns the NodeClaim of a running instance.
+func (p *Provider) Get(_ context.Context, providerID string) (*v1.NodeClaim, error) {
+	in, ok := p.instances[providerID]
+	if !ok {
+		return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %q", providerID))
+	}
+	return in.NodeClaim.DeepCopy(), nil
+}
+
+// List returns every running instance's NodeClaim, by provider ID.
+func (p *Provider) List(_ context.Context) ([]*v1.NodeClaim, error) {
+	ids := make([]string, 0, len(p.instances))
+	for id := range p.instances {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	out := make([]*v1.NodeClaim, len(ids))
+	for i, id := range ids {
+		out[i] = p.instances[id].NodeClaim.DeepCopy()
+	}
+	return out, nil
+}
+
+// IsDrifted reports AMIDrift when the instance runs an image its node
+// class no longer selects.
+func (p *Provider) IsDrifted(_ context.Context, nc *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	in, ok := p.instances[nc.Status.ProviderID]
+	if !ok {
+		return "", cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %q of nodeclaim %s", nc.Status.ProviderID, nc.Name))
+	}
+	ref := p.pools[nc.Labels[v1.LabelNodePool]].Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return "", nil
+	}
+	if want := p.images[ref.Name]; want != "" && in.Image != want {
+		return "AMIDrift", nil
+	}
+	return "", nil
+}
+
+// RepairPolicies are the AWS provider's: a node not Ready for 30 minutes
+// is replaced.
+func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return []cloudprovider.RepairPolicy{
+		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionFalse), TolerationDuration: "30m"},
+		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionUnknown), TolerationDuration: "30m"},
+	}
+}
+
+// SetCapacity makes an instance type's offerings (in a zone and capacity
+// type, "" for all) run out of capacity or have it again. Callers are not
+// told: they find out when a launch fails.
+func (p *Provider) SetCapacity(instanceType, zone, capacityType string, available bool) {
+	seen := map[*cloudprovider.Offering]bool{}
+	for _, its := range p.byPool {
+		for _, it := range its {
+			if it.Name != instanceType {
+				continue
+			}
+			for _, o := range it.Offerings {
+				if seen[o] || (zone != "" && o.Zone != zone) || (capacityType != "" && o.CapacityType != capacityType) {
+					continue
+				}
+				seen[o] = true
+				if available {
+					delete(p.noCapacity, o)
+				} else {
+					p.noCapacity[o] = true
+				}
+			}
+		}
+	}
+}
+
+// SetImage makes a node class select another image; instances on the old
+// one drift.
+func (p *Provider) SetImage(nodeClass, image string) { p.images[nodeClass] = image }
