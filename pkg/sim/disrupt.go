@@ -33,9 +33,11 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 		if n.state == nodeGone {
 			continue
 		}
-		claim := n.claim.DeepCopy()
+		// A shallow copy: disruption only reads the claim, and a deep one of
+		// every claim every pass cost a fifth of a long run.
+		claim := *n.claim
 		claim.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
-		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
+		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: &claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
 			Zone: n.offering.Zone, CapacityType: n.offering.CapacityType, Price: n.offering.Price,
 			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining, Reschedulable: n.reschedulable()}
 		if n.state != nodeGone {
