@@ -46,7 +46,6 @@ type BindOptions struct {
 type Binder struct {
 	opts    BindOptions
 	dims    *dims
-	vecs    map[*Node][2]vec
 	podVecs map[*corev1.Pod]vec
 	anti    map[*Node]bool
 	nodes   map[*Node]*nodeFacts
@@ -128,7 +127,7 @@ type nodeFacts struct {
 
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
-	return &Binder{opts: opts, dims: newDims(), vecs: map[*Node][2]vec{}, podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{},
+	return &Binder{opts: opts, dims: newDims(), podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{},
 		nodes: map[*Node]*nodeFacts{}, spreadIDs: map[string]int{}, groupOf: map[*corev1.Pod]int32{}, groupIDs: map[string]int32{}}
 }
 
@@ -184,7 +183,7 @@ func (r *bindRun) domainsOf(key string) ([]string, []bool) {
 func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
 	ordered := nodeTreeOrder(nodes)
 	b.prune(ordered)
-	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, vecs: b.vecs, podVecs: b.podVecs, antiCache: b.anti}
+	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: b.podVecs, antiCache: b.anti}
 	s.addNodes(ordered)
 	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[*podClass]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
@@ -359,7 +358,6 @@ func (b *Binder) prune(nodes []*Node) {
 	for n := range b.nodes {
 		if !keep[n] {
 			delete(b.nodes, n)
-			delete(b.vecs, n)
 			delete(b.anti, n)
 		}
 	}

@@ -14,7 +14,6 @@ import (
 
 type scheduler struct {
 	antiCache map[*Node]bool
-	vecs      map[*Node][2]vec
 	podVecs   map[*corev1.Pod]vec
 	dims      *dims
 	topo      *topology
@@ -45,11 +44,8 @@ func Solve(snap *Snapshot) *Results {
 // DaemonSets, so a caller that solves many times over the same ones (the
 // disruption simulations, the simulator) prepares them once.
 type Planner struct {
-	antiCache map[*Node]bool
-	podVecs   map[*corev1.Pod]vec
-	// vecs caches nodes' allocatable and requested vectors by *Node, for
-	// callers that pass the same nodes again (bounded; see nodeVecs).
-	vecs       map[*Node][2]vec
+	antiCache  map[*Node]bool
+	podVecs    map[*corev1.Pod]vec
 	dims       *dims
 	pools      []*poolInfo
 	universe   map[string][]string
@@ -66,8 +62,7 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 // Solve is the package-level Solve over the planner's NodePools, instance
 // types and DaemonSets, with the snapshot's nodes and pods.
 func (pl *Planner) Solve(snap *Snapshot) *Results {
-	if pl.vecs == nil || len(pl.vecs) > 8*len(snap.Nodes)+1024 {
-		pl.vecs = map[*Node][2]vec{}
+	if pl.antiCache == nil || len(pl.antiCache) > 8*len(snap.Nodes)+1024 {
 		pl.antiCache = map[*Node]bool{}
 	}
 	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
@@ -77,7 +72,7 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
 		pl.poolChecks = map[uint64][]*classPool{}
 	}
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements, vecs: pl.vecs,
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
 		podVecs: pl.podVecs, antiCache: pl.antiCache, keys: pl.keys}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
@@ -513,34 +508,33 @@ func (s *scheduler) nodeHasAnti(n *Node) bool {
 	return has
 }
 
-func (s *scheduler) allocVec(n *Node) vec {
-	if s.vecs != nil {
-		if v, ok := s.vecs[n]; ok && v[0] != nil {
-			return v[0]
+// memoOf returns the node's memo slot for this scheduler's dims.
+func (s *scheduler) memoOf(n *Node) *nodeMemo {
+	for i := range n.memo {
+		if n.memo[i].dims == s.dims {
+			return &n.memo[i]
 		}
 	}
-	v := s.dims.vec(n.Allocatable)
-	if s.vecs != nil {
-		cur := s.vecs[n]
-		cur[0] = v
-		s.vecs[n] = cur
+	m := &n.memo[n.memoNext]
+	n.memoNext ^= 1
+	*m = nodeMemo{dims: s.dims}
+	return m
+}
+
+func (s *scheduler) allocVec(n *Node) vec {
+	m := s.memoOf(n)
+	if m.alloc == nil {
+		m.alloc = s.dims.vec(n.Allocatable)
 	}
-	return v
+	return m.alloc
 }
 
 func (s *scheduler) requestedVec(n *Node) vec {
-	if s.vecs != nil {
-		if v, ok := s.vecs[n]; ok && v[1] != nil {
-			return v[1]
-		}
+	m := s.memoOf(n)
+	if m.used == nil {
+		m.used = s.dims.vec(n.Requested)
 	}
-	v := s.dims.vec(n.Requested)
-	if s.vecs != nil {
-		cur := s.vecs[n]
-		cur[1] = v
-		s.vecs[n] = cur
-	}
-	return v
+	return m.used
 }
 
 // addNodeDomains adds the existing nodes' values of every topology key in

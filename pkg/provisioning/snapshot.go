@@ -49,6 +49,17 @@ type Node struct {
 	InFlight bool
 	// MarkedForDeletion nodes take no new pods but still count for limits.
 	MarkedForDeletion bool
+
+	// memo keeps the node's resource vectors for the (up to two) planners
+	// or binders that made them, so callers that pass the same Node again,
+	// or a copy that only changes MarkedForDeletion, do not pay twice.
+	memo     [2]nodeMemo
+	memoNext uint8
+}
+
+type nodeMemo struct {
+	dims        *dims
+	alloc, used vec
 }
 
 // Results is the decision: new NodeClaims, pods for existing nodes, and
