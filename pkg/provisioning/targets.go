@@ -272,11 +272,11 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 // checkMinValues: each requirement with minValues must still be spanned by
 // at least that many distinct values among the candidate instance types.
 func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) error {
-	any := false
+	wanted := false
 	for _, r := range reqs {
-		any = any || r.MinValues != nil
+		wanted = wanted || r.MinValues != nil
 	}
-	if !any {
+	if !wanted {
 		return nil
 	}
 	for _, k := range reqs.Keys() {
