@@ -156,10 +156,10 @@ func (h *hpaModel) normalizeWithBehavior(now time.Time, current, desired int) in
 
 	switch {
 	case stabilized > current:
-		limit := max(h.scaleUpLimit(now, current, up), current)
+		limit := max(h.policyLimit(now, current, up, true), current)
 		return min(stabilized, min(h.maxR, limit))
 	case stabilized < current:
-		limit := min(h.scaleDownLimit(now, current, down), current)
+		limit := min(h.policyLimit(now, current, down, false), current)
 		return max(stabilized, max(h.minR, limit))
 	}
 	return stabilized
@@ -206,55 +206,41 @@ func changedWithin(events []timed, now time.Time, periodSeconds int32) int {
 	return n
 }
 
-// scaleUpLimit: per policy, the replicas at the start of its period plus
-// what the policy allows; Max picks the largest, Min the smallest.
-func (h *hpaModel) scaleUpLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules) int {
+// policyLimit is how far the policies let replicas go from current, up
+// or down: per policy, from the replicas at the start of its period by what
+// it allows; selectPolicy Max takes the largest change, Min the smallest,
+// Disabled none.
+func (h *hpaModel) policyLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules, up bool) int {
 	sel := *rules.SelectPolicy
 	if sel == autoscalingv2.DisabledPolicySelect {
 		return current
 	}
-	result := math.MinInt
-	if sel == autoscalingv2.MinChangePolicySelect {
-		result = math.MaxInt
-	}
-	for _, p := range rules.Policies {
+	var change int
+	for i, p := range rules.Policies {
 		periodStart := current - changedWithin(h.scaleUps, now, p.PeriodSeconds) + changedWithin(h.scaleDowns, now, p.PeriodSeconds)
-		proposed := periodStart + int(p.Value)
-		if p.Type == autoscalingv2.PercentScalingPolicy {
+		var proposed int
+		switch {
+		case up && p.Type == autoscalingv2.PercentScalingPolicy:
 			proposed = int(math.Ceil(float64(periodStart) * (1 + float64(p.Value)/100)))
-		}
-		if sel == autoscalingv2.MinChangePolicySelect {
-			result = min(result, proposed)
-		} else {
-			result = max(result, proposed)
-		}
-	}
-	return result
-}
-
-// scaleDownLimit mirrors scaleUpLimit for removing replicas.
-func (h *hpaModel) scaleDownLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules) int {
-	sel := *rules.SelectPolicy
-	if sel == autoscalingv2.DisabledPolicySelect {
-		return current
-	}
-	result := math.MaxInt
-	if sel == autoscalingv2.MinChangePolicySelect {
-		result = math.MinInt
-	}
-	for _, p := range rules.Policies {
-		periodStart := current - changedWithin(h.scaleUps, now, p.PeriodSeconds) + changedWithin(h.scaleDowns, now, p.PeriodSeconds)
-		proposed := periodStart - int(p.Value)
-		if p.Type == autoscalingv2.PercentScalingPolicy {
+		case up:
+			proposed = periodStart + int(p.Value)
+		case p.Type == autoscalingv2.PercentScalingPolicy:
 			proposed = int(float64(periodStart) * (1 - float64(p.Value)/100))
+		default:
+			proposed = periodStart - int(p.Value)
 		}
-		if sel == autoscalingv2.MinChangePolicySelect {
-			result = max(result, proposed)
-		} else {
-			result = min(result, proposed)
+		c := proposed - current
+		if !up {
+			c = -c
+		}
+		if i == 0 || (sel == autoscalingv2.MinChangePolicySelect) == (c < change) {
+			change = c
 		}
 	}
-	return result
+	if up {
+		return current + change
+	}
+	return current - change
 }
 
 // storeScaleEvent records a change for the policies' periods, dropping

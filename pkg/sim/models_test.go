@@ -118,6 +118,15 @@ func TestHPABehaviorPolicies(t *testing.T) {
 			t.Errorf("after the window the spike is acted on: %d", got)
 		}
 	})
+	t.Run("selectPolicy Min takes the smaller change", func(t *testing.T) {
+		minimum := autoscalingv2.MinChangePolicySelect
+		h := newHPA(4, 1, 50, constant(5000))
+		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleUp: &autoscalingv2.HPAScalingRules{SelectPolicy: &minimum,
+			Policies: []autoscalingv2.HPAScalingPolicy{{Type: pods, Value: 1, PeriodSeconds: 15}, {Type: percent, Value: 100, PeriodSeconds: 15}}}}
+		if got := run(h, func() int { return h.target.replicas }, 3); fmt.Sprint(got) != "[5 6 7]" {
+			t.Errorf("replicas: %v, want one pod per sync", got)
+		}
+	})
 	t.Run("disabled scale down", func(t *testing.T) {
 		h := newHPA(8, 1, 50, constant(0))
 		h.hpa.Spec.Behavior = &autoscalingv2.HorizontalPodAutoscalerBehavior{ScaleDown: &autoscalingv2.HPAScalingRules{SelectPolicy: &disabled, StabilizationWindowSeconds: &zero}}
