@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -29,6 +30,9 @@ type BindOptions struct {
 	// Rand breaks ties between nodes with the same best score, as
 	// kube-scheduler does at random; nil takes the first in node order.
 	Rand *rand.Rand
+	// PDBs, with status.disruptionsAllowed, make preemption prefer victims
+	// whose eviction no budget forbids.
+	PDBs []*policyv1.PodDisruptionBudget
 }
 
 // Binder places pending pods on existing nodes the way kube-scheduler's
@@ -41,8 +45,11 @@ type BindOptions struct {
 // NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2,
 // NodeResourcesFit least-allocated 1, NodeResourcesBalancedAllocation 1;
 // ImageLocality scores every node alike, since simulated nodes hold no
-// images). A Binder keeps its search position and per-node caches between
-// calls, so reuse it over the same *Node values while they do not change.
+// images). A pod that fits nowhere preempts, as DefaultPreemption does:
+// see preempt. A Binder keeps its search position and per-node caches
+// between calls, so reuse it over the same *Node values while they do not
+// change. Pods with a deletionTimestamp are terminating: they hold their
+// room, count for nothing else, and are never chosen as victims again.
 type Binder struct {
 	opts    BindOptions
 	dims    *dims
@@ -163,7 +170,9 @@ type bindRun struct {
 	addedCounts  [][]int32 // by target, then interned spread id; -1 unknown
 	spreads      []softSpread
 	nonZero      map[*podClass][2]int64
-	domains      map[string][]string // per topology key, each target's value ("" when unlabelled)
+	nominated    map[*corev1.Pod]bool // preemptors: room taken, not bound
+	victims      map[*corev1.Pod]bool // pods preempted in this run
+	domains      map[string][]string  // per topology key, each target's value ("" when unlabelled)
 	hasDomain    map[string][]bool
 }
 
@@ -187,7 +196,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 	s.addNodes(ordered)
 	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[*podClass]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
-		nonZero: map[*podClass][2]int64{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
+		nonZero: map[*podClass][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
 	for _, n := range ordered {
 		run.facts = append(run.facts, b.factsOf(n))
 	}
@@ -255,6 +264,13 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 			b.next = (b.next + processed) % len(ordered)
 		}
 		if len(feasible) == 0 {
+			if scoresOut == nil {
+				if pre := run.preempt(p.pod, c, p.aff, p.multi); pre != nil {
+					res.Preemptions = append(res.Preemptions, pre)
+					placed++
+					continue
+				}
+			}
 			if lastErr == nil {
 				lastErr = errors.New("no node passes the filters")
 			}
@@ -277,8 +293,14 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 		placed++
 	}
 	for _, e := range run.targets {
-		if len(e.added) > 0 {
-			res.ExistingNodes = append(res.ExistingNodes, &ExistingNodePlan{Node: e.node, Pods: e.added})
+		var pods []*corev1.Pod
+		for _, p := range e.added {
+			if !run.nominated[p] {
+				pods = append(pods, p)
+			}
+		}
+		if len(pods) > 0 {
+			res.ExistingNodes = append(res.ExistingNodes, &ExistingNodePlan{Node: e.node, Pods: pods})
 		}
 	}
 	return res

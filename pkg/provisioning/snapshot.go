@@ -68,6 +68,17 @@ type Results struct {
 	NewNodeClaims []*NodeClaimPlan
 	ExistingNodes []*ExistingNodePlan
 	Unschedulable []*PodError
+	// Preemptions (Binder only): pods that fit nowhere, but will fit on a
+	// node once the victims, pods of lower priority, are gone from it.
+	Preemptions []*Preemption
+}
+
+// Preemption is kube-scheduler's answer for a pod that fits nowhere: evict
+// the victims from Node, and the pod is nominated to run there.
+type Preemption struct {
+	Pod     *corev1.Pod
+	Node    *Node
+	Victims []*corev1.Pod
 }
 
 // NodeClaimPlan is one NodeClaim to create.

@@ -1,0 +1,182 @@
+package provisioning
+
+import (
+	"math"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// preemptCandidate is a node where the pod fits once victims leave.
+type preemptCandidate struct {
+	idx        int
+	victims    []*corev1.Pod
+	violations int
+}
+
+// preempt is kube-scheduler's DefaultPreemption for a pod no node can take:
+// on every node whose taints and node affinity allow the pod, take away
+// all pods of lower priority; if the pod then fits, give back as many of
+// them as still leave it room — highest priority first, those a
+// PodDisruptionBudget protects before the rest. Of the nodes left, choose
+// the one with the fewest budget violations, then the lowest highest
+// victim priority, the smallest sum of victim priorities, the fewest
+// victims, and then node order. The pod takes the room at once (it is
+// nominated there; nothing of lower priority may use it meanwhile).
+// Topology constraints are checked against the cluster with the victims
+// still counted — an approximation on the strict side.
+func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffinity, multi bool) *Preemption {
+	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
+		return nil
+	}
+	prio := priority(pod)
+	s := r.s
+	var best *preemptCandidate
+	for idx, e := range r.targets {
+		n := e.node
+		if n.MarkedForDeletion || n.InFlight || scheduling.ToleratesForScheduling(n.Taints, c.tolerations) != nil {
+			continue
+		}
+		if multi && !aff.MatchesNode(e.labels) || !multi && !c.reqs.MatchesLabels(e.labels) {
+			continue
+		}
+		var lower []*corev1.Pod
+		used := e.used
+		for _, q := range n.Pods {
+			if q.DeletionTimestamp == nil && !r.victims[q] && priority(q) < prio {
+				lower = append(lower, q)
+				used = minus(used, s.podVec(q))
+			}
+		}
+		if len(lower) == 0 || !sumFitsIn(used, c.requests, e.alloc) {
+			continue
+		}
+		if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
+			continue
+		}
+		sort.SliceStable(lower, func(i, j int) bool { return priority(lower[i]) > priority(lower[j]) })
+		cand := &preemptCandidate{idx: idx}
+		budgets := newPDBBudgets(r.b.opts.PDBs)
+		var protected, free []*corev1.Pod
+		for _, q := range lower {
+			if budgets.wouldViolate(q) {
+				protected = append(protected, q)
+			} else {
+				free = append(free, q)
+			}
+		}
+		reprieve := func(q *corev1.Pod, violating bool) {
+			if back := used.plus(s.podVec(q)); sumFitsIn(back, c.requests, e.alloc) {
+				used = back
+				return
+			}
+			cand.victims = append(cand.victims, q)
+			if violating {
+				cand.violations++
+			}
+		}
+		for _, q := range protected {
+			reprieve(q, true)
+		}
+		for _, q := range free {
+			reprieve(q, false)
+		}
+		if best == nil || better(cand, best) {
+			best = cand
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	e := r.targets[best.idx]
+	for _, q := range best.victims {
+		e.used = minus(e.used, s.podVec(q))
+		r.victims[q] = true // gone already, for the rest of this run
+	}
+	r.place(pod, c, best.idx)
+	r.nominated[pod] = true // not bound yet: left out of the bindings
+	return &Preemption{Pod: pod, Node: e.node, Victims: best.victims}
+}
+
+// better orders preemption candidates as kube-scheduler picks among them.
+func better(a, b *preemptCandidate) bool {
+	if a.violations != b.violations {
+		return a.violations < b.violations
+	}
+	ha, hb := highest(a.victims), highest(b.victims)
+	if ha != hb {
+		return ha < hb
+	}
+	sa, sb := prioritySum(a.victims), prioritySum(b.victims)
+	if sa != sb {
+		return sa < sb
+	}
+	return len(a.victims) < len(b.victims)
+}
+
+func highest(pods []*corev1.Pod) int32 {
+	h := int32(math.MinInt32)
+	for _, p := range pods {
+		h = max(h, priority(p))
+	}
+	return h
+}
+
+// prioritySum offsets each priority to be positive, as kube-scheduler does.
+func prioritySum(pods []*corev1.Pod) int64 {
+	var sum int64
+	for _, p := range pods {
+		sum += int64(priority(p)) + math.MaxInt32 + 1
+	}
+	return sum
+}
+
+func minus(a, b vec) vec {
+	out := make(vec, max(len(a), len(b)))
+	copy(out, a)
+	for i, x := range b {
+		out[i] -= x
+	}
+	return out
+}
+
+// pdbBudgets tracks, within one preemption decision, how many more pods
+// each budget lets go.
+type pdbBudgets struct {
+	pdbs      []*policyv1.PodDisruptionBudget
+	selectors []k8slabels.Selector
+	remaining []int32
+}
+
+func newPDBBudgets(pdbs []*policyv1.PodDisruptionBudget) *pdbBudgets {
+	b := &pdbBudgets{}
+	for _, pdb := range pdbs {
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil {
+			continue
+		}
+		b.pdbs = append(b.pdbs, pdb)
+		b.selectors = append(b.selectors, sel)
+		b.remaining = append(b.remaining, pdb.Status.DisruptionsAllowed)
+	}
+	return b
+}
+
+// wouldViolate counts the pod against every budget that selects it and
+// reports whether one of them had nothing left.
+func (b *pdbBudgets) wouldViolate(p *corev1.Pod) bool {
+	violated := false
+	for i, pdb := range b.pdbs {
+		if pdb.Namespace != p.Namespace || !b.selectors[i].Matches(k8slabels.Set(p.Labels)) {
+			continue
+		}
+		b.remaining[i]--
+		violated = violated || b.remaining[i] < 0
+	}
+	return violated
+}
