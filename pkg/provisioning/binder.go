@@ -30,9 +30,10 @@ type BindOptions struct {
 	// Rand breaks ties between nodes with the same best score, as
 	// kube-scheduler does at random; nil takes the first in node order.
 	Rand *rand.Rand
-	// PDBs, with status.disruptionsAllowed, make preemption prefer victims
-	// whose eviction no budget forbids.
-	PDBs []*policyv1.PodDisruptionBudget
+	// PDBs returns the PodDisruptionBudgets, with status.disruptionsAllowed,
+	// so preemption prefers victims whose eviction no budget forbids. It
+	// is called only when a pod preempts; nil: no budgets.
+	PDBs func() []*policyv1.PodDisruptionBudget
 }
 
 // Binder places pending pods on existing nodes the way kube-scheduler's
@@ -172,7 +173,8 @@ type bindRun struct {
 	nonZero      map[*podClass][2]int64
 	nominated    map[*corev1.Pod]bool // preemptors: room taken, not bound
 	victims      map[*corev1.Pod]bool // pods preempted in this run
-	domains      map[string][]string  // per topology key, each target's value ("" when unlabelled)
+	pdbs         []*policyv1.PodDisruptionBudget
+	domains      map[string][]string // per topology key, each target's value ("" when unlabelled)
 	hasDomain    map[string][]bool
 }
 

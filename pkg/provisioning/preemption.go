@@ -36,6 +36,9 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 	}
 	prio := priority(pod)
 	s := r.s
+	if r.pdbs == nil && r.b.opts.PDBs != nil {
+		r.pdbs = r.b.opts.PDBs()
+	}
 	var best *preemptCandidate
 	for idx, e := range r.targets {
 		n := e.node
@@ -61,7 +64,7 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		}
 		sort.SliceStable(lower, func(i, j int) bool { return priority(lower[i]) > priority(lower[j]) })
 		cand := &preemptCandidate{idx: idx}
-		budgets := newPDBBudgets(r.b.opts.PDBs)
+		budgets := newPDBBudgets(r.pdbs)
 		var protected, free []*corev1.Pod
 		for _, q := range lower {
 			if budgets.wouldViolate(q) {
@@ -98,6 +101,14 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		e.used = minus(e.used, s.podVec(q))
 		r.victims[q] = true // gone already, for the rest of this run
 	}
+	// Room on this node grew, which rejections and the free-room order
+	// assume never happens: let every class look at the node again.
+	for _, cl := range s.classes {
+		if best.idx < len(cl.rejected)*64 {
+			cl.rejected.clear(best.idx)
+		}
+	}
+	s.byFree, s.initialFree = nil, nil
 	r.place(pod, c, best.idx)
 	r.nominated[pod] = true // not bound yet: left out of the bindings
 	return &Preemption{Pod: pod, Node: e.node, Victims: best.victims}

@@ -45,7 +45,7 @@ func TestPreemption(t *testing.T) {
 		open := readyNode("open", "zone-a", 2, pod("2", "1Gi", withPriority(0), label("app", "web")))
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
-		res := NewBinder(BindOptions{PDBs: []*policyv1.PodDisruptionBudget{pdb}}).Bind([]*Node{protected, open}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+		res := NewBinder(BindOptions{PDBs: func() []*policyv1.PodDisruptionBudget { return []*policyv1.PodDisruptionBudget{pdb} }}).Bind([]*Node{protected, open}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
 		if len(res.Preemptions) != 1 || res.Preemptions[0].Node != open {
 			t.Fatalf("want a preemption on open, got %+v", res.Preemptions)
 		}
@@ -61,6 +61,17 @@ func TestPreemption(t *testing.T) {
 		if res.Preemptions[0].Pod != high || len(res.Preemptions[0].Victims) != 1 || len(res.Preemptions[1].Victims) != 1 ||
 			names(res.Preemptions[0].Victims)[res.Preemptions[1].Victims[0].Name] {
 			t.Errorf("each needs its own victim, the higher priority first: %+v", res.Preemptions)
+		}
+	})
+	t.Run("room a preemption frees beyond its need goes to the next pod", func(t *testing.T) {
+		n := readyNode("n", "zone-a", 4, pod("3", "1Gi", withPriority(-10)), pod("1", "1Gi", withPriority(0)))
+		first, second := pod("1", "1Gi", withPriority(100)), pod("1", "1Gi", withPriority(100))
+		res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{first, second})
+		if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 1 {
+			t.Fatalf("want one preemption of the 3-core pod, got %+v", res.Preemptions)
+		}
+		if got := boundTo(res); got[second.Name] != "n" {
+			t.Errorf("the second pod should bind to the freed room, got %v", got)
 		}
 	})
 	never := corev1.PreemptNever

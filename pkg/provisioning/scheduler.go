@@ -339,6 +339,7 @@ func (s *scheduler) prefilter(c *podClass) {
 		return
 	}
 	if s.byFree == nil {
+		// Sorted by the room each node has now; from here it only shrinks.
 		s.byFree, s.initialFree = make([]int, n), make([]int64, n)
 		for i, e := range s.existing {
 			s.byFree[i], s.initialFree[i] = i, e.alloc.get(0)-e.used.get(0)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
 )
 
 // scenarioDirs are the directories under examples/ with a scenario.yaml.
@@ -128,4 +130,46 @@ func correlation(a, b []float64) float64 {
 		return 0
 	}
 	return cov / math.Sqrt(va*vb)
+}
+
+// TestHeadroomStartsServicePodsAtOnce: with placeholder pods of negative
+// priority, the API's new pods preempt them and start at once; without,
+// they wait for nodes. The placeholders go pending and bring nodes early.
+func TestHeadroomStartsServicePodsAtOnce(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "scenarios", "overprovisioning")
+	fsys := os.DirFS(dir)
+	run := func(headroom bool) *Report {
+		in, err := Load(fsys, ".", "overprovisioning")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !headroom {
+			var keep []*appsv1.Deployment
+			for _, d := range in.Deployments {
+				if d.Name != "headroom" {
+					keep = append(keep, d)
+				}
+			}
+			in.Deployments = keep
+		}
+		rep, err := Run(in, fsys, ".", Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	with, without := run(true), run(false)
+	if with.Preemptions.Preemptors == 0 || with.Preemptions.Victims == 0 {
+		t.Fatalf("no preemption with headroom: %+v", with.Preemptions)
+	}
+	if without.Preemptions.Preemptors != 0 {
+		t.Errorf("preemption without placeholders: %+v", without.Preemptions)
+	}
+	api := "Deployment/api-server"
+	if w, wo := with.Pods.ByWorkload[api], without.Pods.ByWorkload[api]; w.P90 >= wo.P90 || w.P90 > 5 {
+		t.Errorf("api-server p90 startup with headroom %.0fs, without %.0fs: headroom should make it near zero", w.P90, wo.P90)
+	}
+	if with.Cost.Total <= without.Cost.Total {
+		t.Errorf("headroom should cost something: $%.2f with, $%.2f without", with.Cost.Total, without.Cost.Total)
+	}
 }

@@ -186,8 +186,15 @@ func (e *engine) buildWorkloads() error {
 		}
 		return m.Namespace
 	}
+	prio, err := newPriorities(e.in.PriorityClasses)
+	if err != nil {
+		return err
+	}
 	byName := map[string]*workload{}
 	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
+		if err := prio.resolve(&tmpl.Spec, kind+" "+meta.Name+": spec.template.spec"); err != nil {
+			return err
+		}
 		r := 1
 		if replicas != nil {
 			r = int(*replicas)
@@ -212,17 +219,28 @@ func (e *engine) buildWorkloads() error {
 		}
 	}
 	for _, j := range e.in.Jobs {
-		w := jobWorkload(j.Name, ns(j.ObjectMeta), j.Spec.Template, j.Spec.Completions, j.Spec.Parallelism, runtimes)
+		tmpl := j.Spec.Template
+		if err := prio.resolve(&tmpl.Spec, "Job "+j.Name+": spec.template.spec"); err != nil {
+			return err
+		}
+		w := jobWorkload(j.Name, ns(j.ObjectMeta), tmpl, j.Spec.Completions, j.Spec.Parallelism, runtimes)
 		e.workloads = append(e.workloads, w)
 	}
 	for _, p := range e.in.Pods {
 		p = p.DeepCopy()
 		p.Namespace = ns(p.ObjectMeta)
+		if err := prio.resolve(&p.Spec, "Pod "+p.Name+": spec"); err != nil {
+			return err
+		}
 		e.bare = append(e.bare, &simPod{pod: p, created: e.start})
 	}
 	e.daemonSets = e.in.DaemonSets
 	for _, ds := range e.daemonSets {
-		e.dsPods = append(e.dsPods, &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()})
+		dp := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
+		if err := prio.resolve(&dp.Spec, "DaemonSet "+ds.Name+": spec.template.spec"); err != nil {
+			return err
+		}
+		e.dsPods = append(e.dsPods, dp)
 	}
 	loads := map[string]*LoadSpec{}
 	for i := range s.Loads {
@@ -288,6 +306,9 @@ func (e *engine) buildWorkloads() error {
 			return fmt.Errorf("CronJob %s: spec.schedule %q: %v (use 5 fields, e.g. \"0 2 * * *\")", cj.Name, cj.Spec.Schedule, err)
 		}
 		cm := &cronModel{name: cj.Name, namespace: ns(cj.ObjectMeta), schedule: sched, template: cj.Spec.JobTemplate.Spec.Template}
+		if err := prio.resolve(&cm.template.Spec, "CronJob "+cj.Name+": spec.jobTemplate.spec.template.spec"); err != nil {
+			return err
+		}
 		e.scheduleCron(cm, cj.Spec.JobTemplate.Spec.Completions, cj.Spec.JobTemplate.Spec.Parallelism, runtimes)
 	}
 	return nil
@@ -335,6 +356,7 @@ func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, ru
 			runtimes[cm.namespace+"/"+jobName] = rt
 		}
 		w := jobWorkload(jobName, cm.namespace, cm.template, completions, parallelism, runtimes)
+		w.cron = cm.name
 		e.workloads = append(e.workloads, w)
 		e.reconcile(w)
 		e.scheduleCron(cm, completions, parallelism, runtimes)
@@ -490,7 +512,7 @@ func (e *engine) bind() {
 					return sp.owner.selector
 				}
 				return nil
-			}})
+			}, PDBs: e.pdbs})
 		}
 		e.bindPods = byPod
 		res := e.binder.Bind(nodes, pods)
@@ -499,6 +521,9 @@ func (e *engine) bind() {
 			for _, p := range plan.Pods {
 				e.bindPod(byPod[p], n)
 			}
+		}
+		for _, pre := range res.Preemptions {
+			e.preempt(byPod[pre.Pod], byName[pre.Node.Name], pre.Victims)
 		}
 	}
 	if len(e.pending) > 0 {

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	sigsjson "sigs.k8s.io/json"
 
@@ -38,6 +39,9 @@ type Input struct {
 	ScaledObjects []*ScaledObject
 	PDBs          []*policyv1.PodDisruptionBudget
 	Pods          []*corev1.Pod
+	// PriorityClasses give pods their priority, for scheduling order and
+	// preemption.
+	PriorityClasses []*schedulingv1.PriorityClass
 	// Skipped counts documents of kinds the simulator has no model for.
 	Skipped map[string]int
 }
@@ -65,13 +69,15 @@ type ScaledObject struct {
 
 // deprecatedWorkloads maps removed workload API versions to their replacement.
 var deprecatedWorkloads = map[string]string{
-	"extensions/v1beta1":  "apps/v1",
-	"apps/v1beta1":        "apps/v1",
-	"apps/v1beta2":        "apps/v1",
-	"autoscaling/v2beta1": "autoscaling/v2",
-	"autoscaling/v2beta2": "autoscaling/v2",
-	"batch/v1beta1":       "batch/v1",
-	"policy/v1beta1":      "policy/v1",
+	"extensions/v1beta1":         "apps/v1",
+	"apps/v1beta1":               "apps/v1",
+	"apps/v1beta2":               "apps/v1",
+	"autoscaling/v2beta1":        "autoscaling/v2",
+	"autoscaling/v2beta2":        "autoscaling/v2",
+	"batch/v1beta1":              "batch/v1",
+	"policy/v1beta1":             "policy/v1",
+	"scheduling.k8s.io/v1beta1":  "scheduling.k8s.io/v1",
+	"scheduling.k8s.io/v1alpha1": "scheduling.k8s.io/v1",
 }
 
 // DefaultStart is a Monday, so weekday budget windows show in a day's run.
@@ -181,6 +187,8 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		return decodeInto(d, &in.HPAs)
 	case "policy/v1/PodDisruptionBudget":
 		return decodeInto(d, &in.PDBs)
+	case "scheduling.k8s.io/v1/PriorityClass":
+		return decodeInto(d, &in.PriorityClasses)
 	case "keda.sh/v1alpha1/ScaledObject":
 		so := &ScaledObject{}
 		if err := decodeLoose(d.Object, so); err != nil {

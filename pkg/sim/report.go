@@ -29,6 +29,7 @@ type Report struct {
 	BlockedByBudget     int               `json:"blockedByBudget"`
 	DriftBudget         DriftBudget       `json:"driftBudget"`
 	SpotInterruptions   int               `json:"spotInterruptions"`
+	Preemptions         Preemptions       `json:"preemptions"`
 	CloudErrors         map[string]int    `json:"cloudErrors"`
 	Autoscalers         []Autoscaler      `json:"autoscalers"`
 	Timeline            []Sample          `json:"timeline"`
@@ -74,6 +75,18 @@ type PodStats struct {
 	StartupP99     float64        `json:"startupSecondsP99"`
 	StartupMax     float64        `json:"startupSecondsMax"`
 	Histogram      []Bucket       `json:"startupHistogram"`
+	// ByWorkload breaks startup down by controller ("Deployment/web",
+	// "CronJob/nightly", "Pod/debug"), so placeholder pods and batch jobs
+	// do not hide how fast a service's pods start.
+	ByWorkload map[string]Startup `json:"byWorkload"`
+}
+
+// Startup is one workload's pod startup latency, pending → running.
+type Startup struct {
+	Ran int     `json:"ran"`
+	P50 float64 `json:"startupSecondsP50"`
+	P90 float64 `json:"startupSecondsP90"`
+	Max float64 `json:"startupSecondsMax"`
 }
 
 // Bucket of the startup histogram: pods that started within UpTo seconds.
@@ -95,6 +108,12 @@ type DisruptionEvent struct {
 	NodePool string  `json:"nodePool"`
 	Node     string  `json:"node"`
 	Reason   string  `json:"reason"`
+}
+
+// Preemptions counts pods that preempted others, and the pods they evicted.
+type Preemptions struct {
+	Preemptors int `json:"preemptors"`
+	Victims    int `json:"victims"`
 }
 
 // DriftBudget checks drift against its budget at every pass.
@@ -126,11 +145,13 @@ type Sample struct {
 type recorder struct {
 	e           *engine
 	startups    []float64
+	byWorkload  map[string][]float64
 	created     int
 	evictions   int
 	disruptions map[[2]string]int
 	blocked     int
 	interrupts  int
+	preempted   Preemptions
 	cloudErrors map[string]int
 	launched    map[string]int
 	neverReg    int
@@ -145,14 +166,23 @@ type recorder struct {
 }
 
 func newRecorder(e *engine) *recorder {
-	return &recorder{e: e, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
+	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
 		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}}
 }
 
 func (r *recorder) podCreated(*simPod) { r.created++ }
 
 func (r *recorder) podRunning(p *simPod) {
-	r.startups = append(r.startups, p.running.Sub(p.created).Seconds())
+	d := p.running.Sub(p.created).Seconds()
+	r.startups = append(r.startups, d)
+	key := "Pod/" + p.pod.Name
+	if w := p.owner; w != nil {
+		key = w.kind + "/" + w.name
+		if w.cron != "" {
+			key = "CronJob/" + w.cron
+		}
+	}
+	r.byWorkload[key] = append(r.byWorkload[key], d)
 	if n := p.node; n != nil {
 		taints := n.taints
 		if scheduling.ToleratesForScheduling(taints, p.pod.Spec.Tolerations) != nil {
@@ -176,6 +206,10 @@ func (r *recorder) nodeGone(n *simNode, reason string) {
 	delete(r.driftNodes, n.name)
 }
 func (r *recorder) interruption(*simNode) { r.interrupts++ }
+func (r *recorder) preemption(victims int) {
+	r.preempted.Preemptors++
+	r.preempted.Victims += victims
+}
 func (r *recorder) note(s string) {
 	r.notes = append(r.notes, fmt.Sprintf("%s %s", r.e.clk.now.Format("Mon 15:04"), s))
 }
@@ -268,7 +302,7 @@ func (e *engine) finish() *Report {
 	r := e.rep
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, SkippedKinds: e.in.Skipped}
+		BlockedByBudget: r.blocked, DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
 	if rep.Notes == nil {
 		rep.Notes = []string{}
 	}
@@ -320,6 +354,12 @@ func (e *engine) finish() *Report {
 		StartupP50: round(percentile(st, 0.5)), StartupP90: round(percentile(st, 0.9)), StartupP99: round(percentile(st, 0.99))}
 	if len(st) > 0 {
 		rep.Pods.StartupMax = round(st[len(st)-1])
+	}
+	rep.Pods.ByWorkload = map[string]Startup{}
+	for k, v := range r.byWorkload {
+		v = append([]float64(nil), v...)
+		sort.Float64s(v)
+		rep.Pods.ByWorkload[k] = Startup{Ran: len(v), P50: round(percentile(v, 0.5)), P90: round(percentile(v, 0.9)), Max: round(v[len(v)-1])}
 	}
 	for _, upTo := range []float64{1, 5, 15, 30, 60, 120, 300, 600, math.Inf(1)} {
 		n := sort.SearchFloat64s(st, math.Nextafter(upTo, math.Inf(1)))

@@ -115,4 +115,6 @@ type simPod struct {
 	running  time.Time
 	finished bool
 	reason   string // last unschedulable reason
+	// nominated: the node this pod preempted pods on and waits for.
+	nominated *simNode
 }

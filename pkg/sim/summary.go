@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 	"text/tabwriter"
 )
@@ -23,6 +24,9 @@ func WriteSummary(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "; peak %s\n", strings.Join(peaks, ", "))
 	fmt.Fprintf(w, "Pod startup    p50 %.0fs  p90 %.0fs  p99 %.0fs  (pending → running; %d pods ran)\n", r.Pods.StartupP50, r.Pods.StartupP90, r.Pods.StartupP99, r.Pods.Ran)
+	if slow := slowestWorkloads(r.Pods.ByWorkload, 3); len(slow) > 1 {
+		fmt.Fprintf(w, "               slowest p90: %s\n", strings.Join(slow, ", "))
+	}
 	if r.Pods.NeverRan > 0 {
 		fmt.Fprintf(w, "Never ran      %d pods\n", r.Pods.NeverRan)
 		for _, reason := range sortedKeys(r.Pods.NeverRanReason) {
@@ -41,6 +45,9 @@ func WriteSummary(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "Disruptions    %s\n", strings.Join(ds, ", "))
 	fmt.Fprintf(w, "Blocked        %d by budgets; drift at most %d node(s) at once, %d budget violations\n", r.BlockedByBudget, r.DriftBudget.MaxConcurrent, r.DriftBudget.Violations)
 	fmt.Fprintf(w, "Spot           %d interruptions survived\n", r.SpotInterruptions)
+	if r.Preemptions.Preemptors > 0 {
+		fmt.Fprintf(w, "Preemption     %d pods preempted %d of lower priority\n", r.Preemptions.Preemptors, r.Preemptions.Victims)
+	}
 	if len(r.CloudErrors) > 0 {
 		var errs []string
 		for _, k := range sortedKeys(r.CloudErrors) {
@@ -86,4 +93,15 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	row("disruptions", fmt.Sprint(count(a)), fmt.Sprint(count(b)))
 	row("spot interruptions", fmt.Sprint(a.SpotInterruptions), fmt.Sprint(b.SpotInterruptions))
 	_ = tw.Flush()
+}
+
+// slowestWorkloads names the n workloads whose pods waited longest (p90).
+func slowestWorkloads(by map[string]Startup, n int) []string {
+	keys := sortedKeys(by)
+	sort.SliceStable(keys, func(i, j int) bool { return by[keys[i]].P90 > by[keys[j]].P90 })
+	var out []string
+	for _, k := range keys[:min(n, len(keys))] {
+		out = append(out, fmt.Sprintf("%s %.0fs", k, by[k].P90))
+	}
+	return out
 }

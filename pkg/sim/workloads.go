@@ -29,6 +29,8 @@ type workload struct {
 	completions int
 	succeeded   int
 	runtime     time.Duration
+	// cron names the CronJob a Job was made by.
+	cron string
 	// metrics for HPA: the load feeding it.
 	hpa *hpaModel
 }

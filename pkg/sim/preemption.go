@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// defaultGrace is a pod's terminationGracePeriodSeconds when unset.
+const defaultGrace = 30 * time.Second
+
+// preempt carries out kube-scheduler's preemption: the victims are deleted
+// (they terminate gracefully, holding their room until they are gone;
+// their controllers replace them at once), and the preemptor is nominated
+// to the node. Nominated pods are neither bound elsewhere nor provisioned
+// for, as Karpenter leaves them alone; when the last victim is gone the
+// pod is bound to its node if it still fits, or is pending again.
+func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
+	delete(e.pending, sp)
+	sp.nominated = n
+	e.rep.preemption(len(victims))
+	wait := time.Duration(0)
+	for _, v := range victims {
+		vp := podOn(n, v)
+		if vp == nil {
+			continue
+		}
+		grace := defaultGrace
+		if g := v.Spec.TerminationGracePeriodSeconds; g != nil {
+			grace = time.Duration(*g) * time.Second
+		}
+		wait = max(wait, grace)
+		e.terminate(vp, grace)
+	}
+	e.clk.after(wait, func() {
+		if sp.nominated != n || sp.finished {
+			return
+		}
+		sp.nominated = nil
+		if n.state == nodeReady && !n.disrupting {
+			res := provisioning.NewBinder(provisioning.BindOptions{}).Bind([]*provisioning.Node{n.asNode()}, []*corev1.Pod{sp.pod})
+			if len(res.ExistingNodes) == 1 {
+				e.bindPod(sp, n)
+				return
+			}
+		}
+		e.addPending(sp)
+	})
+}
+
+func podOn(n *simNode, p *corev1.Pod) *simPod {
+	for _, sp := range n.pods {
+		if sp.pod == p {
+			return sp
+		}
+	}
+	return nil
+}
+
+// terminate deletes a running pod gracefully: it is marked terminating at
+// once (its controller replaces it) and leaves its node after grace.
+func (e *engine) terminate(p *simPod, grace time.Duration) {
+	n := p.node
+	now := metav1.NewTime(e.clk.now)
+	p.pod.DeletionTimestamp = &now
+	n.version++
+	if w := p.owner; w != nil {
+		for i, q := range w.pods {
+			if q == p {
+				w.pods = append(w.pods[:i], w.pods[i+1:]...)
+				break
+			}
+		}
+		e.reconcile(w)
+	} else {
+		e.rep.barePodLost(p)
+	}
+	e.clk.after(grace, func() {
+		if p.node != n || p.finished {
+			return
+		}
+		for i, q := range n.pods {
+			if q == p {
+				n.pods = append(n.pods[:i], n.pods[i+1:]...)
+				break
+			}
+		}
+		n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
+		n.version++
+		n.lastPodEvent = e.clk.now
+		p.node = nil
+		p.finished = true
+		e.dirty = true
+		e.armBind()
+	})
+}
