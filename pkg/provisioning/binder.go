@@ -174,6 +174,8 @@ type bindRun struct {
 	nominated    map[*corev1.Pod]bool // preemptors: room taken, not bound
 	victims      map[*corev1.Pod]bool // pods preempted in this run
 	pdbs         []*policyv1.PodDisruptionBudget
+	lowest       int32 // lowest priority of a pod on any node, once known
+	lowestKnown  bool
 	domains      map[string][]string // per topology key, each target's value ("" when unlabelled)
 	hasDomain    map[string][]bool
 }

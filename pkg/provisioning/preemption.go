@@ -35,6 +35,17 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		return nil
 	}
 	prio := priority(pod)
+	if !r.lowestKnown {
+		r.lowestKnown, r.lowest = true, math.MaxInt32
+		for _, e := range r.targets {
+			for _, q := range e.node.Pods {
+				r.lowest = min(r.lowest, priority(q))
+			}
+		}
+	}
+	if prio <= r.lowest {
+		return nil // nothing anywhere has lower priority
+	}
 	s := r.s
 	if r.pdbs == nil && r.b.opts.PDBs != nil {
 		r.pdbs = r.b.opts.PDBs()

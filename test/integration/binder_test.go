@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -299,4 +300,111 @@ func waitBound(t *testing.T, p *corev1.Pod) string {
 		t.Fatalf("pod %s was not bound: %v", p.Name, err)
 	}
 	return node
+}
+
+// TestPreemptionAgreesWithKubeScheduler: a high-priority pod that fits
+// nowhere makes the real kube-scheduler delete victims on one node and
+// nominate the pod there; Joiner's Binder must pick the same node and the
+// same number of victims.
+func TestPreemptionAgreesWithKubeScheduler(t *testing.T) {
+	ctx := context.Background()
+	const ns = "preemption"
+	startScheduler(t)
+	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	for name, value := range map[string]int32{"placeholder": -10, "batch": -5, "service": 50, "critical": 1000} {
+		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
+		if err := k8s.Create(ctx, pc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, n := range []struct{ name, zone string }{{"pre-a", "zone-a"}, {"pre-b", "zone-b"}, {"pre-c", "zone-c"}} {
+		createNode(t, n.name, n.zone, 2, 8, nil)
+		var node corev1.Node
+		if err := k8s.Get(ctx, client.ObjectKey{Name: n.name}, &node); err != nil {
+			t.Fatal(err)
+		}
+		node.Labels["pool"] = "preempt"
+		if err := k8s.Update(ctx, &node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inPool := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "preempt"} }
+	class := func(c string) podOption { return func(p *corev1.Pod) { p.Spec.PriorityClassName = c } }
+	bound := []struct {
+		node string
+		pod  *corev1.Pod
+	}{
+		{"pre-a", testPod("hold-1", "1", "1Gi", class("placeholder"), inPool)},
+		{"pre-a", testPod("hold-2", "1", "1Gi", class("placeholder"), inPool)},
+		{"pre-b", testPod("api-1", "2", "1Gi", class("service"), inPool)},
+		{"pre-c", testPod("batch-1", "2", "1Gi", class("batch"), inPool)},
+	}
+	for _, b := range bound {
+		b.pod.Namespace, b.pod.Spec.NodeName = ns, b.node
+		if err := k8s.Create(ctx, b.pod); err != nil {
+			t.Fatal(err)
+		}
+	}
+	high := testPod("urgent", "1", "1Gi", class("critical"), inPool)
+	high.Namespace = ns
+	if err := k8s.Create(ctx, high); err != nil {
+		t.Fatal(err)
+	}
+	var nominated string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		var cur corev1.Pod
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(high), &cur); err != nil {
+			return false, err
+		}
+		nominated = cur.Status.NominatedNodeName
+		if cur.Spec.NodeName != "" {
+			nominated = cur.Spec.NodeName
+		}
+		return nominated != "", nil
+	})
+	if err != nil {
+		t.Fatalf("kube-scheduler did not preempt for %s: %v", high.Name, err)
+	}
+	var pods corev1.PodList
+	if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			deleted = append(deleted, p.Name)
+		}
+	}
+
+	// Joiner's view of the cluster before the preemption: the victims as
+	// they were, the preemptor pending.
+	nodes := clusterNodes(t, ns)
+	var pending *corev1.Pod
+	for _, n := range nodes {
+		for _, p := range n.Pods {
+			p.DeletionTimestamp = nil
+		}
+	}
+	for i := range pods.Items {
+		if pods.Items[i].Name == high.Name {
+			pending = pods.Items[i].DeepCopy()
+			pending.Spec.NodeName, pending.Status.NominatedNodeName = "", ""
+		}
+	}
+	res := provisioning.NewBinder(provisioning.BindOptions{}).Bind(nodes, []*corev1.Pod{pending})
+	if len(res.Preemptions) != 1 {
+		t.Fatalf("Joiner does not preempt (bound %d, unschedulable %d); kube-scheduler nominated %s and deleted %v",
+			len(res.ExistingNodes), len(res.Unschedulable), nominated, deleted)
+	}
+	pre := res.Preemptions[0]
+	var victims []string
+	for _, v := range pre.Victims {
+		victims = append(victims, v.Name)
+	}
+	if pre.Node.Name != nominated || len(victims) != len(deleted) {
+		t.Errorf("kube-scheduler: node %s, victims %v; Joiner: node %s, victims %v", nominated, deleted, pre.Node.Name, victims)
+	}
+	t.Logf("both preempt on %s: kube-scheduler deleted %v, Joiner chose %v", nominated, deleted, victims)
 }
