@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"path"
+	"reflect"
 	"sort"
 	"strings"
 	"time"
@@ -162,7 +163,10 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		*sawScenario = true
 		s := in.Scenario
 		if err := decodeStrict(d.Object, &s); err != nil {
-			return fmt.Errorf("%w (fields: start, duration, seed, region, zones, catalog, loads, jobs, events, faults)", err)
+			if strings.Contains(err.Error(), "unknown field") {
+				return fmt.Errorf("%w (fields: start, duration, seed, region, zones, catalog, loads, jobs, events, faults)", err)
+			}
+			return valueProblem(d, err, func(o map[string]any) error { return decodeStrict(o, &Scenario{}) })
 		}
 		in.Scenario = s
 		return nil
@@ -228,6 +232,18 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 	return nil
 }
 
+// valueProblem turns a decode error into a Problem naming the field (found
+// by manifest.Locate when the decoder does not say), its line and a fix.
+func valueProblem(d *manifest.Document, err error, decode func(map[string]any) error) error {
+	field := manifest.Locate(d.Object, decode)
+	msg := err.Error()
+	if field != "" {
+		msg = strings.TrimPrefix(msg, "json: ")
+	}
+	return manifest.Problems{{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
+		Message: msg, Fix: manifest.ValueFix(msg)}}
+}
+
 func decodeInto[T any](d *manifest.Document, list *[]*T) error {
 	obj := new(T)
 	if err := decodeDoc(d, obj); err != nil {
@@ -246,8 +262,11 @@ func decodeDoc(d *manifest.Document, v any) error {
 	}
 	strict, err := sigsjson.UnmarshalStrict(b, v)
 	if err != nil {
-		return manifest.Problems{{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name, Message: err.Error(),
-			Fix: "check the field's type against the Kubernetes API reference"}}
+		return valueProblem(d, err, func(o map[string]any) error {
+			b, _ := json.Marshal(o)
+			_, err := sigsjson.UnmarshalStrict(b, reflect.New(reflect.TypeOf(v).Elem()).Interface())
+			return err
+		})
 	}
 	var ps manifest.Problems
 	for _, e := range strict {

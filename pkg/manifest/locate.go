@@ -1,0 +1,119 @@
+package manifest
+
+import (
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Locate finds the field a decode error comes from when the decoder does
+// not say (custom unmarshalers — quantities, durations, times — report only
+// the bad value): it removes one leaf at a time from a copy of obj and
+// returns the path of the first leaf whose removal makes decode succeed,
+// as "spec.containers[0].resources.requests.cpu", or "".
+func Locate(obj map[string]any, decode func(map[string]any) error) string {
+	var paths [][]any
+	collectLeaves(obj, nil, &paths)
+	for _, p := range paths {
+		cp := deepCopy(obj).(map[string]any)
+		removeAt(cp, p)
+		if decode(cp) == nil {
+			return pathString(p)
+		}
+	}
+	return ""
+}
+
+func collectLeaves(v any, prefix []any, out *[][]any) {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			collectLeaves(t[k], append(append([]any(nil), prefix...), k), out)
+		}
+	case []any:
+		for i, x := range t {
+			collectLeaves(x, append(append([]any(nil), prefix...), i), out)
+		}
+	default:
+		*out = append(*out, prefix)
+	}
+}
+
+func deepCopy(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = deepCopy(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = deepCopy(x)
+		}
+		return out
+	default:
+		return v
+	}
+}
+
+// removeAt deletes the leaf at path (a list item becomes null, so the
+// other items keep their indexes).
+func removeAt(v any, path []any) {
+	for i, seg := range path {
+		last := i == len(path)-1
+		switch t := v.(type) {
+		case map[string]any:
+			k, _ := seg.(string)
+			if last {
+				delete(t, k)
+				return
+			}
+			v = t[k]
+		case []any:
+			j, _ := seg.(int)
+			if last {
+				t[j] = nil
+				return
+			}
+			v = t[j]
+		default:
+			return
+		}
+	}
+}
+
+func pathString(path []any) string {
+	var b strings.Builder
+	for _, seg := range path {
+		switch s := seg.(type) {
+		case int:
+			b.WriteString("[" + strconv.Itoa(s) + "]")
+		case string:
+			if b.Len() > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(s)
+		}
+	}
+	return b.String()
+}
+
+// ValueFix says how to write a value a decoder rejected, from its message.
+func ValueFix(msg string) string {
+	switch {
+	case strings.Contains(msg, "quantities must match"):
+		return "write a Kubernetes quantity: cpu as 500m or 0.5, memory as 512Mi or 2Gi"
+	case strings.Contains(msg, "in duration"), strings.Contains(msg, "invalid duration"):
+		return "write a duration with a unit: 30s, 15m, 24h (there is no d: a week is 168h)"
+	case strings.Contains(msg, "parsing time"):
+		return `write an RFC 3339 time: "2026-11-30T00:00:00Z"`
+	}
+	return "check the field's type against the Kubernetes API reference"
+}

@@ -1,0 +1,32 @@
+package manifest
+
+import (
+	"encoding/json"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+func TestLocateFindsTheBadValue(t *testing.T) {
+	obj := map[string]any{"spec": map[string]any{"containers": []any{
+		map[string]any{"name": "a", "resources": map[string]any{"requests": map[string]any{"cpu": "1", "memory": "1Gi"}}},
+		map[string]any{"name": "b", "resources": map[string]any{"requests": map[string]any{"cpu": "500mb", "memory": "1Gi"}}},
+	}}}
+	decode := func(o map[string]any) error {
+		b, _ := json.Marshal(o)
+		return json.Unmarshal(b, &corev1.Pod{})
+	}
+	err := decode(obj)
+	if err == nil {
+		t.Fatal("want the bad quantity to fail")
+	}
+	if got := Locate(obj, decode); got != "spec.containers[1].resources.requests.cpu" {
+		t.Errorf("Locate = %q", got)
+	}
+	if fix := ValueFix(err.Error()); fix == "" || fix[:5] != "write" {
+		t.Errorf("fix for %q: %q", err, fix)
+	}
+	if got := Locate(map[string]any{"spec": map[string]any{}}, decode); got != "" {
+		t.Errorf("nothing to find, got %q", got)
+	}
+}
