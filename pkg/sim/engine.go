@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand"
+	"path"
 	"runtime/debug"
 	"sort"
 	"time"
@@ -129,9 +130,9 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	var cat *catalog.Catalog
 	var err error
 	if s.Catalog != "" {
-		b, rerr := fs.ReadFile(fsys, dir+"/"+s.Catalog)
+		b, rerr := fs.ReadFile(fsys, path.Join(dir, s.Catalog))
 		if rerr != nil {
-			return nil, fmt.Errorf("spec.catalog: %w", rerr)
+			return nil, fmt.Errorf("scenario.yaml: spec.catalog %q: %w (the path is relative to the scenario directory)", s.Catalog, rerr)
 		}
 		cat, err = catalog.Parse(b, s.Catalog)
 	} else {
@@ -326,7 +327,10 @@ func (e *engine) autoscaled(kind, namespace, name, targetKey, example string, by
 		return nil, nil, nil, fmt.Errorf("%s %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: %s, name: %s}, %s}]", kind, name, kind, name, example)
 	}
 	lf, err := newLoadFn(*spec, e.fsys, e.dir)
-	return target, spec, lf, err
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("scenario.yaml: the load of %s %s: %w", kind, name, err)
+	}
+	return target, spec, lf, nil
 }
 
 func jobWorkload(name, ns string, tmpl corev1.PodTemplateSpec, completions, parallelism *int32, runtimes map[string]time.Duration) *workload {

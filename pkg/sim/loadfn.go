@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
+	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,9 +42,9 @@ func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 			return v
 		}}, nil
 	case "csv":
-		b, err := fs.ReadFile(fsys, dir+"/"+l.CSV)
+		b, err := fs.ReadFile(fsys, path.Join(dir, l.CSV))
 		if err != nil {
-			return nil, fmt.Errorf("load csv: %w", err)
+			return nil, fmt.Errorf("csv %q: %w (the path is relative to the scenario directory)", l.CSV, err)
 		}
 		var steps []Step
 		sc := bufio.NewScanner(strings.NewReader(string(b)))

@@ -191,6 +191,15 @@ func TestLoadPatterns(t *testing.T) {
 	if err != nil || c.at(29*time.Minute) != 10 || c.at(31*time.Minute) != 40 {
 		t.Errorf("csv: %v", err)
 	}
+	// A scenario directory opened as the root of its file system (the CLI's
+	// os.DirFS(dir) with dir ".") must work too.
+	root := fstest.MapFS{"trace.csv": {Data: []byte("0s,10\n")}}
+	if c, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "trace.csv"}, root, "."); err != nil || c.at(0) != 10 {
+		t.Errorf("csv beside scenario.yaml at the root: %v", err)
+	}
+	if _, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "missing.csv"}, root, "."); err == nil || !strings.Contains(err.Error(), `csv "missing.csv"`) {
+		t.Errorf("missing csv: %v", err)
+	}
 	if _, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "bad.csv"}, fsys, "sc"); err == nil || !strings.Contains(err.Error(), "bad.csv:1: want offset,value") {
 		t.Errorf("bad csv: %v", err)
 	}
