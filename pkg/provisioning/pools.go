@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -164,6 +165,9 @@ func (p *poolInfo) limitsReason(d *dims) string {
 func fmtQty(d *dims, i int, v int64) string {
 	if v == 0 {
 		return "0"
+	}
+	if d.names[i] == corev1.ResourceCPU && v%1000 == 0 {
+		return strconv.FormatInt(v/1000, 10) // whole cores, not "1k"
 	}
 	l := make(vec, i+1)
 	l[i] = v
