@@ -92,6 +92,14 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	}
 	row("disruptions", fmt.Sprint(count(a)), fmt.Sprint(count(b)))
 	row("spot interruptions", fmt.Sprint(a.SpotInterruptions), fmt.Sprint(b.SpotInterruptions))
+	row("preemptions", fmt.Sprint(a.Preemptions.Preemptors), fmt.Sprint(b.Preemptions.Preemptors))
+	// The workloads both run: how long their pods waited.
+	for _, k := range sortedKeys(a.Pods.ByWorkload) {
+		if sb, ok := b.Pods.ByWorkload[k]; ok {
+			sa := a.Pods.ByWorkload[k]
+			row(k+" p90 (s)", fmt.Sprintf("%.0f", sa.P90), fmt.Sprintf("%.0f", sb.P90))
+		}
+	}
 	_ = tw.Flush()
 }
 
