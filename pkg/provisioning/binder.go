@@ -145,8 +145,7 @@ func NewBinder(opts BindOptions) *Binder {
 // MarkedForDeletion ones take no pods but their pods still count for
 // spreading and affinity.
 func (b *Binder) Bind(nodes []*Node, pods []*corev1.Pod) *Results {
-	r := b.run(nodes, pods, nil)
-	return r
+	return b.run(nodes, pods, nil)
 }
 
 // Scores returns, for each node that passes the filters for the pod, the

@@ -437,35 +437,41 @@ func (e *engine) addPending(p *simPod) {
 // removePod deletes a pod; evicted tells its controller to replace it.
 func (e *engine) removePod(p *simPod, evicted bool) {
 	delete(e.pending, p)
-	if n := p.node; n != nil {
-		for i, q := range n.pods {
-			if q == p {
-				n.pods = append(n.pods[:i], n.pods[i+1:]...)
-				n.version++
-				break
-			}
-		}
-		n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
-		n.version++
-		n.lastPodEvent = e.clk.now
-		p.node = nil
-		e.dirty = true
-	}
+	e.unbind(p)
 	p.finished = true
-	if evicted && p.owner != nil {
-		w := p.owner
-		for i, q := range w.pods {
-			if q == p {
-				w.pods = append(w.pods[:i], w.pods[i+1:]...)
-				break
-			}
+	if evicted {
+		e.replace(p)
+	}
+}
+
+// unbind takes a pod off its node, if it is on one.
+func (e *engine) unbind(p *simPod) {
+	n := p.node
+	if n == nil {
+		return
+	}
+	for i, q := range n.pods {
+		if q == p {
+			n.pods = append(n.pods[:i], n.pods[i+1:]...)
+			break
 		}
+	}
+	n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
+	n.version++
+	n.lastPodEvent = e.clk.now
+	p.node = nil
+	e.dirty = true
+}
+
+// replace is a controller noticing its pod is gone: it makes another. A
+// bare pod has no controller: it is gone for good.
+func (e *engine) replace(p *simPod) {
+	if w := p.owner; w != nil {
+		w.forget(p)
 		e.reconcile(w)
+		return
 	}
-	if evicted && p.owner == nil {
-		// A bare pod has no controller: evicted, it is gone for good.
-		e.rep.barePodLost(p)
-	}
+	e.rep.barePodLost(p)
 }
 
 func (e *engine) runHPA(m *hpaModel) {
@@ -573,12 +579,7 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 				return
 			}
 			w.succeeded++
-			for i, q := range w.pods {
-				if q == p {
-					w.pods = append(w.pods[:i], w.pods[i+1:]...)
-					break
-				}
-			}
+			w.forget(p)
 			e.removePod(p, false)
 			e.reconcile(w)
 		})

@@ -7,7 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // defaultGrace is a pod's terminationGracePeriodSeconds when unset.
@@ -68,33 +67,13 @@ func (e *engine) terminate(p *simPod, grace time.Duration) {
 	now := metav1.NewTime(e.clk.now)
 	p.pod.DeletionTimestamp = &now
 	n.version++
-	if w := p.owner; w != nil {
-		for i, q := range w.pods {
-			if q == p {
-				w.pods = append(w.pods[:i], w.pods[i+1:]...)
-				break
-			}
-		}
-		e.reconcile(w)
-	} else {
-		e.rep.barePodLost(p)
-	}
+	e.replace(p)
 	e.clk.after(grace, func() {
 		if p.node != n || p.finished {
 			return
 		}
-		for i, q := range n.pods {
-			if q == p {
-				n.pods = append(n.pods[:i], n.pods[i+1:]...)
-				break
-			}
-		}
-		n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
-		n.version++
-		n.lastPodEvent = e.clk.now
-		p.node = nil
+		e.unbind(p)
 		p.finished = true
-		e.dirty = true
 		e.armBind()
 	})
 }

@@ -37,6 +37,16 @@ type workload struct {
 
 func (w *workload) key() string { return w.namespace + "/" + w.name }
 
+// forget drops a pod from the workload's live pods.
+func (w *workload) forget(p *simPod) {
+	for i, q := range w.pods {
+		if q == p {
+			w.pods = append(w.pods[:i], w.pods[i+1:]...)
+			return
+		}
+	}
+}
+
 func (w *workload) newPod(now time.Time) *simPod {
 	w.seq++
 	p := &corev1.Pod{
