@@ -58,6 +58,8 @@ type Binder struct {
 	anti    map[*Node]bool
 	nodes   map[*Node]*nodeFacts
 	next    int
+	// keys caches pods' class keys (of the whole pod, preferences and all).
+	keys map[*corev1.Pod]uint64
 	// spreadIDs interns spread selectors (namespace|selector) as indexes
 	// into nodeFacts.counts and the run's added counts.
 	spreadIDs map[string]int
@@ -136,7 +138,7 @@ type nodeFacts struct {
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
 	return &Binder{opts: opts, dims: newDims(), podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{},
-		nodes: map[*Node]*nodeFacts{}, spreadIDs: map[string]int{}, groupOf: map[*corev1.Pod]int32{}, groupIDs: map[string]int32{}}
+		nodes: map[*Node]*nodeFacts{}, spreadIDs: map[string]int{}, keys: map[*corev1.Pod]uint64{}, groupOf: map[*corev1.Pod]int32{}, groupIDs: map[string]int32{}}
 }
 
 // Bind places the pods on the nodes. Results.ExistingNodes holds the
@@ -163,7 +165,7 @@ type bindRun struct {
 	s       *scheduler
 	targets []*existingTarget
 	facts   []*nodeFacts
-	classes map[*podClass]*scoreClass
+	classes map[uint64]*scoreClass // by the whole pod's class key
 	// per target, what this run added: non-zero requests, and pods
 	// matching each spread selector seen so far (by namespace|selector).
 	addedNonZero [][2]int64
@@ -197,7 +199,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 	b.prune(ordered)
 	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: b.podVecs, antiCache: b.anti}
 	s.addNodes(ordered)
-	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[*podClass]*scoreClass{},
+	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[uint64]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
 		nonZero: map[*podClass][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
 	for _, n := range ordered {
@@ -205,7 +207,8 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 	}
 	type pending struct {
 		pod   *corev1.Pod
-		class *podClass
+		class *podClass // the filters' view: preferences stripped
+		key   uint64    // the whole pod's class key, for its scores
 		aff   scheduling.NodeAffinity
 		multi bool
 	}
@@ -216,7 +219,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 		if multi {
 			c.reqs = strictRequirements(withoutRequiredNodeAffinity(stripped), nil)
 		}
-		list[i] = pending{pod: p, class: c, aff: scheduling.NewNodeAffinity(p), multi: multi}
+		list[i] = pending{pod: p, class: c, key: b.scoreKey(p, s), aff: scheduling.NewNodeAffinity(p), multi: multi}
 	}
 	s.addNodeDomains()
 	for _, c := range s.sortedClasses() {
@@ -283,7 +286,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 		}
 		best := feasible[0]
 		if len(feasible) > 1 || scoresOut != nil {
-			scores := run.score(p.pod, c, feasible)
+			scores := run.score(p.pod, p.key, feasible)
 			if scoresOut != nil {
 				for i, idx := range feasible {
 					scoresOut[run.targets[idx].node.Name] = scores[i]
@@ -307,6 +310,16 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 		}
 	}
 	return res
+}
+
+// scoreKey is the pod's class key: pods with equal keys score alike.
+func (b *Binder) scoreKey(p *corev1.Pod, s *scheduler) uint64 {
+	k, ok := b.keys[p]
+	if !ok {
+		k = classKey(p, s.podVec(p))
+		b.keys[p] = k
+	}
+	return k
 }
 
 // pick is kube-scheduler's selectHost: the best score, ties at random.
@@ -388,6 +401,9 @@ func (b *Binder) prune(nodes []*Node) {
 	}
 	if len(b.podVecs) > 1<<18 {
 		b.podVecs = map[*corev1.Pod]vec{}
+	}
+	if len(b.keys) > 1<<18 {
+		b.keys = map[*corev1.Pod]uint64{}
 	}
 	if len(b.groupOf) > 1<<18 {
 		b.groupOf = map[*corev1.Pod]int32{}
@@ -585,8 +601,8 @@ func termSelector(sel *metav1.LabelSelector) k8slabels.Selector {
 	return s
 }
 
-func (r *bindRun) scoreClassOf(pod *corev1.Pod, c *podClass) *scoreClass {
-	if sc, ok := r.classes[c]; ok {
+func (r *bindRun) scoreClassOf(pod *corev1.Pod, key uint64) *scoreClass {
+	if sc, ok := r.classes[key]; ok {
 		return sc
 	}
 	sc := &scoreClass{pod: pod, nonZero: nonZeroRequests(pod), required: scheduling.NewNodeAffinity(pod),
@@ -610,7 +626,7 @@ func (r *bindRun) scoreClassOf(pod *corev1.Pod, c *podClass) *scoreClass {
 		}
 	}
 	sc.allPods = len(sc.prefAffinity)+len(sc.prefAnti) > 0
-	r.classes[c] = sc
+	r.classes[key] = sc
 	return sc
 }
 
@@ -846,8 +862,8 @@ func (sc *scoreClass) placed(r *bindRun, pod *corev1.Pod, idx int) {
 }
 
 // score returns the weighted, normalized total for each feasible target.
-func (r *bindRun) score(pod *corev1.Pod, c *podClass, feasible []int) []int64 {
-	sc := r.scoreClassOf(pod, c)
+func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
+	sc := r.scoreClassOf(pod, key)
 	total := make([]int64, len(feasible))
 	raw := make([]int64, len(feasible))
 

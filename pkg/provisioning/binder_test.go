@@ -270,3 +270,18 @@ func joinNames(names []string) string {
 	}
 	return out
 }
+
+// TestBinderScoresEachPodByItsOwnPreferences: two pods that differ only in
+// a ScheduleAnyway constraint share a filter class, but not their scores.
+func TestBinderScoresEachPodByItsOwnPreferences(t *testing.T) {
+	nodes := []*Node{
+		readyNode("a", "zone-a", 8, pod("100m", "128Mi", label("app", "x")), pod("100m", "128Mi", label("app", "x")), pod("100m", "128Mi", label("app", "x"))),
+		readyNode("b", "zone-b", 8, pod("3", "12Gi")),
+	}
+	soft := pod("100m", "128Mi", label("app", "x"), spread(v1.LabelZone, 1, func(c *corev1.TopologySpreadConstraint) { c.WhenUnsatisfiable = corev1.ScheduleAnyway }))
+	plain := pod("100m", "128Mi", label("app", "x"))
+	got := boundTo(NewBinder(BindOptions{}).Bind(nodes, []*corev1.Pod{soft, plain}))
+	if got[soft.Name] != "b" || got[plain.Name] != "a" {
+		t.Errorf("the spread pod should go to the empty zone, the plain one to the emptier node: %v", got)
+	}
+}
