@@ -102,6 +102,7 @@ func TestBinderAgreesWithKubeScheduler(t *testing.T) {
 			p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: v1.LabelZone,
 				WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "api"}}}}
 		}),
+		testPod("api-plain", "300m", "300Mi", withLabel("app", "api")), // as spread-zones, without its preference
 		testPod("best-effort", "", ""),
 		testPod("web-4", "250m", "512Mi", withLabel("app", "web"), ownedBy(rs)),
 		testPod("last", "1500m", "3Gi"),
