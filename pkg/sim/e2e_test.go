@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -58,6 +59,13 @@ func TestEveryExampleScenario(t *testing.T) {
 			}
 			if rep.Pods.NeverRan != 0 {
 				t.Errorf("%d pods never ran: %v", rep.Pods.NeverRan, rep.Pods.NeverRanReason)
+			}
+			for _, n := range rep.Notes {
+				// No example has bare pods: a DaemonSet's drained pods
+				// must not be mistaken for them.
+				if strings.Contains(n, "bare pod") {
+					t.Errorf("note about a bare pod in a scenario without any: %s", n)
+				}
 			}
 			if rep.Cost.Total <= 0 || rep.Nodes.Launched == 0 || rep.Pods.Ran == 0 {
 				t.Errorf("nothing happened: cost %v, nodes %d, pods %d", rep.Cost.Total, rep.Nodes.Launched, rep.Pods.Ran)

@@ -105,6 +105,9 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(e.workloads) == 0 && len(e.bare) == 0 && len(in.CronJobs) == 0 {
+		e.rep.note("the scenario has no workloads, so nothing asks for nodes: add Deployments, StatefulSets, Jobs, CronJobs or Pods beside the NodePools")
+	}
 	e.schedule()
 	total := e.end.Sub(e.start)
 	var lastPct float64 = -1
@@ -464,14 +467,16 @@ func (e *engine) unbind(p *simPod) {
 }
 
 // replace is a controller noticing its pod is gone: it makes another. A
-// bare pod has no controller: it is gone for good.
+// DaemonSet's pod belongs to its node (bindDaemons starts them); a bare pod
+// has no controller: it is gone for good.
 func (e *engine) replace(p *simPod) {
-	if w := p.owner; w != nil {
+	switch w := p.owner; {
+	case w != nil:
 		w.forget(p)
 		e.reconcile(w)
-		return
+	case !isDaemon(p.pod):
+		e.rep.barePodLost(p)
 	}
-	e.rep.barePodLost(p)
 }
 
 func (e *engine) runHPA(m *hpaModel) {

@@ -62,6 +62,19 @@ func WriteSummary(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "Autoscaling    %s replicas\n", strings.Join(as, ", "))
 	}
+	if len(r.Notes) > 0 {
+		const shown = 5
+		for i, n := range r.Notes[:min(shown, len(r.Notes))] {
+			label := "               "
+			if i == 0 {
+				label = "Notes          "
+			}
+			fmt.Fprintf(w, "%s%s\n", label, n)
+		}
+		if len(r.Notes) > shown {
+			fmt.Fprintf(w, "               … %d more in --json\n", len(r.Notes)-shown)
+		}
+	}
 	fmt.Fprintln(w, "\nNode-hours by instance type")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for i, nh := range r.NodeHours {
