@@ -3,6 +3,7 @@ package provisioning
 import (
 	"math"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -22,10 +23,11 @@ type preemptCandidate struct {
 // preempt is kube-scheduler's DefaultPreemption for a pod no node can take:
 // on every node whose taints and node affinity allow the pod, take away
 // all pods of lower priority; if the pod then fits, give back as many of
-// them as still leave it room — highest priority first, those a
-// PodDisruptionBudget protects before the rest. Of the nodes left, choose
-// the one with the fewest budget violations, then the lowest highest
-// victim priority, the smallest sum of victim priorities, the fewest
+// them as still leave it room — most important first (priority, then
+// earliest start), those a PodDisruptionBudget protects before the rest.
+// Of the nodes left, choose the one with the fewest budget violations, then
+// the lowest highest victim priority, the smallest sum of victim
+// priorities, the fewest victims, the latest start of the most important
 // victims, and then node order. The pod takes the room at once (it is
 // nominated there; nothing of lower priority may use it meanwhile).
 // Topology constraints are checked against the cluster with the victims
@@ -73,7 +75,7 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
 			continue
 		}
-		sort.SliceStable(lower, func(i, j int) bool { return priority(lower[i]) > priority(lower[j]) })
+		sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
 		cand := &preemptCandidate{idx: idx}
 		budgets := newPDBBudgets(r.pdbs)
 		var protected, free []*corev1.Pod
@@ -138,7 +140,47 @@ func better(a, b *preemptCandidate) bool {
 	if sa != sb {
 		return sa < sb
 	}
-	return len(a.victims) < len(b.victims)
+	if len(a.victims) != len(b.victims) {
+		return len(a.victims) < len(b.victims)
+	}
+	// The node whose most important victims started latest loses the least.
+	return earliestStart(a.victims).After(earliestStart(b.victims))
+}
+
+// moreImportant is kube-scheduler's MoreImportantPod: higher priority,
+// then the one that started earlier (a pod not started yet counts as now,
+// i.e. after every started one).
+func moreImportant(a, b *corev1.Pod) bool {
+	if pa, pb := priority(a), priority(b); pa != pb {
+		return pa > pb
+	}
+	sa, sb := a.Status.StartTime, b.Status.StartTime
+	switch {
+	case sa == nil:
+		return false
+	case sb == nil:
+		return true
+	}
+	return sa.Before(sb)
+}
+
+// earliestStart is when the earliest of the highest-priority victims
+// started; victims not started yet count as started last.
+func earliestStart(victims []*corev1.Pod) time.Time {
+	top := highest(victims)
+	earliest := time.Time{}
+	for _, v := range victims {
+		if priority(v) != top || v.Status.StartTime == nil {
+			continue
+		}
+		if earliest.IsZero() || v.Status.StartTime.Time.Before(earliest) {
+			earliest = v.Status.StartTime.Time
+		}
+	}
+	if earliest.IsZero() {
+		return time.Unix(1<<40, 0) // not started: as late as can be
+	}
+	return earliest
 }
 
 func highest(pods []*corev1.Pod) int32 {

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -101,5 +102,26 @@ func TestPreemption(t *testing.T) {
 				t.Errorf("want no preemption, got %+v", res.Preemptions)
 			}
 		})
+	}
+}
+
+func TestPreemptionPrefersVictimsThatStartedLast(t *testing.T) {
+	started := func(minute int) podOpt {
+		return func(p *corev1.Pod) {
+			at := metav1.NewTime(time.Date(2026, 11, 30, 9, minute, 0, 0, time.UTC))
+			p.Status.StartTime = &at
+		}
+	}
+	old := readyNode("old", "zone-a", 2, pod("2", "1Gi", withPriority(0), started(0)))
+	young := readyNode("young", "zone-a", 2, pod("2", "1Gi", withPriority(0), started(30)))
+	res := NewBinder(BindOptions{}).Bind([]*Node{old, young}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+	if len(res.Preemptions) != 1 || res.Preemptions[0].Node != young {
+		t.Fatalf("want the node whose victim started last, got %+v", res.Preemptions)
+	}
+	// Reprieve order: of two equal-priority pods, the older one stays.
+	n := readyNode("n", "zone-a", 2, pod("1", "1Gi", withPriority(0), started(30)), pod("1", "1Gi", withPriority(0), started(0)))
+	res = NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+	if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 1 || res.Preemptions[0].Victims[0] != n.Pods[0] {
+		t.Fatalf("want the younger pod as the one victim, got %+v", res.Preemptions)
 	}
 }

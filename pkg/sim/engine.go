@@ -575,6 +575,8 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 	n.version++
 	n.lastPodEvent = e.clk.now
 	p.running = e.clk.now
+	start := metav1.NewTime(e.clk.now)
+	p.pod.Status.StartTime = &start
 	e.dirty = true
 	e.rep.podRunning(p)
 	if p.owner != nil && p.owner.job {
