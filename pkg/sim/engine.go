@@ -207,7 +207,8 @@ func (e *engine) buildWorkloads() error {
 		if err != nil {
 			return fmt.Errorf("%s %s: spec.selector: %w", kind, meta.Name, err)
 		}
-		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r, selector: selector}
+		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r,
+			spread: defaultSpreadSelector(ns(meta), tmpl.Labels, e.in.Services, selector)}
 		e.workloads = append(e.workloads, w)
 		byName[kind+"/"+w.key()] = w
 		return nil
@@ -228,6 +229,7 @@ func (e *engine) buildWorkloads() error {
 			return err
 		}
 		w := jobWorkload(j.Name, ns(j.ObjectMeta), tmpl, j.Spec.Completions, j.Spec.Parallelism, runtimes)
+		w.spread = defaultSpreadSelector(w.namespace, tmpl.Labels, e.in.Services, nil)
 		e.workloads = append(e.workloads, w)
 	}
 	for _, p := range e.in.Pods {
@@ -236,7 +238,7 @@ func (e *engine) buildWorkloads() error {
 		if err := prio.resolve(&p.Spec, "Pod "+p.Name+": spec"); err != nil {
 			return err
 		}
-		e.bare = append(e.bare, &simPod{pod: p, created: e.start})
+		e.bare = append(e.bare, &simPod{pod: p, created: e.start, spread: defaultSpreadSelector(p.Namespace, p.Labels, e.in.Services, nil)})
 	}
 	e.daemonSets = e.in.DaemonSets
 	for _, ds := range e.daemonSets {
@@ -364,6 +366,7 @@ func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, ru
 		}
 		w := jobWorkload(jobName, cm.namespace, cm.template, completions, parallelism, runtimes)
 		w.cron = cm.name
+		w.spread = defaultSpreadSelector(cm.namespace, cm.template.Labels, e.in.Services, nil)
 		e.workloads = append(e.workloads, w)
 		e.reconcile(w)
 		e.scheduleCron(cm, completions, parallelism, runtimes)
@@ -523,10 +526,14 @@ func (e *engine) bind() {
 	if len(nodes) > 0 {
 		if e.binder == nil {
 			e.binder = provisioning.NewBinder(provisioning.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
-				if sp := e.bindPods[p]; sp != nil && sp.owner != nil {
-					return sp.owner.selector
+				switch sp := e.bindPods[p]; {
+				case sp == nil:
+					return nil
+				case sp.owner != nil:
+					return sp.owner.spread
+				default:
+					return sp.spread
 				}
-				return nil
 			}, PDBs: e.pdbs})
 		}
 		e.bindPods = byPod

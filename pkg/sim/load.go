@@ -43,6 +43,8 @@ type Input struct {
 	// PriorityClasses give pods their priority, for scheduling order and
 	// preemption.
 	PriorityClasses []*schedulingv1.PriorityClass
+	// Services that select pods make kube-scheduler spread them by default.
+	Services []*corev1.Service
 	// Skipped counts documents of kinds the simulator has no model for.
 	Skipped map[string]int
 }
@@ -193,6 +195,8 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		return decodeInto(d, &in.PDBs)
 	case "scheduling.k8s.io/v1/PriorityClass":
 		return decodeInto(d, &in.PriorityClasses)
+	case "v1/Service":
+		return decodeInto(d, &in.Services)
 	case "keda.sh/v1alpha1/ScaledObject":
 		so := &ScaledObject{}
 		if err := decodeLoose(d.Object, so); err != nil {

@@ -16,7 +16,7 @@ func TestLoadKubectlDump(t *testing.T) {
 		t.Fatalf("want 1 NodePool and 1 Deployment (owned Pods and ReplicaSets come from it), got %d, %d, %d pods",
 			len(in.NodePools), len(in.Deployments), len(in.Pods))
 	}
-	if in.Skipped["Service"] != 1 || in.Skipped["ReplicaSet (owned by its Deployment)"] != 1 {
+	if len(in.Services) != 1 || in.Skipped["ReplicaSet (owned by its Deployment)"] != 1 {
 		t.Errorf("skipped: %v", in.Skipped)
 	}
 	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(DefaultStart) {

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -117,4 +118,6 @@ type simPod struct {
 	reason   string // last unschedulable reason
 	// nominated: the node this pod preempted pods on and waits for.
 	nominated *simNode
+	// spread: a bare pod's default spreading selector (from Services).
+	spread k8slabels.Selector
 }

@@ -19,11 +19,12 @@ type workload struct {
 	kind, namespace, name string
 	template              corev1.PodTemplateSpec
 	replicas              int
-	// selector selects the workload's pods (Deployments and StatefulSets):
-	// kube-scheduler spreads them by default.
-	selector k8slabels.Selector
-	pods     []*simPod // live pods
-	seq      int
+	// spread is the selector kube-scheduler spreads the workload's pods by
+	// when they have no spread constraints of their own (see
+	// defaultSpreadSelector).
+	spread k8slabels.Selector
+	pods   []*simPod // live pods
+	seq    int
 	// Jobs: how many must succeed, how many at once, how long each runs.
 	job         bool
 	completions int
