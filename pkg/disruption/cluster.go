@@ -35,7 +35,19 @@ type Cluster struct {
 	// Planner, when set, is a provisioning planner prepared for these
 	// NodePools, instance types and DaemonSets; simulations reuse it.
 	Planner *provisioning.Planner
+	// Memo, when set, keeps what passes learn about nodes that do not
+	// change between them (callers reuse the same *provisioning.Node while
+	// a node and its pods stay the same).
+	Memo *Memo
 }
+
+// Memo remembers, per node, which of its pods asks not to be disrupted.
+type Memo struct {
+	doNotDisrupt map[*provisioning.Node]string
+}
+
+// NewMemo returns an empty Memo.
+func NewMemo() *Memo { return &Memo{doNotDisrupt: map[*provisioning.Node]string{}} }
 
 // Candidate is a managed node as disruption sees it.
 type Candidate struct {
@@ -101,15 +113,42 @@ func (c *Cluster) blocker(cand *Candidate, pods []*corev1.Pod) string {
 	if v, ok := nodeAnnotation(cand, v1.AnnotationDoNotDisrupt); ok && v == "true" {
 		return "node is annotated " + v1.AnnotationDoNotDisrupt
 	}
+	if why := c.podAsksNotToBeDisrupted(cand.Node, pods); why != "" {
+		return why
+	}
+	if len(c.PDBs) == 0 {
+		return ""
+	}
 	for _, p := range pods {
-		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
-			return fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
-		}
 		if pdb := c.blockingPDB(p); pdb != nil {
 			return fmt.Sprintf("PodDisruptionBudget %s/%s allows no eviction of pod %s", pdb.Namespace, pdb.Name, p.Name)
 		}
 	}
 	return ""
+}
+
+// podAsksNotToBeDisrupted names a pod annotated do-not-disrupt, or "". It
+// depends on the node's pods only, so the Memo keeps it per node.
+func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node, pods []*corev1.Pod) string {
+	if c.Memo != nil {
+		if why, ok := c.Memo.doNotDisrupt[n]; ok {
+			return why
+		}
+	}
+	why := ""
+	for _, p := range pods {
+		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
+			why = fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
+			break
+		}
+	}
+	if c.Memo != nil {
+		if len(c.Memo.doNotDisrupt) > 4*len(c.Nodes)+1024 {
+			c.Memo.doNotDisrupt = map[*provisioning.Node]string{}
+		}
+		c.Memo.doNotDisrupt[n] = why
+	}
+	return why
 }
 
 func nodeAnnotation(cand *Candidate, key string) (string, bool) {

@@ -266,12 +266,18 @@ func TestBlockers(t *testing.T) {
 			c := cluster(np, tc.nodes()...)
 			c.PDBs = tc.pdbs
 			c.InstanceTypes["p"] = []*cloudprovider.InstanceType{types()[0], medium}
-			d := Compute(c, Options{})
-			if len(d.Commands) != 0 {
-				t.Fatalf("blocked node disrupted: %s", d.Commands[0])
-			}
-			if len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, tc.want) {
-				t.Fatalf("want blocked with %q, got %v", tc.want, d.Blocked)
+			// Without a Memo, and twice with one (the second pass reads it).
+			for i, memo := range []*Memo{nil, NewMemo()} {
+				c.Memo = memo
+				for pass := 0; pass <= i; pass++ {
+					d := Compute(c, Options{})
+					if len(d.Commands) != 0 {
+						t.Fatalf("blocked node disrupted: %s", d.Commands[0])
+					}
+					if len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, tc.want) {
+						t.Fatalf("want blocked with %q, got %v", tc.want, d.Blocked)
+					}
+				}
 			}
 		})
 	}

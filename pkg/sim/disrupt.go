@@ -28,7 +28,7 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
-	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.cloud.InstanceTypes(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending)}
+	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.cloud.InstanceTypes(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending), Memo: e.memo}
 	for _, n := range e.nodes {
 		if n.state == nodeGone {
 			continue

@@ -83,6 +83,8 @@ type engine struct {
 	// of its current call back to the simulation's.
 	binder   *provisioning.Binder
 	bindPods map[*corev1.Pod]*simPod
+	// memo keeps disruption's per-node findings between passes.
+	memo *disruption.Memo
 	// planner is prepared for the offerings of cloud version plannerAt.
 	planner   *provisioning.Planner
 	plannerAt int
@@ -127,7 +129,7 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
-		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}}
+		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo()}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog
