@@ -41,13 +41,40 @@ type Cluster struct {
 	Memo *Memo
 }
 
-// Memo remembers, per node, which of its pods asks not to be disrupted.
+// Memo remembers, per node, which of its pods asks not to be disrupted and
+// whether its labels satisfy its NodePool's requirements. It is keyed by
+// the objects: a host passes new ones when a node or NodePool changes.
 type Memo struct {
 	doNotDisrupt map[*provisioning.Node]string
+	satisfied    map[*provisioning.Node]satisfied
+}
+
+type satisfied struct {
+	pool *v1.NodePool // the NodePool object the answer is for
+	ok   bool
 }
 
 // NewMemo returns an empty Memo.
-func NewMemo() *Memo { return &Memo{doNotDisrupt: map[*provisioning.Node]string{}} }
+func NewMemo() *Memo {
+	return &Memo{doNotDisrupt: map[*provisioning.Node]string{}, satisfied: map[*provisioning.Node]satisfied{}}
+}
+
+// satisfies reports whether the node's labels meet the pool's requirements
+// (a nil Memo remembers nothing).
+func (m *Memo) satisfies(n *provisioning.Node, np *v1.NodePool, reqs scheduling.Requirements) bool {
+	if m == nil {
+		return reqs.MatchesLabels(n.Labels)
+	}
+	if s, ok := m.satisfied[n]; ok && s.pool == np {
+		return s.ok
+	}
+	if len(m.satisfied) > 1<<16 {
+		m.satisfied = map[*provisioning.Node]satisfied{}
+	}
+	ok := reqs.MatchesLabels(n.Labels)
+	m.satisfied[n] = satisfied{pool: np, ok: ok}
+	return ok
+}
 
 // Candidate is a managed node as disruption sees it.
 type Candidate struct {

@@ -266,7 +266,7 @@ func (p *pass) driftReason(cand *Candidate) string {
 	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != hash {
 		return "the NodePool's template changed"
 	}
-	if !p.reqs[np].MatchesLabels(cand.Node.Labels) {
+	if !p.c.Memo.satisfies(cand.Node, np, p.reqs[np]) {
 		return "the node no longer satisfies the NodePool's requirements"
 	}
 	found := false

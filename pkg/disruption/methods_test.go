@@ -184,6 +184,19 @@ func TestDriftReasons(t *testing.T) {
 	if r := p.driftReason(gone); !strings.Contains(r, "retired is no longer offered") {
 		t.Errorf("instance type gone: %q", r)
 	}
+	// With a Memo, answers are kept per node and NodePool object.
+	p.c.Memo = NewMemo()
+	for i, tc := range []struct {
+		pool    *v1.NodePool
+		drifted bool
+	}{{np, false}, {spotOnly, true}, {spotOnly, true}, {np, false}} {
+		p.pools["p"] = tc.pool
+		p.hashes = nil
+		if r := p.driftReason(fresh); (r != "") != tc.drifted {
+			t.Errorf("with a Memo, step %d: %q, drifted want %v", i, r, tc.drifted)
+		}
+	}
+	p.pools["p"] = np
 	fresh.NodeClassDrift = "AMIDrift"
 	if r := p.driftReason(fresh); r != "node class: AMIDrift" {
 		t.Errorf("node class drift: %q", r)

@@ -26,6 +26,8 @@ type scheduler struct {
 	// and of class-to-pool checks by class key (nil: none).
 	keys       map[*corev1.Pod]uint64
 	poolChecks map[uint64][]*classPool
+	// reqsByKey caches classes' node requirements by class key (nil: none).
+	reqsByKey map[uint64]scheduling.Requirements
 	// byFree orders existing targets by the cpu they had free at the start.
 	byFree      []int
 	initialFree []int64
@@ -51,6 +53,7 @@ type Planner struct {
 	universe   map[string][]string
 	keys       map[*corev1.Pod]uint64
 	poolChecks map[uint64][]*classPool
+	reqsByKey  map[uint64]scheduling.Requirements
 }
 
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
@@ -71,13 +74,15 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	}
 	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
 		pl.poolChecks = map[uint64][]*classPool{}
+		pl.reqsByKey = map[uint64]scheduling.Requirements{}
 	}
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
 		podVecs: pl.podVecs, antiCache: pl.antiCache, keys: pl.keys}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
-		// planner's pools and instance types stay the same.
-		s.poolChecks = pl.poolChecks
+		// planner's pools and instance types stay the same; its node
+		// requirements depend on nothing else at all.
+		s.poolChecks, s.reqsByKey = pl.poolChecks, pl.reqsByKey
 	}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
@@ -203,19 +208,33 @@ func (s *scheduler) addNodes(nodes []*Node) {
 
 // classFor returns the pod's class, creating it (and its topology groups).
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
+	// Most pods belong to a class met before: find it by the cached key
+	// before computing anything.
+	key, keyed := s.keys[pod]
+	if keyed {
+		if c, ok := s.classes[key]; ok {
+			return c
+		}
+	}
 	requests := s.podVec(pod)
-	key, ok := s.keys[pod]
-	if !ok {
+	if !keyed {
 		key = classKey(pod, requests)
 		if s.keys != nil {
 			s.keys[pod] = key
 		}
+		if c, ok := s.classes[key]; ok {
+			return c
+		}
 	}
-	if c, ok := s.classes[key]; ok {
-		return c
+	reqs, ok := s.reqsByKey[key]
+	if !ok {
+		reqs = strictRequirements(pod, s.volumes)
+		if s.reqsByKey != nil {
+			s.reqsByKey[key] = reqs
+		}
 	}
 	c := &podClass{id: len(s.classes), namespace: pod.Namespace, labels: pod.Labels, requests: requests,
-		reqs: strictRequirements(pod, s.volumes), tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
+		reqs: reqs, tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
 	if s.poolChecks != nil {
 		if c.pools = s.poolChecks[key]; c.pools == nil {
 			c.pools = make([]*classPool, len(s.pools))
