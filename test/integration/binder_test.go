@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,11 +35,8 @@ import (
 // lands on a node Joiner's Binder ranks best for it, given the same state.
 func TestBinderAgreesWithKubeScheduler(t *testing.T) {
 	ctx := context.Background()
-	const ns = "binder"
+	ns := testNamespace(t, "binder")
 	startScheduler(t)
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns}, Spec: appsv1.ReplicaSetSpec{
 		Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}},
@@ -161,6 +159,25 @@ func bestNodes(scores map[string]int64) []string {
 	return best
 }
 
+var namespaces int
+
+// testNamespace creates a namespace of its own for the test (the API server
+// outlives a test, and without a namespace controller a deleted namespace
+// never goes away) and, when the test ends, deletes its pods at once: there
+// is no kubelet to finish a graceful deletion.
+func testNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	namespaces++
+	ns := fmt.Sprintf("%s-%d", prefix, namespaces)
+	if err := k8s.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = k8s.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns), client.GracePeriodSeconds(0))
+	})
+	return ns
+}
+
 // startScheduler runs kube-scheduler against the test API server until
 // the test ends.
 func startScheduler(t *testing.T) {
@@ -208,6 +225,7 @@ func createNode(t *testing.T, name, zone string, cpu, memGi int64, taints []core
 	if err := k8s.Create(ctx, n); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}) })
 	res := corev1.ResourceList{
 		corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
 		corev1.ResourceMemory: *resource.NewQuantity(memGi<<30, resource.BinarySI),
@@ -309,16 +327,14 @@ func waitBound(t *testing.T, p *corev1.Pod) string {
 // same number of victims.
 func TestPreemptionAgreesWithKubeScheduler(t *testing.T) {
 	ctx := context.Background()
-	const ns = "preemption"
+	ns := testNamespace(t, "preemption")
 	startScheduler(t)
-	if err := k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-		t.Fatal(err)
-	}
 	for name, value := range map[string]int32{"placeholder": -10, "batch": -5, "service": 50, "critical": 1000} {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
 		if err := k8s.Create(ctx, pc); err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pc) })
 	}
 	for _, n := range []struct{ name, zone string }{{"pre-a", "zone-a"}, {"pre-b", "zone-b"}, {"pre-c", "zone-c"}} {
 		createNode(t, n.name, n.zone, 2, 8, nil)
@@ -363,7 +379,20 @@ func TestPreemptionAgreesWithKubeScheduler(t *testing.T) {
 		if cur.Spec.NodeName != "" {
 			nominated = cur.Spec.NodeName
 		}
-		return nominated != "", nil
+		if nominated == "" {
+			return false, nil
+		}
+		// The victims' deletion may land after the nomination.
+		var pods corev1.PodList
+		if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp != nil {
+				return true, nil
+			}
+		}
+		return false, nil
 	})
 	if err != nil {
 		t.Fatalf("kube-scheduler did not preempt for %s: %v", high.Name, err)
