@@ -107,6 +107,9 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(in.NodeClasses) == 0 {
+		e.rep.note("the scenario has no EC2NodeClass: the node classes its NodePools name are taken to exist, with one image each (no AMI drift)")
+	}
 	if len(e.workloads) == 0 && len(e.bare) == 0 && len(in.CronJobs) == 0 {
 		e.rep.note("the scenario has no workloads, so nothing asks for nodes: add Deployments, StatefulSets, Jobs, CronJobs or Pods beside the NodePools")
 	}

@@ -47,6 +47,8 @@ type Input struct {
 	Services []*corev1.Service
 	// Skipped counts documents of kinds the simulator has no model for.
 	Skipped map[string]int
+	// poolDocs are the documents NodePools came from, for errors.
+	poolDocs map[*v1.NodePool]*manifest.Document
 }
 
 // ScaledObject is the part of a KEDA keda.sh/v1alpha1 ScaledObject the
@@ -150,6 +152,9 @@ func Load(fsys fs.FS, dir, name string) (*Input, error) {
 	if len(in.NodePools) == 0 {
 		return nil, fmt.Errorf("scenario %s has no NodePool: add a karpenter.sh/v1 NodePool manifest", dir)
 	}
+	if ps := in.danglingNodeClassRefs(); len(ps) > 0 {
+		return nil, ps
+	}
 	return in, nil
 }
 
@@ -225,6 +230,10 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document, sawScenario *b
 		switch o := obj.(type) {
 		case *v1.NodePool:
 			in.NodePools = append(in.NodePools, o)
+			if in.poolDocs == nil {
+				in.poolDocs = map[*v1.NodePool]*manifest.Document{}
+			}
+			in.poolDocs[o] = d
 		case *awsv1.EC2NodeClass:
 			in.NodeClasses = append(in.NodeClasses, o)
 		case *v1.NodeClaim:
@@ -246,6 +255,41 @@ func valueProblem(d *manifest.Document, err error, decode func(map[string]any) e
 	}
 	return manifest.Problems{{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
 		Message: msg, Fix: manifest.ValueFix(msg)}}
+}
+
+// danglingNodeClassRefs: a NodePool whose EC2NodeClass is not among the
+// scenario's would launch nothing (Karpenter marks it not ready); say so
+// rather than simulate a cluster that cannot exist. A scenario with no
+// EC2NodeClass at all (a dump of NodePools and workloads only) is taken to
+// have the ones its NodePools name; the report notes it.
+func (in *Input) danglingNodeClassRefs() manifest.Problems {
+	if len(in.NodeClasses) == 0 {
+		return nil
+	}
+	var have []string
+	known := map[string]bool{}
+	for _, nc := range in.NodeClasses {
+		known[nc.Name] = true
+		have = append(have, nc.Name)
+	}
+	sort.Strings(have)
+	var ps manifest.Problems
+	for _, np := range in.NodePools {
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if ref == nil || ref.Kind != "EC2NodeClass" || known[ref.Name] {
+			continue
+		}
+		fix := "add the EC2NodeClass manifest to the scenario directory"
+		if len(have) > 0 {
+			fix += ", or name one it has: " + strings.Join(have, ", ")
+		}
+		d := in.poolDocs[np]
+		const field = "spec.template.spec.nodeClassRef.name"
+		ps = append(ps, manifest.Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
+			Message: fmt.Sprintf("EC2NodeClass %q is not in the scenario: a NodePool whose node class does not exist launches nothing", ref.Name),
+			Fix:     fix})
+	}
+	return ps
 }
 
 func decodeInto[T any](d *manifest.Document, list *[]*T) error {
