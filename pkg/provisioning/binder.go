@@ -117,11 +117,13 @@ type bindRun struct {
 	nonZero      map[*podClass][2]int64
 	nominated    map[*corev1.Pod]bool // preemptors: room taken, not bound
 	victims      map[*corev1.Pod]bool // pods preempted in this run
-	pdbs         []*policyv1.PodDisruptionBudget
-	lowest       int32 // lowest priority of a pod on any node, once known
-	lowestKnown  bool
-	domains      map[string][]string // per topology key, each target's value ("" when unlabelled)
-	hasDomain    map[string][]bool
+	// victimClasses are bound pods as topology counts them (preemption).
+	victimClasses map[*corev1.Pod]*podClass
+	pdbs          []*policyv1.PodDisruptionBudget
+	lowest        int32 // lowest priority of a pod on any node, once known
+	lowestKnown   bool
+	domains       map[string][]string // per topology key, each target's value ("" when unlabelled)
+	hasDomain     map[string][]bool
 }
 
 // domainsOf returns each target's value of a topology key, read once per run.
@@ -144,7 +146,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 	s.addNodes(ordered)
 	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[uint64]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
-		nonZero: map[*podClass][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
+		nonZero: map[*podClass][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, victimClasses: map[*corev1.Pod]*podClass{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
 	for _, n := range ordered {
 		run.facts = append(run.facts, b.factsOf(n))
 	}

@@ -30,8 +30,9 @@ type preemptCandidate struct {
 // priorities, the fewest victims, the latest start of the most important
 // victims, and then node order. The pod takes the room at once (it is
 // nominated there; nothing of lower priority may use it meanwhile).
-// Topology constraints are checked against the cluster with the victims
-// still counted — an approximation on the strict side.
+// Like kube-scheduler, the filters run with the victims gone: a victim
+// is given back only if resources and topology (spread, pod affinity and
+// anti-affinity) still allow the pod.
 func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffinity, multi bool) *Preemption {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil
@@ -72,7 +73,20 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		if len(lower) == 0 || !sumFitsIn(used, c.requests, e.alloc) {
 			continue
 		}
-		if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
+		// Filters run with the victims gone: take them out of the
+		// topology counts (and put back whatever is not evicted below).
+		doms := existingDomains(n)
+		topoOK := func() bool {
+			_, err := s.topo.check(c, doms, func(g *topoGroup) []string { return s.eligible(c, g) })
+			return err == nil
+		}
+		for _, q := range lower {
+			s.topo.unrecord(r.asVictim(q), doms)
+		}
+		if !topoOK() {
+			for _, q := range lower {
+				s.topo.record(r.asVictim(q), doms)
+			}
 			continue
 		}
 		sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
@@ -88,8 +102,12 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		}
 		reprieve := func(q *corev1.Pod, violating bool) {
 			if back := used.plus(s.podVec(q)); sumFitsIn(back, c.requests, e.alloc) {
-				used = back
-				return
+				s.topo.record(r.asVictim(q), doms)
+				if topoOK() {
+					used = back
+					return
+				}
+				s.topo.unrecord(r.asVictim(q), doms)
 			}
 			cand.victims = append(cand.victims, q)
 			if violating {
@@ -102,12 +120,18 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		for _, q := range free {
 			reprieve(q, false)
 		}
+		for _, q := range cand.victims {
+			s.topo.record(r.asVictim(q), doms) // only a candidate so far
+		}
 		if best == nil || better(cand, best) {
 			best = cand
 		}
 	}
 	if best == nil {
 		return nil
+	}
+	for _, q := range best.victims {
+		s.topo.unrecord(r.asVictim(q), existingDomains(r.targets[best.idx].node))
 	}
 	e := r.targets[best.idx]
 	for _, q := range best.victims {
@@ -243,4 +267,21 @@ func (b *pdbBudgets) wouldViolate(p *corev1.Pod) bool {
 		violated = violated || b.remaining[i] < 0
 	}
 	return violated
+}
+
+// asVictim is a bound pod as the topology counts it, for taking it out
+// (and putting it back).
+func (r *bindRun) asVictim(q *corev1.Pod) *podClass {
+	if c, ok := r.victimClasses[q]; ok {
+		return c
+	}
+	t := r.s.topo
+	c := &podClass{namespace: q.Namespace, labels: q.Labels, requiredAnti: t.requiredAntiAffinityGroups(q)}
+	for _, g := range t.ordered {
+		if g.selects(q.Namespace, q.Labels) {
+			c.matchedBy = append(c.matchedBy, g)
+		}
+	}
+	r.victimClasses[q] = c
+	return c
 }

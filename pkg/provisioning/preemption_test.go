@@ -125,3 +125,16 @@ func TestPreemptionPrefersVictimsThatStartedLast(t *testing.T) {
 		t.Fatalf("want the younger pod as the one victim, got %+v", res.Preemptions)
 	}
 }
+
+func TestPreemptionRunsTopologyWithVictimsGone(t *testing.T) {
+	pause := func() *corev1.Pod { return pod("1", "1Gi", withPriority(-10), label("app", "pause")) }
+	n := readyNode("n", "zone-a", 4, pause(), pause())
+	// Room for it, but it will not share a node with a placeholder.
+	loner := pod("1", "1Gi", withPriority(100), affinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname",
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pause"}}}}}}))
+	res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{loner})
+	if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 2 {
+		t.Fatalf("want both placeholders preempted (anti-affinity, not room), got %+v, unschedulable %v", res.Preemptions, res.Unschedulable)
+	}
+}

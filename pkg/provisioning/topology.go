@@ -249,6 +249,28 @@ func (t *topology) record(c *podClass, domains domainsOf) {
 	}
 }
 
+// unrecord takes a counted pod out again (a preemption victim).
+func (t *topology) unrecord(c *podClass, domains domainsOf) {
+	for _, g := range c.matchedBy {
+		vals, decided := domains(g.key)
+		for _, d := range vals {
+			g.counts[d]--
+		}
+		if decided && len(vals) == 1 {
+			g.exact[vals[0]]--
+		}
+		if len(vals) > 0 {
+			g.total--
+		}
+	}
+	for _, g := range c.requiredAnti {
+		vals, _ := domains(g.key)
+		for _, d := range vals {
+			g.owners[d]--
+		}
+	}
+}
+
 // topologyError says which constraint a target cannot satisfy. Permanent
 // errors cannot go away as more pods are placed.
 type topologyError struct {

@@ -324,10 +324,10 @@ func waitBound(t *testing.T, p *corev1.Pod) string {
 // TestPreemptionAgreesWithKubeScheduler: a high-priority pod that fits
 // nowhere makes the real kube-scheduler delete victims on one node and
 // nominate the pod there; Joiner's Binder must pick the same node and the
-// same number of victims.
+// same number of victims. Two cases: room, and room that pod
+// anti-affinity against the victims keeps the pod out of.
 func TestPreemptionAgreesWithKubeScheduler(t *testing.T) {
 	ctx := context.Background()
-	ns := testNamespace(t, "preemption")
 	startScheduler(t)
 	for name, value := range map[string]int32{"placeholder": -10, "batch": -5, "service": 50, "critical": 1000} {
 		pc := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Value: value}
@@ -336,36 +336,67 @@ func TestPreemptionAgreesWithKubeScheduler(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = k8s.Delete(context.Background(), pc) })
 	}
-	for _, n := range []struct{ name, zone string }{{"pre-a", "zone-a"}, {"pre-b", "zone-b"}, {"pre-c", "zone-c"}} {
-		createNode(t, n.name, n.zone, 2, 8, nil)
-		var node corev1.Node
-		if err := k8s.Get(ctx, client.ObjectKey{Name: n.name}, &node); err != nil {
-			t.Fatal(err)
-		}
-		node.Labels["pool"] = "preempt"
-		if err := k8s.Update(ctx, &node); err != nil {
-			t.Fatal(err)
-		}
-	}
-	inPool := func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "preempt"} }
 	class := func(c string) podOption { return func(p *corev1.Pod) { p.Spec.PriorityClassName = c } }
-	bound := []struct {
+	type node struct {
+		name, zone string
+		cpu        int64
+	}
+	type bound struct {
 		node string
 		pod  *corev1.Pod
+	}
+	avoidPlaceholders := withAffinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: v1.LabelHostname,
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "placeholder"}}}}}})
+	placeholder := withLabel("app", "placeholder")
+	for _, tc := range []struct {
+		name    string
+		nodes   []node
+		bound   []bound
+		pending *corev1.Pod
 	}{
-		{"pre-a", testPod("hold-1", "1", "1Gi", class("placeholder"), inPool)},
-		{"pre-a", testPod("hold-2", "1", "1Gi", class("placeholder"), inPool)},
-		{"pre-b", testPod("api-1", "2", "1Gi", class("service"), inPool)},
-		{"pre-c", testPod("batch-1", "2", "1Gi", class("batch"), inPool)},
+		{"room", []node{{"pre-a", "zone-a", 2}, {"pre-b", "zone-b", 2}, {"pre-c", "zone-c", 2}}, []bound{
+			{"pre-a", testPod("hold-1", "1", "1Gi", class("placeholder"), placeholder)},
+			{"pre-a", testPod("hold-2", "1", "1Gi", class("placeholder"), placeholder)},
+			{"pre-b", testPod("api-1", "2", "1Gi", class("service"))},
+			{"pre-c", testPod("batch-1", "2", "1Gi", class("batch"))},
+		}, testPod("urgent", "1", "1Gi", class("critical"))},
+		{"anti-affinity", []node{{"aa-a", "zone-a", 4}, {"aa-b", "zone-b", 2}}, []bound{
+			{"aa-a", testPod("hold-1", "1", "1Gi", class("placeholder"), placeholder)},
+			{"aa-a", testPod("hold-2", "1", "1Gi", class("placeholder"), placeholder)},
+			{"aa-b", testPod("api-1", "2", "1Gi", class("service"))},
+		}, testPod("loner", "1", "1Gi", class("critical"), avoidPlaceholders)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ns := testNamespace(t, "preemption")
+			pool := map[string]string{"pool": ns}
+			for _, n := range tc.nodes {
+				createNode(t, n.name, n.zone, n.cpu, 8, nil)
+				var node corev1.Node
+				if err := k8s.Get(ctx, client.ObjectKey{Name: n.name}, &node); err != nil {
+					t.Fatal(err)
+				}
+				node.Labels["pool"] = ns
+				if err := k8s.Update(ctx, &node); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, b := range tc.bound {
+				b.pod.Namespace, b.pod.Spec.NodeName, b.pod.Spec.NodeSelector = ns, b.node, pool
+				if err := k8s.Create(ctx, b.pod); err != nil {
+					t.Fatal(err)
+				}
+			}
+			checkPreemption(t, ns, tc.pending, pool)
+		})
 	}
-	for _, b := range bound {
-		b.pod.Namespace, b.pod.Spec.NodeName = ns, b.node
-		if err := k8s.Create(ctx, b.pod); err != nil {
-			t.Fatal(err)
-		}
-	}
-	high := testPod("urgent", "1", "1Gi", class("critical"), inPool)
-	high.Namespace = ns
+}
+
+// checkPreemption submits the pod and compares kube-scheduler's preemption
+// with the Binder's over the same cluster.
+func checkPreemption(t *testing.T, ns string, high *corev1.Pod, nodeSelector map[string]string) {
+	ctx := context.Background()
+	high.Namespace, high.Spec.NodeSelector = ns, nodeSelector
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)
 	}
