@@ -7,10 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // preemptCandidate is a node where the pod fits once victims leave.
@@ -237,20 +236,13 @@ func minus(a, b vec) vec {
 // each budget lets go.
 type pdbBudgets struct {
 	pdbs      []*policyv1.PodDisruptionBudget
-	selectors []k8slabels.Selector
-	remaining []int32
+	remaining map[*policyv1.PodDisruptionBudget]int32
 }
 
 func newPDBBudgets(pdbs []*policyv1.PodDisruptionBudget) *pdbBudgets {
-	b := &pdbBudgets{}
+	b := &pdbBudgets{pdbs: pdbs, remaining: map[*policyv1.PodDisruptionBudget]int32{}}
 	for _, pdb := range pdbs {
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil {
-			continue
-		}
-		b.pdbs = append(b.pdbs, pdb)
-		b.selectors = append(b.selectors, sel)
-		b.remaining = append(b.remaining, pdb.Status.DisruptionsAllowed)
+		b.remaining[pdb] = pdb.Status.DisruptionsAllowed
 	}
 	return b
 }
@@ -259,12 +251,9 @@ func newPDBBudgets(pdbs []*policyv1.PodDisruptionBudget) *pdbBudgets {
 // reports whether one of them had nothing left.
 func (b *pdbBudgets) wouldViolate(p *corev1.Pod) bool {
 	violated := false
-	for i, pdb := range b.pdbs {
-		if pdb.Namespace != p.Namespace || !b.selectors[i].Matches(k8slabels.Set(p.Labels)) {
-			continue
-		}
-		b.remaining[i]--
-		violated = violated || b.remaining[i] < 0
+	for _, pdb := range termination.MatchingPDBs(p, b.pdbs) {
+		b.remaining[pdb]--
+		violated = violated || b.remaining[pdb] < 0
 	}
 	return violated
 }

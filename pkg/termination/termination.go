@@ -145,8 +145,10 @@ func MatchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policy
 		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
 			continue
 		}
+		// In policy/v1 an empty selector selects every pod of the namespace
+		// (a null one, none).
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err == nil && !sel.Empty() && sel.Matches(k8slabels.Set(p.Labels)) {
+		if err == nil && sel.Matches(k8slabels.Set(p.Labels)) {
 			out = append(out, pdb)
 		}
 	}
