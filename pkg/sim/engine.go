@@ -149,7 +149,10 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	all := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
+	all, assumptions, err := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
+	if err != nil {
+		return nil, fmt.Errorf("scenario.yaml: spec.region/spec.zones: %w", err)
+	}
 	e.pools = append(e.pools, in.NodePools...)
 	sort.Slice(e.pools, func(i, j int) bool { return e.pools[i].Name < e.pools[j].Name })
 	images := map[string]string{}
@@ -157,6 +160,9 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 		images[nc.Name] = amiOf(nc)
 	}
 	e.rep = newRecorder(e)
+	for _, a := range assumptions {
+		e.rep.note("catalog: " + a)
+	}
 	e.cloud, err = simcloud.New(e.pools, all, images, simcloud.Options{Now: func() time.Time { return e.clk.now }, Rand: e.rng,
 		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError})
 	if err != nil {

@@ -3,17 +3,32 @@
 // SYNTHETIC spot prices) into cloudprovider.InstanceTypes carrying the
 // well-known labels Karpenter uses. The catalog file is embedded as the
 // default; another can be loaded at run time.
+//
+// On-demand prices are per region: the catalog's own region
+// (metadata.onDemandRegion, us-east-1 for the embedded file) from each
+// entry, other regions from onDemandPricesUSDPerHourByRegion (the embedded
+// catalog adds ondemand-prices-by-region.json, upstream Karpenter's GovCloud
+// prices). For a region without prices the home region's are used and
+// InstanceTypes says so in its assumptions. Spot prices are synthetic
+// everywhere: 25–65 % of the region's on-demand price, deterministic per
+// type and zone.
 package catalog
+
+//go:generate go run gen_regional_prices.go -repo $KARPENTER_PROVIDER_AWS -commit 1d927085dd81a9df9301e613f371dac5b4d16bfe
 
 import (
 	"bytes"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"math"
 	"os"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -27,10 +42,21 @@ import (
 //go:embed aws-instance-types.json
 var embedded []byte
 
+// embeddedByRegion holds on-demand prices for regions other than the
+// embedded catalog's, extracted from upstream Karpenter by
+// gen_regional_prices.go; its metadata names the source commit and path.
+//
+//go:embed ondemand-prices-by-region.json
+var embeddedByRegion []byte
+
 // Catalog is the decoded catalog file.
 type Catalog struct {
 	Metadata Metadata `json:"metadata"`
 	Entries  []Entry  `json:"instanceTypes"`
+	// OnDemandByRegion: Linux on-demand prices (USD/hour) by region and
+	// instance type, for regions other than Metadata.OnDemandRegion. A type
+	// missing from a region's table is not offered in that region.
+	OnDemandByRegion map[string]map[string]float64 `json:"onDemandPricesUSDPerHourByRegion,omitempty"`
 }
 
 // Metadata says where the numbers come from.
@@ -76,8 +102,29 @@ type Allocatable struct {
 	EphemeralStorage string `json:"ephemeralStorage"`
 }
 
-// Default returns the embedded catalog.
-func Default() (*Catalog, error) { return Parse(embedded, "embedded catalog") }
+// Default returns the embedded catalog, with the embedded per-region
+// on-demand prices.
+func Default() (*Catalog, error) {
+	c, err := Parse(embedded, "embedded catalog")
+	if err != nil {
+		return nil, err
+	}
+	var regional struct {
+		Prices map[string]map[string]float64 `json:"onDemandPricesUSDPerHourByRegion"`
+	}
+	if err := json.Unmarshal(embeddedByRegion, &regional); err != nil {
+		return nil, fmt.Errorf("embedded regional prices: %w", err)
+	}
+	if c.OnDemandByRegion == nil {
+		c.OnDemandByRegion = map[string]map[string]float64{}
+	}
+	for r, prices := range regional.Prices {
+		if _, ok := c.OnDemandByRegion[r]; !ok && r != c.HomeRegion() {
+			c.OnDemandByRegion[r] = prices
+		}
+	}
+	return c, nil
+}
 
 // LoadFile reads a catalog file in the same format as the embedded one.
 func LoadFile(path string) (*Catalog, error) {
@@ -106,14 +153,53 @@ func Parse(b []byte, name string) (*Catalog, error) {
 			return nil, fmt.Errorf("%s: instanceTypes[%d] (%s): karpenterAllocatableAL2023 needs cpuMillicores, memoryMiB and pods", name, i, e.Name)
 		}
 	}
+	for r, prices := range c.OnDemandByRegion {
+		if !regionName.MatchString(r) {
+			return nil, fmt.Errorf("%s: onDemandPricesUSDPerHourByRegion: %q is not an AWS region name", name, r)
+		}
+		for t, p := range prices {
+			if !(p > 0) {
+				return nil, fmt.Errorf("%s: onDemandPricesUSDPerHourByRegion[%s][%s]: price must be positive", name, r, t)
+			}
+		}
+	}
 	return &c, nil
+}
+
+// HomeRegion is the region of the entries' own on-demand prices
+// (metadata.onDemandRegion; us-east-1 when the file does not say).
+func (c *Catalog) HomeRegion() string {
+	if c.Metadata.OnDemandRegion != "" {
+		return c.Metadata.OnDemandRegion
+	}
+	return "us-east-1"
+}
+
+// Regions are the regions the catalog has on-demand prices for, sorted.
+func (c *Catalog) Regions() []string {
+	seen := map[string]bool{c.HomeRegion(): true}
+	for r := range c.OnDemandByRegion {
+		seen[r] = true
+	}
+	return keys(seen)
 }
 
 // Options choose where the instance types are offered.
 type Options struct {
-	Region string   // default us-east-1
-	Zones  []string // default the zones the synthetic spot prices name
+	// Region, e.g. us-west-2; default us-east-1.
+	Region string
+	// Zones of Region, e.g. us-west-2a; default the zones the catalog's
+	// spot prices name in Region, else Region's a, b and c (an assumption).
+	Zones []string
 }
+
+var (
+	// regionName: us-east-1, ap-southeast-2, us-gov-west-1, …
+	regionName = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
+	// zoneSuffix: what follows the region in an availability zone (a),
+	// a Local Zone (-lax-1a) or a Wavelength Zone (-wl1-bos-wlz-1).
+	zoneSuffix = regexp.MustCompile(`^([a-z]|-[a-z0-9]+(-[a-z0-9]+)*)$`)
+)
 
 // vmMemoryOverheadPercent is the share of memory the hypervisor keeps, as
 // upstream Karpenter's AWS provider assumes by default.
@@ -122,40 +208,94 @@ const vmMemoryOverheadPercent = 0.075
 // evictionHardMemoryMiB is the kubelet's default memory.available threshold.
 const evictionHardMemoryMiB = 100
 
-// InstanceTypes builds instance types for every catalog entry: on-demand
-// offerings in each zone at the catalog price, spot offerings at the
-// synthetic spot price. A type without an on-demand price has no on-demand
-// offering; a type without spot prices has no spot offering.
-func (c *Catalog) InstanceTypes(opts Options) []*cloudprovider.InstanceType {
-	if opts.Region == "" {
-		opts.Region = "us-east-1"
+// InstanceTypes builds an instance type for every catalog entry, offered in
+// opts.Zones: on demand at the region's price, spot at a synthetic price
+// (the catalog's for a zone it names, else SyntheticSpotPrice of the
+// region's on-demand price). A type without an on-demand price in the
+// region has no offerings there.
+//
+// Errors: a region that is not an AWS region name, a zone outside the
+// region, a zone listed twice. The assumptions (for a report) say what was
+// taken without data: a region the catalog has no prices for gets the home
+// region's (us-east-1's) prices, and a region without zones gets a, b and c.
+func (c *Catalog) InstanceTypes(opts Options) ([]*cloudprovider.InstanceType, []string, error) {
+	region := opts.Region
+	if region == "" {
+		region = "us-east-1"
 	}
-	if len(opts.Zones) == 0 {
-		opts.Zones = c.zones()
+	if !regionName.MatchString(region) {
+		return nil, nil, fmt.Errorf("region %q is not an AWS region name (such as us-east-1 or us-west-2); the catalog has prices for %s",
+			region, strings.Join(c.Regions(), ", "))
 	}
+	var assumptions []string
+	zones := opts.Zones
+	seen := map[string]bool{}
+	for _, z := range zones {
+		if !strings.HasPrefix(z, region) || !zoneSuffix.MatchString(z[len(region):]) {
+			return nil, nil, fmt.Errorf("zone %q is not in region %s: its zones are named %sa, %sb, …", z, region, region, region)
+		}
+		if seen[z] {
+			return nil, nil, fmt.Errorf("zone %q is listed twice", z)
+		}
+		seen[z] = true
+	}
+	if len(zones) == 0 {
+		if zones = c.zones(region); len(zones) == 0 {
+			zones = []string{region + "a", region + "b", region + "c"}
+			assumptions = append(assumptions, fmt.Sprintf("no zones given for %s: %s assumed", region, strings.Join(zones, ", ")))
+		}
+	}
+	home := c.HomeRegion()
+	var table map[string]float64
+	if region != home {
+		if table = c.OnDemandByRegion[region]; table == nil {
+			assumptions = append(assumptions, fmt.Sprintf(
+				"no on-demand prices for %s (the catalog has %s): %s prices are used, and every type priced in %s is taken to be offered in %s",
+				region, strings.Join(c.Regions(), ", "), home+"'s", home, region))
+		}
+	}
+	opts = Options{Region: region, Zones: zones}
 	out := make([]*cloudprovider.InstanceType, 0, len(c.Entries))
 	for i := range c.Entries {
-		out = append(out, c.Entries[i].instanceType(opts))
+		e := &c.Entries[i]
+		price := e.OnDemandPrice
+		if table != nil {
+			price = nil
+			if p, ok := table[e.Name]; ok {
+				price = &p
+			}
+		}
+		out = append(out, e.instanceType(opts, price))
 	}
-	return out
+	return out, assumptions, nil
 }
 
-func (c *Catalog) zones() []string {
+// zones are the catalog's zones in region: those its spot prices name.
+func (c *Catalog) zones(region string) []string {
 	seen := map[string]bool{}
 	for _, e := range c.Entries {
 		for z := range e.SpotPriceSynthetic {
-			seen[z] = true
+			if strings.HasPrefix(z, region) && zoneSuffix.MatchString(z[len(region):]) {
+				seen[z] = true
+			}
 		}
 	}
-	zones := make([]string, 0, len(seen))
-	for z := range seen {
-		zones = append(zones, z)
-	}
-	sort.Strings(zones)
-	return zones
+	return keys(seen)
 }
 
-func (e *Entry) instanceType(opts Options) *cloudprovider.InstanceType {
+// SyntheticSpotPrice is a made-up spot price, NOT market data: a fraction
+// between 25 % and 65 % of the on-demand price, fixed by the SHA-256 of
+// "type/zone" (the zone names its region), rounded to 6 decimals. It is the
+// rule the embedded catalog's us-east-1 spot prices were made with.
+func SyntheticSpotPrice(instanceType, zone string, onDemand float64) float64 {
+	sum := sha256.Sum256([]byte(instanceType + "/" + zone))
+	f := float64(binary.BigEndian.Uint32(sum[:4])) / math.MaxUint32
+	return math.Round(onDemand*(0.25+0.40*f)*1e6) / 1e6
+}
+
+// instanceType builds e's instance type, offered in opts.Zones at the
+// on-demand price given (nil: not offered in the region).
+func (e *Entry) instanceType(opts Options, onDemand *float64) *cloudprovider.InstanceType {
 	capMemMiB := e.MemoryMiB - int64(math.Ceil(float64(e.MemoryMiB)*vmMemoryOverheadPercent))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(e.VCPU, resource.DecimalSI),
@@ -190,12 +330,15 @@ func (e *Entry) instanceType(opts Options) *cloudprovider.InstanceType {
 
 	var offerings cloudprovider.Offerings
 	for _, z := range opts.Zones {
-		if e.OnDemandPrice != nil {
-			offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: *e.OnDemandPrice, Available: true})
+		if onDemand == nil {
+			break
 		}
-		if p, ok := e.SpotPriceSynthetic[z]; ok {
-			offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: p, Available: true})
+		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: *onDemand, Available: true})
+		spot, ok := e.SpotPriceSynthetic[z]
+		if !ok {
+			spot = SyntheticSpotPrice(e.Name, z, *onDemand)
 		}
+		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true})
 	}
 
 	labels := map[string]string{
@@ -228,7 +371,10 @@ func (e *Entry) instanceType(opts Options) *cloudprovider.InstanceType {
 	if e.CPUSustainedClockMHz != nil {
 		labels[awsv1.LabelInstanceCPUClockMHz] = strconv.Itoa(*e.CPUSustainedClockMHz)
 	}
-	if e.GPUs > 0 {
+	// As upstream: a type with GPUs is labelled with their count, name,
+	// manufacturer and memory (MiB per GPU); a fractional-GPU type (g6f,
+	// gr6f: a share of one L4) too, with count 0, and no nvidia.com/gpu.
+	if e.GPUs > 0 || e.GPUManufacturer != nil {
 		labels[awsv1.LabelInstanceGPUCount] = strconv.FormatInt(e.GPUs, 10)
 		setStr(awsv1.LabelInstanceGPUName, e.GPUModel)
 		setStr(awsv1.LabelInstanceGPUManufacturer, e.GPUManufacturer)

@@ -19,7 +19,10 @@ func byName(t *testing.T) map[string]*cloudprovider.InstanceType {
 	if err != nil {
 		t.Fatal(err)
 	}
-	its := c.InstanceTypes(Options{})
+	its, assumptions, err := c.InstanceTypes(Options{})
+	if err != nil || len(assumptions) != 0 {
+		t.Fatalf("default options: err %v, assumptions %q", err, assumptions)
+	}
 	if len(its) != 1382 {
 		t.Fatalf("loaded %d instance types, want all 1382", len(its))
 	}
