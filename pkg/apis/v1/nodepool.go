@@ -41,12 +41,13 @@ type NodePoolSpec struct {
 type Disruption struct {
 	// ConsolidateAfter is how long a node must go without a pod being
 	// scheduled to or removed from it before it may be consolidated. "Never"
-	// disables consolidation.
+	// disables consolidation. Ignored on static pools.
+	// +kubebuilder:default:="0s"
 	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
-	// +required
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	// +optional
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy says which nodes consolidation considers: only empty
 	// ones (WhenEmpty), empty and underutilized ones (WhenEmptyOrUnderutilized),
 	// or underutilized ones only when the saving outweighs the disruption (Balanced).
@@ -60,6 +61,7 @@ type Disruption struct {
 	// +kubebuilder:validation:XValidation:message="'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"
 	// +kubebuilder:default:={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
 	// +optional
 	Budgets []Budget `json:"budgets,omitempty"`
 }
@@ -69,6 +71,7 @@ type Disruption struct {
 type Budget struct {
 	// Reasons this budget applies to; unset means every reason.
 	// +kubebuilder:validation:MaxItems=50
+	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is a count ("3") or a percentage of the pool's nodes ("10%",
@@ -129,10 +132,13 @@ type ObjectMeta struct {
 	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in [\"karpenter.sh/capacity-type\", \"karpenter.sh/nodepool\"] || !x.find(\"^([^/]+)\").endsWith(\"karpenter.sh\"))"
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x != \"karpenter.sh/nodepool\")"
 	// +kubebuilder:validation:XValidation:message="label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != \"kubernetes.io/hostname\")"
+	// +kubebuilder:validation:XValidation:message="label domain \"karpenter.k8s.aws\" is restricted",rule="self.all(x, x in [\"karpenter.k8s.aws/instance-tenancy\", \"karpenter.k8s.aws/capacity-reservation-type\", \"karpenter.k8s.aws/capacity-reservation-id\", \"karpenter.k8s.aws/capacity-reservation-interruptible\", \"karpenter.k8s.aws/ec2nodeclass\", \"karpenter.k8s.aws/instance-encryption-in-transit-supported\", \"karpenter.k8s.aws/nitro-sandbox\", \"karpenter.k8s.aws/instance-category\", \"karpenter.k8s.aws/instance-hypervisor\", \"karpenter.k8s.aws/instance-family\", \"karpenter.k8s.aws/instance-generation\", \"karpenter.k8s.aws/instance-local-nvme\", \"karpenter.k8s.aws/instance-size\", \"karpenter.k8s.aws/instance-cpu\", \"karpenter.k8s.aws/instance-cpu-manufacturer\", \"karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz\", \"karpenter.k8s.aws/instance-memory\", \"karpenter.k8s.aws/instance-ebs-bandwidth\", \"karpenter.k8s.aws/instance-network-bandwidth\", \"karpenter.k8s.aws/instance-gpu-name\", \"karpenter.k8s.aws/instance-gpu-manufacturer\", \"karpenter.k8s.aws/instance-gpu-count\", \"karpenter.k8s.aws/instance-gpu-memory\", \"karpenter.k8s.aws/instance-accelerator-name\", \"karpenter.k8s.aws/instance-accelerator-manufacturer\", \"karpenter.k8s.aws/instance-accelerator-count\", \"karpenter.k8s.aws/instance-capability-flex\", \"karpenter.k8s.aws/placement-group-id\", \"karpenter.k8s.aws/placement-group-partition\"] || !x.find(\"^([^/]+)\").endsWith(\"karpenter.k8s.aws\"))"
 	// +kubebuilder:validation:XValidation:message="label values must be at most 63 characters",rule="self.all(x, self[x].size() <= 63)"
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations put on every node of the pool.
+	// +mapType=granular
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -142,10 +148,14 @@ type ObjectMeta struct {
 type NodeClaimTemplateSpec struct {
 	// Taints put on every node of the pool; pods must tolerate them to be
 	// provisioned for by this pool.
+	// +kubebuilder:validation:items:XValidation:message="taint effect must be one of 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']"
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are put on nodes at start and removed by something else
 	// (typically a DaemonSet) once the node is ready; pods need not tolerate them.
+	// +kubebuilder:validation:items:XValidation:message="taint effect must be one of 'NoSchedule', 'PreferNoSchedule', 'NoExecute'",rule="self.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute']"
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the labels of the pool's nodes: instance types,
@@ -155,6 +165,7 @@ type NodeClaimTemplateSpec struct {
 	// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values specified in the 'values' field",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
 	// +kubebuilder:validation:XValidation:message="label \"karpenter.sh/nodepool\" is restricted",rule="self.all(x, x.key != 'karpenter.sh/nodepool')"
 	// +kubebuilder:validation:MaxItems:=100
+	// +listType=atomic
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements"`
 	// NodeClassRef names the provider configuration (e.g. an EC2NodeClass).
@@ -185,12 +196,16 @@ type NodePoolStatus struct {
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
 	// Nodes is the number of the pool's nodes.
+	// +kubebuilder:default:=0
 	// +optional
 	Nodes *int64 `json:"nodes,omitempty"`
 	// NodeClassObservedGeneration is the generation of the NodeClass last seen.
 	// +optional
 	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
-	// Conditions: Ready, NodeClassReady, ValidationSucceeded.
+	// Conditions: Ready, NodeClassReady, ValidationSucceeded,
+	// NodeRegistrationHealthy.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
