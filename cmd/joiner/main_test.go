@@ -89,7 +89,7 @@ func TestCommandErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "2 problems found") {
 		t.Errorf("a legacy manifest should fail validation with its problems counted: %v", err)
 	}
-	for _, want := range []string{"ep21-gpu-ttlsecondsafterempty.yaml:18", "spec.disruption.ttlSecondsAfterEmpty", "consolidationPolicy: WhenEmpty", "consolidateAfter: 15m"} {
+	for _, want := range []string{"ep21-gpu-ttlsecondsafterempty.yaml:18", "spec.disruption.ttlSecondsAfterEmpty", "consolidateAfter: 15m", "nodeClassRef:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate output lacks %q:\n%s", want, out)
 		}

@@ -12,6 +12,9 @@ import (
 // change is one piece of old-API input and its v1 replacement.
 type change struct {
 	field, message, fix string
+	// replacement is the whole v1 document(s) to use instead, for input
+	// whose kind was replaced.
+	replacement []map[string]any
 }
 
 // Deprecations lists input from older Karpenter API versions in d, each with
@@ -22,6 +25,9 @@ func Deprecations(d *Document) Problems {
 	for _, c := range changes {
 		p := d.problem(c.field, c.message, c.fix)
 		p.Deprecated = true
+		if len(c.replacement) > 0 {
+			p.Replacement = renderYAML(c.replacement)
+		}
 		ps = append(ps, p)
 	}
 	return ps
@@ -38,32 +44,79 @@ func migrate(in map[string]any) (map[string]any, []change) {
 	obj := runtime.DeepCopyJSON(in)
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
+	group, version := splitAPIVersion(apiVersion)
+	if group != "" && !isKarpenterGroup(group) {
+		return obj, nil // another project's kind of the same name
+	}
+	ck := canonicalKind(kind)
+	if group == "" && ck == "Machine" {
+		return obj, nil // cluster.x-k8s.io has a Machine too; only Karpenter's is answered
+	}
 	var cs []change
-	switch {
-	case apiVersion == "karpenter.sh/v1alpha5" && kind == "Provisioner":
-		cs = migrateProvisioner(obj)
-	case apiVersion == "karpenter.k8s.aws/v1alpha1" && kind == "AWSNodeTemplate":
-		cs = migrateAWSNodeTemplate(obj)
-	case strings.HasPrefix(apiVersion, "karpenter.sh/") && kind == "NodePool":
-		if apiVersion != "karpenter.sh/v1" {
-			cs = append(cs, change{"apiVersion", apiVersion + " is no longer served: NodePool is karpenter.sh/v1", "apiVersion: karpenter.sh/v1"})
-			obj["apiVersion"] = "karpenter.sh/v1"
+	switch ck {
+	case "Provisioner":
+		cs = migrateProvisioner(obj, apiVersion, kind)
+	case "AWSNodeTemplate":
+		cs = migrateAWSNodeTemplate(obj, apiVersion, kind)
+	case "Machine":
+		cs = []change{{"kind", fmt.Sprintf("Machine (%s) was replaced by NodeClaim (karpenter.sh/v1), and Karpenter creates NodeClaims itself", apiVersion),
+			"delete this document: Machines and NodeClaims are made by the controller for each node, not written by hand; write a NodePool instead", nil}}
+	case "NodePool", "NodeClaim", "EC2NodeClass":
+		cs = fixKindAndVersion(obj, ck, kind, apiVersion)
+		switch ck {
+		case "NodePool":
+			cs = append(cs, migrateNodePoolFields(obj)...)
+		case "NodeClaim":
+			if spec, ok := obj["spec"].(map[string]any); ok {
+				cs = append(cs, migrateNodeClassRef(spec, "spec")...)
+				if _, ok := spec["kubelet"]; ok {
+					cs = append(cs, change{"spec.kubelet", "kubelet moved from the NodeClaim to the EC2NodeClass in karpenter.sh/v1",
+						"delete spec.kubelet here and set it as spec.kubelet of the EC2NodeClass this claim references", nil})
+					delete(spec, "kubelet")
+				}
+			}
+		case "EC2NodeClass":
+			if version != "v1" {
+				cs = append(cs, migrateEC2NodeClassFields(obj, "karpenter.k8s.aws/v1beta1 EC2NodeClass")...)
+			}
 		}
-		cs = append(cs, migrateNodePoolFields(obj)...)
-	case strings.HasPrefix(apiVersion, "karpenter.sh/") && kind == "NodeClaim":
-		if apiVersion != "karpenter.sh/v1" {
-			cs = append(cs, change{"apiVersion", apiVersion + " is no longer served: NodeClaim is karpenter.sh/v1", "apiVersion: karpenter.sh/v1"})
-			obj["apiVersion"] = "karpenter.sh/v1"
-		}
-		if spec, ok := obj["spec"].(map[string]any); ok {
-			cs = append(cs, migrateNodeClassRef(spec, "spec")...)
-		}
-	case strings.HasPrefix(apiVersion, "karpenter.k8s.aws/") && kind == "EC2NodeClass" && apiVersion != "karpenter.k8s.aws/v1":
-		cs = append(cs, change{"apiVersion", apiVersion + " is no longer served: EC2NodeClass is karpenter.k8s.aws/v1", "apiVersion: karpenter.k8s.aws/v1"})
-		obj["apiVersion"] = "karpenter.k8s.aws/v1"
-		cs = append(cs, migrateAMITerms(obj)...)
 	}
 	return obj, cs
+}
+
+// fixKindAndVersion answers a current kind written with the wrong spelling,
+// an old or unknown version, or another group's apiVersion.
+func fixKindAndVersion(obj map[string]any, ck, kind, apiVersion string) []change {
+	var cs []change
+	if kind != ck {
+		cs = append(cs, change{"kind", fmt.Sprintf("kind %q is spelled %s", kind, ck), "kind: " + ck, nil})
+		obj["kind"] = ck
+	}
+	want := currentAPI[ck]
+	if apiVersion == want {
+		return cs
+	}
+	group, _ := splitAPIVersion(apiVersion)
+	wantGroup, _ := splitAPIVersion(want)
+	var msg string
+	var replacement []map[string]any
+	switch {
+	case group == wantGroup:
+		msg = versionNote(apiVersion) + ": " + ck + " is " + want
+		// The whole document in v1 (obj as the field migrations below leave
+		// it), so a user can take it as it is.
+		replacement = []map[string]any{obj}
+	case group == "":
+		msg = fmt.Sprintf("%s: %s is not a core Kubernetes kind; it belongs to %s", versionNote(apiVersion), ck, want)
+		if apiVersion == "" {
+			msg = fmt.Sprintf("apiVersion is missing: %s is %s", ck, want)
+		}
+	default:
+		msg = fmt.Sprintf("%s belongs to the API group %s, not %s: its apiVersion is %s", ck, wantGroup, group, want)
+	}
+	cs = append(cs, change{"apiVersion", msg, "apiVersion: " + want, replacement})
+	obj["apiVersion"] = want
+	return cs
 }
 
 func migrateNodePoolFields(obj map[string]any) []change {
@@ -76,14 +129,27 @@ func migrateNodePoolFields(obj map[string]any) []change {
 		if disruption["consolidationPolicy"] == "WhenUnderutilized" {
 			cs = append(cs, change{"spec.disruption.consolidationPolicy",
 				"WhenUnderutilized was renamed in karpenter.sh/v1",
-				"consolidationPolicy: WhenEmptyOrUnderutilized"})
+				"consolidationPolicy: WhenEmptyOrUnderutilized", nil})
 			disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
 		}
 		if v, ok := disruption["ttlSecondsAfterEmpty"]; ok {
 			d := secondsToDuration(v)
+			// Say only what the user must write: a policy already set stays.
+			fix := fmt.Sprintf("replace ttlSecondsAfterEmpty: %v with\nconsolidateAfter: %s", v, d)
+			switch policy, set := disruption["consolidationPolicy"]; {
+			case !set:
+				fix = fmt.Sprintf("replace ttlSecondsAfterEmpty: %v with\nconsolidationPolicy: WhenEmpty\nconsolidateAfter: %s", v, d)
+			case policy != "WhenEmpty":
+				fix += "\nand set consolidationPolicy: WhenEmpty (ttlSecondsAfterEmpty only ever removed empty nodes)"
+			}
+			if _, set := disruption["consolidateAfter"]; set {
+				fix = fmt.Sprintf("delete ttlSecondsAfterEmpty: %v and set consolidateAfter: %s", v, d)
+				if disruption["consolidationPolicy"] != "WhenEmpty" {
+					fix += "\nand consolidationPolicy: WhenEmpty"
+				}
+			}
 			cs = append(cs, change{"spec.disruption.ttlSecondsAfterEmpty",
-				"ttlSecondsAfterEmpty was removed in karpenter.sh/v1: empty-node consolidation is a policy plus a delay",
-				"consolidationPolicy: WhenEmpty\nconsolidateAfter: " + d})
+				"ttlSecondsAfterEmpty was removed in karpenter.sh/v1: empty-node consolidation is a policy plus a delay", fix, nil})
 			delete(disruption, "ttlSecondsAfterEmpty")
 			disruption["consolidationPolicy"] = "WhenEmpty"
 			disruption["consolidateAfter"] = d
@@ -92,14 +158,14 @@ func migrateNodePoolFields(obj map[string]any) []change {
 			d := secondsToDuration(v)
 			cs = append(cs, change{"spec.disruption.ttlSecondsUntilExpired",
 				"ttlSecondsUntilExpired was removed in karpenter.sh/v1: expiry belongs to the node template",
-				"spec.template.spec.expireAfter: " + d})
+				"delete it here and add spec.template.spec.expireAfter: " + d, nil})
 			delete(disruption, "ttlSecondsUntilExpired")
 			tmplSpec["expireAfter"] = d
 		}
 		if v, ok := disruption["expireAfter"]; ok {
 			cs = append(cs, change{"spec.disruption.expireAfter",
 				"expireAfter moved from spec.disruption to spec.template.spec in karpenter.sh/v1",
-				fmt.Sprintf("spec.template.spec.expireAfter: %v", v)})
+				fmt.Sprintf("delete it here and add spec.template.spec.expireAfter: %v", v), nil})
 			delete(disruption, "expireAfter")
 			tmplSpec["expireAfter"] = v
 		}
@@ -108,14 +174,19 @@ func migrateNodePoolFields(obj map[string]any) []change {
 		d := secondsToDuration(v)
 		cs = append(cs, change{"spec.ttlSecondsUntilExpired",
 			"ttlSecondsUntilExpired was removed in karpenter.sh/v1",
-			"spec.template.spec.expireAfter: " + d})
+			"delete it here and add spec.template.spec.expireAfter: " + d, nil})
 		delete(spec, "ttlSecondsUntilExpired")
 		tmplSpec["expireAfter"] = d
 	}
-	if _, ok := tmplSpec["kubelet"]; ok {
+	if kubelet, ok := tmplSpec["kubelet"]; ok {
+		ref, _ := tmplSpec["nodeClassRef"].(map[string]any)
+		name, _ := ref["name"].(string)
+		if name == "" {
+			name = "default"
+		}
 		cs = append(cs, change{"spec.template.spec.kubelet",
 			"kubelet moved from the NodePool to the EC2NodeClass in karpenter.sh/v1",
-			"move the block to spec.kubelet of the EC2NodeClass this pool references"})
+			"delete the block here and set it as spec.kubelet of EC2NodeClass " + name + ":\n" + indentYAML(map[string]any{"kubelet": kubelet}, ""), nil})
 		delete(tmplSpec, "kubelet")
 	}
 	cs = append(cs, migrateNodeClassRef(tmplSpec, "spec.template.spec")...)
@@ -130,16 +201,13 @@ func migrateNodeClassRef(spec map[string]any, at string) []change {
 		spec["nodeClassRef"] = map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": "default"}
 		return []change{{at + ".nodeClassRef",
 			"nodeClassRef is required in karpenter.sh/v1: every NodePool names the node class its nodes are built from",
-			"add under " + at + ":\n  nodeClassRef:\n    group: karpenter.k8s.aws\n    kind: EC2NodeClass\n    name: default   # the name of your EC2NodeClass"}}
+			"add under " + at + ":\n  nodeClassRef:\n    group: karpenter.k8s.aws\n    kind: EC2NodeClass\n    name: default   # the name of your EC2NodeClass", nil}}
 	}
 	av, ok := ref["apiVersion"].(string)
 	if !ok {
 		return nil
 	}
-	group := av
-	if i := strings.Index(av, "/"); i >= 0 {
-		group = av[:i]
-	}
+	group, _ := splitAPIVersion(av)
 	delete(ref, "apiVersion")
 	ref["group"] = group
 	if _, ok := ref["kind"]; !ok {
@@ -147,72 +215,182 @@ func migrateNodeClassRef(spec map[string]any, at string) []change {
 	}
 	return []change{{at + ".nodeClassRef.apiVersion",
 		"nodeClassRef names a group, not an apiVersion, in karpenter.sh/v1",
-		fmt.Sprintf("nodeClassRef: {group: %s, kind: %v, name: %v}", group, ref["kind"], ref["name"])}}
+		fmt.Sprintf("nodeClassRef: {group: %s, kind: %v, name: %v}", group, ref["kind"], ref["name"]), nil}}
 }
 
-func migrateProvisioner(obj map[string]any) []change {
+// v1alpha5Defaults are the requirements Karpenter's v1alpha5 webhooks added
+// to a Provisioner that did not constrain the key; v1 adds none, so a
+// faithful NodePool states them.
+var v1alpha5Defaults = []struct {
+	keys []string // any of these present: no default
+	req  map[string]any
+}{
+	{[]string{"node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-category"},
+		map[string]any{"key": "karpenter.k8s.aws/instance-category", "operator": "In", "values": []any{"c", "m", "r"}}},
+	{[]string{"node.kubernetes.io/instance-type", "karpenter.k8s.aws/instance-family", "karpenter.k8s.aws/instance-generation"},
+		map[string]any{"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": []any{"2"}}},
+	{[]string{"karpenter.sh/capacity-type"}, map[string]any{"key": "karpenter.sh/capacity-type", "operator": "In", "values": []any{"on-demand"}}},
+	{[]string{"kubernetes.io/arch"}, map[string]any{"key": "kubernetes.io/arch", "operator": "In", "values": []any{"amd64"}}},
+	{[]string{"kubernetes.io/os"}, map[string]any{"key": "kubernetes.io/os", "operator": "In", "values": []any{"linux"}}},
+}
+
+// migrateProvisioner rewrites a Provisioner (karpenter.sh/v1alpha5, or the
+// v1alpha1–v1alpha4 and provisioning.karpenter.sh shapes before it) as a
+// NodePool, plus an EC2NodeClass when its AWS settings were inline
+// (spec.provider). The answer carries the whole replacement.
+func migrateProvisioner(obj map[string]any, apiVersion, kind string) []change {
 	old, _ := obj["spec"].(map[string]any)
 	if old == nil {
 		old = map[string]any{}
 	}
 	name := "default"
-	if ref, ok := old["providerRef"].(map[string]any); ok {
-		if n, ok := ref["name"].(string); ok {
+	if md, ok := obj["metadata"].(map[string]any); ok {
+		if n, ok := md["name"].(string); ok && n != "" {
 			name = n
 		}
 	}
-	tmplSpec := map[string]any{"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": name}}
+	handled := map[string]bool{}
+	use := func(k string) (any, bool) { v, ok := old[k]; handled[k] = true; return v, ok }
+
+	className := "default"
+	var notes []string
+	var class map[string]any // an EC2NodeClass from an inline provider
+	if ref, ok := old["providerRef"].(map[string]any); ok {
+		handled["providerRef"] = true
+		if n, ok := ref["name"].(string); ok {
+			className = n
+		}
+	}
+	if p, ok := use("provider"); ok {
+		pm, _ := p.(map[string]any)
+		className = name
+		class = map[string]any{"apiVersion": "karpenter.sh/v1alpha5", "kind": "AWSNodeTemplate",
+			"metadata": map[string]any{"name": className}, "spec": runtime.DeepCopyJSONValue(pm)}
+		sub := migrateAWSNodeTemplate(class, "karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate")
+		_, subNotes, _ := strings.Cut(sub[0].fix, "\n")
+		notes = append(notes, "spec.provider → an EC2NodeClass named "+className+" (below); in it:\n  "+strings.ReplaceAll(subNotes, "\n", "\n  "))
+	}
+	tmplSpec := map[string]any{"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": className}}
 	tmplMeta := map[string]any{}
-	for _, k := range []string{"requirements", "taints", "startupTaints"} {
-		if v, ok := old[k]; ok {
+	var reqs []any
+	if v, ok := use("requirements"); ok {
+		reqs, _ = v.([]any)
+	}
+	// The shapes before requirements (v0.4 and earlier) listed values per key.
+	for _, kv := range [][2]string{{"instanceTypes", "node.kubernetes.io/instance-type"}, {"zones", "topology.kubernetes.io/zone"},
+		{"architecture", "kubernetes.io/arch"}, {"architectures", "kubernetes.io/arch"}, {"operatingSystem", "kubernetes.io/os"}, {"operatingSystems", "kubernetes.io/os"}} {
+		if v, ok := use(kv[0]); ok {
+			var values []any
+			switch t := v.(type) {
+			case []any:
+				values = t
+			default:
+				values = []any{fmt.Sprint(t)}
+			}
+			reqs = append(reqs, map[string]any{"key": kv[1], "operator": "In", "values": values})
+			notes = append(notes, kv[0]+" → a requirement on "+kv[1])
+		}
+	}
+	has := map[string]bool{}
+	for _, r := range reqs {
+		if m, ok := r.(map[string]any); ok {
+			k, _ := m["key"].(string)
+			has[k] = true
+		}
+	}
+	var added []string
+	for _, def := range v1alpha5Defaults {
+		found := false
+		for _, k := range def.keys {
+			found = found || has[k]
+		}
+		if !found {
+			reqs = append(reqs, def.req)
+			added = append(added, def.req["key"].(string))
+		}
+	}
+	if len(added) > 0 {
+		notes = append(notes, "requirements Karpenter's v1alpha5 webhook used to add, now written out: "+strings.Join(added, ", "))
+	}
+	tmplSpec["requirements"] = reqs
+	for _, k := range []string{"taints", "startupTaints"} {
+		if v, ok := use(k); ok {
 			tmplSpec[k] = v
 		}
 	}
-	if _, ok := tmplSpec["requirements"]; !ok {
-		tmplSpec["requirements"] = []any{}
-	}
 	for _, k := range []string{"labels", "annotations"} {
-		if v, ok := old[k]; ok {
+		if v, ok := use(k); ok {
 			tmplMeta[k] = v
 		}
 	}
 	disruption := map[string]any{}
 	spec := map[string]any{"disruption": disruption}
-	fix := []string{"apiVersion: karpenter.sh/v1", "kind: NodePool"}
-	if v, ok := old["weight"]; ok {
+	if v, ok := use("weight"); ok {
 		spec["weight"] = v
 	}
-	if lim, ok := old["limits"].(map[string]any); ok {
-		if res, ok := lim["resources"]; ok {
-			spec["limits"] = res
-			fix = append(fix, "spec.limits.resources.* → spec.limits.*")
+	if lim, ok := use("limits"); ok {
+		if lm, ok := lim.(map[string]any); ok {
+			if res, ok := lm["resources"]; ok {
+				spec["limits"] = res
+				notes = append(notes, "spec.limits.resources → spec.limits")
+			} else {
+				spec["limits"] = lm
+			}
 		}
 	}
+	ttlEmpty, _ := use("ttlSecondsAfterEmpty")
+	consolidation, _ := use("consolidation")
 	switch {
-	case old["ttlSecondsAfterEmpty"] != nil:
-		d := secondsToDuration(old["ttlSecondsAfterEmpty"])
+	case ttlEmpty != nil:
+		d := secondsToDuration(ttlEmpty)
 		disruption["consolidationPolicy"] = "WhenEmpty"
 		disruption["consolidateAfter"] = d
-		fix = append(fix, "ttlSecondsAfterEmpty → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "+d+"}")
-	case isTrue(old["consolidation"]):
+		notes = append(notes, "ttlSecondsAfterEmpty → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "+d+"}")
+	case isTrue(consolidation):
 		disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
 		disruption["consolidateAfter"] = "0s"
-		fix = append(fix, "consolidation.enabled: true → spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized")
+		notes = append(notes, "consolidation.enabled: true → spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized")
 	default:
 		disruption["consolidationPolicy"] = "WhenEmpty"
 		disruption["consolidateAfter"] = "Never"
-		fix = append(fix, "no consolidation → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}")
+		notes = append(notes, "no consolidation → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}")
 	}
-	if v, ok := old["ttlSecondsUntilExpired"]; ok {
+	if v, ok := use("ttlSecondsUntilExpired"); ok {
 		tmplSpec["expireAfter"] = secondsToDuration(v)
-		fix = append(fix, "ttlSecondsUntilExpired → spec.template.spec.expireAfter: "+secondsToDuration(v))
+		notes = append(notes, "ttlSecondsUntilExpired → spec.template.spec.expireAfter: "+secondsToDuration(v))
 	} else {
 		tmplSpec["expireAfter"] = "Never"
+		notes = append(notes, "no ttlSecondsUntilExpired (nodes never expired) → spec.template.spec.expireAfter: Never (v1's default is 720h)")
 	}
-	fix = append(fix, "providerRef → spec.template.spec.nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: "+name+"}",
-		"requirements, taints, startupTaints → spec.template.spec.*; labels, annotations → spec.template.metadata.*")
-	if _, ok := old["kubeletConfiguration"]; ok {
-		fix = append(fix, "kubeletConfiguration → spec.kubelet of the EC2NodeClass")
+	notes = append(notes, "requirements, taints, startupTaints → spec.template.spec.*; labels, annotations → spec.template.metadata.*")
+	for _, k := range []string{"kubeletConfiguration", "kubelet"} {
+		if v, ok := use(k); ok {
+			kubelet, _ := v.(map[string]any)
+			kubelet = runtime.DeepCopyJSON(kubelet)
+			if _, ok := kubelet["containerRuntime"]; ok {
+				delete(kubelet, "containerRuntime")
+				notes = append(notes, "kubeletConfiguration.containerRuntime has no replacement: nodes run containerd")
+			}
+			if class != nil {
+				ensureMap(class, "spec")["kubelet"] = kubelet
+				notes = append(notes, k+" → spec.kubelet of the EC2NodeClass below")
+			} else {
+				notes = append(notes, k+" → set spec.kubelet of EC2NodeClass "+className+":\n"+indentYAML(map[string]any{"kubelet": kubelet}, "  "))
+			}
+		}
+	}
+	if _, ok := use("cluster"); ok {
+		notes = append(notes, "spec.cluster has no replacement: the controller's settings name the cluster")
+	}
+	var dropped []string
+	for k := range old {
+		if !handled[k] {
+			dropped = append(dropped, k)
+		}
+	}
+	sort.Strings(dropped)
+	if len(dropped) > 0 {
+		notes = append(notes, "no v1 equivalent, left out: spec."+strings.Join(dropped, ", spec."))
 	}
 	tmpl := map[string]any{"spec": tmplSpec}
 	if len(tmplMeta) > 0 {
@@ -222,77 +400,228 @@ func migrateProvisioner(obj map[string]any) []change {
 	obj["apiVersion"] = "karpenter.sh/v1"
 	obj["kind"] = "NodePool"
 	obj["spec"] = spec
-	return []change{{"kind", "Provisioner (karpenter.sh/v1alpha5) was replaced by NodePool (karpenter.sh/v1)", strings.Join(fix, "\n")}}
+	replacement := []map[string]any{obj}
+	if class != nil {
+		replacement = append(replacement, class)
+	}
+	what := fmt.Sprintf("%s (%s)", kind, apiVersion)
+	if g, _ := splitAPIVersion(apiVersion); g == "karpenter.k8s.aws" {
+		what += "; Provisioner was karpenter.sh/v1alpha5"
+	}
+	return []change{{field: "kind", message: what + " was replaced by NodePool (karpenter.sh/v1)",
+		fix:         "replace the document with the NodePool below; what moved:\n- " + strings.Join(notes, "\n- "),
+		replacement: replacement}}
 }
 
-func migrateAWSNodeTemplate(obj map[string]any) []change {
+// migrateAWSNodeTemplate rewrites an AWSNodeTemplate (karpenter.k8s.aws/v1alpha1)
+// as an EC2NodeClass.
+func migrateAWSNodeTemplate(obj map[string]any, apiVersion, kind string) []change {
 	old, _ := obj["spec"].(map[string]any)
 	if old == nil {
 		old = map[string]any{}
 	}
 	spec := map[string]any{}
-	fix := []string{"apiVersion: karpenter.k8s.aws/v1", "kind: EC2NodeClass"}
+	var notes []string
+	handled := map[string]bool{}
 	for _, kv := range [][2]string{{"subnetSelector", "subnetSelectorTerms"}, {"securityGroupSelector", "securityGroupSelectorTerms"}, {"amiSelector", "amiSelectorTerms"}} {
 		oldKey, newKey := kv[0], kv[1]
+		handled[oldKey] = true
 		if sel, ok := old[oldKey].(map[string]any); ok {
 			spec[newKey] = selectorToTerms(sel)
-			fix = append(fix, oldKey+": {k: v} → "+newKey+": [{tags: {k: v}}] (aws-ids → one {id: …} term each)")
+			notes = append(notes, oldKey+": {key: value} → "+newKey+": [{tags: {key: value}}] (aws-ids → one {id: …} term each)")
 		}
 	}
-	for _, k := range []string{"amiFamily", "tags", "blockDeviceMappings", "metadataOptions", "userData", "detailedMonitoring"} {
+	for _, k := range []string{"amiFamily", "tags", "blockDeviceMappings", "metadataOptions", "userData", "detailedMonitoring", "associatePublicIPAddress", "context"} {
+		handled[k] = true
 		if v, ok := old[k]; ok {
 			spec[k] = v
 		}
 	}
+	if _, ok := spec["amiFamily"]; !ok {
+		// Before v1beta1 an AWSNodeTemplate without amiFamily ran AL2.
+		spec["amiFamily"] = "AL2"
+		notes = append(notes, "no amiFamily (AL2 before v1beta1) → amiFamily: AL2")
+	}
+	handled["instanceProfile"] = true
 	if v, ok := old["instanceProfile"]; ok {
 		spec["instanceProfile"] = v
 	} else {
-		spec["role"] = "KarpenterNodeRole"
-		fix = append(fix, "role: <the IAM role of your nodes> (required in v1 unless instanceProfile is set)")
+		spec["role"] = placeholderRole
+		notes = append(notes, "role: the IAM role of your nodes (required in v1 unless instanceProfile is set; "+placeholderRole+" is a placeholder)")
+	}
+	for _, k := range []string{"launchTemplate", "launchTemplateName"} {
+		handled[k] = true
+		if _, ok := old[k]; ok {
+			notes = append(notes, k+" has no replacement: set its blockDeviceMappings, metadataOptions, userData and security groups on the EC2NodeClass")
+		}
+	}
+	if _, ok := old["subnetSelector"]; !ok {
+		spec["subnetSelectorTerms"] = []any{map[string]any{"tags": map[string]any{"karpenter.sh/discovery": placeholderCluster}}}
+		notes = append(notes, "subnetSelectorTerms are required in v1: tag your subnets (karpenter.sh/discovery: "+placeholderCluster+" is a placeholder)")
+	}
+	if _, ok := old["securityGroupSelector"]; !ok {
+		spec["securityGroupSelectorTerms"] = []any{map[string]any{"tags": map[string]any{"karpenter.sh/discovery": placeholderCluster}}}
+		notes = append(notes, "securityGroupSelectorTerms are required in v1: tag your security groups (karpenter.sh/discovery: "+placeholderCluster+" is a placeholder)")
+	}
+	var dropped []string
+	for k := range old {
+		if !handled[k] {
+			dropped = append(dropped, k)
+		}
+	}
+	sort.Strings(dropped)
+	if len(dropped) > 0 {
+		notes = append(notes, "no v1 equivalent, left out: spec."+strings.Join(dropped, ", spec."))
 	}
 	obj["apiVersion"] = "karpenter.k8s.aws/v1"
 	obj["kind"] = "EC2NodeClass"
 	obj["spec"] = spec
-	migrateAMITerms(obj)
-	return []change{{"kind", "AWSNodeTemplate (karpenter.k8s.aws/v1alpha1) was replaced by EC2NodeClass (karpenter.k8s.aws/v1)", strings.Join(fix, "\n")}}
+	if migrateAMITerms(obj) != nil {
+		var terms []string
+		for _, t := range spec["amiSelectorTerms"].([]any) {
+			for k, v := range t.(map[string]any) {
+				terms = append(terms, fmt.Sprintf("{%s: %v}", k, v))
+			}
+		}
+		note := fmt.Sprintf("amiFamily %v → amiSelectorTerms: [%s]", spec["amiFamily"], strings.Join(terms, ", "))
+		if _, n := aliasFor(fmt.Sprint(spec["amiFamily"])); n != "" {
+			note += " (" + n + ")"
+		}
+		notes = append(notes, note)
+	}
+	what := fmt.Sprintf("%s (%s)", kind, apiVersion)
+	if apiVersion != "karpenter.k8s.aws/v1alpha1" {
+		what += "; AWSNodeTemplate was karpenter.k8s.aws/v1alpha1"
+	}
+	return []change{{field: "kind", message: what + " was replaced by EC2NodeClass (karpenter.k8s.aws/v1)",
+		fix:         "replace the document with the EC2NodeClass below; what changed:\n- " + strings.Join(notes, "\n- "),
+		replacement: []map[string]any{obj}}}
 }
 
-// migrateAMITerms gives a v1 EC2NodeClass without amiSelectorTerms the alias
-// its amiFamily implied before v1.
+// migrateEC2NodeClassFields: what a v1beta1 EC2NodeClass lacks in v1.
+func migrateEC2NodeClassFields(obj map[string]any, from string) []change {
+	spec := ensureMap(obj, "spec")
+	var cs []change
+	if spec["amiFamily"] == "Ubuntu" {
+		cs = append(cs, change{"spec.amiFamily", "amiFamily Ubuntu was removed in karpenter.k8s.aws/v1: there is no Ubuntu alias",
+			"amiFamily: AL2\namiSelectorTerms:\n  - id: ami-…   # your Ubuntu AMI (AL2 bootstrapping applies; check your userData)", nil})
+		spec["amiFamily"] = "AL2"
+		if _, ok := spec["amiSelectorTerms"]; !ok {
+			spec["amiSelectorTerms"] = []any{map[string]any{"id": "ami-00000000000000000"}}
+		}
+	}
+	return append(cs, migrateAMITerms(obj)...)
+}
+
+const (
+	// As upstream's getting-started guide writes them, so they read as
+	// placeholders and never collide with a user's own values.
+	placeholderRole    = "KarpenterNodeRole-${CLUSTER_NAME}"
+	placeholderCluster = "${CLUSTER_NAME}"
+)
+
+// aliasFor is the amiSelectorTerms alias that selects what amiFamily used to
+// (the family's newest image), and a note for families with caveats.
+func aliasFor(family string) (alias, note string) {
+	switch family {
+	case "AL2":
+		return "al2@latest", "AL2 images stop with Kubernetes 1.32; plan a move to al2023"
+	case "AL2023":
+		return "al2023@latest", ""
+	case "Bottlerocket":
+		return "bottlerocket@latest", ""
+	case "Windows2019":
+		return "windows2019@latest", ""
+	case "Windows2022":
+		return "windows2022@latest", ""
+	case "Windows2025":
+		return "windows2025@latest", ""
+	}
+	return "", ""
+}
+
+// migrateAMITerms gives an EC2NodeClass without amiSelectorTerms the alias
+// its amiFamily implied before v1 (a Custom family needs the user's AMIs).
 func migrateAMITerms(obj map[string]any) []change {
 	spec := ensureMap(obj, "spec")
 	if _, ok := spec["amiSelectorTerms"]; ok {
 		return nil
 	}
 	family, _ := spec["amiFamily"].(string)
-	alias := map[string]string{"AL2": "al2@latest", "AL2023": "al2023@latest", "Bottlerocket": "bottlerocket@latest",
-		"Windows2019": "windows2019@latest", "Windows2022": "windows2022@latest"}[family]
+	alias, note := aliasFor(family)
 	if alias == "" {
-		alias = "al2023@latest"
+		spec["amiSelectorTerms"] = []any{map[string]any{"id": "ami-00000000000000000"}}
+		return []change{{"spec.amiSelectorTerms", "amiSelectorTerms is required in karpenter.k8s.aws/v1",
+			"amiSelectorTerms:\n  - id: ami-…   # your AMI (amiFamily " + family + " selects no image by itself)", nil}}
 	}
 	spec["amiSelectorTerms"] = []any{map[string]any{"alias": alias}}
-	return []change{{"spec.amiSelectorTerms", "amiSelectorTerms is required in karpenter.k8s.aws/v1",
-		"amiSelectorTerms:\n  - alias: " + alias + "   # pin a version (e.g. al2023@v20240807) in production"}}
+	fix := "amiSelectorTerms:\n  - alias: " + alias + "   # " + aliasPinNote(alias)
+	if note != "" {
+		fix += "\n(" + note + ")"
+	}
+	return []change{{"spec.amiSelectorTerms", "amiSelectorTerms is required in karpenter.k8s.aws/v1: amiFamily " + family + " no longer selects an image by itself", fix, nil}}
+}
+
+// aliasPinNote says how to pin an alias's version, as that family writes it.
+func aliasPinNote(alias string) string {
+	family, _, _ := strings.Cut(alias, "@")
+	switch {
+	case strings.HasPrefix(family, "windows"):
+		return "Windows aliases only take @latest"
+	case family == "bottlerocket":
+		return "pin a version (e.g. bottlerocket@v1.20.3) in production"
+	}
+	return "pin a version (e.g. " + family + "@v20240807) in production"
 }
 
 func selectorToTerms(sel map[string]any) []any {
-	if ids, ok := sel["aws-ids"].(string); ok {
-		var terms []any
-		for _, id := range strings.Split(ids, ",") {
-			terms = append(terms, map[string]any{"id": strings.TrimSpace(id)})
+	var terms []any
+	tags := map[string]any{}
+	var name string
+	var owners []string
+	for k, v := range sel {
+		str := fmt.Sprint(v)
+		switch k {
+		case "aws-ids", "aws::ids":
+			for _, id := range strings.Split(str, ",") {
+				terms = append(terms, map[string]any{"id": strings.TrimSpace(id)})
+			}
+		case "aws::name":
+			name = str
+		case "aws::owners":
+			for _, o := range strings.Split(str, ",") {
+				owners = append(owners, strings.TrimSpace(o))
+			}
+		default:
+			tags[k] = v
+		}
+	}
+	sort.Slice(terms, func(i, j int) bool {
+		return fmt.Sprint(terms[i].(map[string]any)["id"]) < fmt.Sprint(terms[j].(map[string]any)["id"])
+	})
+	switch {
+	case name != "" && len(owners) > 0:
+		sort.Strings(owners)
+		for _, o := range owners {
+			terms = append(terms, map[string]any{"name": name, "owner": o})
+		}
+	case name != "":
+		terms = append(terms, map[string]any{"name": name})
+	case len(owners) > 0:
+		sort.Strings(owners)
+		for _, o := range owners {
+			t := map[string]any{"owner": o}
+			if len(tags) > 0 {
+				t["tags"] = tags
+			}
+			terms = append(terms, t)
 		}
 		return terms
 	}
-	tags := map[string]any{}
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
+	if len(tags) > 0 {
+		terms = append(terms, map[string]any{"tags": tags})
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		tags[k] = sel[k]
-	}
-	return []any{map[string]any{"tags": tags}}
+	return terms
 }
 
 func ensureMap(m map[string]any, key string) map[string]any {

@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"regexp"
 	"sort"
 	"strings"
@@ -55,7 +56,50 @@ var messageFixes = []struct {
 	{"'weight' is not supported on static", "remove weight from the static NodePool"},
 	{"is immutable", "create a new object instead of changing this field"},
 	{"must specify exactly one of ['role', 'instanceProfile']", "set role (the IAM role name) or instanceProfile, not both"},
-	{"must specify amiFamily", "add amiSelectorTerms: [{alias: al2023@latest}] or set amiFamily"},
+}
+
+// objectFix makes a fix right for this object where the generic one would
+// not be: an alias for the object's own amiFamily, not always al2023.
+func objectFix(d *Document, e *field.Error, fix string) string {
+	spec, _ := d.Object["spec"].(map[string]any)
+	family, _ := spec["amiFamily"].(string)
+	msg := e.ErrorBody()
+	switch {
+	case e.Type == field.ErrorTypeRequired && e.Field == "spec.amiSelectorTerms":
+		if alias, note := aliasFor(family); alias != "" {
+			fix = "add amiSelectorTerms:\n  - alias: " + alias + "   # the images amiFamily " + family + " selected; " + aliasPinNote(alias)
+			if note != "" {
+				fix += "\n(" + note + ")"
+			}
+			return fix
+		}
+		if family != "" {
+			return "add amiSelectorTerms that select your AMIs, e.g.\namiSelectorTerms:\n  - id: ami-…   # amiFamily " + family + " selects no image by itself"
+		}
+		return "add amiSelectorTerms with the image family your nodes run, e.g.\namiSelectorTerms:\n  - alias: al2023@latest   # or al2@latest, bottlerocket@latest, windows2022@latest"
+	case strings.Contains(msg, "must specify amiFamily"):
+		return "set amiFamily to the family of the AMIs these terms select (AL2, AL2023, Bottlerocket, Windows2019, Windows2022, or Custom with your own userData), or select images by alias (e.g. - alias: al2023@latest) instead"
+	case strings.Contains(msg, "amiFamily must be") && strings.Contains(msg, "alias"):
+		return "delete amiFamily (the alias implies it), or make the alias the family's own: " + familyAliasHint(family)
+	}
+	return fix
+}
+
+func familyAliasHint(family string) string {
+	if alias, _ := aliasFor(family); alias != "" {
+		return "amiFamily " + family + " goes with alias " + alias
+	}
+	return "al2@… with AL2, al2023@… with AL2023, bottlerocket@… with Bottlerocket, windows2022@latest with Windows2022"
+}
+
+// requiredFixes are whole answers for a missing required field, where
+// "add the field" would leave the user guessing what to write.
+var requiredFixes = map[string]string{
+	"spec.template.spec.requirements": "add under spec.template.spec:\n  requirements:\n    - key: karpenter.sh/capacity-type\n      operator: In\n      values: [\"on-demand\"]   # or requirements: [] for every instance type",
+	"spec.requirements":               "add under spec:\n  requirements:\n    - key: karpenter.sh/capacity-type\n      operator: In\n      values: [\"on-demand\"]",
+	"spec.role":                       "add role: the name of the IAM role your nodes run as (or instanceProfile: an instance profile's name)",
+	"spec.subnetSelectorTerms":        "add subnetSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: my-cluster   # a tag your nodes' subnets carry",
+	"spec.securityGroupSelectorTerms": "add securityGroupSelectorTerms:\n  - tags:\n      karpenter.sh/discovery: my-cluster   # a tag your nodes' security groups carry",
 }
 
 var indexRE = regexp.MustCompile(`\[[^\]]*\]`)
@@ -73,17 +117,28 @@ func fixFor(e *field.Error) string {
 	}
 	fix, ok := fieldFixes[norm]
 	if e.Type == field.ErrorTypeRequired {
+		if f, ok := requiredFixes[norm]; ok {
+			return f
+		}
 		if ok {
 			return "add " + e.Field[strings.LastIndex(e.Field, ".")+1:] + ": " + fix
 		}
 		return "add the field " + e.Field
 	}
+	if e.Type == field.ErrorTypeNotSupported {
+		if guess := closestSupported(fmt.Sprint(e.BadValue), e.Detail); guess != "" {
+			fix = "did you mean " + guess + "? " + fix
+			if !ok {
+				fix = "did you mean " + guess + "?"
+			}
+			return fix
+		}
+		if !ok {
+			return "use one of the supported values listed"
+		}
+	}
 	if ok {
 		return fix
-	}
-	switch e.Type {
-	case field.ErrorTypeNotSupported:
-		return "use one of the supported values listed"
 	}
 	if strings.HasSuffix(norm, "requirements[].key") {
 		return "a label key such as node.kubernetes.io/instance-type or example.com/team"
@@ -131,6 +186,20 @@ func unknownFieldFix(s *structuralschema.Structural, path string) string {
 		return "remove it; fields here: " + strings.Join(known, ", ")
 	}
 	return "remove it"
+}
+
+var quotedRE = regexp.MustCompile(`"([^"]*)"`)
+
+// closestSupported picks the supported value (from an Unsupported value
+// error's detail) a misspelt value most likely meant, or "".
+func closestSupported(bad, detail string) string {
+	best, bestD := "", 3
+	for _, m := range quotedRE.FindAllStringSubmatch(detail, -1) {
+		if d := editDistance(strings.ToLower(bad), strings.ToLower(m[1])); d < bestD {
+			best, bestD = m[1], d
+		}
+	}
+	return best
 }
 
 func isIndex(s string) bool {

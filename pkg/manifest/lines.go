@@ -19,11 +19,20 @@ func lineOf(doc *yamlv3.Node, path string) int {
 		n = n.Content[0]
 	}
 	line := n.Line
-	for _, seg := range splitPath(path) {
-		next, at := child(n, seg)
+	segs := splitPath(path)
+	for i := 0; i < len(segs); i++ {
+		next, at := child(n, segs[i])
+		// A map key with dots (memory.available, nvidia.com/gpu) reads as
+		// several segments in a dotted path: join them back.
+		j := i
+		for next == nil && n.Kind == yamlv3.MappingNode && j+1 < len(segs) {
+			j++
+			next, at = child(n, strings.Join(segs[i:j+1], "."))
+		}
 		if next == nil {
 			return line
 		}
+		i = j
 		n, line = next, at
 	}
 	return line

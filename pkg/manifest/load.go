@@ -48,14 +48,23 @@ func ParseFile(path string) ([]*Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
+	if inChartTemplates(path) {
+		if line := helmActionLine(b, true); line > 0 {
+			return nil, Problems{helmProblem(path, line)}
+		}
+	}
 	return Parse(path, b)
 }
 
 // Parse splits multi-document YAML into documents. Empty documents are
 // skipped; a syntax error, a duplicate key or a document that is not a
 // mapping is a Problem naming the line. A List (kind: List, as from kubectl
-// get -o yaml) is expanded into its items.
+// get -o yaml) is expanded into its items. A Helm template is answered as
+// one, not as broken YAML.
 func Parse(file string, data []byte) ([]*Document, error) {
+	if line := helmActionLine(data, false); line > 0 {
+		return nil, Problems{helmProblem(file, line)}
+	}
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var docs []*Document
 	var problems Problems

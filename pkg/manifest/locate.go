@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -103,6 +104,47 @@ func pathString(path []any) string {
 		}
 	}
 	return b.String()
+}
+
+// ValueProblem turns a decode error of d into a Problem naming the field
+// (found by Locate when the decoder does not say), its line and a fix.
+func ValueProblem(d *Document, err error, decode func(map[string]any) error) Problem {
+	field := Locate(d.Object, decode)
+	msg := err.Error()
+	fix := ValueFix(msg)
+	if field != "" {
+		msg = strings.TrimPrefix(msg, "json: ")
+		if strings.Contains(msg, "quantities must match") {
+			if v, ok := valueAt(d.Object, splitPath(field)); ok {
+				key := field[strings.LastIndexAny(field, ".]")+1:]
+				msg = fmt.Sprintf("%q is not a Kubernetes quantity", fmt.Sprint(v))
+				fix = QuantityFix(key, fmt.Sprint(v))
+			}
+		}
+	}
+	return Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field, Message: msg, Fix: fix}
+}
+
+func valueAt(v any, path []string) (any, bool) {
+	for _, seg := range path {
+		switch t := v.(type) {
+		case map[string]any:
+			x, ok := t[seg]
+			if !ok {
+				return nil, false
+			}
+			v = x
+		case []any:
+			i, err := strconv.Atoi(seg)
+			if err != nil || i < 0 || i >= len(t) {
+				return nil, false
+			}
+			v = t[i]
+		default:
+			return nil, false
+		}
+	}
+	return v, true
 }
 
 // ValueFix says how to write a value a decoder rejected, from its message.

@@ -18,6 +18,12 @@ type Problem struct {
 	Fix     string
 	// Deprecated marks input from an older API version that has a v1 replacement.
 	Deprecated bool
+	// Replacement is the whole document(s) to use instead, as YAML, when the
+	// input's kind was replaced (Provisioner → NodePool, …).
+	Replacement string
+	// Warning marks something Joiner cannot check or model that upstream
+	// Karpenter accepts: said, but not a reason to fail.
+	Warning bool
 }
 
 func (p Problem) Error() string {
@@ -39,12 +45,30 @@ func (p Problem) Error() string {
 		b.WriteString(p.Field)
 		b.WriteString(": ")
 	}
+	if p.Warning {
+		b.WriteString("warning: ")
+	}
 	b.WriteString(p.Message)
 	if p.Fix != "" {
 		b.WriteString("\n    fix: ")
 		b.WriteString(strings.ReplaceAll(p.Fix, "\n", "\n         "))
 	}
+	if p.Replacement != "" {
+		b.WriteString("\n    replacement:\n        ")
+		b.WriteString(strings.ReplaceAll(p.Replacement, "\n", "\n        "))
+	}
 	return b.String()
+}
+
+// Errors returns the problems that are not warnings.
+func (ps Problems) Errors() Problems {
+	var out Problems
+	for _, p := range ps {
+		if !p.Warning {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Problems is a list of problems that is itself an error.

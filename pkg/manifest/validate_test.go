@@ -137,7 +137,7 @@ func TestNodePoolRules(t *testing.T) {
 		{"static ok", "  template:\n", "  replicas: 3\n  limits:\n    nodes: \"5\"\n  template:\n", "", ""},
 		{"static with weight", "  template:\n", "  replicas: 3\n  weight: 5\n  template:\n", "spec", "'weight' is not supported on static NodePools"},
 		{"static with cpu limit", "  template:\n", "  replicas: 3\n  limits:\n    cpu: \"5\"\n  template:\n", "spec", "only 'limits.nodes' is supported on static NodePools"},
-		{"limits bad unit", "  template:\n", "  limits:\n    memory: 10 GB\n  template:\n", "spec.limits.memory", "should match"},
+		{"limits bad unit", "  template:\n", "  limits:\n    memory: 10 GB\n  template:\n", "spec.limits.memory", `"10 GB" is not a Kubernetes quantity`},
 		{"terminationGracePeriod Never", "      nodeClassRef:", "      terminationGracePeriod: Never\n      nodeClassRef:", "spec.template.spec.terminationGracePeriod", "should match"},
 		{"unknown field", "    consolidateAfter: 1m\n", "    consolidateAfter: 1m\n    consolidateAftr: 2m\n", "spec.disruption.consolidateAftr", "unknown field"},
 	}
@@ -361,7 +361,7 @@ func TestExamples(t *testing.T) {
 		for _, w := range expectedReplacements(t, f) {
 			found := false
 			for _, p := range deprecated {
-				found = found || strings.Contains(p.Fix, w)
+				found = found || strings.Contains(p.Fix, w) || strings.Contains(p.Replacement, w)
 			}
 			if !found {
 				t.Errorf("%s: no fix names %q; got:\n%v", rel, w, Problems(deprecated))

@@ -22,12 +22,19 @@ func TestLoadKubectlDump(t *testing.T) {
 	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(DefaultStart) {
 		t.Errorf("defaults without scenario.yaml: %+v", in.Scenario.Spec)
 	}
+	const note = "has no scenario.yaml: the default scenario settings were used"
+	if len(in.Notes) != 1 || !strings.Contains(in.Notes[0], note) {
+		t.Errorf("a directory without scenario.yaml must say so: %q", in.Notes)
+	}
 	rep, err := Run(in, os.DirFS("testdata/kubectl-dump"), ".", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rep.Pods.Ran != 3 || rep.Pods.NeverRan != 0 || rep.Nodes.Launched == 0 {
 		t.Errorf("the dump's 3 checkout pods run on launched nodes: %+v", rep.Pods)
+	}
+	if !strings.Contains(strings.Join(rep.Notes, "\n"), note) {
+		t.Errorf("the report's notes lack %q: %q", note, rep.Notes)
 	}
 }
 
@@ -50,7 +57,20 @@ func TestLoadErrors(t *testing.T) {
 		{"typo in a Deployment", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replcas: 3\n"},
 			[]string{"app.yaml", `Deployment "web"`, `unknown field "spec.replcas"`}},
 		{"removed API version", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: web}\n"},
-			[]string{"app.yaml", "apps/v1beta1 is no longer served; use apiVersion: apps/v1"}},
+			[]string{"app.yaml:1", "apps/v1beta1 is no longer served", "fix: apiVersion: apps/v1"}},
+		{"scenario of an unknown apiVersion", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  duration: 24h\n"},
+			[]string{"scenario.yaml:1", "a scenario is apiVersion joiner.dev/v1alpha1, kind Scenario", "fix: apiVersion: joiner.dev/v1alpha1"}},
+		{"scenario of an unknown kind", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Simulation\nmetadata: {name: x}\n"},
+			[]string{"scenario.yaml:2", "kind Scenario"}},
+		{"scenario.yaml without apiVersion", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "spec:\n  duration: 24h\n"},
+			[]string{"scenario.yaml", "a scenario is apiVersion joiner.dev/v1alpha1, kind Scenario"}},
+		{"two NodePools of one name", map[string]string{"pool.yaml": minimalPool, "more/pool-copy.yaml": "# a copy\n" + minimalPool},
+			[]string{"sc/more/pool-copy.yaml:4", `NodePool "general" is defined twice`, "sc/pool.yaml:3"}},
+		{"an early Provisioner is answered, not skipped", map[string]string{"pool.yaml": minimalPool,
+			"old.yaml": "apiVersion: provisioning.karpenter.sh/v1alpha2\nkind: Provisioner\nmetadata: {name: old}\nspec:\n  instanceTypes: [m5.large]\n"},
+			[]string{"old.yaml:2", "Provisioner (provisioning.karpenter.sh/v1alpha2) was replaced by NodePool (karpenter.sh/v1)"}},
+		{"a Helm template", map[string]string{"pool.yaml": strings.Replace(minimalPool, "{name: general}", "{name: {{ .Values.name }}}", 1)},
+			[]string{"pool.yaml:3", "Helm template", "render it first"}},
 		{"bad NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "operator: In", "operator: Within", 1)},
 			[]string{"pool.yaml", "spec.template.spec.requirements[0].operator", "Unsupported value"}},
 		{"legacy NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "  template:", "  disruption: {consolidationPolicy: WhenUnderutilized, consolidateAfter: 1m}\n  template:", 1)},

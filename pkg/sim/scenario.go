@@ -7,11 +7,14 @@ package sim
 import (
 	"encoding/json"
 	"fmt"
+	"path"
 	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
 // ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
@@ -134,12 +137,68 @@ type Latency struct {
 	Stddev metav1.Duration `json:"stddev,omitempty"`
 }
 
-// validate names the field and the fix for every bad value.
-func (s *Scenario) validate(file string) error {
-	var errs []string
-	bad := func(field, msg string) { errs = append(errs, fmt.Sprintf("%s: %s: %s", file, field, msg)) }
-	if s.APIVersion != ScenarioAPIVersion || s.Kind != ScenarioKind {
-		bad("apiVersion/kind", fmt.Sprintf("got %s %s; write apiVersion: %s and kind: %s", s.APIVersion, s.Kind, ScenarioAPIVersion, ScenarioKind))
+// DefaultScenario is what a scenario directory without scenario.yaml runs:
+// one day from DefaultStart, seed 1, no load patterns or faults.
+func DefaultScenario() Scenario {
+	var s Scenario
+	s.APIVersion, s.Kind = ScenarioAPIVersion, ScenarioKind
+	s.Spec.Start = DefaultStart
+	s.Spec.Duration = metav1.Duration{Duration: 24 * time.Hour}
+	s.Spec.Seed = 1
+	return s
+}
+
+// IsScenarioDocument reports whether d is meant as the scenario: anything of
+// the joiner.dev group or of kind Scenario, and whatever scenario.yaml holds
+// that is not a Kubernetes or Karpenter kind.
+func IsScenarioDocument(d *manifest.Document) bool {
+	group, _, _ := strings.Cut(d.APIVersion, "/")
+	if !strings.Contains(d.APIVersion, "/") {
+		group = ""
+	}
+	if group == "joiner.dev" || strings.HasSuffix(group, ".joiner.dev") || d.Kind == ScenarioKind {
+		return true
+	}
+	return path.Base(d.File) == "scenario.yaml" && !manifest.IsKarpenter(d) && !manifest.IsBuiltin(d)
+}
+
+// CheckScenario decodes and checks a scenario document as Load does.
+func CheckScenario(d *manifest.Document) error {
+	_, err := decodeScenario(d, DefaultScenario())
+	return err
+}
+
+// decodeScenario reads d over base (the defaults a scenario.yaml may leave
+// out) and checks it: the apiVersion and kind, unknown fields, malformed
+// values and the rules of validate, each named with file, line and fix.
+func decodeScenario(d *manifest.Document, base Scenario) (Scenario, error) {
+	if d.APIVersion != ScenarioAPIVersion || d.Kind != ScenarioKind {
+		field := "apiVersion"
+		if d.APIVersion == ScenarioAPIVersion {
+			field = "kind"
+		}
+		return base, manifest.Problems{{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
+			Message: fmt.Sprintf("a scenario is apiVersion %s, kind %s; this is %q %q", ScenarioAPIVersion, ScenarioKind, d.APIVersion, d.Kind),
+			Fix:     fmt.Sprintf("apiVersion: %s\nkind: %s", ScenarioAPIVersion, ScenarioKind)}}
+	}
+	s := base
+	if err := decodeStrict(d.Object, &s); err != nil {
+		if strings.Contains(err.Error(), "unknown field") {
+			return base, fmt.Errorf("%s: %w (fields: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot)", d.File, err)
+		}
+		return base, manifest.Problems{manifest.ValueProblem(d, err, func(o map[string]any) error { return decodeStrict(o, &Scenario{}) })}
+	}
+	if ps := s.validate(d); len(ps) > 0 {
+		return base, ps
+	}
+	return s, nil
+}
+
+// validate names the field, its line and the fix for every bad value.
+func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
+	var ps manifest.Problems
+	bad := func(field, msg string) {
+		ps = append(ps, manifest.Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field, Message: msg})
 	}
 	if s.Spec.Start.IsZero() {
 		bad("spec.start", `required: an RFC 3339 time such as "2026-11-30T00:00:00Z"`)
@@ -183,10 +242,7 @@ func (s *Scenario) validate(file string) error {
 	if f.SpotInterruptionsPerNodeHour < 0 {
 		bad("spec.faults.spotInterruptionsPerNodeHour", "must not be negative")
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "\n"))
-	}
-	return nil
+	return ps
 }
 
 // decodeStrict decodes JSON into v, rejecting unknown fields.

@@ -1,0 +1,98 @@
+package manifest
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
+	sigsjson "sigs.k8s.io/json"
+)
+
+// builtinKinds are the Kubernetes kinds the simulator reads, by
+// apiVersion/kind, with their Go types.
+var builtinKinds = map[string]func() any{
+	"apps/v1/Deployment":                     func() any { return &appsv1.Deployment{} },
+	"apps/v1/StatefulSet":                    func() any { return &appsv1.StatefulSet{} },
+	"apps/v1/DaemonSet":                      func() any { return &appsv1.DaemonSet{} },
+	"batch/v1/Job":                           func() any { return &batchv1.Job{} },
+	"batch/v1/CronJob":                       func() any { return &batchv1.CronJob{} },
+	"autoscaling/v2/HorizontalPodAutoscaler": func() any { return &autoscalingv2.HorizontalPodAutoscaler{} },
+	"policy/v1/PodDisruptionBudget":          func() any { return &policyv1.PodDisruptionBudget{} },
+	"scheduling.k8s.io/v1/PriorityClass":     func() any { return &schedulingv1.PriorityClass{} },
+	"v1/Service":                             func() any { return &corev1.Service{} },
+	"v1/Pod":                                 func() any { return &corev1.Pod{} },
+}
+
+// removedWorkloadVersions maps workload API versions Kubernetes no longer
+// serves to their replacement.
+var removedWorkloadVersions = map[string]string{
+	"extensions/v1beta1":         "apps/v1",
+	"apps/v1beta1":               "apps/v1",
+	"apps/v1beta2":               "apps/v1",
+	"autoscaling/v2beta1":        "autoscaling/v2",
+	"autoscaling/v2beta2":        "autoscaling/v2",
+	"batch/v1beta1":              "batch/v1",
+	"policy/v1beta1":             "policy/v1",
+	"scheduling.k8s.io/v1beta1":  "scheduling.k8s.io/v1",
+	"scheduling.k8s.io/v1alpha1": "scheduling.k8s.io/v1",
+}
+
+// IsBuiltin reports whether d is one of the Kubernetes kinds the simulator
+// reads, or a removed API version of a workload kind.
+func IsBuiltin(d *Document) bool {
+	_, ok := builtinKinds[d.APIVersion+"/"+d.Kind]
+	_, old := removedWorkloadVersions[d.APIVersion]
+	return ok || old
+}
+
+// DecodeBuiltin decodes d strictly into its Go type (*appsv1.Deployment, …),
+// as the simulator reads it: an unknown field, a wrong type or a malformed
+// value (a quantity, a duration) is a Problem naming the field, line and fix.
+// It returns nil, nil for kinds it does not read.
+func DecodeBuiltin(d *Document) (any, Problems) {
+	if repl, ok := removedWorkloadVersions[d.APIVersion]; ok {
+		return nil, Problems{d.problem("apiVersion", d.APIVersion+" is no longer served by Kubernetes: "+d.Kind+" is "+repl, "apiVersion: "+repl)}
+	}
+	newObj, ok := builtinKinds[d.APIVersion+"/"+d.Kind]
+	if !ok {
+		return nil, nil
+	}
+	obj := newObj()
+	if ps := DecodeStrict(d, obj); len(ps) > 0 {
+		return nil, ps
+	}
+	return obj, nil
+}
+
+// DecodeStrict decodes d into v (a pointer), reporting unknown or mistyped
+// fields and malformed values with their path and line.
+func DecodeStrict(d *Document, v any) Problems {
+	b, err := json.Marshal(d.Object)
+	if err != nil {
+		return Problems{d.problem("", err.Error(), "")}
+	}
+	strict, err := sigsjson.UnmarshalStrict(b, v)
+	if err != nil {
+		return Problems{ValueProblem(d, err, func(o map[string]any) error {
+			b, _ := json.Marshal(o)
+			_, err := sigsjson.UnmarshalStrict(b, reflect.New(reflect.TypeOf(v).Elem()).Interface())
+			return err
+		})}
+	}
+	var ps Problems
+	for _, e := range strict {
+		msg := e.Error()
+		field := ""
+		if i := strings.Index(msg, `unknown field "`); i >= 0 {
+			field = strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
+		}
+		ps = append(ps, d.problem(field, msg, "check the spelling; kubectl explain "+strings.ToLower(d.Kind)+" lists the fields"))
+	}
+	return ps
+}
