@@ -10,6 +10,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -96,11 +97,18 @@ func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report,
 		return nil, err
 	}
 	var opts sim.Options
-	if !quiet {
+	if !quiet && isTerminal(progressOut) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 		opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
 		defer func() { _ = bar.Finish() }()
 	}
 	return sim.Run(in, fsys, dir, opts)
+}
+
+// isTerminal reports whether w is a terminal a progress bar may redraw: a
+// pipe, a file or a CI log gets no bar (and TERM=dumb none either).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && os.Getenv("TERM") != "dumb" && term.IsTerminal(int(f.Fd()))
 }
