@@ -3,6 +3,7 @@ package scheduling
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -75,4 +76,36 @@ func Fits(requests, available corev1.ResourceList) error {
 		}
 	}
 	return nil
+}
+
+// DefaultRequestsFromLimits fills in what the API server defaults when it
+// creates a pod: a container (init containers included) that sets a limit
+// and no request for a resource requests its limit — cpu, memory and
+// extended resources such as nvidia.com/gpu alike — and so do pod-level
+// resources (which know only cpu, memory and hugepages). It changes spec in
+// place; callers pass a copy they own.
+func DefaultRequestsFromLimits(spec *corev1.PodSpec) {
+	defaultRequirements := func(r *corev1.ResourceRequirements, podLevel bool) {
+		for name, limit := range r.Limits {
+			if _, ok := r.Requests[name]; ok {
+				continue
+			}
+			if podLevel && name != corev1.ResourceCPU && name != corev1.ResourceMemory && !strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix) {
+				continue
+			}
+			if r.Requests == nil {
+				r.Requests = corev1.ResourceList{}
+			}
+			r.Requests[name] = limit.DeepCopy()
+		}
+	}
+	for i := range spec.Containers {
+		defaultRequirements(&spec.Containers[i].Resources, false)
+	}
+	for i := range spec.InitContainers {
+		defaultRequirements(&spec.InitContainers[i].Resources, false)
+	}
+	if spec.Resources != nil {
+		defaultRequirements(spec.Resources, true)
+	}
 }

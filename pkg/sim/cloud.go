@@ -92,7 +92,7 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 	np := plan.NodePool
 	e.nodeSeq++
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
-		Labels:      map[string]string{v1.LabelNodePool: np.Name},
+		Labels:      nodeClaimLabels(np, plan.Requirements),
 		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.TemplateHash(np)}}}
 	nc.Spec.Requirements = plan.NodeClaimRequirements().NodeSelectorRequirements()
 	nc.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
@@ -105,6 +105,21 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 		return nil, err
 	}
 	return e.startInstance(plan, created, why), nil
+}
+
+// nodeClaimLabels are the labels a NodeClaim (and so its Node) carries
+// before the cloud adds its instance type's: the NodePool template's, and
+// one for every requirement the scheduled claim pins to a single value — a
+// pool allowing capacity-spread In [2,3,4,5] whose claim took a pod that
+// selects "3" launches a node labelled 3, as upstream Karpenter does.
+func nodeClaimLabels(np *v1.NodePool, reqs scheduling.Requirements) map[string]string {
+	out := reqs.Labels()
+	delete(out, v1.LabelHostname)
+	for k, v := range np.Spec.Template.Labels {
+		out[k] = v
+	}
+	out[v1.LabelNodePool] = np.Name
+	return out
 }
 
 func (e *engine) latency(l Latency, def time.Duration) time.Duration {

@@ -107,6 +107,9 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, n := range in.Notes { // what loading assumed (default settings, fields not modelled)
+		e.rep.note(n)
+	}
 	if len(in.NodeClasses) == 0 {
 		e.rep.note("the scenario has no EC2NodeClass: the node classes its NodePools name are taken to exist, with one image each (no AMI drift)")
 	}

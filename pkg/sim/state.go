@@ -61,22 +61,15 @@ func (n *simNode) reschedulable() []*corev1.Pod {
 	return n.movable
 }
 
+// labels are the Node's: its NodeClaim's (the NodePool template, the
+// requirements the claim was scheduled with, the instance type's) and its
+// hostname.
 func (n *simNode) labels() map[string]string {
-	l := map[string]string{
-		v1.LabelInstanceType: n.it.Name,
-		v1.LabelZone:         n.offering.Zone,
-		v1.LabelCapacityType: n.offering.CapacityType,
-		v1.LabelNodePool:     n.pool.Name,
-		v1.LabelHostname:     n.name,
-	}
-	for k, r := range n.it.Requirements {
-		if vals := r.Values(); len(vals) == 1 {
-			l[k] = vals[0]
-		}
-	}
-	for k, v := range n.pool.Spec.Template.Labels {
+	l := make(map[string]string, len(n.claim.Labels)+1)
+	for k, v := range n.claim.Labels {
 		l[k] = v
 	}
+	l[v1.LabelHostname] = n.name
 	return l
 }
 
