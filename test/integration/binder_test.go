@@ -9,7 +9,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
@@ -400,30 +402,39 @@ func checkPreemption(t *testing.T, ns string, high *corev1.Pod, nodeSelector map
 	if err := k8s.Create(ctx, high); err != nil {
 		t.Fatal(err)
 	}
+	// kube-scheduler says how many victims it preempts in the preemptor's
+	// PodScheduled condition ("..., preempting 2 victims") and deletes them
+	// one by one afterwards: wait until that many are being deleted.
+	victimCount := regexp.MustCompile(`preempting (\d+) victims`)
 	var nominated string
+	want := -1
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		var cur corev1.Pod
 		if err := k8s.Get(ctx, client.ObjectKeyFromObject(high), &cur); err != nil {
 			return false, err
 		}
-		nominated = cur.Status.NominatedNodeName
-		if cur.Spec.NodeName != "" {
-			nominated = cur.Spec.NodeName
-		}
 		if nominated == "" {
+			nominated = cur.Status.NominatedNodeName
+		}
+		for _, c := range cur.Status.Conditions {
+			if m := victimCount.FindStringSubmatch(c.Message); want < 0 && c.Type == corev1.PodScheduled && m != nil {
+				want, _ = strconv.Atoi(m[1])
+			}
+		}
+		if nominated == "" || want < 0 {
 			return false, nil
 		}
-		// The victims' deletion may land after the nomination.
 		var pods corev1.PodList
 		if err := k8s.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
+		deleting := 0
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp != nil {
-				return true, nil
+				deleting++
 			}
 		}
-		return false, nil
+		return deleting == want, nil
 	})
 	if err != nil {
 		t.Fatalf("kube-scheduler did not preempt for %s: %v", high.Name, err)
