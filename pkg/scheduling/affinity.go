@@ -96,3 +96,19 @@ func (a NodeAffinity) MatchesNode(labels map[string]string) bool {
 	}
 	return false
 }
+
+// Unmet says why MatchesNode is false for a node with these labels: the
+// nodeSelector entry or required-term requirement it misses (of the first
+// term, when none matches); "" when the node matches.
+func (a NodeAffinity) Unmet(labels map[string]string) string {
+	if why := a.selector.Unmet(labels); why != "" {
+		return why
+	}
+	if a.MatchesNode(labels) || len(a.required) == 0 {
+		return ""
+	}
+	if len(a.required[0]) == 0 {
+		return "an empty required node affinity term, which matches no node"
+	}
+	return a.required[0].Unmet(labels)
+}

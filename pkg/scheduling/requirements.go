@@ -186,3 +186,20 @@ func (rs Requirements) NodeSelectorRequirements() []v1.NodeSelectorRequirementWi
 	}
 	return out
 }
+
+// Unmet names the first requirement (in key order) that a node with these
+// labels does not satisfy, with what the node has instead; "" when the set
+// matches. It is MatchesLabels with a reason a person can act on.
+func (rs Requirements) Unmet(labels map[string]string) string {
+	for _, k := range rs.Keys() {
+		r := rs[k]
+		v, ok := labels[k]
+		switch {
+		case !ok && !r.AllowsAbsence():
+			return fmt.Sprintf("%s, and the node has no %s label", r, k)
+		case ok && !r.Has(v):
+			return fmt.Sprintf("%s, and the node has %s=%s", r, k, v)
+		}
+	}
+	return ""
+}

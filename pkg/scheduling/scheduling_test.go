@@ -159,15 +159,19 @@ func TestNodeAffinityMatchesNode(t *testing.T) {
 	tests := []struct {
 		labels map[string]string
 		want   bool
+		unmet  string // Unmet's reason when it does not match
 	}{
-		{map[string]string{"team": "a", "topology.kubernetes.io/zone": "y"}, true},
-		{map[string]string{"team": "a", "topology.kubernetes.io/zone": "z"}, false},
-		{map[string]string{"team": "b", "topology.kubernetes.io/zone": "x"}, false},
-		{map[string]string{"topology.kubernetes.io/zone": "x"}, false},
+		{map[string]string{"team": "a", "topology.kubernetes.io/zone": "y"}, true, ""},
+		{map[string]string{"team": "a", "topology.kubernetes.io/zone": "z"}, false, "topology.kubernetes.io/zone In [x], and the node has topology.kubernetes.io/zone=z"},
+		{map[string]string{"team": "b", "topology.kubernetes.io/zone": "x"}, false, "team In [a], and the node has team=b"},
+		{map[string]string{"topology.kubernetes.io/zone": "x"}, false, "team In [a], and the node has no team label"},
 	}
 	for _, tc := range tests {
 		if got := a.MatchesNode(tc.labels); got != tc.want {
 			t.Errorf("MatchesNode(%v) = %v, want %v", tc.labels, got, tc.want)
+		}
+		if got := a.Unmet(tc.labels); got != tc.unmet {
+			t.Errorf("Unmet(%v) = %q, want %q", tc.labels, got, tc.unmet)
 		}
 	}
 	notIn := NewNodeAffinity(nodeAffinityPod(nil, [][]corev1.NodeSelectorRequirement{{{Key: "gpu", Operator: opNotIn, Values: []string{"true"}}}}, nil))
