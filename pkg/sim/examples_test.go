@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // The example scenarios' own assertions: what each is meant to show, in
@@ -269,4 +270,101 @@ func TestExampleGPUPoolWithoutSizes(t *testing.T) {
 		t.Errorf("inference pods on %v (%d GPUs, %d GPU nodes launched): Karpenter packs them onto the largest claims", packed, gpuTotal, rep.Nodes.LaunchedByPool["gpu"])
 	}
 	inRange(t, "gpu pool cost", rep.Cost.ByPool["gpu"], 100, 110) // (13.3504 + 4.6016) $/h × 6 h
+}
+
+// TestExampleUSWest2: a cluster in us-west-2 gets nodes in its zones only,
+// spot as well as on-demand, spot prices made for us-west-2's zones, and
+// on-demand prices borrowed from us-east-1 — which the report says.
+func TestExampleUSWest2(t *testing.T) {
+	e, rep := runExample(t, "us-west-2", nil)
+	common(t, rep)
+	zones := checkZones(t, e, "us-west-2a", "us-west-2b", "us-west-2c")
+	if len(zones) != 3 {
+		t.Errorf("nodes in zones %v, want all three", zones)
+	}
+
+	said := false
+	for _, n := range rep.Notes {
+		said = said || strings.Contains(n, "no on-demand prices for us-west-2") && strings.Contains(n, "us-east-1's prices are used")
+	}
+	if !said {
+		t.Errorf("the report must say that us-west-2 has no on-demand prices and us-east-1's are used; notes: %q", rep.Notes)
+	}
+
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	east := map[string]float64{}
+	for _, en := range cat.Entries {
+		if en.OnDemandPrice != nil {
+			east[en.Name] = *en.OnDemandPrice
+		}
+	}
+	spot := 0
+	for _, n := range e.allNodes {
+		if n.claim.Labels[v1.LabelRegion] != "us-west-2" {
+			t.Errorf("node %s labelled region %q", n.name, n.claim.Labels[v1.LabelRegion])
+		}
+		od, ok := east[n.it.Name]
+		if !ok {
+			t.Fatalf("%s has no us-east-1 price", n.it.Name)
+		}
+		switch n.offering.CapacityType {
+		case v1.CapacityTypeSpot:
+			spot++
+			if n.pool.Name != "default" {
+				t.Errorf("spot node %s in pool %s", n.name, n.pool.Name)
+			}
+			if want := catalog.SyntheticSpotPrice(n.it.Name, n.offering.Zone, od); n.offering.Price != want {
+				t.Errorf("spot %s in %s at $%v, want the synthetic $%v for that zone", n.it.Name, n.offering.Zone, n.offering.Price, want)
+			}
+		case v1.CapacityTypeOnDemand:
+			if n.offering.Price != od {
+				t.Errorf("on-demand %s at $%v, want us-east-1's $%v", n.it.Name, n.offering.Price, od)
+			}
+		}
+	}
+	if spot == 0 {
+		t.Error("no spot node in us-west-2: the default pool allows spot and it is cheaper")
+	}
+
+	// The store: one replica per zone, on three on-demand m6i.xlarge.
+	storeZones := map[string]bool{}
+	for _, p := range livePods(e, "StatefulSet/store") {
+		n := p.node
+		storeZones[n.offering.Zone] = true
+		if n.pool.Name != "on-demand" || n.offering.CapacityType != v1.CapacityTypeOnDemand || n.it.Name != "m6i.xlarge" {
+			t.Errorf("store pod %s on %s %s in pool %s, want on-demand m6i.xlarge", p.pod.Name, n.offering.CapacityType, n.it.Name, n.pool.Name)
+		}
+	}
+	if len(storeZones) != 3 {
+		t.Errorf("store replicas in zones %v, want one in each", storeZones)
+	}
+	// The web tier: spread over the zones with skew at most 1.
+	web := map[string]int{}
+	for _, p := range livePods(e, "Deployment/web") {
+		web[p.node.offering.Zone]++
+	}
+	lo, hi := 1<<30, 0
+	for _, z := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
+		lo, hi = min(lo, web[z]), max(hi, web[z])
+	}
+	if hi-lo > 1 || lo == 0 {
+		t.Errorf("web pods by zone %v: maxSkew 1 over three zones", web)
+	}
+
+	if got := rep.Nodes.PeakByPool["on-demand"]; got != 3 {
+		t.Errorf("on-demand pool peaked at %d nodes, want 3 (one store replica per zone)", got)
+	}
+	inRange(t, "nodes launched", float64(rep.Nodes.Launched), 8, 30)
+	if len(rep.Autoscalers) != 1 || rep.Autoscalers[0].Max < 10 {
+		t.Errorf("web HPA %+v: at 900 requests/s × 8m and 60 %% of 1 CPU it needs 12 replicas", rep.Autoscalers)
+	}
+	// Cost: the on-demand pool is 3 × m6i.xlarge × 24 h × $0.192 (us-east-1's
+	// price) = $13.82 (from a second into the run); the web tier's 6–12 one-CPU
+	// pods on spot at 25–65 % of on-demand cost a few dollars.
+	inRange(t, "on-demand pool cost", rep.Cost.ByPool["on-demand"], 13.7, 13.83)
+	inRange(t, "default pool cost", rep.Cost.ByPool["default"], 2, 6)
+	inRange(t, "startup p90 (s)", reported(t, rep, "pods", "startupSecondsP90"), 50, 120)
 }
