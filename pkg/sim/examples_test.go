@@ -368,3 +368,54 @@ func TestExampleUSWest2(t *testing.T) {
 	inRange(t, "default pool cost", rep.Cost.ByPool["default"], 2, 6)
 	inRange(t, "startup p90 (s)", reported(t, rep, "pods", "startupSecondsP90"), 50, 120)
 }
+
+// TestExampleODSpotSplit: the karpenter-blueprints split — a pool with
+// capacity-spread 1 on demand, one with 2–5 on spot, ten pods spread over
+// the label with maxSkew 1 — gives five nodes, one per value, each
+// labelled with its value; two pods each, so 20 % on on-demand; the two
+// pods that select capacity-spread 3 join the node labelled 3. (Before
+// nodes carried the label, this launched tens of thousands of nodes.)
+func TestExampleODSpotSplit(t *testing.T) {
+	e, rep := runExample(t, "od-spot-split", nil)
+	common(t, rep)
+	checkZones(t, e, "us-east-1a", "us-east-1b", "us-east-1c")
+	if got := rep.Nodes.LaunchedByPool; rep.Nodes.Launched != 5 || got["node-od"] != 1 || got["node-spot"] != 4 {
+		t.Errorf("launched %d %v, want 5: node-od 1, node-spot 4", rep.Nodes.Launched, got)
+	}
+	values := map[string]*simNode{}
+	for _, n := range e.allNodes {
+		v := n.claim.Labels["capacity-spread"]
+		if values[v] != nil {
+			t.Errorf("nodes %s and %s both labelled capacity-spread=%s", values[v].name, n.name, v)
+		}
+		values[v] = n
+		want := map[string]string{"node-od": v1.CapacityTypeOnDemand, "node-spot": v1.CapacityTypeSpot}[n.pool.Name]
+		od := v == "1"
+		if n.offering.CapacityType != want || od != (n.pool.Name == "node-od") || v == "" {
+			t.Errorf("node %s: pool %s, %s, capacity-spread=%q", n.name, n.pool.Name, n.offering.CapacityType, v)
+		}
+	}
+	split := map[string]int{}
+	for _, p := range livePods(e, "Deployment/workload-split") {
+		split[p.node.claim.Labels["capacity-spread"]]++
+	}
+	for _, v := range []string{"1", "2", "3", "4", "5"} {
+		if split[v] != 2 {
+			t.Errorf("workload-split pods by capacity-spread %v: want 2 on each of 1–5", split)
+			break
+		}
+	}
+	pinned := livePods(e, "Deployment/pinned")
+	for _, p := range pinned {
+		if v := p.node.claim.Labels["capacity-spread"]; v != "3" {
+			t.Errorf("pinned pod %s on a node labelled capacity-spread=%q, want 3", p.pod.Name, v)
+		}
+	}
+	if len(pinned) != 2 {
+		t.Errorf("%d pinned pods running, want 2", len(pinned))
+	}
+	// Cost: c6g.large on demand ($0.068/h) and four spot c6a.large for 6 h.
+	inRange(t, "node-od cost", rep.Cost.ByPool["node-od"], 0.39, 0.41)
+	inRange(t, "total cost", rep.Cost.Total, 0.6, 1.2)
+	inRange(t, "startup p90 (s)", reported(t, rep, "pods", "startupSecondsP90"), 40, 90)
+}
