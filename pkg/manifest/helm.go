@@ -13,6 +13,9 @@ import (
 // action outside quoted strings and comments counts: "{{ x }}" in a quoted
 // value can be a plain string (an annotation, a message template).
 func helmActionLine(data []byte, inChart bool) int {
+	if !bytes.Contains(data, []byte("{{")) {
+		return 0 // the common case, at memory speed: a 50 MB dump took 4 s line by line
+	}
 	block := -1 // indentation of the key that opened a block scalar, or -1
 	for i, raw := range bytes.Split(data, []byte("\n")) {
 		line := string(raw)
@@ -24,7 +27,7 @@ func helmActionLine(data []byte, inChart bool) int {
 			continue // text of a block scalar (|, >): a string whatever it holds
 		}
 		block = -1
-		if blockScalarStart.MatchString(line) {
+		if strings.ContainsAny(line, "|>") && blockScalarStart.MatchString(line) {
 			block = indent
 		}
 		if strings.Contains(line, "{{") && (inChart || unquotedAction(line)) {

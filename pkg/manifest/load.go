@@ -31,11 +31,21 @@ type Document struct {
 	Namespace  string
 	Object     map[string]any
 	node       *yamlv3.Node
+	// src and srcLine: the text of a document whose tree was not kept (an
+	// item of a large List), read again for LineOf.
+	src     []byte
+	srcLine int
+}
+
+// Header is the document without its content: file, position, kind and
+// name, for checks across documents after the content has been decoded.
+func (d *Document) Header() *Document {
+	return &Document{File: d.File, Doc: d.Doc, Line: d.Line, APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace}
 }
 
 // LineOf returns the line of a field path in the document, or of its deepest
 // existing ancestor.
-func (d *Document) LineOf(path string) int { return lineOf(d.node, path) }
+func (d *Document) LineOf(path string) int { return lineOf(d.tree(), path) }
 
 func (d *Document) problem(field, msg, fix string) Problem {
 	return Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name,
@@ -65,6 +75,14 @@ func Parse(file string, data []byte) ([]*Document, error) {
 	if line := helmActionLine(data, false); line > 0 {
 		return nil, Problems{helmProblem(file, line)}
 	}
+	if docs, ok := parseFast(file, data); ok {
+		return docs, nil
+	}
+	return parseGeneral(file, data)
+}
+
+// parseGeneral is Parse for any input, through one YAML decoder.
+func parseGeneral(file string, data []byte) ([]*Document, error) {
 	dec := yamlv3.NewDecoder(bytes.NewReader(data))
 	var docs []*Document
 	var problems Problems
@@ -116,7 +134,13 @@ func Parse(file string, data []byte) ([]*Document, error) {
 }
 
 func newDocument(file string, i int, n *yamlv3.Node, obj map[string]any) *Document {
-	d := &Document{File: file, Doc: i, Line: n.Line, Object: obj, node: n}
+	d := &Document{File: file, Doc: i, Object: obj, node: n}
+	switch {
+	case n != nil && n.Kind == yamlv3.DocumentNode && len(n.Content) > 0:
+		d.Line = n.Content[0].Line // not the "---" before it
+	case n != nil:
+		d.Line = n.Line
+	}
 	d.APIVersion, _ = obj["apiVersion"].(string)
 	d.Kind, _ = obj["kind"].(string)
 	if md, ok := obj["metadata"].(map[string]any); ok {
@@ -155,6 +179,16 @@ func expandList(list *Document) []*Document {
 // toJSONMap converts a YAML document to the map[string]any form that
 // unstructured Kubernetes objects use (int64 and float64 numbers).
 func toJSONMap(n *yamlv3.Node) (map[string]any, error) {
+	if obj, ok := convertDocument(n); ok {
+		return obj, nil
+	}
+	return toJSONMapSlow(n)
+}
+
+// toJSONMapSlow converts by re-encoding the document and reading it back as
+// Kubernetes reads YAML; convertDocument gives the same result directly for
+// all but unusual input.
+func toJSONMapSlow(n *yamlv3.Node) (map[string]any, error) {
 	raw, err := yamlv3.Marshal(n)
 	if err != nil {
 		return nil, fmt.Errorf("re-encoding document: %w", err)

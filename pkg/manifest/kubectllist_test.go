@@ -1,0 +1,131 @@
+package manifest
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// asKubectlList prints documents as `kubectl get -o yaml` prints a List.
+func asKubectlList(docs []string) string {
+	var b strings.Builder
+	b.WriteString("apiVersion: v1\nitems:\n")
+	for _, d := range docs {
+		for i, l := range strings.Split(strings.TrimRight(d, "\n"), "\n") {
+			switch {
+			case i == 0:
+				b.WriteString("- " + l + "\n")
+			case l == "":
+				b.WriteString("\n")
+			default:
+				b.WriteString("  " + l + "\n")
+			}
+		}
+	}
+	b.WriteString("kind: List\nmetadata:\n  resourceVersion: \"\"\n")
+	return b.String()
+}
+
+// TestFastListParseMatchesGeneral: kubectl-style Lists read item by item
+// give the documents, objects and field lines that one decoder gives.
+func TestFastListParseMatchesGeneral(t *testing.T) {
+	var inputs []string
+	var all []string
+	for _, root := range []string{"../../examples", "testdata", "../../test"} {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !(strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err != nil || strings.Contains(string(b), "{{") {
+				return nil
+			}
+			var docs []string
+			for _, d := range strings.Split(string(b), "\n---\n") {
+				if hasContent([]byte(d)) && !strings.HasPrefix(strings.TrimSpace(d), "---") {
+					docs = append(docs, d)
+				}
+			}
+			if len(docs) > 0 {
+				inputs = append(inputs, asKubectlList(docs))
+				all = append(all, docs...)
+			}
+			return nil
+		})
+	}
+	if len(inputs) < 10 {
+		t.Fatalf("only %d inputs", len(inputs))
+	}
+	big := asKubectlList(all)
+	inputs = append(inputs,
+		"# a dump\n---\n"+big+"---\n"+inputs[0],
+		inputs[1]+"---\napiVersion: v1\nkind: Namespace\nmetadata: {name: x}\n",
+		strings.ReplaceAll(inputs[2], "\n", "\r\n"),
+	)
+	paths := []string{"", "metadata.name", "spec", "spec.template.spec.requirements[1].values", "spec.template.spec.containers[0].resources.requests",
+		"spec.disruption.budgets[0].nodes", "spec.replicas", "spec.selector.matchLabels", "data", "nope.nope"}
+	fast := 0
+	for i, in := range inputs {
+		file := fmt.Sprintf("input-%d.yaml", i)
+		want, wantErr := parseGeneral(file, []byte(in))
+		got, ok := parseFast(file, []byte(in))
+		if !ok {
+			continue
+		}
+		fast++
+		if wantErr != nil {
+			t.Errorf("%s: fast path read input the decoder rejects: %v", file, wantErr)
+			continue
+		}
+		if len(got) != len(want) {
+			t.Errorf("%s: %d documents, want %d", file, len(got), len(want))
+			continue
+		}
+		for j := range want {
+			g, w := got[j], want[j]
+			if g.File != w.File || g.Doc != w.Doc || g.Line != w.Line || g.APIVersion != w.APIVersion || g.Kind != w.Kind || g.Name != w.Name || g.Namespace != w.Namespace {
+				t.Errorf("%s item %d: got %s/%d line %d %s %s %s/%s, want %s/%d line %d %s %s %s/%s", file, j,
+					g.File, g.Doc, g.Line, g.APIVersion, g.Kind, g.Namespace, g.Name, w.File, w.Doc, w.Line, w.APIVersion, w.Kind, w.Namespace, w.Name)
+			}
+			if !reflect.DeepEqual(g.Object, w.Object) {
+				t.Errorf("%s item %d (%s %s): objects differ", file, j, w.Kind, w.Name)
+			}
+			for _, p := range paths {
+				if gl, wl := g.LineOf(p), w.LineOf(p); gl != wl {
+					t.Errorf("%s item %d (%s %s): line of %q %d, want %d", file, j, w.Kind, w.Name, p, gl, wl)
+				}
+			}
+		}
+	}
+	if fast < len(inputs)-1 {
+		t.Errorf("the fast path read %d of %d inputs", fast, len(inputs))
+	}
+}
+
+func TestFastListParseDeclines(t *testing.T) {
+	list := asKubectlList([]string{"apiVersion: v1\nkind: Pod\nmetadata:\n  name: a\n"})
+	for name, in := range map[string]string{
+		"no list":           "apiVersion: v1\nkind: Pod\nmetadata: {name: a}\n",
+		"directive":         "%YAML 1.2\n---\n" + list,
+		"document end":      list + "...\n",
+		"separator comment": list + "--- # next\n" + list,
+		"empty document":    list + "---\n# nothing\n---\n" + list,
+		"flow items":        "apiVersion: v1\nitems: [{apiVersion: v1, kind: Pod, metadata: {name: a}}]\nkind: List\n",
+		"indented items":    "apiVersion: v1\nitems:\n  - apiVersion: v1\n    kind: Pod\nkind: List\n",
+		"comment in items":  strings.Replace(list, "\n  kind: Pod", "\n# c\n  kind: Pod", 1),
+		"bad item":          strings.Replace(list, "kind: Pod", "kind: [Pod", 1),
+		"duplicate key":     strings.Replace(list, "kind: Pod", "kind: Pod\n  kind: Pod", 1),
+		"not a List":        strings.Replace(list, "kind: List", "kind: PodList", 1),
+	} {
+		if _, ok := parseFast("x.yaml", []byte(in)); ok {
+			t.Errorf("%s: the fast path read it", name)
+		}
+	}
+	if _, ok := parseFast("x.yaml", []byte(list)); !ok {
+		t.Error("the fast path declined a kubectl List")
+	}
+}
