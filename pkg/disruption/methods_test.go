@@ -179,7 +179,23 @@ func TestDriftReasons(t *testing.T) {
 	if r := p.driftReason(fresh); !strings.Contains(r, "no longer satisfies") {
 		t.Errorf("requirement drift: %q", r)
 	}
-	p.pools["p"] = np
+	// A label the claim was scheduled with (one value of a requirement that
+	// allows several) is the pool's own choice, not drift.
+	spread := nodePool("p", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+			Key: "capacity-spread", Operator: corev1.NodeSelectorOpIn, Values: []string{"2", "3", "4", "5"}})
+	})
+	p.pools["p"], p.hashes = spread, nil
+	labelled := node("l", spread, medium, v1.CapacityTypeOnDemand)
+	labelled.Node.Labels["capacity-spread"] = "3"
+	if r := p.driftReason(labelled); r != "" {
+		t.Errorf("a node labelled with one value its pool allows is not drifted: %q", r)
+	}
+	labelled.Node.Labels["capacity-spread"] = "1"
+	if r := p.driftReason(labelled); !strings.Contains(r, "no longer satisfies") {
+		t.Errorf("a value the pool no longer allows is drift: %q", r)
+	}
+	p.pools["p"], p.hashes = np, nil
 	gone := node("g", np, instanceType("retired", 4), v1.CapacityTypeOnDemand)
 	if r := p.driftReason(gone); !strings.Contains(r, "retired is no longer offered") {
 		t.Errorf("instance type gone: %q", r)
