@@ -26,7 +26,7 @@ type poolInfo struct {
 	// in-flight claims and the claims planned so far (their largest type).
 	limits, used vec
 	hasLimits    bool
-	// compat caches, per requirement set (by its string), the instance
+	// compat caches, per requirement set (by its CacheKey), the instance
 	// types compatible with pool ∩ requirements; fits per request vector.
 	compat map[string]bitset
 	fits   map[string]bitset
@@ -40,7 +40,7 @@ type poolInfo struct {
 // priceOrder returns the pool's instance types that can be bought under
 // the zone and capacity-type requirements, cheapest first (ties by name).
 func (p *poolInfo) priceOrder(zone, ct *scheduling.Requirement) []int {
-	key := zone.String() + "|" + ct.String()
+	key := zone.CacheKey() + "|" + ct.CacheKey()
 	if o, ok := p.orders[key]; ok {
 		return o
 	}
@@ -202,7 +202,7 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 	}
 	cp.reqs = p.reqs.Copy()
 	cp.reqs.Merge(c.reqs)
-	rkey := cp.reqs.String()
+	rkey := cp.reqs.CacheKey()
 	compat, ok := p.compat[rkey]
 	if !ok {
 		compat = newBitset(len(p.its))

@@ -410,3 +410,37 @@ func TestDeterministic(t *testing.T) {
 		t.Error("two runs over the same snapshot differ")
 	}
 }
+
+// TestLongValueListsDoNotShareCaches: two pods whose instance-type lists
+// agree on their first eight values (all a person's String shows) must not
+// share the compatibility cache: each claim keeps only types its pods allow.
+func TestLongValueListsDoNotShareCaches(t *testing.T) {
+	var its []*cloudprovider.InstanceType
+	var common []string
+	for _, f := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+		its = append(its, it(f, 1)) // too small for the pods
+		common = append(common, f+".1x")
+	}
+	its = append(its, it("i", 4), it("j", 4))
+	allow := func(extra string) podOpt {
+		return affinity(&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: append(append([]string(nil), common...), extra)}}}}}}})
+	}
+	pods := []*corev1.Pod{pod("2", "1Gi", allow("i.4x")), pod("2", "1Gi", allow("j.4x"))}
+	res := solve(t, []*v1.NodePool{pool("p")}, its, pods)
+	requireAllPlaced(t, res)
+	for _, plan := range res.NewNodeClaims {
+		for _, p := range plan.Pods {
+			a := scheduling.NewNodeAffinity(p)
+			for _, typ := range plan.InstanceTypes {
+				if !a.MatchesNode(map[string]string{v1.LabelInstanceType: typ.Name}) {
+					t.Errorf("claim for %s offers %s, which the pod does not allow", p.Name, typ.Name)
+				}
+			}
+		}
+	}
+	if len(res.NewNodeClaims) != 2 {
+		t.Errorf("%d claims, want 2 (i.4x and j.4x)", len(res.NewNodeClaims))
+	}
+}

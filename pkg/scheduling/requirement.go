@@ -386,3 +386,35 @@ func (r *Requirement) NodeSelectorRequirements() []v1.NodeSelectorRequirementWit
 	}
 	return out
 }
+
+// appendKey writes the requirement exactly, every value and bound, for use
+// as a cache key (String shortens long value lists for people).
+func (r *Requirement) appendKey(b *strings.Builder) {
+	b.WriteString(r.Key)
+	if r.complement {
+		b.WriteString(" !")
+	}
+	for _, v := range r.values {
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(v))
+	}
+	if r.gt != nil {
+		b.WriteString(" >")
+		b.WriteString(strconv.FormatInt(*r.gt, 10))
+	}
+	if r.lt != nil {
+		b.WriteString(" <")
+		b.WriteString(strconv.FormatInt(*r.lt, 10))
+	}
+	if r.MinValues != nil {
+		b.WriteString(" min")
+		b.WriteString(strconv.Itoa(*r.MinValues))
+	}
+}
+
+// CacheKey is the requirement, exactly: equal keys mean equal requirements.
+func (r *Requirement) CacheKey() string {
+	var b strings.Builder
+	r.appendKey(&b)
+	return b.String()
+}

@@ -203,3 +203,14 @@ func (rs Requirements) Unmet(labels map[string]string) string {
 	}
 	return ""
 }
+
+// CacheKey is the set, exactly (every value of every requirement, in key
+// order): equal keys mean equal sets. String is for people and shortens.
+func (rs Requirements) CacheKey() string {
+	var b strings.Builder
+	for _, k := range rs.Keys() {
+		rs[k].appendKey(&b)
+		b.WriteByte(';')
+	}
+	return b.String()
+}
