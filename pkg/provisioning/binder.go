@@ -181,6 +181,10 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 	placed := 0
 	for _, p := range list {
 		c := p.class
+		if err := selectorsError(p.pod); err != nil { // preferences too, which the class lacks
+			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: p.pod, Reason: "its constraints cannot be read: " + err.Error()})
+			continue
+		}
 		if n, ok := failedAt[c]; ok && n == placed {
 			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: p.pod, Reason: "no existing node can run it"})
 			continue

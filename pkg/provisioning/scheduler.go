@@ -117,6 +117,10 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 	res := &Results{}
 	for _, pod := range pods {
 		c := classOf[pod]
+		if c.invalid != nil {
+			res.Unschedulable = append(res.Unschedulable, invalidPod(pod, c, s.pools))
+			continue
+		}
 		placed := false
 		var last *podClass
 		for ; c != nil; c = s.relaxedClass(c) {
@@ -241,10 +245,7 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 			s.poolChecks[key] = c.pools
 		}
 	}
-	owned, err := s.topo.groupsFor(pod)
-	if err == nil {
-		c.owned = owned
-	}
+	c.owned, c.invalid = s.topo.groupsFor(pod)
 	c.ownNode = needsOwnNode(pod)
 	c.requiredAnti = s.topo.requiredAntiAffinityGroups(pod)
 	s.classes[key] = c
@@ -420,6 +421,15 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// invalidPod is the answer for a pod whose constraints cannot be read.
+func invalidPod(pod *corev1.Pod, c *podClass, pools []*poolInfo) *PodError {
+	e := &PodError{Pod: pod, Reason: "its constraints cannot be read: " + c.invalid.Error(), ByNodePool: map[string]string{}}
+	for _, p := range pools {
+		e.ByNodePool[p.np.Name] = e.Reason
+	}
+	return e
 }
 
 // explain builds the per-NodePool reasons for a pod that fits nowhere.
