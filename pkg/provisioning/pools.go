@@ -21,7 +21,6 @@ type poolInfo struct {
 	taints    []corev1.Taint
 	its       []*itInfo
 	wellKnown map[string]bool // keys instance types define: a pod may require them
-	daemon    vec             // requests of the DaemonSet pods a new node would run
 	// limits, by dimension; -1 where unlimited. used counts existing nodes,
 	// in-flight claims and the claims planned so far (their largest type).
 	limits, used vec
@@ -72,11 +71,15 @@ func (p *poolInfo) priceOrder(zone, ct *scheduling.Requirement) []int {
 }
 
 type itInfo struct {
-	it              *cloudprovider.InstanceType
-	alloc, capacity vec
+	it *cloudprovider.InstanceType
+	// alloc is the room for pods: allocatable less daemon, the requests of
+	// the DaemonSet pods a new node of this type (in this pool) would run.
+	alloc, capacity, daemon vec
 }
 
-func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, d *dims) *poolInfo {
+// newPoolInfo prepares a NodePool's instance types, each with the overhead
+// of the DaemonSets (pod templates) that would run on it.
+func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) *poolInfo {
 	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{},
 		wellKnown: map[string]bool{v1.LabelHostname: true}}
 	p.reqs = scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
@@ -90,7 +93,12 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, d *dims) *p
 		if it.Requirements.Intersects(p.reqs) != nil || !it.Offerings.HasCompatible(p.reqs) {
 			continue
 		}
-		p.its = append(p.its, &itInfo{it: it, alloc: d.vec(it.Allocatable()), capacity: d.vec(it.Capacity)})
+		alloc := d.vec(it.Allocatable())
+		daemon := p.daemonOverhead(it, daemonSets, d)
+		if !daemon.fitsIn(alloc) {
+			continue // its own DaemonSets do not fit: no pod would
+		}
+		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon})
 	}
 	multi := map[string]bool{}
 	for _, it := range p.its {
@@ -213,7 +221,7 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 		}
 		p.compat[rkey] = compat
 	}
-	need := c.requests.plus(p.daemon)
+	need := c.requests
 	fkey := vecKey(need)
 	fits, ok := p.fits[fkey]
 	if !ok {
@@ -272,8 +280,12 @@ func (s *scheduler) noInstanceTypeReason(p *poolInfo, compat bitset, need vec, r
 		return true
 	})
 	name := s.dims.names[dim]
-	return fmt.Errorf("no instance type is large enough: the pod needs %s %s (with %s of DaemonSet overhead), the largest compatible type, %s, has %s allocatable",
-		fmtQty(s.dims, dim, need.get(dim)), name, fmtQty(s.dims, dim, p.daemon.get(dim)), largest.it.Name, fmtQty(s.dims, dim, largest.alloc.get(dim)))
+	var overhead string
+	if ds := largest.daemon.get(dim); ds > 0 {
+		overhead = fmt.Sprintf(", of which DaemonSets take %s", fmtQty(s.dims, dim, ds))
+	}
+	return fmt.Errorf("no instance type is large enough: the pod needs %s %s, the largest compatible type, %s, has %s allocatable%s",
+		fmtQty(s.dims, dim, need.get(dim)), name, largest.it.Name, fmtQty(s.dims, dim, largest.alloc.get(dim)+largest.daemon.get(dim)), overhead)
 }
 
 // orderPools sorts NodePools by weight, highest first, then by name.
@@ -287,4 +299,46 @@ func orderPools(pools []*v1.NodePool) []*v1.NodePool {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// daemonOverhead sums the requests of the DaemonSet pods that would run on
+// a new node of the instance type in this pool: those that tolerate the
+// pool's taints and whose required node affinity the node's labels (the
+// type's and the pool's) satisfy. A DaemonSet that selects GPU types adds
+// nothing to a CPU type.
+func (p *poolInfo) daemonOverhead(it *cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) vec {
+	var out vec
+	for _, ds := range daemonSets {
+		if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
+			continue
+		}
+		if !runsOn(scheduling.NewNodeAffinity(ds).Required(), it.Requirements, p.reqs) {
+			continue
+		}
+		out = out.plus(d.vec(scheduling.PodRequests(ds)))
+	}
+	return out
+}
+
+// runsOn: a node labelled from the type's and the pool's requirements can
+// satisfy the DaemonSet's: on each key, the type's values (else the
+// pool's) meet the DaemonSet's, and a key neither sets is one it allows to
+// be absent.
+func runsOn(ds, itReqs, pool scheduling.Requirements) bool {
+	for _, k := range ds.Keys() {
+		r := ds.Get(k)
+		switch {
+		case itReqs.Has(k):
+			if !itReqs.Get(k).Intersects(r) {
+				return false
+			}
+		case pool.Has(k):
+			if !pool.Get(k).Intersects(r) {
+				return false
+			}
+		case !r.AllowsAbsence():
+			return false
+		}
+	}
+	return true
 }

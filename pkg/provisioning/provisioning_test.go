@@ -212,6 +212,28 @@ func TestDaemonSetOverhead(t *testing.T) {
 	if res.NewNodeClaims[0].InstanceTypes[0].Name != "m.2x" {
 		t.Errorf("untolerating DaemonSet must not count: got %s", res.NewNodeClaims[0].InstanceTypes[0].Name)
 	}
+	// Overhead is per instance type: a DaemonSet that selects GPU types
+	// (the NVIDIA device plugin) does not enlarge a CPU-only pod's claim,
+	// and does count on the GPU types.
+	gpuTypes := []*cloudprovider.InstanceType{it("m", 2), it("m", 4), it("g", 4, withGPU(1), withGPULabel), it("g", 8, withGPU(1), withGPULabel)}
+	plugin := pod("1", "1Gi", nodeSelector("gpu-manufacturer", "nvidia"))
+	res = solve(t, []*v1.NodePool{pool("p")}, gpuTypes, []*corev1.Pod{pod("1500m", "1Gi")}, func(s *Snapshot) { s.DaemonSets = []*corev1.Pod{plugin} })
+	requireAllPlaced(t, res)
+	if got := res.NewNodeClaims[0].InstanceTypes[0].Name; got != "m.2x" {
+		t.Errorf("a GPU-only DaemonSet enlarged a CPU pod's claim: got %s, want m.2x", got)
+	}
+	res = solve(t, []*v1.NodePool{pool("p")}, gpuTypes, []*corev1.Pod{pod("3500m", "1Gi", gpu("1"))}, func(s *Snapshot) { s.DaemonSets = []*corev1.Pod{plugin} })
+	requireAllPlaced(t, res)
+	if got := res.NewNodeClaims[0].InstanceTypes[0].Name; got != "g.8x" {
+		t.Errorf("the GPU DaemonSet must count on GPU types: got %s, want g.8x (3.5 + 1 cores do not fit g.4x)", got)
+	}
+	if q := res.NewNodeClaims[0].Requests[corev1.ResourceCPU]; q.String() != "4500m" {
+		t.Errorf("plan requests cpu = %s, want 4500m (pod + device plugin)", q.String())
+	}
+}
+
+func withGPULabel(t *cloudprovider.InstanceType) {
+	t.Requirements.Add(scheduling.NewRequirement("gpu-manufacturer", corev1.NodeSelectorOpIn, "nvidia"))
 }
 
 func TestTopologySpread(t *testing.T) {
@@ -369,7 +391,7 @@ func TestUnschedulableReasons(t *testing.T) {
 		{"undefined label", []*v1.NodePool{pool("p")}, pod("1", "1Gi", nodeSelector("team", "a")),
 			map[string]string{"p": `requires team In [a], which nothing here sets (label "team" is not defined)`}},
 		{"too large", []*v1.NodePool{pool("p")}, pod("100", "1Gi"),
-			map[string]string{"p": "no instance type is large enough: the pod needs 100 cpu (with 0 of DaemonSet overhead), the largest compatible type, r.16x, has 16 allocatable"}},
+			map[string]string{"p": "no instance type is large enough: the pod needs 100 cpu, the largest compatible type, r.16x, has 16 allocatable"}},
 		{"limit", []*v1.NodePool{pool("p", limits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}))}, pod("1", "1Gi"),
 			map[string]string{"p": "would exceed the NodePool's limits (memory 0 of 1Gi used)"}},
 	}

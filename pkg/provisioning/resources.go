@@ -101,6 +101,15 @@ func (v vec) plus(o vec) vec {
 	return out
 }
 
+func (v vec) minus(o vec) vec {
+	n := max(len(v), len(o))
+	out := make(vec, n)
+	for i := range out {
+		out[i] = v.get(i) - o.get(i)
+	}
+	return out
+}
+
 // fitsIn reports whether v ≤ capacity in every dimension.
 func (v vec) fitsIn(capacity vec) bool {
 	for i, x := range v {

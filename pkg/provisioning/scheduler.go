@@ -154,7 +154,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 	}
 	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
 	for _, np := range orderPools(snap.NodePools) {
-		p := newPoolInfo(np, snap.InstanceTypes[np.Name], d)
+		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
 		for k, r := range p.reqs {
 			if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool {
 				s.topo.addDomains(k, vals...)
@@ -171,17 +171,6 @@ func newScheduler(snap *Snapshot) *scheduler {
 			}
 		}
 		s.pools = append(s.pools, p)
-	}
-	for _, p := range s.pools {
-		for _, ds := range snap.DaemonSets {
-			if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
-				continue
-			}
-			if p.reqs.Compatible(scheduling.NewNodeAffinity(ds).Required(), func(k string) bool { return p.wellKnown[k] }) != nil {
-				continue
-			}
-			p.daemon = p.daemon.plus(d.vec(scheduling.PodRequests(ds)))
-		}
 	}
 	return s
 }
@@ -481,13 +470,17 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 		}
 	}
 	var its []*cloudprovider.InstanceType
+	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {
 		if cl.candidates.has(i) {
+			if its == nil {
+				daemon = cl.pool.its[i].daemon
+			}
 			its = append(its, cl.pool.its[i].it)
 		}
 	}
 	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
-		Requests: s.dims.list(cl.requests), Hostname: cl.name}
+		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name}
 }
 
 // needsOwnNode: a pod with required pod anti-affinity on hostname against

@@ -327,7 +327,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	name := fmt.Sprintf("%s-%05d", p.np.Name, len(s.claims)+1)
 	reqs := p.reqs.Copy()
 	reqs.Add(scheduling.NewRequirement(v1.LabelHostname, corev1.NodeSelectorOpIn, name))
-	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, requests: p.daemon, candidates: cand, maxAlloc: maxAlloc}
+	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, candidates: cand, maxAlloc: maxAlloc}
 	if dryRun {
 		if _, err, _ := cl.check(s, c); err != nil {
 			return nil, err
