@@ -25,7 +25,9 @@ func TestSimulateBundledSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Scenario default (bundled)", "Cost ", "spot prices are synthetic", "Pod startup", "slowest p90",
-		"Disruptions", "Drifted", "Spot ", "interruptions survived", "Cloud errors", "karpenter_cloudprovider_errors_total", "Node-hours by instance type"} {
+		"Zones          us-east-1a ", " nodes ", " pods, us-east-1b ",
+		"Disruptions", "Drifted", "Spot ", "interruptions survived", "Cloud errors",
+		"karpenter_cloudprovider_errors_total", "Node-hours by instance type"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
@@ -50,14 +52,48 @@ func TestSimulateJSONIsDeterministic(t *testing.T) {
 		} `json:"cost"`
 		SpotPricesSynthetic bool `json:"spotPricesSynthetic"`
 		Pods                struct {
+			Ran        int            `json:"ran"`
 			ByWorkload map[string]any `json:"byWorkload"`
 		} `json:"pods"`
+		Nodes struct {
+			Launched int `json:"launched"`
+		} `json:"nodes"`
+		ByNode []struct {
+			Name, NodePool, InstanceType, Zone, CapacityType string
+			Launched                                         string
+			Deleted                                          *string
+			PodsRan                                          int
+		} `json:"byNode"`
+		ByZone []struct {
+			Zone     string `json:"zone"`
+			Launched int    `json:"launched"`
+			PodsRan  int    `json:"podsRan"`
+		} `json:"byZone"`
 	}
 	if err := json.Unmarshal([]byte(a), &rep); err != nil {
 		t.Fatal(err)
 	}
 	if rep.Cost.Total <= 0 || !rep.SpotPricesSynthetic || len(rep.Pods.ByWorkload) == 0 {
 		t.Errorf("JSON: %+v", rep)
+	}
+	if len(rep.ByNode) != rep.Nodes.Launched || len(rep.ByZone) != 3 {
+		t.Errorf("JSON lists %d nodes of %d launched, %d zones of 3", len(rep.ByNode), rep.Nodes.Launched, len(rep.ByZone))
+	}
+	nodes, pods, running := 0, 0, 0
+	for _, z := range rep.ByZone {
+		nodes += z.Launched
+		pods += z.PodsRan
+	}
+	for _, n := range rep.ByNode {
+		if n.Name == "" || n.Zone == "" || n.InstanceType == "" || n.CapacityType == "" || n.NodePool == "" || n.Launched == "" {
+			t.Errorf("node without its fields: %+v", n)
+		}
+		if n.Deleted == nil {
+			running++
+		}
+	}
+	if nodes != rep.Nodes.Launched || pods != rep.Pods.Ran || running == 0 || running == len(rep.ByNode) {
+		t.Errorf("zones count %d nodes and %d pods (run: %d, %d); %d of %d nodes still running", nodes, pods, rep.Nodes.Launched, rep.Pods.Ran, running, len(rep.ByNode))
 	}
 }
 

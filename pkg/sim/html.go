@@ -36,6 +36,41 @@ type section struct {
 	Title   string
 	Summary string
 	Charts  []chart
+	// Zones: per zone, nodes launched (in all and per pool) and pods that
+	// ran; Pools and Workloads name the columns and rows.
+	Zones     []ZoneStats
+	Pools     []string
+	Workloads []string
+	Nodes     []nodeRow
+}
+
+// nodeRow is one node of the per-node table, times as a person reads them.
+type nodeRow struct {
+	NodeRecord
+	LaunchedAt, DeletedAt string
+}
+
+// zoneTable fills the section's per-zone and per-node tables.
+func (s *section) zoneTable(r *Report) {
+	s.Zones = r.ByZone
+	pools, workloads := map[string]bool{}, map[string]bool{}
+	for _, z := range r.ByZone {
+		for p := range z.LaunchedByPool {
+			pools[p] = true
+		}
+		for k := range z.PodsRanByWorkload {
+			workloads[k] = true
+		}
+	}
+	s.Pools, s.Workloads = sortedKeys(pools), sortedKeys(workloads)
+	const layout = "Mon 01-02 15:04:05"
+	for _, n := range r.ByNode {
+		row := nodeRow{NodeRecord: n, LaunchedAt: n.Launched.Format(layout), DeletedAt: "running at the end"}
+		if n.Deleted != nil {
+			row.DeletedAt = n.Deleted.Format(layout)
+		}
+		s.Nodes = append(s.Nodes, row)
+	}
 }
 
 type chart struct {
@@ -47,6 +82,7 @@ func reportSection(r *Report) (section, error) {
 	var buf bytes.Buffer
 	WriteSummary(&buf, r)
 	s := section{Title: r.Scenario, Summary: buf.String()}
+	s.zoneTable(r)
 	add := func(title string, p *plot.Plot) error {
 		p.Title.Text = title
 		wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
@@ -198,12 +234,26 @@ body{font-family:system-ui,sans-serif;margin:2em;color:#222}
 pre{background:#f6f6f6;padding:1em;overflow-x:auto}
 figure{margin:1em 0}
 figure svg{max-width:100%;height:auto}
+table{border-collapse:collapse;margin:1em 0;font-size:90%}
+th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
+th:first-child,td:first-child{text-align:left}
 </style></head><body>
 <h1>Joiner simulation report</h1>
 <div class="cols">{{range .}}<div class="col">
 <h2>{{.Title}}</h2>
 <pre>{{.Summary}}</pre>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+{{$s := .}}<h3>Per zone</h3>
+<table class="zones"><tr><th>zone</th><th>nodes launched</th>{{range .Pools}}<th>{{.}}</th>{{end}}<th>pods ran</th></tr>
+{{range .Zones}}{{$z := .}}<tr><td>{{.Zone}}</td><td>{{.Launched}}</td>{{range $s.Pools}}<td>{{index $z.LaunchedByPool .}}</td>{{end}}<td>{{.PodsRan}}</td></tr>
+{{end}}</table>
+{{if .Workloads}}<table class="spread"><tr><th>pods ran per workload</th>{{range .Zones}}<th>{{.Zone}}</th>{{end}}</tr>
+{{range $w := .Workloads}}<tr><td>{{$w}}</td>{{range $s.Zones}}<td>{{index .PodsRanByWorkload $w}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
+<details><summary>Per node ({{len .Nodes}})</summary>
+<table class="nodes"><tr><th>node</th><th>NodePool</th><th>instance type</th><th>zone</th><th>capacity type</th><th>launched</th><th>deleted</th><th>reason</th><th>pods ran</th><th>peak pods</th></tr>
+{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.NodePool}}</td><td>{{.InstanceType}}</td><td>{{.Zone}}</td><td>{{.CapacityType}}</td><td>{{.LaunchedAt}}</td><td>{{.DeletedAt}}</td><td>{{.DeletedReason}}</td><td>{{.PodsRan}}</td><td>{{.PeakPods}}</td></tr>
+{{end}}</table></details>
 </div>{{end}}</div>
 </body></html>
 `))

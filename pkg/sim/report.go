@@ -24,6 +24,8 @@ type Report struct {
 	Cost                Cost              `json:"cost"`
 	NodeHours           []NodeHours       `json:"nodeHours"`
 	Nodes               NodeStats         `json:"nodes"`
+	ByNode              []NodeRecord      `json:"byNode"`
+	ByZone              []ZoneStats       `json:"byZone"`
 	Pods                PodStats          `json:"pods"`
 	Disruptions         []Disruptions     `json:"disruptions"`
 	BlockedByBudget     int               `json:"blockedByBudget"`
@@ -61,6 +63,39 @@ type NodeStats struct {
 	// TolerationViolations counts pods bound to nodes whose taints they do
 	// not tolerate (must be 0).
 	TolerationViolations int `json:"tolerationViolations"`
+}
+
+// NodeRecord is one node over its life: Report.ByNode lists every node the
+// run launched, by launch time and name.
+type NodeRecord struct {
+	Name         string    `json:"name"`
+	NodePool     string    `json:"nodePool"`
+	InstanceType string    `json:"instanceType"`
+	Zone         string    `json:"zone"`
+	CapacityType string    `json:"capacityType"`
+	Launched     time.Time `json:"launched"`
+	// Deleted is null for a node still running at the end of the run.
+	// DeletedReason is the disruption reason it went for (Drifted, Empty,
+	// Underutilized, Expired, Interrupted), else Unregistered or Abandoned
+	// (a replacement its command gave up on).
+	Deleted       *time.Time `json:"deleted"`
+	DeletedReason string     `json:"deletedReason,omitempty"`
+	// PodsRan counts the pods bound to the node over its life, PeakPods
+	// the most at once (DaemonSet pods not counted in either).
+	PodsRan  int `json:"podsRan"`
+	PeakPods int `json:"peakPods"`
+}
+
+// ZoneStats counts what ran in one zone over the run, so topology spread
+// can be checked: Report.ByZone has every zone the NodePools could use.
+type ZoneStats struct {
+	Zone           string         `json:"zone"`
+	Launched       int            `json:"launched"`
+	LaunchedByPool map[string]int `json:"launchedByPool"`
+	// PodsRan counts pods bound to the zone's nodes over the run (each
+	// bind once; DaemonSet pods not counted), also per workload.
+	PodsRan           int            `json:"podsRan"`
+	PodsRanByWorkload map[string]int `json:"podsRanByWorkload"`
 }
 
 // PodStats are pod outcomes and startup latency (pending → running).
@@ -163,11 +198,12 @@ type recorder struct {
 	drift       DriftBudget
 	driftNodes  map[string]bool
 	events      []DisruptionEvent
+	nodes       map[*simNode]*nodeTally // each node's pods and end
 }
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}}
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
 }
 
 func (r *recorder) podCreated(*simPod) { r.created++ }
@@ -188,6 +224,7 @@ func (r *recorder) podRunning(p *simPod) {
 		if scheduling.ToleratesForScheduling(taints, p.pod.Spec.Tolerations) != nil {
 			r.tolViol++
 		}
+		r.boundTo(n, key)
 	}
 }
 
@@ -203,6 +240,7 @@ func (r *recorder) nodeGone(n *simNode, reason string) {
 	if reason == "Unregistered" {
 		r.neverReg++
 	}
+	r.tally(n).gone = reason
 	delete(r.driftNodes, n.name)
 }
 func (r *recorder) interruption(*simNode) { r.interrupts++ }
@@ -226,6 +264,7 @@ func (r *recorder) scaled(w *workload, replicas int) {
 }
 
 func (r *recorder) disrupted(n *simNode, reason string) {
+	r.tally(n).disrupted = reason
 	r.disruptions[[2]string{n.pool.Name, reason}]++
 	r.events = append(r.events, DisruptionEvent{Minute: round(r.e.clk.now.Sub(r.e.start).Minutes()), NodePool: n.pool.Name, Node: n.name, Reason: reason})
 	if reason == string(v1.DisruptionReasonDrifted) {
@@ -348,6 +387,7 @@ func (e *engine) finish() *Report {
 		total += c
 	}
 	rep.Nodes = NodeStats{Launched: total, LaunchedByPool: r.launched, PeakByPool: peak, NeverRegistered: r.neverReg, TolerationViolations: r.tolViol}
+	rep.ByNode, rep.ByZone = r.nodeRecords()
 	st := append([]float64(nil), r.startups...)
 	sort.Float64s(st)
 	rep.Pods = PodStats{Created: r.created + len(e.bare), Ran: len(st), Evictions: r.evictions,

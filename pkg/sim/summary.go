@@ -23,6 +23,13 @@ func WriteSummary(w io.Writer, r *Report) {
 		peaks = append(peaks, fmt.Sprintf("%s %d", p, r.Nodes.PeakByPool[p]))
 	}
 	fmt.Fprintf(w, "; peak %s\n", strings.Join(peaks, ", "))
+	if len(r.ByZone) > 0 {
+		var zs []string
+		for _, z := range r.ByZone {
+			zs = append(zs, fmt.Sprintf("%s %d nodes %d pods", z.Zone, z.Launched, z.PodsRan))
+		}
+		fmt.Fprintf(w, "Zones          %s (launched; pods bound over the run)\n", strings.Join(zs, ", "))
+	}
 	fmt.Fprintf(w, "Pod startup    p50 %.0fs  p90 %.0fs  p99 %.0fs  (pending → running; %d pods ran)\n", r.Pods.StartupP50, r.Pods.StartupP90, r.Pods.StartupP99, r.Pods.Ran)
 	if slow := slowestWorkloads(r.Pods.ByWorkload, 3); len(slow) > 1 {
 		fmt.Fprintf(w, "               slowest p90: %s\n", strings.Join(slow, ", "))

@@ -1,0 +1,254 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+// reportPool launches only m6i.large (2 vCPU) on demand in three zones and
+// never consolidates, so what the report counts stays put.
+const reportPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: general
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: ["m6i.large"]}
+  disruption:
+    consolidationPolicy: WhenEmpty
+    consolidateAfter: Never
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+`
+
+// spreadApp: six pods of 1.5 vCPU (one per m6i.large) spread over zones
+// with maxSkew 1: two per zone.
+const spreadApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: spread}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: spread}}
+  template:
+    metadata: {labels: {app: spread}}
+    spec:
+      topologySpreadConstraints:
+        - maxSkew: 1
+          topologyKey: topology.kubernetes.io/zone
+          whenUnsatisfiable: DoNotSchedule
+          labelSelector: {matchLabels: {app: spread}}
+      containers:
+      - name: c
+        image: x
+        resources: {requests: {cpu: 1500m, memory: 1Gi}}
+`
+
+func reportScenario(workloads string) fstest.MapFS {
+	return fstest.MapFS{
+		"sc/karpenter.yaml": {Data: []byte(reportPool)},
+		"sc/workloads.yaml": {Data: []byte(workloads)},
+		"sc/scenario.yaml": {Data: []byte(`apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {name: report}
+spec:
+  start: "2026-11-30T08:00:00Z"
+  duration: 1h
+  seed: 1
+  zones: [us-east-1a, us-east-1b, us-east-1c]
+`)},
+	}
+}
+
+func runReportScenario(t *testing.T, workloads string) (*Report, []byte) {
+	t.Helper()
+	fsys := reportScenario(workloads)
+	in, err := Load(fsys, "sc", "report")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(in, fsys, "sc", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, b
+}
+
+// checkNodeCounts: the per-node and per-zone counts agree with the run's
+// totals, are sorted, and a node's times are inside the run.
+func checkNodeCounts(t *testing.T, rep *Report) {
+	t.Helper()
+	if len(rep.ByNode) != rep.Nodes.Launched {
+		t.Errorf("%d nodes listed, %d launched", len(rep.ByNode), rep.Nodes.Launched)
+	}
+	pods, byPool := 0, map[string]int{}
+	for i, n := range rep.ByNode {
+		pods += n.PodsRan
+		byPool[n.NodePool]++
+		if n.Name == "" || n.InstanceType == "" || n.Zone == "" || n.CapacityType == "" || n.NodePool == "" {
+			t.Errorf("node %d lacks a field: %+v", i, n)
+		}
+		if n.Launched.Nanosecond() != 0 || (n.Deleted != nil && n.Deleted.Nanosecond() != 0) {
+			t.Errorf("%s: %s–%v: times are to the second", n.Name, n.Launched, n.Deleted)
+		}
+		if n.Launched.Before(rep.Start) || n.Launched.After(rep.End) {
+			t.Errorf("%s launched at %s, outside the run", n.Name, n.Launched)
+		}
+		if n.Deleted != nil && (n.Deleted.Before(n.Launched) || n.Deleted.After(rep.End) || n.DeletedReason == "") {
+			t.Errorf("%s deleted at %v (%q), launched %s", n.Name, n.Deleted, n.DeletedReason, n.Launched)
+		}
+		if n.Deleted == nil && n.DeletedReason != "" {
+			t.Errorf("%s still runs but has a deletion reason %q", n.Name, n.DeletedReason)
+		}
+		if n.PeakPods > n.PodsRan || (n.PodsRan > 0) != (n.PeakPods > 0) {
+			t.Errorf("%s: peak %d pods of %d", n.Name, n.PeakPods, n.PodsRan)
+		}
+		if i > 0 {
+			p := rep.ByNode[i-1]
+			if n.Launched.Before(p.Launched) || (n.Launched.Equal(p.Launched) && n.Name < p.Name) {
+				t.Errorf("nodes out of order: %s (%s) after %s (%s)", n.Name, n.Launched, p.Name, p.Launched)
+			}
+		}
+	}
+	if pods != rep.Pods.Ran {
+		t.Errorf("nodes ran %d pods, the run %d", pods, rep.Pods.Ran)
+	}
+	for p, c := range rep.Nodes.LaunchedByPool {
+		if byPool[p] != c {
+			t.Errorf("pool %s: %d nodes listed, %d launched", p, byPool[p], c)
+		}
+	}
+	zoneNodes, zonePods, zonePool := 0, 0, map[string]int{}
+	for i, z := range rep.ByZone {
+		zoneNodes += z.Launched
+		zonePods += z.PodsRan
+		sum, wsum := 0, 0
+		for p, c := range z.LaunchedByPool {
+			zonePool[p] += c
+			sum += c
+		}
+		for _, c := range z.PodsRanByWorkload {
+			wsum += c
+		}
+		if sum != z.Launched || wsum != z.PodsRan {
+			t.Errorf("zone %s: %d launched but %d by pool; %d pods but %d by workload", z.Zone, z.Launched, sum, z.PodsRan, wsum)
+		}
+		if i > 0 && rep.ByZone[i-1].Zone >= z.Zone {
+			t.Errorf("zones out of order: %s after %s", z.Zone, rep.ByZone[i-1].Zone)
+		}
+	}
+	if zoneNodes != rep.Nodes.Launched || zonePods != rep.Pods.Ran {
+		t.Errorf("zones: %d nodes and %d pods; the run %d and %d", zoneNodes, zonePods, rep.Nodes.Launched, rep.Pods.Ran)
+	}
+	for p, c := range rep.Nodes.LaunchedByPool {
+		if zonePool[p] != c {
+			t.Errorf("pool %s: %d nodes over the zones, %d launched", p, zonePool[p], c)
+		}
+	}
+}
+
+// TestReportNodesAndZones: the report lists every node and counts per zone,
+// so a zone spread can be read off it.
+func TestReportNodesAndZones(t *testing.T) {
+	rep, b := runReportScenario(t, spreadApp)
+	checkNodeCounts(t, rep)
+	if rep.Nodes.Launched != 6 || rep.Pods.Ran != 6 {
+		t.Fatalf("%d nodes, %d pods ran; want 6 and 6", rep.Nodes.Launched, rep.Pods.Ran)
+	}
+	for _, n := range rep.ByNode {
+		if n.NodePool != "general" || n.InstanceType != "m6i.large" || n.CapacityType != "on-demand" || n.Deleted != nil || n.PodsRan != 1 || n.PeakPods != 1 {
+			t.Errorf("node %+v: want general m6i.large on-demand, still running, one pod", n)
+		}
+	}
+	var zones []string
+	for _, z := range rep.ByZone {
+		zones = append(zones, z.Zone)
+		if z.Launched != 2 || z.LaunchedByPool["general"] != 2 || z.PodsRan != 2 || z.PodsRanByWorkload["Deployment/spread"] != 2 {
+			t.Errorf("zone %+v: want 2 nodes and 2 pods of Deployment/spread (maxSkew 1 over 3 zones)", z)
+		}
+	}
+	if strings.Join(zones, ",") != "us-east-1a,us-east-1b,us-east-1c" {
+		t.Errorf("zones %v", zones)
+	}
+	for _, want := range []string{`"byNode":[{"name":"general-`, `"zone":"us-east-1`, `"deleted":null`, `"podsRanByWorkload":{"Deployment/spread":2}`} {
+		if !bytes.Contains(b, []byte(want)) {
+			t.Errorf("JSON lacks %s", want)
+		}
+	}
+	if _, again := runReportScenario(t, spreadApp); !bytes.Equal(b, again) {
+		t.Error("two runs of the same scenario differ")
+	}
+	var sum bytes.Buffer
+	WriteSummary(&sum, rep)
+	if want := "Zones          us-east-1a 2 nodes 2 pods, us-east-1b 2 nodes 2 pods, us-east-1c 2 nodes 2 pods"; !strings.Contains(sum.String(), want) {
+		t.Errorf("summary lacks %q:\n%s", want, sum.String())
+	}
+	var html bytes.Buffer
+	if err := WriteHTML(&html, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	h := html.String()
+	for _, want := range []string{"<h3>Per zone</h3>", "<tr><td>us-east-1b</td><td>2</td><td>2</td><td>2</td></tr>",
+		"<tr><td>Deployment/spread</td><td>2</td><td>2</td><td>2</td></tr>", "Per node (6)", "running at the end"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if c := strings.Count(h, "<td>m6i.large</td>"); c != 6 {
+		t.Errorf("HTML lists %d nodes, want 6", c)
+	}
+}
+
+// TestReportNodesOfTheBundledScenario: nodes come and go (drift, spot
+// interruptions, consolidation) and the counts still add up.
+func TestReportNodesOfTheBundledScenario(t *testing.T) {
+	rep, _ := runDir(t, filepath.Join("..", "..", "examples", "scenarios", "default"))
+	checkNodeCounts(t, rep)
+	reasons := map[string]int{}
+	running := 0
+	for _, n := range rep.ByNode {
+		if n.Deleted == nil {
+			running++
+		} else {
+			reasons[n.DeletedReason]++
+		}
+	}
+	disrupted := map[string]int{}
+	for _, d := range rep.Disruptions {
+		disrupted[d.Reason] += d.Count
+	}
+	if running == 0 || reasons["Drifted"] == 0 || reasons["Interrupted"] == 0 {
+		t.Errorf("%d nodes running at the end, deleted for %v", running, reasons)
+	}
+	// A node disrupted for a reason is deleted for it (or still draining).
+	for reason, c := range reasons {
+		if reason == "Unregistered" || reason == "Abandoned" {
+			continue
+		}
+		if c > disrupted[reason] {
+			t.Errorf("%d nodes deleted as %s, %d disrupted for it", c, reason, disrupted[reason])
+		}
+	}
+	if reasons["Unregistered"] != rep.Nodes.NeverRegistered {
+		t.Errorf("%d nodes deleted unregistered, %d never registered", reasons["Unregistered"], rep.Nodes.NeverRegistered)
+	}
+}
