@@ -24,7 +24,7 @@ func TestSimulateBundledSummary(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Scenario default (bundled)", "Cost ", "spot prices are synthetic", "Pod startup", "slowest p90",
+	for _, want := range []string{"Scenario default (bundled)", "Cost ", "spot prices are synthetic", "Pod startup    p50 ", "slowest p90",
 		"Zones          us-east-1a ", " nodes ", " pods, us-east-1b ",
 		"Disruptions", "Drifted", "Spot ", "interruptions survived", "Cloud errors",
 		"karpenter_cloudprovider_errors_total", "Node-hours by instance type"} {
@@ -53,6 +53,7 @@ func TestSimulateJSONIsDeterministic(t *testing.T) {
 		SpotPricesSynthetic bool `json:"spotPricesSynthetic"`
 		Pods                struct {
 			Ran        int            `json:"ran"`
+			P50        *float64       `json:"startupSecondsP50"`
 			ByWorkload map[string]any `json:"byWorkload"`
 		} `json:"pods"`
 		Nodes struct {
@@ -73,7 +74,7 @@ func TestSimulateJSONIsDeterministic(t *testing.T) {
 	if err := json.Unmarshal([]byte(a), &rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.Cost.Total <= 0 || !rep.SpotPricesSynthetic || len(rep.Pods.ByWorkload) == 0 {
+	if rep.Cost.Total <= 0 || !rep.SpotPricesSynthetic || len(rep.Pods.ByWorkload) == 0 || rep.Pods.P50 == nil {
 		t.Errorf("JSON: %+v", rep)
 	}
 	if len(rep.ByNode) != rep.Nodes.Launched || len(rep.ByZone) != 3 {

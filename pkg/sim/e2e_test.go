@@ -174,8 +174,12 @@ func TestHeadroomStartsServicePodsAtOnce(t *testing.T) {
 		t.Errorf("preemption without placeholders: %+v", without.Preemptions)
 	}
 	api := "Deployment/api-server"
-	if w, wo := with.Pods.ByWorkload[api], without.Pods.ByWorkload[api]; w.P90 >= wo.P90 || w.P90 > 5 {
-		t.Errorf("api-server p90 startup with headroom %.0fs, without %.0fs: headroom should make it near zero", w.P90, wo.P90)
+	w, wo := with.Pods.ByWorkload[api], without.Pods.ByWorkload[api]
+	if w.P90 == nil || wo.P90 == nil {
+		t.Fatalf("api-server pods did not run: with headroom %+v, without %+v", w, wo)
+	}
+	if *w.P90 >= *wo.P90 || *w.P90 > 5 {
+		t.Errorf("api-server p90 startup with headroom %.0fs, without %.0fs: headroom should make it near zero", *w.P90, *wo.P90)
 	}
 	if with.Cost.Total <= without.Cost.Total {
 		t.Errorf("headroom should cost something: $%.2f with, $%.2f without", with.Cost.Total, without.Cost.Total)

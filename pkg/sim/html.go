@@ -184,6 +184,9 @@ func latencyChart(r *Report) (string, *plot.Plot, error) {
 	bars.Color = color.RGBA{R: 44, G: 160, B: 44, A: 255}
 	p.Add(bars)
 	p.NominalX(labels...)
+	if r.Pods.Ran == 0 {
+		return "Pod startup latency (pending → running): no pod ran", p, nil
+	}
 	return "Pod startup latency (pending → running)", p, nil
 }
 

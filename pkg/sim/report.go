@@ -98,30 +98,33 @@ type ZoneStats struct {
 	PodsRanByWorkload map[string]int `json:"podsRanByWorkload"`
 }
 
-// PodStats are pod outcomes and startup latency (pending → running).
+// PodStats are pod outcomes and startup latency (pending → running). The
+// percentiles are absent when no pod ran.
 type PodStats struct {
 	Created        int            `json:"created"`
 	Ran            int            `json:"ran"`
 	NeverRan       int            `json:"neverRan"`
 	NeverRanReason map[string]int `json:"neverRanReasons,omitempty"`
 	Evictions      int            `json:"evictions"`
-	StartupP50     float64        `json:"startupSecondsP50"`
-	StartupP90     float64        `json:"startupSecondsP90"`
-	StartupP99     float64        `json:"startupSecondsP99"`
-	StartupMax     float64        `json:"startupSecondsMax"`
+	StartupP50     *float64       `json:"startupSecondsP50,omitempty"`
+	StartupP90     *float64       `json:"startupSecondsP90,omitempty"`
+	StartupP99     *float64       `json:"startupSecondsP99,omitempty"`
+	StartupMax     *float64       `json:"startupSecondsMax,omitempty"`
 	Histogram      []Bucket       `json:"startupHistogram"`
 	// ByWorkload breaks startup down by controller ("Deployment/web",
 	// "CronJob/nightly", "Pod/debug"), so placeholder pods and batch jobs
-	// do not hide how fast a service's pods start.
+	// do not hide how fast a service's pods start. A workload that
+	// created pods of which none ran is listed with Ran 0.
 	ByWorkload map[string]Startup `json:"byWorkload"`
 }
 
-// Startup is one workload's pod startup latency, pending → running.
+// Startup is one workload's pod startup latency, pending → running; the
+// percentiles are absent when none of its pods ran.
 type Startup struct {
-	Ran int     `json:"ran"`
-	P50 float64 `json:"startupSecondsP50"`
-	P90 float64 `json:"startupSecondsP90"`
-	Max float64 `json:"startupSecondsMax"`
+	Ran int      `json:"ran"`
+	P50 *float64 `json:"startupSecondsP50,omitempty"`
+	P90 *float64 `json:"startupSecondsP90,omitempty"`
+	Max *float64 `json:"startupSecondsMax,omitempty"`
 }
 
 // Bucket of the startup histogram: pods that started within UpTo seconds.
@@ -206,18 +209,29 @@ func newRecorder(e *engine) *recorder {
 		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
 }
 
-func (r *recorder) podCreated(*simPod) { r.created++ }
+// workloadKey names a pod's controller as reports do: "Deployment/web",
+// "CronJob/nightly", "Pod/debug".
+func workloadKey(p *simPod) string {
+	if w := p.owner; w != nil {
+		if w.cron != "" {
+			return "CronJob/" + w.cron
+		}
+		return w.kind + "/" + w.name
+	}
+	return "Pod/" + p.pod.Name
+}
+
+func (r *recorder) podCreated(p *simPod) {
+	r.created++
+	if k := workloadKey(p); r.byWorkload[k] == nil {
+		r.byWorkload[k] = []float64{} // listed even if none of its pods runs
+	}
+}
 
 func (r *recorder) podRunning(p *simPod) {
 	d := p.running.Sub(p.created).Seconds()
 	r.startups = append(r.startups, d)
-	key := "Pod/" + p.pod.Name
-	if w := p.owner; w != nil {
-		key = w.kind + "/" + w.name
-		if w.cron != "" {
-			key = "CronJob/" + w.cron
-		}
-	}
+	key := workloadKey(p)
 	r.byWorkload[key] = append(r.byWorkload[key], d)
 	if n := p.node; n != nil {
 		taints := n.taints
@@ -329,12 +343,14 @@ func (r *recorder) sample() {
 
 func round(f float64) float64 { return math.Round(f*10000) / 10000 }
 
-func percentile(sorted []float64, p float64) float64 {
+// percentile of sorted values, rounded; nil when there are none.
+func percentile(sorted []float64, p float64) *float64 {
 	if len(sorted) == 0 {
-		return 0
+		return nil
 	}
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	return sorted[clamp(i, 0, len(sorted)-1)]
+	v := round(sorted[clamp(i, 0, len(sorted)-1)])
+	return &v
 }
 
 func (e *engine) finish() *Report {
@@ -391,15 +407,17 @@ func (e *engine) finish() *Report {
 	st := append([]float64(nil), r.startups...)
 	sort.Float64s(st)
 	rep.Pods = PodStats{Created: r.created + len(e.bare), Ran: len(st), Evictions: r.evictions,
-		StartupP50: round(percentile(st, 0.5)), StartupP90: round(percentile(st, 0.9)), StartupP99: round(percentile(st, 0.99))}
-	if len(st) > 0 {
-		rep.Pods.StartupMax = round(st[len(st)-1])
-	}
+		StartupP50: percentile(st, 0.5), StartupP90: percentile(st, 0.9), StartupP99: percentile(st, 0.99), StartupMax: percentile(st, 1)}
 	rep.Pods.ByWorkload = map[string]Startup{}
+	for _, p := range e.bare {
+		if k := workloadKey(p); r.byWorkload[k] == nil {
+			r.byWorkload[k] = []float64{}
+		}
+	}
 	for k, v := range r.byWorkload {
 		v = append([]float64(nil), v...)
 		sort.Float64s(v)
-		rep.Pods.ByWorkload[k] = Startup{Ran: len(v), P50: round(percentile(v, 0.5)), P90: round(percentile(v, 0.9)), Max: round(v[len(v)-1])}
+		rep.Pods.ByWorkload[k] = Startup{Ran: len(v), P50: percentile(v, 0.5), P90: percentile(v, 0.9), Max: percentile(v, 1)}
 	}
 	for _, upTo := range []float64{1, 5, 15, 30, 60, 120, 300, 600, math.Inf(1)} {
 		n := sort.SearchFloat64s(st, math.Nextafter(upTo, math.Inf(1)))

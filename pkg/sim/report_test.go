@@ -59,6 +59,23 @@ spec:
         resources: {requests: {cpu: 1500m, memory: 1Gi}}
 `
 
+// strandedApp selects a label no NodePool gives a node: none of its pods runs.
+const strandedApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: stranded}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: stranded}}
+  template:
+    metadata: {labels: {app: stranded}}
+    spec:
+      nodeSelector: {disk: nvme}
+      containers:
+      - name: c
+        image: x
+        resources: {requests: {cpu: 100m, memory: 100Mi}}
+`
+
 func reportScenario(workloads string) fstest.MapFS {
 	return fstest.MapFS{
 		"sc/karpenter.yaml": {Data: []byte(reportPool)},
@@ -250,5 +267,93 @@ func TestReportNodesOfTheBundledScenario(t *testing.T) {
 	}
 	if reasons["Unregistered"] != rep.Nodes.NeverRegistered {
 		t.Errorf("%d nodes deleted unregistered, %d never registered", reasons["Unregistered"], rep.Nodes.NeverRegistered)
+	}
+}
+
+// TestNoPodRanHasNoPercentiles: a run in which no pod ran claims no
+// startup latency, in the summary, the JSON or the HTML.
+func TestNoPodRanHasNoPercentiles(t *testing.T) {
+	rep, b := runReportScenario(t, strandedApp)
+	if rep.Pods.Ran != 0 || rep.Pods.Created != 3 || rep.Nodes.Launched != 0 {
+		t.Fatalf("ran %d of %d pods on %d nodes; want none of 3 on none", rep.Pods.Ran, rep.Pods.Created, rep.Nodes.Launched)
+	}
+	checkNodeCounts(t, rep)
+	if len(rep.ByZone) != 3 || rep.ByZone[0].Launched != 0 || len(rep.ByNode) != 0 {
+		t.Errorf("zones %+v, nodes %+v: want three empty zones and no node", rep.ByZone, rep.ByNode)
+	}
+	if s, ok := rep.Pods.ByWorkload["Deployment/stranded"]; !ok || s.Ran != 0 || s.P50 != nil || s.P90 != nil || s.Max != nil {
+		t.Errorf("Deployment/stranded: %+v (listed %v); want ran 0 and no percentile", s, ok)
+	}
+	if bytes.Contains(b, []byte("startupSeconds")) {
+		t.Errorf("JSON claims startup percentiles when no pod ran: %s", b)
+	}
+	var sum bytes.Buffer
+	WriteSummary(&sum, rep)
+	var html bytes.Buffer
+	if err := WriteHTML(&html, rep, nil); err != nil {
+		t.Fatal(err)
+	}
+	for name, out := range map[string]string{"summary": sum.String(), "HTML": html.String()} {
+		for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("%s lacks %q:\n%s", name, want, out)
+			}
+		}
+		for _, bad := range []string{"p50", "p90", "p99", " 0s"} {
+			if strings.Contains(out, bad) {
+				t.Errorf("%s prints %q though no pod ran", name, bad)
+			}
+		}
+	}
+}
+
+func f64(v float64) *float64 { return &v }
+
+// TestSummaryStartupLines: what the summary prints of startup latency, by
+// how many pods ran (in all and per workload).
+func TestSummaryStartupLines(t *testing.T) {
+	ran := Startup{Ran: 4, P50: f64(3), P90: f64(12), Max: f64(20)}
+	slow := Startup{Ran: 2, P50: f64(40), P90: f64(61.4), Max: f64(70)}
+	for _, tc := range []struct {
+		name      string
+		pods      PodStats
+		want, not []string
+	}{
+		{"no pod ran", PodStats{Created: 5, ByWorkload: map[string]Startup{"Deployment/a": {}, "Pod/b": {}}},
+			[]string{"Pod startup    no pod ran (5 created)", "no pod ran: Deployment/a, Pod/b"}, []string{"p50", "p90", "slowest"}},
+		{"nothing created", PodStats{ByWorkload: map[string]Startup{}},
+			[]string{"Pod startup    no pod ran (0 created)"}, []string{"p50", "no pod ran:"}},
+		{"pods ran", PodStats{Created: 6, Ran: 6, StartupP50: f64(3), StartupP90: f64(40), StartupP99: f64(70), StartupMax: f64(70),
+			ByWorkload: map[string]Startup{"Deployment/a": ran, "Deployment/b": slow}},
+			[]string{"Pod startup    p50 3s  p90 40s  p99 70s  (pending → running; 6 pods ran)", "slowest p90: Deployment/b 61s, Deployment/a 12s"},
+			[]string{"no pod ran"}},
+		{"one workload's pods never ran", PodStats{Created: 7, Ran: 4, StartupP50: f64(3), StartupP90: f64(12), StartupP99: f64(20), StartupMax: f64(20),
+			ByWorkload: map[string]Startup{"Deployment/a": ran, "Deployment/c": {}, "Job/d": ran}},
+			[]string{"p50 3s  p90 12s  p99 20s", "slowest p90: Deployment/a 12s, Job/d 12s", "               no pod ran: Deployment/c"},
+			[]string{"Deployment/c 0s", "Pod startup    no pod ran"}},
+		{"many workloads without a pod", PodStats{Created: 6, ByWorkload: map[string]Startup{"D/1": {}, "D/2": {}, "D/3": {}, "D/4": {}, "D/5": {}, "D/6": {}, "D/7": {}}},
+			[]string{"no pod ran: D/1, D/2, D/3, D/4, D/5 … 2 more in --json"}, []string{"D/6"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var b bytes.Buffer
+			WriteSummary(&b, &Report{Scenario: "s", Pods: tc.pods})
+			for _, w := range tc.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("lacks %q:\n%s", w, b.String())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(b.String(), n) {
+					t.Errorf("has %q:\n%s", n, b.String())
+				}
+			}
+			j, err := json.Marshal(tc.pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := bytes.Contains(j, []byte(`"startupSecondsP50"`)); got != (tc.pods.Ran > 0) {
+				t.Errorf("JSON has startupSecondsP50: %v, %d pods ran: %s", got, tc.pods.Ran, j)
+			}
+		})
 	}
 }

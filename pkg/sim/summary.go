@@ -30,9 +30,21 @@ func WriteSummary(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "Zones          %s (launched; pods bound over the run)\n", strings.Join(zs, ", "))
 	}
-	fmt.Fprintf(w, "Pod startup    p50 %.0fs  p90 %.0fs  p99 %.0fs  (pending → running; %d pods ran)\n", r.Pods.StartupP50, r.Pods.StartupP90, r.Pods.StartupP99, r.Pods.Ran)
+	if r.Pods.Ran == 0 || r.Pods.StartupP50 == nil {
+		fmt.Fprintf(w, "Pod startup    no pod ran (%d created)\n", r.Pods.Created)
+	} else {
+		fmt.Fprintf(w, "Pod startup    p50 %s  p90 %s  p99 %s  (pending → running; %d pods ran)\n", secs(r.Pods.StartupP50), secs(r.Pods.StartupP90), secs(r.Pods.StartupP99), r.Pods.Ran)
+	}
 	if slow := slowestWorkloads(r.Pods.ByWorkload, 3); len(slow) > 1 {
 		fmt.Fprintf(w, "               slowest p90: %s\n", strings.Join(slow, ", "))
+	}
+	if idle := idleWorkloads(r.Pods.ByWorkload); len(idle) > 0 {
+		const shown = 5
+		more := ""
+		if len(idle) > shown {
+			more = fmt.Sprintf(" … %d more in --json", len(idle)-shown)
+		}
+		fmt.Fprintf(w, "               no pod ran: %s%s\n", strings.Join(idle[:min(shown, len(idle))], ", "), more)
 	}
 	if r.Pods.NeverRan > 0 {
 		fmt.Fprintf(w, "Never ran      %d pods\n", r.Pods.NeverRan)
@@ -94,6 +106,22 @@ func WriteSummary(w io.Writer, r *Report) {
 	_ = tw.Flush()
 }
 
+// secs is a percentile in whole seconds ("12s"), or "no pod ran" when
+// absent; number is the same without the unit.
+func secs(p *float64) string {
+	if p == nil {
+		return number(p)
+	}
+	return number(p) + "s"
+}
+
+func number(p *float64) string {
+	if p == nil {
+		return "no pod ran"
+	}
+	return fmt.Sprintf("%.0f", *p)
+}
+
 // WriteComparison prints two reports side by side.
 func WriteComparison(w io.Writer, a, b *Report) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
@@ -101,7 +129,13 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	row := func(name, fa, fb string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, fa, fb) }
 	row("cost (USD)", fmt.Sprintf("%.2f", a.Cost.Total), fmt.Sprintf("%.2f", b.Cost.Total))
 	row("nodes launched", fmt.Sprint(a.Nodes.Launched), fmt.Sprint(b.Nodes.Launched))
-	row("startup p50 / p99 (s)", fmt.Sprintf("%.0f / %.0f", a.Pods.StartupP50, a.Pods.StartupP99), fmt.Sprintf("%.0f / %.0f", b.Pods.StartupP50, b.Pods.StartupP99))
+	startup := func(r *Report) string {
+		if r.Pods.StartupP50 == nil || r.Pods.StartupP99 == nil {
+			return "no pod ran"
+		}
+		return fmt.Sprintf("%.0f / %.0f", *r.Pods.StartupP50, *r.Pods.StartupP99)
+	}
+	row("startup p50 / p99 (s)", startup(a), startup(b))
 	row("pods never ran", fmt.Sprint(a.Pods.NeverRan), fmt.Sprint(b.Pods.NeverRan))
 	count := func(r *Report) int {
 		n := 0
@@ -117,19 +151,36 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	for _, k := range sortedKeys(a.Pods.ByWorkload) {
 		if sb, ok := b.Pods.ByWorkload[k]; ok {
 			sa := a.Pods.ByWorkload[k]
-			row(k+" p90 (s)", fmt.Sprintf("%.0f", sa.P90), fmt.Sprintf("%.0f", sb.P90))
+			row(k+" p90 (s)", number(sa.P90), number(sb.P90))
 		}
 	}
 	_ = tw.Flush()
 }
 
-// slowestWorkloads names the n workloads whose pods waited longest (p90).
+// slowestWorkloads names the n workloads whose pods waited longest (p90),
+// of those with a pod that ran.
 func slowestWorkloads(by map[string]Startup, n int) []string {
-	keys := sortedKeys(by)
-	sort.SliceStable(keys, func(i, j int) bool { return by[keys[i]].P90 > by[keys[j]].P90 })
+	var keys []string
+	for _, k := range sortedKeys(by) {
+		if by[k].P90 != nil {
+			keys = append(keys, k)
+		}
+	}
+	sort.SliceStable(keys, func(i, j int) bool { return *by[keys[i]].P90 > *by[keys[j]].P90 })
 	var out []string
 	for _, k := range keys[:min(n, len(keys))] {
-		out = append(out, fmt.Sprintf("%s %.0fs", k, by[k].P90))
+		out = append(out, fmt.Sprintf("%s %s", k, secs(by[k].P90)))
+	}
+	return out
+}
+
+// idleWorkloads names the workloads that created pods of which none ran.
+func idleWorkloads(by map[string]Startup) []string {
+	var out []string
+	for _, k := range sortedKeys(by) {
+		if by[k].Ran == 0 {
+			out = append(out, k)
+		}
 	}
 	return out
 }
