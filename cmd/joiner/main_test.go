@@ -109,6 +109,9 @@ func TestSimulateCompareAndReport(t *testing.T) {
 			t.Errorf("comparison lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, "warning") {
+		t.Errorf("the two clusters run the same day: no warning expected:\n%s", out)
+	}
 	html, err := os.ReadFile(report)
 	if err != nil {
 		t.Fatal(err)
@@ -129,6 +132,63 @@ func TestCommandErrors(t *testing.T) {
 	for _, want := range []string{"ep21-gpu-ttlsecondsafterempty.yaml:18", "spec.disruption.ttlSecondsAfterEmpty", "consolidateAfter: 15m", "nodeClassRef:"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("validate output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestSimulateCompareWarnsWhenRunsDiffer: a comparison of runs of other
+// durations or starts says so, in the table, the HTML, and (on stderr) with
+// --json.
+func TestSimulateCompareWarnsWhenRunsDiffer(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "short")
+	if err := os.CopyFS(dir, os.DirFS("../../examples/clusters/staging")); err != nil {
+		t.Fatal(err)
+	}
+	sc := filepath.Join(dir, "scenario.yaml")
+	b, err := os.ReadFile(sc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), "duration: 24h", "duration: 6h", 1)
+	s = strings.Replace(s, `start: "2026-11-30T00:00:00Z"`, `start: "2026-12-01T06:00:00Z"`, 1)
+	if s == string(b) {
+		t.Fatal("staging's scenario.yaml no longer has the start and duration this test edits")
+	}
+	if err := os.WriteFile(sc, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	warnings := []string{"warning: the runs differ in duration: 24h vs 6h",
+		"warning: the runs differ in start: Mon 2026-11-30 00:00 UTC vs Tue 2026-12-01 06:00 UTC"}
+	report := filepath.Join(t.TempDir(), "r.html")
+	out, err := run(t, "simulate", "../../examples/clusters/production", "--compare", dir, "--quiet", "--report", report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(out, strings.Join(warnings, "\n")+"\n") {
+		t.Errorf("comparison does not start with the warnings %q:\n%s", warnings, out)
+	}
+	html, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warnings {
+		if !bytes.Contains(html, []byte(`<p class="warning">`+w+"</p>")) {
+			t.Errorf("the HTML report lacks %q", w)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	root := newRootCommand(&stdout, &stderr)
+	root.SetArgs([]string{"simulate", "../../examples/clusters/production", "--compare", dir, "--json"})
+	if err := root.Execute(); err != nil {
+		t.Fatal(err)
+	}
+	var both map[string]json.RawMessage
+	if err := json.Unmarshal(stdout.Bytes(), &both); err != nil || len(both) != 2 {
+		t.Errorf("--json --compare stdout is not the two reports (%v): %.200s", err, stdout.String())
+	}
+	for _, w := range warnings {
+		if !strings.Contains(stderr.String(), w) {
+			t.Errorf("--json --compare stderr lacks %q: %q", w, stderr.String())
 		}
 	}
 }

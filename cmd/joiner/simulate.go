@@ -51,6 +51,9 @@ Karpenter course over one simulated Monday.`,
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				if b != nil {
+					for _, w := range sim.ComparisonWarnings(a, b) { // stdout stays JSON
+						fmt.Fprintln(cmd.ErrOrStderr(), w)
+					}
 					return enc.Encode(map[string]*sim.Report{"a": a, "b": b})
 				}
 				return enc.Encode(a)

@@ -18,7 +18,13 @@ import (
 // gonum/plot; nothing is fetched when it opens). b may be nil; with b the
 // two scenarios are shown side by side.
 func WriteHTML(w io.Writer, a, b *Report) error {
-	var sections []section
+	var data struct {
+		Warnings []string
+		Sections []section
+	}
+	if a != nil && b != nil {
+		data.Warnings = ComparisonWarnings(a, b)
+	}
 	for _, r := range []*Report{a, b} {
 		if r == nil {
 			continue
@@ -27,9 +33,9 @@ func WriteHTML(w io.Writer, a, b *Report) error {
 		if err != nil {
 			return err
 		}
-		sections = append(sections, s)
+		data.Sections = append(data.Sections, s)
 	}
-	return page.Execute(w, sections)
+	return page.Execute(w, data)
 }
 
 type section struct {
@@ -240,9 +246,11 @@ figure svg{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:1em 0;font-size:90%}
 th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
 th:first-child,td:first-child{text-align:left}
+.warning{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em}
 </style></head><body>
 <h1>Joiner simulation report</h1>
-<div class="cols">{{range .}}<div class="col">
+{{range .Warnings}}<p class="warning">{{.}}</p>
+{{end}}<div class="cols">{{range .Sections}}<div class="col">
 <h2>{{.Title}}</h2>
 <pre>{{.Summary}}</pre>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}

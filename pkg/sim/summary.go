@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteSummary prints the report as a person reads it in ten seconds.
@@ -106,6 +107,32 @@ func WriteSummary(w io.Writer, r *Report) {
 	_ = tw.Flush()
 }
 
+// ComparisonWarnings says where two runs are not like for like: a
+// different duration or start makes costs and counts incomparable.
+func ComparisonWarnings(a, b *Report) []string {
+	var out []string
+	if da, db := a.End.Sub(a.Start), b.End.Sub(b.Start); da != db {
+		out = append(out, fmt.Sprintf("warning: the runs differ in duration: %s vs %s", shortDuration(da), shortDuration(db)))
+	}
+	if !a.Start.Equal(b.Start) {
+		const layout = "Mon 2006-01-02 15:04 MST"
+		out = append(out, fmt.Sprintf("warning: the runs differ in start: %s vs %s", a.Start.Format(layout), b.Start.Format(layout)))
+	}
+	return out
+}
+
+// shortDuration is 24h, 6h30m or 90s rather than 24h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
 // secs is a percentile in whole seconds ("12s"), or "no pod ran" when
 // absent; number is the same without the unit.
 func secs(p *float64) string {
@@ -122,8 +149,12 @@ func number(p *float64) string {
 	return fmt.Sprintf("%.0f", *p)
 }
 
-// WriteComparison prints two reports side by side.
+// WriteComparison prints two reports side by side, after a warning for
+// each way the runs are not like for like.
 func WriteComparison(w io.Writer, a, b *Report) {
+	for _, warn := range ComparisonWarnings(a, b) {
+		fmt.Fprintln(w, warn)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\t%s\t%s\n", a.Scenario, b.Scenario)
 	row := func(name, fa, fb string) { fmt.Fprintf(tw, "%s\t%s\t%s\n", name, fa, fb) }
