@@ -26,11 +26,15 @@ func TestSimulateBundledSummary(t *testing.T) {
 	}
 	for _, want := range []string{"Scenario default (bundled)", "Cost ", "spot prices are synthetic", "Pod startup    p50 ", "slowest p90",
 		"Zones          us-east-1a ", " nodes ", " pods, us-east-1b ",
-		"Disruptions", "Drifted", "Spot ", "interruptions survived", "Cloud errors",
+		"Disruptions", "Drifted", "drifted node(s) held back by a budget (", "Spot ", "interruptions survived", "Cloud errors",
 		"karpenter_cloudprovider_errors_total", "Node-hours by instance type"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
+	}
+	// The AMI change at 10:00 drifts every node; the budgets hold some back.
+	if strings.Contains(out, "; 0 drifted node(s) held back") {
+		t.Errorf("the bundled scenario's drift budgets hold no drifted node back:\n%s", out)
 	}
 }
 
@@ -70,6 +74,10 @@ func TestSimulateJSONIsDeterministic(t *testing.T) {
 			Launched int    `json:"launched"`
 			PodsRan  int    `json:"podsRan"`
 		} `json:"byZone"`
+		DriftBudget struct {
+			HeldBackNodes      int `json:"heldBackNodes"`
+			HeldBackPassBlocks int `json:"heldBackPassBlocks"`
+		} `json:"driftBudget"`
 	}
 	if err := json.Unmarshal([]byte(a), &rep); err != nil {
 		t.Fatal(err)
@@ -95,6 +103,9 @@ func TestSimulateJSONIsDeterministic(t *testing.T) {
 	}
 	if nodes != rep.Nodes.Launched || pods != rep.Pods.Ran || running == 0 || running == len(rep.ByNode) {
 		t.Errorf("zones count %d nodes and %d pods (run: %d, %d); %d of %d nodes still running", nodes, pods, rep.Nodes.Launched, rep.Pods.Ran, running, len(rep.ByNode))
+	}
+	if d := rep.DriftBudget; d.HeldBackNodes == 0 || d.HeldBackPassBlocks < d.HeldBackNodes {
+		t.Errorf("drift held back by budgets: %+v", d)
 	}
 }
 

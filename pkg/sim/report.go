@@ -158,6 +158,10 @@ type Preemptions struct {
 type DriftBudget struct {
 	MaxConcurrent int `json:"maxConcurrentDrifted"`
 	Violations    int `json:"violations"`
+	// HeldBackNodes counts the distinct drifted nodes a Drifted budget held
+	// back at least once; HeldBackPassBlocks every pass that did so, per node.
+	HeldBackNodes      int `json:"heldBackNodes"`
+	HeldBackPassBlocks int `json:"heldBackPassBlocks"`
 }
 
 // Autoscaler is an HPA or ScaledObject's range over the run.
@@ -201,12 +205,13 @@ type recorder struct {
 	drift       DriftBudget
 	driftNodes  map[string]bool
 	events      []DisruptionEvent
+	heldBack    map[string]bool         // drifted nodes a budget held back
 	nodes       map[*simNode]*nodeTally // each node's pods and end
 }
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
 }
 
 // workloadKey names a pod's controller as reports do: "Deployment/web",
@@ -286,11 +291,19 @@ func (r *recorder) disrupted(n *simNode, reason string) {
 	}
 }
 
+// heldBackDrift is how pkg/disruption's take() words a drifted candidate
+// that the pool's Drifted budget holds back.
+var heldBackDrift = "budget allows no more " + string(v1.DisruptionReasonDrifted) + " disruptions"
+
 // disruptionPass records budget blocks and checks drift against its budget.
 func (r *recorder) disruptionPass(d *disruption.Decision) {
 	for _, b := range d.Blocked {
 		if strings.Contains(b.Reason, "budget") {
 			r.blocked++
+		}
+		if strings.Contains(b.Reason, heldBackDrift) {
+			r.heldBack[b.Node] = true
+			r.drift.HeldBackPassBlocks++
 		}
 	}
 	perPool := map[string]int{}
@@ -358,6 +371,7 @@ func (e *engine) finish() *Report {
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
 		BlockedByBudget: r.blocked, DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
+	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
 	if rep.Notes == nil {
 		rep.Notes = []string{}
 	}

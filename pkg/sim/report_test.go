@@ -3,11 +3,14 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 )
 
 // reportPool launches only m6i.large (2 vCPU) on demand in three zones and
@@ -408,5 +411,69 @@ func TestComparisonWarnings(t *testing.T) {
 				t.Errorf("HTML shows %d warnings, want %d", c, len(tc.want))
 			}
 		})
+	}
+}
+
+// TestDriftHeldBackByBudget: the recorder counts drifted nodes a budget
+// held back once each, and every pass that did.
+func TestDriftHeldBackByBudget(t *testing.T) {
+	held := func(node, pool string) disruption.Blocked {
+		return disruption.Blocked{Node: node, Reason: "NodePool " + pool + "'s budget allows no more Drifted disruptions now"}
+	}
+	for _, tc := range []struct {
+		name                  string
+		passes                [][]disruption.Blocked
+		nodes, blocks, budget int
+	}{
+		{"none", [][]disruption.Blocked{{}, {}}, 0, 0, 0},
+		{"one node at three passes", [][]disruption.Blocked{{held("a", "general")}, {held("a", "general")}, {held("a", "general")}}, 1, 3, 3},
+		{"two nodes, two pools", [][]disruption.Blocked{{held("a", "general"), held("b", "spot")}, {held("b", "spot")}}, 2, 3, 3},
+		{"other reasons are not drift", [][]disruption.Blocked{{
+			{Node: "c", Reason: "NodePool general's budget allows no more Underutilized disruptions now"},
+			{Node: "d", Reason: "drifted, but its pods would have nowhere to go"},
+			{Node: "e", Reason: "pod default/x has karpenter.sh/do-not-disrupt"},
+		}}, 0, 0, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := &engine{clk: &clock{}}
+			e.rep = newRecorder(e)
+			for _, blocked := range tc.passes {
+				e.rep.disruptionPass(&disruption.Decision{Blocked: blocked})
+			}
+			rep := e.rep
+			if len(rep.heldBack) != tc.nodes || rep.drift.HeldBackPassBlocks != tc.blocks || rep.blocked != tc.budget {
+				t.Errorf("held back %d nodes at %d passes, %d budget blocks; want %d, %d, %d", len(rep.heldBack), rep.drift.HeldBackPassBlocks, rep.blocked, tc.nodes, tc.blocks, tc.budget)
+			}
+		})
+	}
+	// The bundled scenario's AMI change at 10:00 drifts every node, and the
+	// 10 % weekday budget lets general drift one at a time: the others wait.
+	rep, _ := runDir(t, filepath.Join("..", "..", "examples", "scenarios", "default"))
+	d := rep.DriftBudget
+	drifted := 0
+	for _, n := range rep.ByNode {
+		if n.DeletedReason == "Drifted" {
+			drifted++
+		}
+	}
+	if d.HeldBackNodes == 0 || d.HeldBackPassBlocks < d.HeldBackNodes || d.HeldBackNodes > drifted || d.HeldBackPassBlocks > rep.BlockedByBudget {
+		t.Errorf("drift held back: %+v; %d nodes drifted, %d budget blocks in all", d, drifted, rep.BlockedByBudget)
+	}
+	var b bytes.Buffer
+	WriteSummary(&b, rep)
+	want := []string{"Blocked        ", " by budgets; ", " drifted node(s) held back by a budget (", " times); drift at most "}
+	line := ""
+	for _, l := range strings.Split(b.String(), "\n") {
+		if strings.HasPrefix(l, "Blocked") {
+			line = l
+		}
+	}
+	for _, w := range want {
+		if !strings.Contains(line, w) {
+			t.Errorf("Blocked line lacks %q: %q", w, line)
+		}
+	}
+	if !strings.Contains(line, fmt.Sprintf("; %d drifted node(s) held back by a budget (%d times)", d.HeldBackNodes, d.HeldBackPassBlocks)) {
+		t.Errorf("Blocked line %q does not say %d nodes held back %d times", line, d.HeldBackNodes, d.HeldBackPassBlocks)
 	}
 }
