@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,12 +77,18 @@ func (e *engine) provision() {
 		}
 	}
 	pods, byPod := e.pendingPods()
+	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return byPod[p].loop != "" })
+	if len(pods) == 0 {
+		return
+	}
 	res := e.currentPlanner().Solve(&provisioning.Snapshot{Nodes: nodes, Pods: pods})
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason
 	}
 	for _, plan := range res.NewNodeClaims {
-		e.launch(plan, "provisioning")
+		if n, err := e.launch(plan, "provisioning"); err == nil {
+			e.launchedFor(n, plan.Pods, byPod)
+		}
 	}
 }
 
@@ -171,6 +178,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 		n.version++
 		e.bindDaemons(n)
 		e.armBind()
+		e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass
 	})
 	if o.CapacityType == v1.CapacityTypeSpot && f.SpotInterruptionsPerNodeHour > 0 {
 		wait := time.Duration(e.rng.ExpFloat64() / f.SpotInterruptionsPerNodeHour * float64(time.Hour))

@@ -48,6 +48,8 @@ type section struct {
 	Pools     []string
 	Workloads []string
 	Nodes     []nodeRow
+	// LaunchLoops: pods provisioning gave up on, with the reason.
+	LaunchLoops []LaunchLoop
 }
 
 // nodeRow is one node of the per-node table, times as a person reads them.
@@ -87,7 +89,7 @@ type chart struct {
 func reportSection(r *Report) (section, error) {
 	var buf bytes.Buffer
 	WriteSummary(&buf, r)
-	s := section{Title: r.Scenario, Summary: buf.String()}
+	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops}
 	s.zoneTable(r)
 	add := func(title string, p *plot.Plot) error {
 		p.Title.Text = title
@@ -254,6 +256,10 @@ th:first-child,td:first-child{text-align:left}
 <h2>{{.Title}}</h2>
 <pre>{{.Summary}}</pre>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+{{if .LaunchLoops}}<h3 class="warning">Launch loops</h3>
+<table class="loops"><tr><th>workload</th><th>pods</th><th>nodes launched for them</th><th>why they never bound</th></tr>
+{{range .LaunchLoops}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Nodes}}</td><td>{{.Reason}}</td></tr>
+{{end}}</table>{{end}}
 {{$s := .}}<h3>Per zone</h3>
 <table class="zones"><tr><th>zone</th><th>nodes launched</th>{{range .Pools}}<th>{{.}}</th>{{end}}<th>pods ran</th></tr>
 {{range .Zones}}{{$z := .}}<tr><td>{{.Zone}}</td><td>{{.Launched}}</td>{{range $s.Pools}}<td>{{index $z.LaunchedByPool .}}</td>{{end}}<td>{{.PodsRan}}</td></tr>

@@ -37,7 +37,10 @@ type Report struct {
 	Timeline            []Sample          `json:"timeline"`
 	DisruptionEvents    []DisruptionEvent `json:"disruptionEvents"`
 	Notes               []string          `json:"notes"`
-	SkippedKinds        map[string]int    `json:"skippedKinds,omitempty"`
+	// LaunchLoops are pods nodes were launched for again and again that
+	// never bound to them: a finding, not a cost to simulate.
+	LaunchLoops  []LaunchLoop   `json:"launchLoops"`
+	SkippedKinds map[string]int `json:"skippedKinds,omitempty"`
 }
 
 // Cost in USD.
@@ -205,6 +208,7 @@ type recorder struct {
 	drift       DriftBudget
 	driftNodes  map[string]bool
 	events      []DisruptionEvent
+	loops       []*simPod               // pods given up on after a launch loop
 	heldBack    map[string]bool         // drifted nodes a budget held back
 	nodes       map[*simNode]*nodeTally // each node's pods and end
 }
@@ -465,6 +469,7 @@ func (e *engine) finish() *Report {
 	if rep.Disruptions == nil {
 		rep.Disruptions = []Disruptions{}
 	}
+	rep.LaunchLoops = r.launchLoops()
 	if rep.DisruptionEvents == nil {
 		rep.DisruptionEvents = []DisruptionEvent{}
 	}

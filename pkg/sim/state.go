@@ -45,6 +45,9 @@ type simNode struct {
 	cachedAt   int
 	cachedNode *provisioning.Node
 	movable    []*corev1.Pod // pods that move if the node goes, for cachedAt
+	// plannedFor: the pods provisioning launched the node for, until its
+	// first bind pass (see checkPlannedFor).
+	plannedFor []*simPod
 }
 
 // reschedulable lists the node's pods that would move if it went.
@@ -113,4 +116,9 @@ type simPod struct {
 	nominated *simNode
 	// spread: a bare pod's default spreading selector (from Services).
 	spread k8slabels.Selector
+	// launchNodes: ready nodes launched for it that it did not bind to;
+	// loop, once there are maxLaunchRounds of them, why: provisioning
+	// launches no more for it.
+	launchNodes []string
+	loop        string
 }

@@ -55,6 +55,13 @@ func WriteSummary(w io.Writer, r *Report) {
 	} else {
 		fmt.Fprintf(w, "Never ran      none\n")
 	}
+	for i, l := range r.LaunchLoops {
+		label := "               "
+		if i == 0 {
+			label = "Launch loops   "
+		}
+		fmt.Fprintf(w, "%s%s: %d pods never bound to the %d nodes launched for them, and no more were launched: %s\n", label, l.Workload, l.Pods, l.Nodes, l.Reason)
+	}
 	var ds []string
 	for _, d := range r.Disruptions {
 		ds = append(ds, fmt.Sprintf("%s/%s %d", d.NodePool, d.Reason, d.Count))

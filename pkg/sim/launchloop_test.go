@@ -1,0 +1,184 @@
+package sim
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"testing/fstest"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+const loopPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: general
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - key: karpenter.sh/capacity-type
+          operator: In
+          values: ["on-demand"]
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+---
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata:
+  name: default
+spec:
+  role: KarpenterNodeRole
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
+`
+
+// hostPortApp is a Deployment whose pods take host port 9100.
+const hostPortApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: metrics}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: metrics}}
+  template:
+    metadata: {labels: {app: metrics}}
+    spec:
+      containers:
+      - name: c
+        image: x
+        ports: [{containerPort: 9100, hostPort: 9100}]
+        resources: {requests: {cpu: "1", memory: 1Gi}}
+`
+
+// nodeExporter takes host port 9100 on every node.
+const nodeExporter = `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: node-exporter}
+spec:
+  selector: {matchLabels: {app: node-exporter}}
+  template:
+    metadata: {labels: {app: node-exporter}}
+    spec:
+      tolerations: [{operator: Exists}]
+      containers:
+      - name: c
+        image: x
+        ports: [{containerPort: 9100, hostPort: 9100}]
+        resources: {requests: {cpu: 100m, memory: 100Mi}}
+---
+`
+
+func loopScenario(workloads string) fstest.MapFS {
+	return fstest.MapFS{
+		"sc/karpenter.yaml": {Data: []byte(loopPool)},
+		"sc/workloads.yaml": {Data: []byte(workloads)},
+		"sc/scenario.yaml": {Data: []byte(`apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {name: loop}
+spec:
+  start: "2026-11-30T08:00:00Z"
+  duration: 24h
+  seed: 1
+`)},
+	}
+}
+
+// TestLaunchLoopIsAFinding: pods that never bind to the nodes launched for
+// them (provisioning plans them next to a DaemonSet taking the same host
+// port, which the scheduler refuses) stop being launched for after
+// maxLaunchRounds nodes each, and the report says which and why — where a
+// day would otherwise launch and consolidate a node every few minutes.
+func TestLaunchLoopIsAFinding(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		workloads string
+		loop      bool
+	}{
+		{"daemonset takes the host port", nodeExporter + hostPortApp, true},
+		{"host port free", hostPortApp, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fsys := loopScenario(tc.workloads)
+			in, err := Load(fsys, "sc", "loop")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(in, fsys, "sc", Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.loop {
+				if len(rep.LaunchLoops) != 0 || rep.Pods.Ran != 2 {
+					t.Fatalf("loops %+v, %d pods ran; want none and 2", rep.LaunchLoops, rep.Pods.Ran)
+				}
+				return
+			}
+			if len(rep.LaunchLoops) != 1 {
+				t.Fatalf("launch loops: %+v, want one", rep.LaunchLoops)
+			}
+			l := rep.LaunchLoops[0]
+			if l.Workload != "Deployment/metrics" || l.Pods != 2 || l.Nodes != 2*maxLaunchRounds || !strings.Contains(l.Reason, "host port") {
+				t.Errorf("loop %+v: want Deployment/metrics, 2 pods, %d nodes, a host-port reason", l, 2*maxLaunchRounds)
+			}
+			if rep.Nodes.Launched != 2*maxLaunchRounds {
+				t.Errorf("%d nodes launched in a day, want %d: launching did not stop", rep.Nodes.Launched, 2*maxLaunchRounds)
+			}
+			if rep.Pods.NeverRan != 2 {
+				t.Errorf("%d pods never ran, want 2", rep.Pods.NeverRan)
+			}
+			for reason := range rep.Pods.NeverRanReason {
+				if !strings.HasPrefix(reason, "launch loop: ") {
+					t.Errorf("never-ran reason %q, want the launch loop", reason)
+				}
+			}
+			var summary, html bytes.Buffer
+			WriteSummary(&summary, rep)
+			if want := "Launch loops   Deployment/metrics: 2 pods never bound to the 6 nodes launched for them"; !strings.Contains(summary.String(), want) {
+				t.Errorf("summary lacks %q:\n%s", want, summary.String())
+			}
+			if err := WriteHTML(&html, rep, nil); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(html.String(), "<td>Deployment/metrics</td><td>2</td><td>6</td><td>the node launched for it cannot run it: a host port it needs is taken</td>") {
+				t.Error("the HTML report has no launch-loop row")
+			}
+			b, err := json.Marshal(rep)
+			if err != nil || !strings.Contains(string(b), `"launchLoops":[{"workload":"Deployment/metrics"`) {
+				t.Errorf("JSON lacks the launch loop: %v", err)
+			}
+		})
+	}
+}
+
+func TestMissReason(t *testing.T) {
+	node := &provisioning.Node{Name: "n", Labels: map[string]string{"capacity-spread": "2"},
+		Taints:      []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}},
+		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("10")}}
+	tolerate := []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
+	for _, tc := range []struct {
+		name string
+		spec corev1.PodSpec
+		want string
+	}{
+		{"taint", corev1.PodSpec{}, "the nodes have a taint it does not tolerate"},
+		{"label value", corev1.PodSpec{Tolerations: tolerate, NodeSelector: map[string]string{"capacity-spread": "3"}},
+			"it requires capacity-spread In [3], and the node has capacity-spread=2"},
+		{"label absent", corev1.PodSpec{Tolerations: tolerate, NodeSelector: map[string]string{"team": "a"}},
+			"it requires team In [a], and the node has no team label"},
+		{"room", corev1.PodSpec{Tolerations: tolerate, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}, "the node launched for it cannot run it: "},
+	} {
+		pod := &corev1.Pod{Spec: tc.spec}
+		pod.Name, pod.Namespace = "p", "default"
+		if got := missReason(node, pod); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want it to start with %q", tc.name, got, tc.want)
+		}
+	}
+}
