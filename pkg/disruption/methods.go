@@ -146,6 +146,24 @@ type pass struct {
 	byPool   map[string][]*Candidate
 	remain   map[string]map[v1.DisruptionReason]int
 	decision *Decision
+	blocked  map[Blocked]bool // what block has recorded, once each
+}
+
+// block records that a candidate is held back, once per node and reason.
+func (p *pass) block(cand *Candidate, reason string) {
+	b := Blocked{Node: cand.Node.Name, Reason: reason}
+	if p.blocked == nil {
+		p.blocked = map[Blocked]bool{}
+	}
+	if !p.blocked[b] {
+		p.blocked[b] = true
+		p.decision.Blocked = append(p.decision.Blocked, b)
+	}
+}
+
+// budgetBlock is block for a pool's budget under a reason.
+func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
+	p.block(cand, fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason))
 }
 
 // Compute runs one disruption pass over the cluster. It fills each node's
@@ -223,8 +241,7 @@ func (p *pass) consolidatable(cand *Candidate) bool {
 // take reserves budget for a candidate under a reason, or records it blocked.
 func (p *pass) take(cand *Candidate, reason v1.DisruptionReason) bool {
 	if p.remain[cand.NodePool][reason] <= 0 {
-		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name,
-			Reason: fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason)})
+		p.budgetBlock(cand, reason)
 		return false
 	}
 	p.remain[cand.NodePool][reason]--
@@ -304,8 +321,8 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 	return nil
 }
 
-// consolidationCandidates are sorted by how little disrupting them costs:
-// fewest pods first, then the most expensive.
+// consolidationCandidates are sorted by upstream's disruption cost, the
+// cheapest to disrupt first (ties: the more expensive node, then by name).
 func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 	var out []*Candidate
 	for _, cand := range eligible {
@@ -315,22 +332,55 @@ func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 		}
 		out = append(out, cand)
 	}
-	pods := make(map[*Candidate]int, len(out))
+	cost := make(map[*Candidate]float64, len(out))
 	for _, c := range out {
-		pods[c] = len(p.podsOf(c))
+		cost[c] = disruptionCost(c, p.podsOf(c), p.c.Now)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
-		pi, pj := pods[out[i]], pods[out[j]]
-		if pi != pj {
-			return pi < pj
+		a, b := out[i], out[j]
+		if cost[a] != cost[b] {
+			return cost[a] < cost[b]
 		}
-		return out[i].Price > out[j].Price
+		if a.Price != b.Price {
+			return a.Price > b.Price
+		}
+		return a.Node.Name < b.Node.Name
 	})
+	return out
+}
+
+// budgeted keeps, in order, the candidates their pools' Underutilized
+// budgets still allow — counting each taken one against its pool, as
+// upstream does before it searches — and records the rest as blocked.
+func (p *pass) budgeted(cands []*Candidate) []*Candidate {
+	left := map[string]int{}
+	for pool, byReason := range p.remain {
+		left[pool] = byReason[v1.DisruptionReasonUnderutilized]
+	}
+	var out []*Candidate
+	for _, cand := range cands {
+		if left[cand.NodePool] <= 0 {
+			p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
+			continue
+		}
+		left[cand.NodePool]--
+		out = append(out, cand)
+	}
 	return out
 }
 
 func (p *pass) singleNode(eligible []*Candidate) []*Command {
 	cands := p.consolidationCandidates(eligible)
+	// One node at a time: a pool with any budget left may give any one.
+	var allowed []*Candidate
+	for _, cand := range cands {
+		if p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] > 0 {
+			allowed = append(allowed, cand)
+		} else {
+			p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
+		}
+	}
+	cands = allowed
 	if n := p.opts.MaxSingleNodeCandidates; n > 0 && len(cands) > n {
 		cands = cands[:n]
 	}
@@ -343,9 +393,10 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 }
 
 // multiNode finds the largest prefix (of at least 2) of the candidates that
-// can be consolidated together, by binary search as upstream does.
+// can be consolidated together, by binary search as upstream does, over the
+// candidates the budgets allow.
 func (p *pass) multiNode(eligible []*Candidate) []*Command {
-	cands := p.consolidationCandidates(eligible)
+	cands := p.budgeted(p.consolidationCandidates(eligible))
 	if len(cands) > 100 {
 		cands = cands[:100]
 	}
@@ -374,8 +425,9 @@ func (p *pass) withinBudget(cmd *Command) bool {
 	for pool, n := range need {
 		if p.remain[pool][v1.DisruptionReasonUnderutilized] < n {
 			for _, cand := range cmd.Candidates {
-				p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name,
-					Reason: fmt.Sprintf("NodePool %s's budget allows no more Underutilized disruptions now", pool)})
+				if cand.NodePool == pool {
+					p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
+				}
 			}
 			return false
 		}

@@ -354,17 +354,21 @@ func TestExampleUSWest2(t *testing.T) {
 		t.Errorf("web pods by zone %v: maxSkew 1 over three zones", web)
 	}
 
-	if got := rep.Nodes.PeakByPool["on-demand"]; got != 3 {
-		t.Errorf("on-demand pool peaked at %d nodes, want 3 (one store replica per zone)", got)
+	// One store replica per zone: three nodes, and a fourth only while a
+	// replacement is in flight (multi-node consolidation may fold a store
+	// node into a command with spot nodes; the pool's budget allows one).
+	if got := rep.Nodes.PeakByPool["on-demand"]; got < 3 || got > 4 {
+		t.Errorf("on-demand pool peaked at %d nodes, want 3 (one store replica per zone), 4 during a replacement", got)
 	}
 	inRange(t, "nodes launched", float64(rep.Nodes.Launched), 8, 30)
 	if len(rep.Autoscalers) != 1 || rep.Autoscalers[0].Max < 10 {
 		t.Errorf("web HPA %+v: at 900 requests/s × 8m and 60 %% of 1 CPU it needs 12 replicas", rep.Autoscalers)
 	}
 	// Cost: the on-demand pool is 3 × m6i.xlarge × 24 h × $0.192 (us-east-1's
-	// price) = $13.82 (from a second into the run); the web tier's 6–12 one-CPU
-	// pods on spot at 25–65 % of on-demand cost a few dollars.
-	inRange(t, "on-demand pool cost", rep.Cost.ByPool["on-demand"], 13.7, 13.83)
+	// price) = $13.82 (from a second into the run), a few cents more for a
+	// replacement's overlap; the web tier's 6–12 one-CPU pods on spot at
+	// 25–65 % of on-demand cost a few dollars.
+	inRange(t, "on-demand pool cost", rep.Cost.ByPool["on-demand"], 13.7, 13.86)
 	inRange(t, "default pool cost", rep.Cost.ByPool["default"], 2, 6)
 	inRange(t, "startup p90 (s)", reported(t, rep, "pods", "startupSecondsP90"), 50, 120)
 }

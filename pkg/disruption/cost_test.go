@@ -1,0 +1,85 @@
+package disruption
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+)
+
+func TestEvictionCost(t *testing.T) {
+	prio := func(n int32) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.Priority = &n } }
+	deletion := func(s string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: s} }
+	}
+	for _, tc := range []struct {
+		name string
+		pod  *corev1.Pod
+		want float64
+	}{
+		{"plain", podOn("1"), 1},
+		{"priority 2^25", podOn("1", prio(1<<25)), 2},
+		{"system-cluster-critical is clamped", podOn("1", prio(2000000000)), 10},
+		{"lowest priority is clamped", podOn("1", prio(math.MinInt32)), -10},
+		{"deletion cost 2^27", podOn("1", deletion("134217728")), 2},
+		{"negative deletion cost", podOn("1", deletion("-134217728")), 0},
+		{"unreadable deletion cost", podOn("1", deletion("high")), 1},
+	} {
+		if got := evictionCost(tc.pod); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	np := nodePool("p")
+	n := node("n", np, types()[1], v1.CapacityTypeOnDemand)
+	n.NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(-360 * time.Hour)) // half of 720h gone
+	if got := disruptionCost(n, []*corev1.Pod{podOn("1"), podOn("1")}, t0); got != 1 {
+		t.Errorf("two pods at half the lifetime: %v, want 1", got)
+	}
+}
+
+// TestConsolidationOrderAndBudgets: candidates are tried in upstream's
+// disruption-cost order (a node near expiry or with low-priority pods
+// first), and multi-node consolidation searches only over the candidates
+// the budget allows: six consolidatable nodes under a budget of two give a
+// two-node command, the rest held back by the budget.
+func TestConsolidationOrderAndBudgets(t *testing.T) {
+	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}} })
+	large := types()[2]
+	var nodes []*Candidate
+	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
+		nodes = append(nodes, node(name, np, large, v1.CapacityTypeOnDemand, podOn("500m")))
+	}
+	cmd := only(t, Compute(cluster(np, nodes...), Options{}))
+	if cmd.Method != MethodMultiNode || len(cmd.Candidates) != 2 {
+		t.Fatalf("want a two-node multi-node command under a budget of 2, got %s", cmd)
+	}
+	// Equal cost: the more expensive node first, then by name.
+	if got := names(cmd.Candidates); got != "a,b" {
+		t.Errorf("candidates %s, want a,b", got)
+	}
+
+	// Disruption cost orders them: f is near its expiry, e runs a
+	// low-priority pod; both go before the others.
+	low := int32(-1 << 25) // eviction cost 0
+	nodes[4].Node.Pods[0].Spec.Priority = &low
+	nodes[5].NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(-700 * time.Hour))
+	d := Compute(cluster(np, nodes...), Options{})
+	cmd = only(t, d)
+	if got := names(cmd.Candidates); got != "e,f" {
+		t.Errorf("candidates %s, want e,f (the cheapest to disrupt)", got)
+	}
+	held := 0
+	for _, b := range d.Blocked {
+		if strings.Contains(b.Reason, "budget allows no more Underutilized") {
+			held++
+		}
+	}
+	if held != 4 {
+		t.Errorf("%d nodes held back by the budget, want 4: %v", held, d.Blocked)
+	}
+}
