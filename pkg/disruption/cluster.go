@@ -41,12 +41,14 @@ type Cluster struct {
 	Memo *Memo
 }
 
-// Memo remembers, per node, which of its pods asks not to be disrupted and
-// whether its labels satisfy its NodePool's requirements. It is keyed by
-// the objects: a host passes new ones when a node or NodePool changes.
+// Memo remembers, per node, which of its pods asks not to be disrupted,
+// whether its labels satisfy its NodePool's requirements, and what
+// evicting its pods costs. It is keyed by the objects: a host passes new
+// ones when a node or NodePool changes.
 type Memo struct {
 	doNotDisrupt map[*provisioning.Node]string
 	satisfied    map[*provisioning.Node]satisfied
+	evictions    map[*provisioning.Node]float64
 }
 
 type satisfied struct {
@@ -56,7 +58,25 @@ type satisfied struct {
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{doNotDisrupt: map[*provisioning.Node]string{}, satisfied: map[*provisioning.Node]satisfied{}}
+	return &Memo{doNotDisrupt: map[*provisioning.Node]string{}, satisfied: map[*provisioning.Node]satisfied{},
+		evictions: map[*provisioning.Node]float64{}}
+}
+
+// evictionCost is the summed eviction cost of the pods that must move if
+// the node goes (a nil Memo remembers nothing).
+func (m *Memo) evictionCost(n *provisioning.Node, pods []*corev1.Pod) float64 {
+	if m == nil {
+		return podsEvictionCost(pods)
+	}
+	if c, ok := m.evictions[n]; ok {
+		return c
+	}
+	if len(m.evictions) > 1<<16 {
+		m.evictions = map[*provisioning.Node]float64{}
+	}
+	c := podsEvictionCost(pods)
+	m.evictions[n] = c
+	return c
 }
 
 // satisfies reports whether the node's labels meet the pool's requirements

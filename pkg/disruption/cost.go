@@ -29,12 +29,16 @@ func evictionCost(p *corev1.Pod) float64 {
 // to disrupt first: the eviction cost of the pods that must move, scaled by
 // the fraction of the node's lifetime (expireAfter) still ahead of it, so a
 // node about to expire anyway costs little to take now.
-func disruptionCost(cand *Candidate, pods []*corev1.Pod, now time.Time) float64 {
+func disruptionCost(m *Memo, cand *Candidate, pods []*corev1.Pod, now time.Time) float64 {
+	return m.evictionCost(cand.Node, pods) * lifetimeRemaining(cand, now)
+}
+
+func podsEvictionCost(pods []*corev1.Pod) float64 {
 	cost := 0.0
 	for _, p := range pods {
 		cost += evictionCost(p)
 	}
-	return cost * lifetimeRemaining(cand, now)
+	return cost
 }
 
 func lifetimeRemaining(cand *Candidate, now time.Time) float64 {

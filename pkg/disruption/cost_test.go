@@ -37,7 +37,7 @@ func TestEvictionCost(t *testing.T) {
 	np := nodePool("p")
 	n := node("n", np, types()[1], v1.CapacityTypeOnDemand)
 	n.NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(-360 * time.Hour)) // half of 720h gone
-	if got := disruptionCost(n, []*corev1.Pod{podOn("1"), podOn("1")}, t0); got != 1 {
+	if got := disruptionCost(nil, n, []*corev1.Pod{podOn("1"), podOn("1")}, t0); got != 1 {
 		t.Errorf("two pods at half the lifetime: %v, want 1", got)
 	}
 }

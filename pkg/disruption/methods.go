@@ -147,6 +147,8 @@ type pass struct {
 	remain   map[string]map[v1.DisruptionReason]int
 	decision *Decision
 	blocked  map[Blocked]bool // what block has recorded, once each
+	// consolidation: the consolidation candidates in order, once made.
+	consolidation []*Candidate
 }
 
 // block records that a candidate is held back, once per node and reason.
@@ -323,8 +325,18 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 
 // consolidationCandidates are sorted by upstream's disruption cost, the
 // cheapest to disrupt first (ties: the more expensive node, then by name).
+// Multi-node and single-node consolidation ask in turn over the same
+// eligible candidates: the list is made once per pass, and callers must not
+// modify it.
 func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
-	var out []*Candidate
+	if p.consolidation == nil {
+		p.consolidation = p.sortConsolidationCandidates(eligible)
+	}
+	return p.consolidation
+}
+
+func (p *pass) sortConsolidationCandidates(eligible []*Candidate) []*Candidate {
+	out := []*Candidate{}
 	for _, cand := range eligible {
 		np := p.pools[cand.NodePool]
 		if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !p.consolidatable(cand) {
@@ -334,7 +346,7 @@ func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 	}
 	cost := make(map[*Candidate]float64, len(out))
 	for _, c := range out {
-		cost[c] = disruptionCost(c, p.podsOf(c), p.c.Now)
+		cost[c] = disruptionCost(p.c.Memo, c, p.podsOf(c), p.c.Now)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
