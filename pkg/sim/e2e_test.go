@@ -31,12 +31,17 @@ func scenarioDirs(t *testing.T) []string {
 
 func runDir(t *testing.T, dir string) (*Report, []byte) {
 	t.Helper()
-	fsys := os.DirFS(dir)
-	in, err := Load(fsys, ".", filepath.Base(dir))
+	return runFS(t, os.DirFS(dir), ".", filepath.Base(dir))
+}
+
+// runFS loads and runs the scenario at dir in fsys; the report also as JSON.
+func runFS(t *testing.T, fsys fs.FS, dir, name string) (*Report, []byte) {
+	t.Helper()
+	in, err := Load(fsys, dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(in, fsys, ".", Options{})
+	rep, err := Run(in, fsys, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,8 @@ package sim
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"testing"
-	"testing/fstest"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,16 +26,6 @@ spec:
   disruption:
     consolidationPolicy: WhenEmptyOrUnderutilized
     consolidateAfter: 1m
----
-apiVersion: karpenter.k8s.aws/v1
-kind: EC2NodeClass
-metadata:
-  name: default
-spec:
-  role: KarpenterNodeRole
-  amiSelectorTerms: [{alias: al2023@latest}]
-  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
-  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: demo}}]
 `
 
 // hostPortApp is a Deployment whose pods take host port 9100.
@@ -75,21 +63,6 @@ spec:
 ---
 `
 
-func loopScenario(workloads string) fstest.MapFS {
-	return fstest.MapFS{
-		"sc/karpenter.yaml": {Data: []byte(loopPool)},
-		"sc/workloads.yaml": {Data: []byte(workloads)},
-		"sc/scenario.yaml": {Data: []byte(`apiVersion: joiner.dev/v1alpha1
-kind: Scenario
-metadata: {name: loop}
-spec:
-  start: "2026-11-30T08:00:00Z"
-  duration: 24h
-  seed: 1
-`)},
-	}
-}
-
 // TestLaunchLoopIsAFinding: pods that never bind to the nodes launched for
 // them (provisioning plans them next to a DaemonSet taking the same host
 // port, which the scheduler refuses) stop being launched for after
@@ -105,15 +78,7 @@ func TestLaunchLoopIsAFinding(t *testing.T) {
 		{"host port free", hostPortApp, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fsys := loopScenario(tc.workloads)
-			in, err := Load(fsys, "sc", "loop")
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep, err := Run(in, fsys, "sc", Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			rep, js := runInline(t, inlineScenario(loopPool, tc.workloads, "  start: \"2026-11-30T08:00:00Z\"\n  duration: 24h\n  seed: 1\n"))
 			if !tc.loop {
 				if len(rep.LaunchLoops) != 0 || rep.Pods.Ran != 2 {
 					t.Fatalf("loops %+v, %d pods ran; want none and 2", rep.LaunchLoops, rep.Pods.Ran)
@@ -149,9 +114,8 @@ func TestLaunchLoopIsAFinding(t *testing.T) {
 			if !strings.Contains(html.String(), "<td>Deployment/metrics</td><td>2</td><td>6</td><td>the node launched for it cannot run it: a host port it needs is taken</td>") {
 				t.Error("the HTML report has no launch-loop row")
 			}
-			b, err := json.Marshal(rep)
-			if err != nil || !strings.Contains(string(b), `"launchLoops":[{"workload":"Deployment/metrics"`) {
-				t.Errorf("JSON lacks the launch loop: %v", err)
+			if !strings.Contains(string(js), `"launchLoops":[{"workload":"Deployment/metrics"`) {
+				t.Error("JSON lacks the launch loop")
 			}
 		})
 	}

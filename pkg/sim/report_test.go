@@ -29,7 +29,10 @@ spec:
   disruption:
     consolidationPolicy: WhenEmpty
     consolidateAfter: Never
----
+`
+
+// testNodeClass is the EC2NodeClass inline scenarios' NodePools name.
+const testNodeClass = `---
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
 metadata:
@@ -80,38 +83,33 @@ spec:
         resources: {requests: {cpu: 100m, memory: 100Mi}}
 `
 
-func reportScenario(workloads string) fstest.MapFS {
+// inlineScenario is a scenario directory "sc" in memory: the NodePools
+// (and testNodeClass), the workloads, and scenario.yaml's spec.
+func inlineScenario(pools, workloads, spec string) fstest.MapFS {
 	return fstest.MapFS{
-		"sc/karpenter.yaml": {Data: []byte(reportPool)},
+		"sc/karpenter.yaml": {Data: []byte(pools + testNodeClass)},
 		"sc/workloads.yaml": {Data: []byte(workloads)},
-		"sc/scenario.yaml": {Data: []byte(`apiVersion: joiner.dev/v1alpha1
-kind: Scenario
-metadata: {name: report}
-spec:
-  start: "2026-11-30T08:00:00Z"
+		"sc/scenario.yaml":  {Data: []byte("apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: inline}\nspec:\n" + spec)},
+	}
+}
+
+func reportScenario(workloads string) fstest.MapFS {
+	return inlineScenario(reportPool, workloads, `  start: "2026-11-30T08:00:00Z"
   duration: 1h
   seed: 1
   zones: [us-east-1a, us-east-1b, us-east-1c]
-`)},
-	}
+`)
 }
 
 func runReportScenario(t *testing.T, workloads string) (*Report, []byte) {
 	t.Helper()
-	fsys := reportScenario(workloads)
-	in, err := Load(fsys, "sc", "report")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rep, err := Run(in, fsys, "sc", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := json.Marshal(rep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rep, b
+	return runInline(t, reportScenario(workloads))
+}
+
+// runInline loads and runs an inlineScenario; the report also as JSON.
+func runInline(t *testing.T, fsys fstest.MapFS) (*Report, []byte) {
+	t.Helper()
+	return runFS(t, fsys, "sc", "inline")
 }
 
 // checkNodeCounts: the per-node and per-zone counts agree with the run's
