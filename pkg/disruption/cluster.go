@@ -46,9 +46,24 @@ type Cluster struct {
 // evicting its pods costs. It is keyed by the objects: a host passes new
 // ones when a node or NodePool changes.
 type Memo struct {
-	doNotDisrupt map[*provisioning.Node]string
+	doNotDisrupt map[*provisioning.Node]protection
 	satisfied    map[*provisioning.Node]satisfied
 	evictions    map[*provisioning.Node]float64
+}
+
+// protection is what a node's do-not-disrupt pods ask: why (the pod that
+// protects longest; "" for none), and until when (permanent: for good).
+type protection struct {
+	why       string
+	until     time.Time
+	permanent bool
+}
+
+func (p protection) at(now time.Time) string {
+	if p.why != "" && (p.permanent || now.Before(p.until)) {
+		return p.why
+	}
+	return ""
 }
 
 type satisfied struct {
@@ -58,7 +73,7 @@ type satisfied struct {
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{doNotDisrupt: map[*provisioning.Node]string{}, satisfied: map[*provisioning.Node]satisfied{},
+	return &Memo{doNotDisrupt: map[*provisioning.Node]protection{}, satisfied: map[*provisioning.Node]satisfied{},
 		evictions: map[*provisioning.Node]float64{}}
 }
 
@@ -152,21 +167,29 @@ func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	return out
 }
 
-// blocker says why a node may not be voluntarily disrupted, or "".
-func (c *Cluster) blocker(cand *Candidate, pods []*corev1.Pod) string {
+// blocker says why a node may not be voluntarily disrupted, or "". As
+// upstream, every pod on the node that is still active counts, DaemonSet
+// pods too: an active do-not-disrupt annotation blocks (a mirror pod's as
+// well), and so does a PDB that allows no eviction of a pod that eviction
+// would take (not a mirror pod, not one that tolerates the disrupted taint
+// and stays). Terminal and terminating pods never block.
+func (c *Cluster) blocker(cand *Candidate) string {
 	if cand.Node.Labels == nil {
 		return ""
 	}
 	if v, ok := nodeAnnotation(cand, v1.AnnotationDoNotDisrupt); ok && v == "true" {
 		return "node is annotated " + v1.AnnotationDoNotDisrupt
 	}
-	if why := c.podAsksNotToBeDisrupted(cand.Node, pods); why != "" {
+	if why := c.podAsksNotToBeDisrupted(cand.Node).at(c.Now); why != "" {
 		return why
 	}
 	if len(c.PDBs) == 0 {
 		return ""
 	}
-	for _, p := range pods {
+	for _, p := range cand.Node.Pods {
+		if !isActive(p) || isMirrorPod(p) || toleratesDisrupted(p) {
+			continue
+		}
 		if pdb := c.blockingPDB(p); pdb != nil {
 			return fmt.Sprintf("PodDisruptionBudget %s/%s allows no eviction of pod %s", pdb.Namespace, pdb.Name, p.Name)
 		}
@@ -174,28 +197,37 @@ func (c *Cluster) blocker(cand *Candidate, pods []*corev1.Pod) string {
 	return ""
 }
 
-// podAsksNotToBeDisrupted names a pod annotated do-not-disrupt, or "". It
-// depends on the node's pods only, so the Memo keeps it per node.
-func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node, pods []*corev1.Pod) string {
+// podAsksNotToBeDisrupted is what the node's pods annotated do-not-disrupt
+// ask ("true" for good, a duration from the pod's start). It depends on the
+// node's pods only, so the Memo keeps it per node; the time is applied by
+// the caller.
+func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
 	if c.Memo != nil {
-		if why, ok := c.Memo.doNotDisrupt[n]; ok {
-			return why
+		if pr, ok := c.Memo.doNotDisrupt[n]; ok {
+			return pr
 		}
 	}
-	why := ""
-	for _, p := range pods {
-		if p.Annotations[v1.AnnotationDoNotDisrupt] == "true" {
-			why = fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt)
-			break
+	var pr protection
+	for _, p := range n.Pods {
+		if !isActive(p) {
+			continue
+		}
+		until, permanent, protected := v1.DoNotDisruptUntil(p)
+		if !protected || pr.permanent || (!permanent && pr.why != "" && !until.After(pr.until)) {
+			continue
+		}
+		pr = protection{why: fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt), until: until, permanent: permanent}
+		if !permanent {
+			pr.why += fmt.Sprintf(" (%s: until %s)", p.Annotations[v1.AnnotationDoNotDisrupt], until.UTC().Format(time.RFC3339))
 		}
 	}
 	if c.Memo != nil {
 		if len(c.Memo.doNotDisrupt) > 4*len(c.Nodes)+1024 {
-			c.Memo.doNotDisrupt = map[*provisioning.Node]string{}
+			c.Memo.doNotDisrupt = map[*provisioning.Node]protection{}
 		}
-		c.Memo.doNotDisrupt[n] = why
+		c.Memo.doNotDisrupt[n] = pr
 	}
-	return why
+	return pr
 }
 
 func nodeAnnotation(cand *Candidate, key string) (string, bool) {
@@ -205,6 +237,27 @@ func nodeAnnotation(cand *Candidate, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// isActive: neither terminal (Succeeded, Failed) nor terminating.
+func isActive(p *corev1.Pod) bool {
+	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// isMirrorPod: a static pod's mirror, owned by its Node; eviction cannot
+// remove it.
+func isMirrorPod(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "Node"
+}
+
+// toleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule,
+// so a drain leaves it where it is.
+func toleratesDisrupted(p *corev1.Pod) bool {
+	return scheduling.ToleratesForScheduling([]corev1.Taint{v1.DisruptedTaint}, p.Spec.Tolerations) == nil
 }
 
 // blockingPDB returns a PDB that selects the pod and currently allows no

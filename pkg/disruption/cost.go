@@ -5,18 +5,26 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
 // evictionCost is what evicting one pod costs, as upstream Karpenter
-// reckons it: 1, plus the pod's deletion cost (the
-// controller.kubernetes.io/pod-deletion-cost annotation) over 2^27, plus its
-// priority over 2^25, clamped to [-10, 10]. A pod with an unreadable
-// deletion cost counts without it.
+// reckons it: 1, plus its disruption cost over 2^27, plus its priority over
+// 2^25, clamped to [-10, 10]. The disruption cost is the 32-bit integer of
+// the karpenter.sh/disruption-cost annotation, or, on a pod without it, of
+// controller.kubernetes.io/pod-deletion-cost (upstream's fallback while its
+// PodDeletionCostManagement gate is off, the default); a value that is not
+// such an integer counts as unset.
 func evictionCost(p *corev1.Pod) float64 {
 	cost := 1.0
-	if s, ok := p.Annotations[corev1.PodDeletionCost]; ok {
-		if v, err := strconv.ParseFloat(s, 64); err == nil {
-			cost += v / (1 << 27)
+	s, ok := p.Annotations[v1.AnnotationDisruptionCost]
+	if !ok {
+		s, ok = p.Annotations[corev1.PodDeletionCost]
+	}
+	if ok {
+		if v, err := strconv.ParseInt(s, 10, 32); err == nil {
+			cost += float64(v) / (1 << 27)
 		}
 	}
 	if p.Spec.Priority != nil {

@@ -14,9 +14,15 @@ import (
 
 func TestEvictionCost(t *testing.T) {
 	prio := func(n int32) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.Priority = &n } }
-	deletion := func(s string) func(*corev1.Pod) {
-		return func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.PodDeletionCost: s} }
+	annotate := func(k, v string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			if p.Annotations == nil {
+				p.Annotations = map[string]string{}
+			}
+			p.Annotations[k] = v
+		}
 	}
+	deletion := func(s string) func(*corev1.Pod) { return annotate(corev1.PodDeletionCost, s) }
 	for _, tc := range []struct {
 		name string
 		pod  *corev1.Pod
@@ -29,6 +35,10 @@ func TestEvictionCost(t *testing.T) {
 		{"deletion cost 2^27", podOn("1", deletion("134217728")), 2},
 		{"negative deletion cost", podOn("1", deletion("-134217728")), 0},
 		{"unreadable deletion cost", podOn("1", deletion("high")), 1},
+		{"deletion cost beyond 32 bits", podOn("1", deletion("4294967296")), 1},
+		{"karpenter.sh/disruption-cost", podOn("1", annotate(v1.AnnotationDisruptionCost, "268435456")), 3},
+		{"disruption-cost before pod-deletion-cost", podOn("1", annotate(v1.AnnotationDisruptionCost, "-134217728"), annotate(corev1.PodDeletionCost, "134217728")), 0},
+		{"an unreadable disruption-cost counts as unset", podOn("1", annotate(v1.AnnotationDisruptionCost, "1.5")), 1},
 	} {
 		if got := evictionCost(tc.pod); got != tc.want {
 			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)

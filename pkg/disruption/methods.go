@@ -216,7 +216,7 @@ func (p *pass) eligible() []*Candidate {
 		if !cand.Initialized || cand.Disrupting || expired[cand] || p.pools[cand.NodePool] == nil {
 			continue
 		}
-		if why := p.c.blocker(cand, p.podsOf(cand)); why != "" {
+		if why := p.c.blocker(cand); why != "" {
 			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: why})
 			continue
 		}

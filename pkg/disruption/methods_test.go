@@ -412,3 +412,74 @@ func TestNoConsolidationWhilePodsPend(t *testing.T) {
 		t.Fatalf("empty nodes still go: %s", cmd)
 	}
 }
+
+// TestWhichPodsBlock: as upstream, every active pod on the node counts —
+// DaemonSet pods too — for do-not-disrupt (a duration runs from the pod's
+// start; an invalid value is ignored) and for PDBs; terminal and
+// terminating pods never block, and PDBs do not guard mirror pods or pods
+// that tolerate the disrupted taint (eviction leaves them alone).
+func TestWhichPodsBlock(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	annotated := func(v string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: v} }
+	}
+	started := func(ago time.Duration) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Status.StartTime = &metav1.Time{Time: t0.Add(-ago)} }
+	}
+	daemon := func(p *corev1.Pod) {
+		yes := true
+		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "agent", Controller: &yes}}
+	}
+	db := func(p *corev1.Pod) { p.Labels["app"] = "db" }
+	pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
+		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
+		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}
+	now := metav1.NewTime(t0)
+	for _, tc := range []struct {
+		name  string
+		pod   *corev1.Pod
+		pdb   bool
+		block string // "" when the node is free to go
+	}{
+		{"do-not-disrupt DaemonSet pod", podOn("100m", daemon, annotated("true")), false, "is annotated karpenter.sh/do-not-disrupt"},
+		{"do-not-disrupt 30m, started 10m ago", podOn("1", annotated("30m"), started(10*time.Minute)), false, "(30m: until 2026-11-30T12:20:00Z)"},
+		{"do-not-disrupt 30m, started 40m ago", podOn("1", annotated("30m"), started(40*time.Minute)), false, ""},
+		{"do-not-disrupt with an invalid value", podOn("1", annotated("forever")), false, ""},
+		{"do-not-disrupt on a finished pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false, ""},
+		{"do-not-disrupt on a terminating pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false, ""},
+		{"PDB over a DaemonSet pod", podOn("100m", daemon, db), true, "PodDisruptionBudget default/db allows no eviction"},
+		{"PDB over a mirror pod", podOn("100m", db, func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }), true, ""},
+		{"PDB over a pod that tolerates the disrupted taint", podOn("100m", db, func(p *corev1.Pod) {
+			p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedTaint.Key, Operator: corev1.TolerationOpExists}}
+		}), true, ""},
+		{"PDB over a terminating pod", podOn("1", db, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), true, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := node("a", np, medium, v1.CapacityTypeOnDemand, tc.pod)
+			c := cluster(np, n)
+			if tc.pdb {
+				c.PDBs = []*policyv1.PodDisruptionBudget{pdb}
+			}
+			for _, memo := range []*Memo{nil, NewMemo()} {
+				c.Memo = memo
+				got := c.blocker(n)
+				if (tc.block == "") != (got == "") || !strings.Contains(got, tc.block) {
+					t.Errorf("blocker %q, want %q", got, tc.block)
+				}
+			}
+		})
+	}
+	// A Memo keeps the protection's end, not its answer: 20 minutes on,
+	// the 30 minutes are over.
+	n := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1", annotated("30m"), started(10*time.Minute)))
+	c := cluster(np, n)
+	c.Memo = NewMemo()
+	if c.blocker(n) == "" {
+		t.Fatal("protected at first")
+	}
+	c.Now = t0.Add(20 * time.Minute)
+	if why := c.blocker(n); why != "" {
+		t.Errorf("30m after its start the pod no longer protects the node: %q", why)
+	}
+}

@@ -115,7 +115,7 @@ func Next(d Drain, now time.Time) Step {
 			st.Waiting[p] = "terminating"
 		case group(p) != first:
 			st.Waiting[p] = "waiting for pods evicted before it (non-critical before critical, DaemonSet pods last)"
-		case p.Annotations[v1.AnnotationDoNotDisrupt] == "true":
+		case v1.DoNotDisruptAt(p, now):
 			st.Waiting[p] = "annotated " + v1.AnnotationDoNotDisrupt + " (deleted at the terminationGracePeriod)"
 		default:
 			if pdb := blockingPDB(p, d.PDBs, allowed); pdb != nil {

@@ -124,3 +124,19 @@ func TestMatchingPDBsSelectors(t *testing.T) {
 		}
 	}
 }
+
+// TestDoNotDisruptDuration: a do-not-disrupt duration holds a pod's
+// eviction only until that long after the pod started.
+func TestDoNotDisruptDuration(t *testing.T) {
+	p := pod("warm", func(p *corev1.Pod) {
+		p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "10m"}
+		p.Status.StartTime = &metav1.Time{Time: t0.Add(-5 * time.Minute)}
+	})
+	d := Drain{Started: t0, Pods: []*corev1.Pod{p}}
+	if st := Next(d, t0); len(st.Evict) != 0 || st.Waiting[p] == "" {
+		t.Fatalf("5 minutes into its 10: wait, got evict %v", podNames(st.Evict))
+	}
+	if st := Next(d, t0.Add(5*time.Minute)); len(st.Evict) != 1 {
+		t.Fatalf("10 minutes after its start: evict, got %+v", st.Waiting)
+	}
+}

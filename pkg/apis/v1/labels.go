@@ -22,7 +22,10 @@ const (
 	CapacityTypeReserved = "reserved"
 
 	AnnotationDoNotDisrupt = Group + "/do-not-disrupt"
-	AnnotationNodePoolHash = Group + "/nodepool-hash"
+	// AnnotationDisruptionCost on a pod tells consolidation how costly it
+	// is to evict: a 32-bit integer (see disruption's eviction cost).
+	AnnotationDisruptionCost = Group + "/disruption-cost"
+	AnnotationNodePoolHash   = Group + "/nodepool-hash"
 
 	TerminationFinalizer = Group + "/termination"
 )
