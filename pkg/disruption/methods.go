@@ -484,8 +484,20 @@ func (p *pass) consolidate(cands []*Candidate, method string) *Command {
 		}
 		replacementSpot := r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) &&
 			!r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand)
-		if allSpot && replacementSpot && (!p.opts.SpotToSpot || len(cheaper) < MinSpotToSpotTypes) {
-			return nil
+		if allSpot && replacementSpot {
+			why := ""
+			switch {
+			case !p.opts.SpotToSpot:
+				why = "spot-to-spot consolidation is off (the SpotToSpotConsolidation feature gate): a spot node is not replaced by a spot node"
+			case len(cheaper) < MinSpotToSpotTypes:
+				why = fmt.Sprintf("spot-to-spot consolidation needs %d cheaper spot instance types, found %d", MinSpotToSpotTypes, len(cheaper))
+			}
+			if why != "" {
+				if len(cands) == 1 { // multi-node's probes are not the node's own answer
+					p.block(cands[0], why)
+				}
+				return nil
+			}
 		}
 		r.InstanceTypes = cheaper
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}

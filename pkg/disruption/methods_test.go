@@ -250,12 +250,13 @@ func TestSingleNodeConsolidation(t *testing.T) {
 func TestSpotToSpot(t *testing.T) {
 	spot := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot} })
 	c := cluster(spot, node("big", spot, types()[2], v1.CapacityTypeSpot, podOn("1")))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
-		t.Fatalf("spot-to-spot is off by default: got %s", d.Commands[0])
+	if d := Compute(c, Options{}); len(d.Commands) != 0 || len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "spot-to-spot consolidation is off") {
+		t.Fatalf("spot-to-spot is off by default, and says so: got %v, blocked %v", d.Commands, d.Blocked)
 	}
 	// Even when on, it needs 15 cheaper types; this cluster has 2.
-	if d := Compute(c, Options{SpotToSpot: true}); len(d.Commands) != 0 {
-		t.Fatalf("spot-to-spot with 2 cheaper types: got %s", d.Commands[0])
+	if d := Compute(c, Options{SpotToSpot: true}); len(d.Commands) != 0 || len(d.Blocked) != 1 ||
+		d.Blocked[0].Reason != "spot-to-spot consolidation needs 15 cheaper spot instance types, found 2" {
+		t.Fatalf("spot-to-spot with 2 cheaper types: got %v, blocked %v", d.Commands, d.Blocked)
 	}
 	var many []*cloudprovider.InstanceType
 	for i := 1; i <= 16; i++ {
