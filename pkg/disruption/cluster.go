@@ -159,8 +159,8 @@ func isDaemonSetPod(p *corev1.Pod) bool {
 func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Pods {
-		if isDaemonSetPod(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
+		if !isActive(p) || isDaemonSetPod(p) || isMirrorPod(p) {
+			continue // terminating pods are leaving anyway: a node of only those is empty
 		}
 		out = append(out, p)
 	}

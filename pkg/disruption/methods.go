@@ -103,8 +103,14 @@ func newPass(c *Cluster, opts Options) *pass {
 		p.byPool[cand.NodePool] = append(p.byPool[cand.NodePool], cand)
 	}
 	for _, np := range c.NodePools {
-		nodes := PoolNodes{Total: len(p.byPool[np.Name])}
+		// As upstream, only initialized nodes count, toward the total and
+		// toward those already disrupting (deleting, or not Ready).
+		var nodes PoolNodes
 		for _, cand := range p.byPool[np.Name] {
+			if !cand.Initialized {
+				continue
+			}
+			nodes.Total++
 			if cand.Disrupting || cand.NotReady {
 				nodes.Disrupting++
 			}

@@ -340,6 +340,19 @@ func TestBudgetsLimitCommands(t *testing.T) {
 	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
 		t.Fatalf("one already disrupting: %s", cmd)
 	}
+	// Only initialized nodes count in the base: 50 % of 2 initialized
+	// nodes (two more still starting) is one.
+	nodes[3].Disrupting = false
+	nodes[2].Initialized, nodes[3].Initialized = false, false
+	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
+		t.Fatalf("50%% of 2 initialized nodes: %s", cmd)
+	}
+	// A node whose only pods are terminating is empty.
+	now := metav1.NewTime(t0)
+	leaving := node("leaving", half, types()[1], v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.DeletionTimestamp = &now }))
+	if cmd := only(t, Compute(cluster(half, leaving), Options{})); cmd.Method != MethodEmpty {
+		t.Fatalf("a node of terminating pods is empty: %s", cmd)
+	}
 }
 
 func TestExpirationIsForceful(t *testing.T) {

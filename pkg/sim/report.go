@@ -313,11 +313,11 @@ func (r *recorder) disruptionPass(d *disruption.Decision) {
 	perPool := map[string]int{}
 	total := map[string]int{}
 	for _, n := range r.e.nodes {
-		if n.state != nodeGone {
+		if n.state == nodeReady || n.state == nodeDraining { // initialized, as budgets count
 			total[n.pool.Name]++
-			if r.driftNodes[n.name] {
-				perPool[n.pool.Name]++
-			}
+		}
+		if n.state != nodeGone && r.driftNodes[n.name] {
+			perPool[n.pool.Name]++
 		}
 	}
 	for _, np := range r.e.pools {
