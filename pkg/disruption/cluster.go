@@ -159,7 +159,7 @@ func isDaemonSetPod(p *corev1.Pod) bool {
 func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Pods {
-		if !isActive(p) || isDaemonSetPod(p) || isMirrorPod(p) {
+		if !isActive(p) || isDaemonSetPod(p) || termination.IsMirrorPod(p) {
 			continue // terminating pods are leaving anyway: a node of only those is empty
 		}
 		out = append(out, p)
@@ -187,7 +187,7 @@ func (c *Cluster) blocker(cand *Candidate) string {
 		return ""
 	}
 	for _, p := range cand.Node.Pods {
-		if !isActive(p) || isMirrorPod(p) || toleratesDisrupted(p) {
+		if !isActive(p) || termination.IsMirrorPod(p) || termination.ToleratesDisrupted(p) {
 			continue
 		}
 		if pdb := c.blockingPDB(p); pdb != nil {
@@ -242,22 +242,6 @@ func nodeAnnotation(cand *Candidate, key string) (string, bool) {
 // isActive: neither terminal (Succeeded, Failed) nor terminating.
 func isActive(p *corev1.Pod) bool {
 	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
-// isMirrorPod: a static pod's mirror, owned by its Node; eviction cannot
-// remove it.
-func isMirrorPod(p *corev1.Pod) bool {
-	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	ref := metav1.GetControllerOf(p)
-	return ref != nil && ref.Kind == "Node"
-}
-
-// toleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule,
-// so a drain leaves it where it is.
-func toleratesDisrupted(p *corev1.Pod) bool {
-	return scheduling.ToleratesForScheduling([]corev1.Taint{v1.DisruptedTaint}, p.Spec.Tolerations) == nil
 }
 
 // blockingPDB returns a PDB that selects the pod and currently allows no

@@ -1,6 +1,6 @@
 // Package termination decides, step by step, how a node is drained and
-// removed: evict pods through the Eviction API in order (non-critical before
-// critical, DaemonSet pods last), honouring PodDisruptionBudgets and each
+// removed: evict pods through the Eviction API in order (non-critical
+// before critical, DaemonSet pods after the others of their kind), honouring PodDisruptionBudgets and each
 // pod's grace period, and after the NodeClaim's terminationGracePeriod
 // delete whatever remains. Pure code with an injected time; the host
 // performs the evictions, deletions and the final instance and Node delete.
@@ -16,6 +16,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // Drain is a node being terminated.
@@ -43,13 +44,15 @@ type Step struct {
 	Done bool
 }
 
-// group orders eviction: lower first.
+// group orders eviction, lower first, as upstream: non-critical pods, then
+// non-critical DaemonSet pods, then critical pods, then critical DaemonSet
+// pods.
 func group(p *corev1.Pod) int {
 	g := 0
-	if isCritical(p) {
+	if isDaemonSetPod(p) {
 		g++
 	}
-	if isDaemonSetPod(p) {
+	if isCritical(p) {
 		g += 2
 	}
 	return g
@@ -68,12 +71,44 @@ func terminal(p *corev1.Pod) bool {
 	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 }
 
+// stuckTerminating: past its deletion timestamp by more than a minute, a
+// pod no longer holds the node (its kubelet is likely gone).
+const stuckTerminating = time.Minute
+
+// IsMirrorPod: a static pod's mirror, owned by its Node; eviction cannot
+// remove it.
+func IsMirrorPod(p *corev1.Pod) bool {
+	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
+		return true
+	}
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "Node"
+}
+
+// ToleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule,
+// so a drain leaves it where it is.
+func ToleratesDisrupted(p *corev1.Pod) bool {
+	return scheduling.ToleratesForScheduling([]corev1.Taint{v1.DisruptedTaint}, p.Spec.Tolerations) == nil
+}
+
+// holdsDrain: the pod must leave before the node can go — not finished,
+// not stuck terminating, not a mirror pod, not one the drain leaves alone.
+func holdsDrain(p *corev1.Pod, now time.Time) bool {
+	switch {
+	case terminal(p), IsMirrorPod(p), ToleratesDisrupted(p):
+		return false
+	case p.DeletionTimestamp != nil && now.After(p.DeletionTimestamp.Add(stuckTerminating)):
+		return false
+	}
+	return true
+}
+
 // Next computes the step for now.
 func Next(d Drain, now time.Time) Step {
 	st := Step{Waiting: map[*corev1.Pod]string{}}
 	var live []*corev1.Pod
 	for _, p := range d.Pods {
-		if !terminal(p) {
+		if holdsDrain(p, now) {
 			live = append(live, p)
 		}
 	}

@@ -44,7 +44,9 @@ func podNames(ps []*corev1.Pod) []string {
 func TestEvictionOrder(t *testing.T) {
 	app, crit, ds, critDS := pod("app"), pod("crit", critical), pod("ds", daemon), pod("critds", daemon, critical)
 	d := Drain{Started: t0, Pods: []*corev1.Pod{critDS, ds, crit, app}}
-	for _, want := range []string{"app", "crit", "ds", "critds"} {
+	// Upstream's order: non-critical, non-critical DaemonSet, critical,
+	// critical DaemonSet.
+	for _, want := range []string{"app", "ds", "crit", "critds"} {
 		st := Next(d, t0)
 		if len(st.Evict) != 1 || st.Evict[0].Name != want {
 			t.Fatalf("want %s evicted next, got %v (waiting %d)", want, podNames(st.Evict), len(st.Waiting))
@@ -65,6 +67,20 @@ func TestEvictionOrder(t *testing.T) {
 	done := pod("job", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded })
 	if !Next(Drain{Started: t0, Pods: []*corev1.Pod{done}}, t0).Done {
 		t.Fatal("a succeeded pod does not block termination")
+	}
+	// Neither do mirror pods, pods that tolerate the disrupted taint (they
+	// are not evicted either), nor a pod stuck terminating for over a
+	// minute past its deletion timestamp.
+	mirror := pod("kube-proxy", func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} })
+	stays := pod("agent", func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} })
+	deleted := metav1.NewTime(t0)
+	stuck := pod("stuck", func(p *corev1.Pod) { p.DeletionTimestamp = &deleted })
+	st := Next(Drain{Started: t0, Pods: []*corev1.Pod{mirror, stays, stuck}}, t0.Add(61*time.Second))
+	if !st.Done || len(st.Evict) != 0 {
+		t.Fatalf("mirror, tolerating and stuck pods hold nothing: %+v", st)
+	}
+	if st := Next(Drain{Started: t0, Pods: []*corev1.Pod{stuck}}, t0.Add(30*time.Second)); st.Done || st.Waiting[stuck] != "terminating" {
+		t.Fatalf("a pod 30 s into its termination still holds the node: %+v", st)
 	}
 }
 
