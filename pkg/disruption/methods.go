@@ -180,13 +180,17 @@ func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
 func Compute(c *Cluster, opts Options) *Decision {
 	p := newPass(c, opts)
 	p.expire()
-	eligible := p.eligible()
-	methods := []func([]*Candidate) []*Command{p.empty, p.drift, p.multiNode, p.singleNode}
+	graceful, eventual := p.eligible()
+	type method struct {
+		compute func([]*Candidate) []*Command
+		cands   []*Candidate
+	}
+	methods := []method{{p.empty, graceful}, {p.drift, eventual}, {p.multiNode, graceful}, {p.singleNode, graceful}}
 	if opts.SkipConsolidation || c.PendingPods > 0 {
 		methods = methods[:2]
 	}
-	for _, method := range methods {
-		if cmds := method(eligible); len(cmds) > 0 {
+	for _, m := range methods {
+		if cmds := m.compute(m.cands); len(cmds) > 0 {
 			p.decision.Commands = cmds
 			break
 		}
@@ -211,24 +215,30 @@ func (p *pass) expire() {
 }
 
 // eligible are the candidates voluntary methods may consider: initialized,
-// not already going, not expiring, and not blocked.
-func (p *pass) eligible() []*Candidate {
+// not already going, not expiring. Graceful methods (emptiness,
+// consolidation) take only those nothing blocks; eventual ones (drift) also
+// take a blocked node whose NodeClaim has a terminationGracePeriod, as
+// upstream: its drain then ends by that deadline whatever the pods ask.
+func (p *pass) eligible() (graceful, eventual []*Candidate) {
 	expired := map[*Candidate]bool{}
 	for _, e := range p.decision.Expired {
 		expired[e] = true
 	}
-	var out []*Candidate
 	for _, cand := range p.c.Nodes {
 		if !cand.Initialized || cand.Disrupting || expired[cand] || p.pools[cand.NodePool] == nil {
 			continue
 		}
 		if why := p.c.blocker(cand); why != "" {
-			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: why})
+			p.block(cand, why)
+			if cand.NodeClaim != nil && cand.NodeClaim.Spec.TerminationGracePeriod != nil {
+				eventual = append(eventual, cand)
+			}
 			continue
 		}
-		out = append(out, cand)
+		graceful = append(graceful, cand)
+		eventual = append(eventual, cand)
 	}
-	return out
+	return graceful, eventual
 }
 
 // consolidatable: the pool consolidates, and nothing has been scheduled to

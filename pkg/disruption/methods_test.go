@@ -497,3 +497,39 @@ func TestWhichPodsBlock(t *testing.T) {
 		t.Errorf("30m after its start the pod no longer protects the node: %q", why)
 	}
 }
+
+// TestTerminationGracePeriodLetsDriftPass: a drifted node that a
+// do-not-disrupt pod or a blocking PDB holds is replaced anyway when its
+// NodeClaim has a terminationGracePeriod (its drain ends by that deadline);
+// consolidation of such a node stays blocked.
+func TestTerminationGracePeriodLetsDriftPass(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	pinned := func() *corev1.Pod {
+		return podOn("1", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
+	}
+	drifted := func(tgp bool) *Candidate {
+		n := node("old", np, medium, v1.CapacityTypeOnDemand, pinned())
+		n.NodeClaim.Annotations[v1.AnnotationNodePoolHash] = "stale"
+		if tgp {
+			n.NodeClaim.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+		}
+		return n
+	}
+	if d := Compute(cluster(np, drifted(false)), Options{}); len(d.Commands) != 0 {
+		t.Fatalf("without a terminationGracePeriod the pod blocks drift: %s", d.Commands[0])
+	}
+	cmd := only(t, Compute(cluster(np, drifted(true)), Options{}))
+	if cmd.Method != MethodDrift || names(cmd.Candidates) != "old" {
+		t.Fatalf("with a terminationGracePeriod drift proceeds: %s", cmd)
+	}
+	if err := Revalidate(cmd, cluster(np, drifted(true)), Options{}); err != nil {
+		t.Errorf("revalidation keeps the eventual candidate: %v", err)
+	}
+	// Consolidation is graceful: an underutilized node with the pod stays.
+	big := node("big", np, types()[2], v1.CapacityTypeOnDemand, pinned())
+	big.NodeClaim.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
+	if d := Compute(cluster(np, big), Options{}); len(d.Commands) != 0 {
+		t.Fatalf("consolidation stays blocked by the pod: %s", d.Commands[0])
+	}
+}

@@ -176,8 +176,13 @@ func Revalidate(cmd *Command, c *Cluster, opts Options) error {
 	for _, cand := range c.Nodes {
 		byName[cand.Node.Name] = cand
 	}
+	graceful, eventual := p.eligible()
+	cands := graceful
+	if cmd.Method == MethodDrift {
+		cands = eventual
+	}
 	eligible := map[*Candidate]bool{}
-	for _, cand := range p.eligible() {
+	for _, cand := range cands {
 		eligible[cand] = true
 	}
 	var fresh []*Candidate
