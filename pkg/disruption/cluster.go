@@ -9,13 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
-	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // Cluster is the snapshot disruption decides over. Now is the injected clock.
@@ -150,19 +149,14 @@ func TemplateHash(np *v1.NodePool) string {
 
 // isDaemonSetPod reports whether a controller of kind DaemonSet owns the pod:
 // such pods are not moved by disruption.
-func isDaemonSetPod(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(p)
-	return ref != nil && ref.Kind == "DaemonSet"
-}
 
 // reschedulable are the pods that must find a new place when the node goes.
 func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Pods {
-		if !isActive(p) || isDaemonSetPod(p) || termination.IsMirrorPod(p) {
-			continue // terminating pods are leaving anyway: a node of only those is empty
+		if podutil.IsReschedulable(p) { // terminating pods are leaving anyway: a node of only those is empty
+			out = append(out, p)
 		}
-		out = append(out, p)
 	}
 	return out
 }
@@ -187,7 +181,7 @@ func (c *Cluster) blocker(cand *Candidate) string {
 		return ""
 	}
 	for _, p := range cand.Node.Pods {
-		if !isActive(p) || termination.IsMirrorPod(p) || termination.ToleratesDisrupted(p) {
+		if !podutil.IsActive(p) || podutil.IsMirrorPod(p) || podutil.ToleratesDisrupted(p) {
 			continue
 		}
 		if pdb := c.blockingPDB(p); pdb != nil {
@@ -209,7 +203,7 @@ func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
 	}
 	var pr protection
 	for _, p := range n.Pods {
-		if !isActive(p) {
+		if !podutil.IsActive(p) {
 			continue
 		}
 		until, permanent, protected := v1.DoNotDisruptUntil(p)
@@ -239,15 +233,10 @@ func nodeAnnotation(cand *Candidate, key string) (string, bool) {
 	return "", false
 }
 
-// isActive: neither terminal (Succeeded, Failed) nor terminating.
-func isActive(p *corev1.Pod) bool {
-	return p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
-}
-
 // blockingPDB returns a PDB that selects the pod and currently allows no
 // disruption.
 func (c *Cluster) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
-	for _, pdb := range termination.MatchingPDBs(p, c.PDBs) {
+	for _, pdb := range podutil.MatchingPDBs(p, c.PDBs) {
 		if pdb.Status.DisruptionsAllowed <= 0 {
 			return pdb
 		}

@@ -8,8 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
-	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // preemptCandidate is a node where the pod fits once victims leave.
@@ -251,7 +251,7 @@ func newPDBBudgets(pdbs []*policyv1.PodDisruptionBudget) *pdbBudgets {
 // reports whether one of them had nothing left.
 func (b *pdbBudgets) wouldViolate(p *corev1.Pod) bool {
 	violated := false
-	for _, pdb := range termination.MatchingPDBs(p, b.pdbs) {
+	for _, pdb := range podutil.MatchingPDBs(p, b.pdbs) {
 		b.remaining[pdb]--
 		violated = violated || b.remaining[pdb] < 0
 	}

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -223,7 +224,7 @@ func (e *engine) interrupt(n *simNode) {
 	e.clk.after(interruptionNotice, func() {
 		if n.state != nodeGone {
 			for _, p := range append([]*simPod(nil), n.pods...) {
-				if p.owner != nil || !isDaemon(p.pod) {
+				if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
 					e.removePod(p, true)
 				}
 			}
@@ -232,18 +233,13 @@ func (e *engine) interrupt(n *simNode) {
 	})
 }
 
-func isDaemon(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(p)
-	return ref != nil && ref.Kind == "DaemonSet"
-}
-
 // deleteNode ends an instance and its Node; cost stops accruing.
 func (e *engine) deleteNode(n *simNode, reason string) {
 	if n.state == nodeGone {
 		return
 	}
 	for _, p := range append([]*simPod(nil), n.pods...) {
-		if isDaemon(p.pod) {
+		if podutil.IsDaemonSetPod(p.pod) {
 			p.node = nil
 			continue
 		}

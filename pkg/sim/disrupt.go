@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
@@ -59,10 +60,7 @@ func (e *engine) pdbs() []*policyv1.PodDisruptionBudget {
 		if err != nil {
 			continue
 		}
-		ns := pdb.Namespace
-		if ns == "" {
-			ns = "default"
-		}
+		ns := podutil.Namespace(pdb.ObjectMeta)
 		expected, healthy := 0, 0
 		for _, w := range e.workloads {
 			for _, p := range w.pods {

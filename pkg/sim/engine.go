@@ -21,6 +21,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -192,18 +193,9 @@ func (e *engine) buildWorkloads() error {
 	s := e.in.Scenario.Spec
 	runtimes := map[string]time.Duration{}
 	for _, j := range s.Jobs {
-		ns := j.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		runtimes[ns+"/"+j.Name] = j.Duration.Duration
+		runtimes[podutil.Namespace(metav1.ObjectMeta{Namespace: j.Namespace})+"/"+j.Name] = j.Duration.Duration
 	}
-	ns := func(m metav1.ObjectMeta) string {
-		if m.Namespace == "" {
-			return "default"
-		}
-		return m.Namespace
-	}
+	ns := podutil.Namespace
 	prio, err := newPriorities(e.in.PriorityClasses)
 	if err != nil {
 		return err
@@ -265,11 +257,7 @@ func (e *engine) buildWorkloads() error {
 	loads := map[string]*LoadSpec{}
 	for i := range s.Loads {
 		l := &s.Loads[i]
-		n := l.Target.Namespace
-		if n == "" {
-			n = "default"
-		}
-		loads[l.Target.Kind+"/"+n+"/"+l.Target.Name] = l
+		loads[l.Target.Kind+"/"+podutil.Namespace(metav1.ObjectMeta{Namespace: l.Target.Namespace})+"/"+l.Target.Name] = l
 	}
 	for _, h := range e.in.HPAs {
 		target, spec, lf, err := e.autoscaled("HorizontalPodAutoscaler", ns(h.ObjectMeta), h.Name,
@@ -491,7 +479,7 @@ func (e *engine) replace(p *simPod) {
 	case w != nil:
 		w.forget(p)
 		e.reconcile(w)
-	case !isDaemon(p.pod):
+	case !podutil.IsDaemonSetPod(p.pod):
 		e.rep.barePodLost(p)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // The example scenarios' own assertions: what each is meant to show, in
@@ -197,7 +198,7 @@ func TestExampleGPUInferenceLimits(t *testing.T) {
 	for _, n := range e.allNodes {
 		daemon := 0
 		for _, p := range n.pods {
-			if isDaemon(p.pod) {
+			if podutil.IsDaemonSetPod(p.pod) {
 				daemon++
 			}
 		}

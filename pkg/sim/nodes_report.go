@@ -3,6 +3,8 @@ package sim
 import (
 	"sort"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // nodeTally is what the recorder sees of one node over its life.
@@ -33,7 +35,7 @@ func (r *recorder) boundTo(n *simNode, key string) {
 	t.byWorkload[key]++
 	on := 0
 	for _, q := range n.pods {
-		if !isDaemon(q.pod) {
+		if !podutil.IsDaemonSetPod(q.pod) {
 			on++
 		}
 	}

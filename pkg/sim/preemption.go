@@ -6,11 +6,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
-
-// defaultGrace is a pod's terminationGracePeriodSeconds when unset.
-const defaultGrace = 30 * time.Second
 
 // preempt carries out kube-scheduler's preemption: the victims are deleted
 // (they terminate gracefully, holding their room until they are gone;
@@ -28,10 +26,7 @@ func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 		if vp == nil {
 			continue
 		}
-		grace := defaultGrace
-		if g := v.Spec.TerminationGracePeriodSeconds; g != nil {
-			grace = time.Duration(*g) * time.Second
-		}
+		grace := podutil.GracePeriod(v)
 		wait = max(wait, grace)
 		e.terminate(vp, grace)
 	}

@@ -3,6 +3,8 @@ package sim
 import (
 	corev1 "k8s.io/api/core/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
+
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // defaultSpreadSelector is kube-scheduler's DefaultSelector for pods with
@@ -12,11 +14,7 @@ import (
 func defaultSpreadSelector(namespace string, podLabels map[string]string, services []*corev1.Service, owner k8slabels.Selector) k8slabels.Selector {
 	set := k8slabels.Set{}
 	for _, svc := range services {
-		ns := svc.Namespace
-		if ns == "" {
-			ns = "default"
-		}
-		if ns != namespace || svc.Spec.Selector == nil {
+		if podutil.Namespace(svc.ObjectMeta) != namespace || svc.Spec.Selector == nil {
 			continue
 		}
 		if k8slabels.SelectorFromSet(svc.Spec.Selector).Matches(k8slabels.Set(podLabels)) {

@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -56,7 +57,7 @@ func (n *simNode) reschedulable() []*corev1.Pod {
 	if n.movable == nil {
 		n.movable = []*corev1.Pod{}
 		for _, p := range n.pods {
-			if !isDaemon(p.pod) {
+			if !podutil.IsDaemonSetPod(p.pod) {
 				n.movable = append(n.movable, p.pod)
 			}
 		}

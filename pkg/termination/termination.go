@@ -12,11 +12,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // Drain is a node being terminated.
@@ -49,7 +47,7 @@ type Step struct {
 // pods.
 func group(p *corev1.Pod) int {
 	g := 0
-	if isDaemonSetPod(p) {
+	if podutil.IsDaemonSetPod(p) {
 		g++
 	}
 	if isCritical(p) {
@@ -62,40 +60,15 @@ func isCritical(p *corev1.Pod) bool {
 	return p.Spec.PriorityClassName == "system-cluster-critical" || p.Spec.PriorityClassName == "system-node-critical"
 }
 
-func isDaemonSetPod(p *corev1.Pod) bool {
-	ref := metav1.GetControllerOf(p)
-	return ref != nil && ref.Kind == "DaemonSet"
-}
-
-func terminal(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-}
-
 // stuckTerminating: past its deletion timestamp by more than a minute, a
 // pod no longer holds the node (its kubelet is likely gone).
 const stuckTerminating = time.Minute
-
-// IsMirrorPod: a static pod's mirror, owned by its Node; eviction cannot
-// remove it.
-func IsMirrorPod(p *corev1.Pod) bool {
-	if _, ok := p.Annotations[corev1.MirrorPodAnnotationKey]; ok {
-		return true
-	}
-	ref := metav1.GetControllerOf(p)
-	return ref != nil && ref.Kind == "Node"
-}
-
-// ToleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule,
-// so a drain leaves it where it is.
-func ToleratesDisrupted(p *corev1.Pod) bool {
-	return scheduling.ToleratesForScheduling([]corev1.Taint{v1.DisruptedTaint}, p.Spec.Tolerations) == nil
-}
 
 // holdsDrain: the pod must leave before the node can go — not finished,
 // not stuck terminating, not a mirror pod, not one the drain leaves alone.
 func holdsDrain(p *corev1.Pod, now time.Time) bool {
 	switch {
-	case terminal(p), IsMirrorPod(p), ToleratesDisrupted(p):
+	case podutil.IsTerminal(p), podutil.IsMirrorPod(p), podutil.ToleratesDisrupted(p):
 		return false
 	case p.DeletionTimestamp != nil && now.After(p.DeletionTimestamp.Add(stuckTerminating)):
 		return false
@@ -126,7 +99,7 @@ func Next(d Drain, now time.Time) Step {
 				rest = append(rest, p)
 				continue
 			}
-			if !now.Before(deadline.Add(-podGrace(p))) {
+			if !now.Before(deadline.Add(-podutil.GracePeriod(p))) {
 				st.Delete = append(st.Delete, p)
 			} else {
 				rest = append(rest, p)
@@ -157,7 +130,7 @@ func Next(d Drain, now time.Time) Step {
 				st.Waiting[p] = "PodDisruptionBudget " + pdb.Name + " allows no eviction now"
 				continue
 			}
-			for _, pdb := range MatchingPDBs(p, d.PDBs) {
+			for _, pdb := range podutil.MatchingPDBs(p, d.PDBs) {
 				allowed[pdb]--
 			}
 			st.Evict = append(st.Evict, p)
@@ -166,32 +139,8 @@ func Next(d Drain, now time.Time) Step {
 	return st
 }
 
-func podGrace(p *corev1.Pod) time.Duration {
-	if p.Spec.TerminationGracePeriodSeconds != nil {
-		return time.Duration(*p.Spec.TerminationGracePeriodSeconds) * time.Second
-	}
-	return 30 * time.Second
-}
-
-// MatchingPDBs are the PDBs in the pod's namespace whose selector selects it.
-func MatchingPDBs(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget) []*policyv1.PodDisruptionBudget {
-	var out []*policyv1.PodDisruptionBudget
-	for _, pdb := range pdbs {
-		if pdb.Namespace != p.Namespace || pdb.Spec.Selector == nil {
-			continue
-		}
-		// In policy/v1 an empty selector selects every pod of the namespace
-		// (a null one, none).
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err == nil && sel.Matches(k8slabels.Set(p.Labels)) {
-			out = append(out, pdb)
-		}
-	}
-	return out
-}
-
 func blockingPDB(p *corev1.Pod, pdbs []*policyv1.PodDisruptionBudget, allowed map[*policyv1.PodDisruptionBudget]int32) *policyv1.PodDisruptionBudget {
-	for _, pdb := range MatchingPDBs(p, pdbs) {
+	for _, pdb := range podutil.MatchingPDBs(p, pdbs) {
 		if allowed[pdb] <= 0 {
 			return pdb
 		}

@@ -119,28 +119,6 @@ func TestPDBsAndDoNotDisrupt(t *testing.T) {
 	}
 }
 
-func TestMatchingPDBsSelectors(t *testing.T) {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "shop", Labels: map[string]string{"app": "cart"}}}
-	pdb := func(ns string, sel *metav1.LabelSelector) *policyv1.PodDisruptionBudget {
-		return &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "b", Namespace: ns}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel}}
-	}
-	for _, tc := range []struct {
-		name string
-		pdb  *policyv1.PodDisruptionBudget
-		want bool
-	}{
-		{"matching labels", pdb("shop", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cart"}}), true},
-		{"other labels", pdb("shop", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}), false},
-		{"empty selector: every pod of the namespace (policy/v1)", pdb("shop", &metav1.LabelSelector{}), true},
-		{"null selector: none", pdb("shop", nil), false},
-		{"another namespace", pdb("other", &metav1.LabelSelector{}), false},
-	} {
-		if got := len(MatchingPDBs(pod, []*policyv1.PodDisruptionBudget{tc.pdb})) == 1; got != tc.want {
-			t.Errorf("%s: matches %v, want %v", tc.name, got, tc.want)
-		}
-	}
-}
-
 // TestDoNotDisruptDuration: a do-not-disrupt duration holds a pod's
 // eviction only until that long after the pod started.
 func TestDoNotDisruptDuration(t *testing.T) {
