@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -35,7 +36,7 @@ func BenchmarkConsolidationPass(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		d = Compute(c, Options{})
+		d = Compute(context.Background(), c, Options{})
 	}
 	perPass := time.Since(start) / time.Duration(b.N)
 	if len(d.Commands) == 0 {

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -64,7 +65,7 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	for _, name := range []string{"a", "b", "c", "d", "e", "f"} {
 		nodes = append(nodes, node(name, np, large, v1.CapacityTypeOnDemand, podOn("500m")))
 	}
-	cmd := only(t, Compute(cluster(np, nodes...), Options{}))
+	cmd := only(t, Compute(context.Background(), cluster(np, nodes...), Options{}))
 	if cmd.Method != MethodMultiNode || len(cmd.Candidates) != 2 {
 		t.Fatalf("want a two-node multi-node command under a budget of 2, got %s", cmd)
 	}
@@ -78,7 +79,7 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	low := int32(-1 << 25) // eviction cost 0
 	nodes[4].Node.Pods[0].Spec.Priority = &low
 	nodes[5].NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(-700 * time.Hour))
-	d := Compute(cluster(np, nodes...), Options{})
+	d := Compute(context.Background(), cluster(np, nodes...), Options{})
 	cmd = only(t, d)
 	if got := names(cmd.Candidates); got != "e,f" {
 		t.Errorf("candidates %s, want e,f (the cheapest to disrupt)", got)
@@ -91,5 +92,38 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	}
 	if held != 4 {
 		t.Errorf("%d nodes held back by the budget, want 4: %v", held, d.Blocked)
+	}
+}
+
+// TestConsolidationBounds: each consolidation method stops at its bound —
+// a budget of simulations (a simulator's, deterministic) or the end of its
+// context (a controller's time bounds) — and acts on what it found by then.
+func TestConsolidationBounds(t *testing.T) {
+	np := nodePool("p")
+	// "full" comes first (same disruption cost, dearer) and cannot be
+	// replaced by anything cheaper; "half" can, by a small node.
+	full := node("full", np, types()[2], v1.CapacityTypeOnDemand, podOn("15"))
+	half := node("half", np, types()[1], v1.CapacityTypeOnDemand, podOn("1"))
+	single := func(ctx context.Context, opts Options) []*Command {
+		p := newPass(ctx, cluster(np, full, half), opts)
+		graceful, _ := p.eligible()
+		return p.singleNode(graceful)
+	}
+	if cmds := single(context.Background(), Options{Simulations: 1}); len(cmds) != 0 {
+		t.Fatalf("one simulation tries only full: got %s", cmds[0])
+	}
+	if cmds := single(context.Background(), Options{Simulations: 2}); len(cmds) != 1 || names(cmds[0].Candidates) != "half" {
+		t.Fatalf("two simulations reach half: got %v", cmds)
+	}
+	if cmds := single(context.Background(), Options{}); len(cmds) != 1 {
+		t.Fatalf("unbounded by work, bounded by time: got %v", cmds)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if cmds := single(done, Options{}); len(cmds) != 0 {
+		t.Fatalf("an ended context stops the search: got %s", cmds[0])
+	}
+	if d := Compute(done, cluster(np, full, half), Options{}); len(d.Commands) != 0 {
+		t.Fatalf("Compute with an ended context acts on nothing it would have to simulate: %s", d.Commands[0])
 	}
 }

@@ -1,8 +1,10 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -78,23 +80,32 @@ type Options struct {
 	// expiration): a host that found nothing to consolidate a moment ago
 	// can skip the expensive simulations.
 	SkipConsolidation bool
-	// MaxSingleNodeCandidates caps how many candidates single-node
-	// consolidation simulates in one pass (cheapest to disrupt first);
-	// 0 means all. Upstream bounds this pass by time instead.
-	MaxSingleNodeCandidates int
+	// Simulations, when set, bounds each consolidation method of a pass by
+	// work instead of time: at most that many scheduling simulations. A
+	// simulator sets it so its runs stay deterministic; a controller leaves
+	// it 0 and the methods stop at upstream's time bounds
+	// (MultiNodeTimeout, SingleNodeTimeout), or when ctx ends.
+	Simulations int
 }
+
+// Upstream's time bounds for one pass of each consolidation method; a
+// method that reaches its bound acts on the best it has found.
+const (
+	MultiNodeTimeout  = time.Minute
+	SingleNodeTimeout = 3 * time.Minute
+)
 
 // MinSpotToSpotTypes is how many cheaper instance types a spot-to-spot
 // replacement needs, so it does not chase the single cheapest pool.
 const MinSpotToSpotTypes = 15
 
-func newPass(c *Cluster, opts Options) *pass {
+func newPass(ctx context.Context, c *Cluster, opts Options) *pass {
 	for _, cand := range c.Nodes {
 		if cand.Node.Requested == nil {
 			cand.Node.Requested = scheduling.Add(podRequests(cand.Node.Pods)...)
 		}
 	}
-	p := &pass{c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
+	p := &pass{ctx: ctx, c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
 		remain: map[string]map[v1.DisruptionReason]int{}, decision: &Decision{Allowances: map[string][]Allowance{}}}
 	for _, np := range c.NodePools {
 		p.pools[np.Name] = np
@@ -142,6 +153,7 @@ func (p *pass) podsOf(cand *Candidate) []*corev1.Pod {
 }
 
 type pass struct {
+	ctx      context.Context
 	hashes   map[*v1.NodePool]string // template hash per NodePool, once per pass
 	reqs     map[*v1.NodePool]scheduling.Requirements
 	pods     map[*Candidate][]*corev1.Pod
@@ -177,8 +189,8 @@ func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
 // Compute runs one disruption pass over the cluster. It fills each node's
 // Requested (the sum of its pods' requests) when unset, once, since every
 // simulation needs it.
-func Compute(c *Cluster, opts Options) *Decision {
-	p := newPass(c, opts)
+func Compute(ctx context.Context, c *Cluster, opts Options) *Decision {
+	p := newPass(ctx, c, opts)
 	p.expire()
 	graceful, eventual := p.eligible()
 	type method struct {
@@ -322,7 +334,7 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 		if p.driftReason(cand) == "" {
 			continue
 		}
-		res, ok := p.simulate([]*Candidate{cand})
+		res, ok := p.simulate(p.ctx, []*Candidate{cand})
 		if !ok {
 			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its pods would have nowhere to go"})
 			continue
@@ -408,16 +420,23 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 			p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
 		}
 	}
-	cands = allowed
-	if n := p.opts.MaxSingleNodeCandidates; n > 0 && len(cands) > n {
-		cands = cands[:n]
-	}
-	for _, cand := range cands {
-		if cmd := p.consolidate([]*Candidate{cand}, MethodSingleNode); cmd != nil && p.withinBudget(cmd) {
+	ctx, cancel := context.WithTimeout(p.ctx, SingleNodeTimeout)
+	defer cancel()
+	for i, cand := range allowed {
+		if p.spent(ctx, i) {
+			break
+		}
+		if cmd := p.consolidate(ctx, []*Candidate{cand}, MethodSingleNode); cmd != nil && p.withinBudget(cmd) {
 			return []*Command{cmd}
 		}
 	}
 	return nil
+}
+
+// spent: a method that has run done simulations has used up its bound —
+// the work budget, or its time (ctx).
+func (p *pass) spent(ctx context.Context, done int) bool {
+	return ctx.Err() != nil || (p.opts.Simulations > 0 && done >= p.opts.Simulations)
 }
 
 // multiNode finds the largest prefix (of at least 2) of the candidates that
@@ -428,11 +447,13 @@ func (p *pass) multiNode(eligible []*Candidate) []*Command {
 	if len(cands) > 100 {
 		cands = cands[:100]
 	}
+	ctx, cancel := context.WithTimeout(p.ctx, MultiNodeTimeout)
+	defer cancel()
 	lo, hi := 2, len(cands)
 	var best *Command
-	for lo <= hi {
+	for done := 0; lo <= hi && !p.spent(ctx, done); done++ {
 		mid := (lo + hi) / 2
-		if cmd := p.consolidate(cands[:mid], MethodMultiNode); cmd != nil {
+		if cmd := p.consolidate(ctx, cands[:mid], MethodMultiNode); cmd != nil {
 			best = cmd
 			lo = mid + 1
 		} else {
@@ -468,8 +489,8 @@ func (p *pass) withinBudget(cmd *Command) bool {
 
 // consolidate checks whether the candidates' pods fit on the rest of the
 // cluster plus at most one new node that is cheaper than they are.
-func (p *pass) consolidate(cands []*Candidate, method string) *Command {
-	res, ok := p.simulate(cands)
+func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method string) *Command {
+	res, ok := p.simulate(ctx, cands)
 	if !ok || len(res.NewNodeClaims) > 1 {
 		return nil
 	}
@@ -557,7 +578,7 @@ func (p *pass) balancedApproves(cmd *Command) bool {
 
 // simulate reschedules the candidates' pods onto the rest of the cluster
 // with the provisioning scheduler; ok is false if any pod has nowhere to go.
-func (p *pass) simulate(cands []*Candidate) (*provisioning.Results, bool) {
+func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
 	for _, cand := range cands {
@@ -585,6 +606,6 @@ func (p *pass) simulate(cands []*Candidate) (*provisioning.Results, bool) {
 			p.planner = provisioning.NewPlanner(p.c.NodePools, p.c.InstanceTypes, p.c.DaemonSets)
 		}
 	}
-	res := p.planner.Solve(snap)
+	res := p.planner.Solve(ctx, snap)
 	return res, len(res.Unschedulable) == 0
 }

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -120,20 +121,20 @@ func TestEmpty(t *testing.T) {
 	np := nodePool("p")
 	medium := types()[1]
 	c := cluster(np, node("empty", np, medium, v1.CapacityTypeOnDemand, daemonPod()), node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3")))
-	cmd := only(t, Compute(c, Options{}))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "empty" || len(cmd.Replacements) != 0 {
 		t.Fatalf("got %s", cmd)
 	}
 	// consolidateAfter not yet elapsed since the last pod event.
 	c = cluster(np, node("empty", np, medium, v1.CapacityTypeOnDemand))
 	c.Nodes[0].NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("consolidateAfter 30s, last pod event 10s ago: want nothing, got %s", d.Commands[0])
 	}
 	// consolidateAfter: Never disables consolidation altogether.
 	never := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never") })
 	c = cluster(never, node("empty", never, medium, v1.CapacityTypeOnDemand))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("Never: got %s", d.Commands[0])
 	}
 }
@@ -144,11 +145,11 @@ func TestMethodOrder(t *testing.T) {
 	drifted := node("drifted", np, medium, v1.CapacityTypeOnDemand, podOn("1"))
 	drifted.NodeClaim.Annotations[v1.AnnotationNodePoolHash] = "old"
 	c := cluster(np, drifted, node("empty", np, medium, v1.CapacityTypeOnDemand))
-	if cmd := only(t, Compute(c, Options{})); cmd.Method != MethodEmpty {
+	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Method != MethodEmpty {
 		t.Fatalf("empty comes before drift: got %s", cmd)
 	}
 	c = cluster(np, drifted, node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3500m")))
-	cmd := only(t, Compute(c, Options{}))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if cmd.Method != MethodDrift || names(cmd.Candidates) != "drifted" || len(cmd.Replacements) != 1 {
 		t.Fatalf("drift with a replacement: got %s", cmd)
 	}
@@ -224,25 +225,25 @@ func TestSingleNodeConsolidation(t *testing.T) {
 	small, medium, large := types()[0], types()[1], types()[2]
 	// Delete: the pod on "a" fits in the room left on "b".
 	c := cluster(np, node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1")), node("b", np, medium, v1.CapacityTypeOnDemand, podOn("2")))
-	cmd := only(t, Compute(c, Options{}))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if cmd.Method != MethodSingleNode || len(cmd.Replacements) != 0 || names(cmd.Candidates) != "a" {
 		t.Fatalf("want a deleted (a and b into one medium is no better), got %s", cmd)
 	}
 	// Replace: one pod of 1 core on a 16-core node moves to a 2-core node.
 	c = cluster(np, node("big", np, large, v1.CapacityTypeOnDemand, podOn("1")))
-	cmd = only(t, Compute(c, Options{}))
+	cmd = only(t, Compute(context.Background(), c, Options{}))
 	if len(cmd.Replacements) != 1 || cmd.Replacements[0].InstanceTypes[0].Name != "small" || cmd.Savings <= 0 {
 		t.Fatalf("want big replaced by small, got %s", cmd)
 	}
 	// Never by the same type: a full small node stays.
 	c = cluster(np, node("s", np, small, v1.CapacityTypeOnDemand, podOn("1500m")))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("nothing cheaper than small: got %s", d.Commands[0])
 	}
 	// WhenEmpty pools are not consolidated when underutilized.
 	whenEmpty := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty })
 	c = cluster(whenEmpty, node("big", whenEmpty, large, v1.CapacityTypeOnDemand, podOn("1")))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("WhenEmpty: got %s", d.Commands[0])
 	}
 }
@@ -250,11 +251,11 @@ func TestSingleNodeConsolidation(t *testing.T) {
 func TestSpotToSpot(t *testing.T) {
 	spot := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot} })
 	c := cluster(spot, node("big", spot, types()[2], v1.CapacityTypeSpot, podOn("1")))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 || len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "spot-to-spot consolidation is off") {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 || len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "spot-to-spot consolidation is off") {
 		t.Fatalf("spot-to-spot is off by default, and says so: got %v, blocked %v", d.Commands, d.Blocked)
 	}
 	// Even when on, it needs 15 cheaper types; this cluster has 2.
-	if d := Compute(c, Options{SpotToSpot: true}); len(d.Commands) != 0 || len(d.Blocked) != 1 ||
+	if d := Compute(context.Background(), c, Options{SpotToSpot: true}); len(d.Commands) != 0 || len(d.Blocked) != 1 ||
 		d.Blocked[0].Reason != "spot-to-spot consolidation needs 15 cheaper spot instance types, found 2" {
 		t.Fatalf("spot-to-spot with 2 cheaper types: got %v, blocked %v", d.Commands, d.Blocked)
 	}
@@ -263,7 +264,7 @@ func TestSpotToSpot(t *testing.T) {
 		many = append(many, instanceType(fmt.Sprintf("t%02d", i), int64(i)))
 	}
 	c.InstanceTypes["p"] = append(many, types()...)
-	cmd := only(t, Compute(c, Options{SpotToSpot: true}))
+	cmd := only(t, Compute(context.Background(), c, Options{SpotToSpot: true}))
 	if len(cmd.Replacements) != 1 || len(cmd.Replacements[0].InstanceTypes) < MinSpotToSpotTypes {
 		t.Fatalf("spot-to-spot with enough types: %s", cmd)
 	}
@@ -300,7 +301,7 @@ func TestBlockers(t *testing.T) {
 			for i, memo := range []*Memo{nil, NewMemo()} {
 				c.Memo = memo
 				for pass := 0; pass <= i; pass++ {
-					d := Compute(c, Options{})
+					d := Compute(context.Background(), c, Options{})
 					if len(d.Commands) != 0 {
 						t.Fatalf("blocked node disrupted: %s", d.Commands[0])
 					}
@@ -316,13 +317,13 @@ func TestBlockers(t *testing.T) {
 	c.PDBs = []*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 		Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
 		Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 1}}}
-	only(t, Compute(c, Options{}))
+	only(t, Compute(context.Background(), c, Options{}))
 }
 
 func TestBudgetsLimitCommands(t *testing.T) {
 	zero := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
 	c := cluster(zero, node("empty", zero, types()[1], v1.CapacityTypeOnDemand))
-	d := Compute(c, Options{})
+	d := Compute(context.Background(), c, Options{})
 	if len(d.Commands) != 0 || len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, "budget allows no more Empty disruptions") {
 		t.Fatalf("budget 0: commands %v, blocked %v", d.Commands, d.Blocked)
 	}
@@ -332,25 +333,25 @@ func TestBudgetsLimitCommands(t *testing.T) {
 	for i := 0; i < 4; i++ {
 		nodes = append(nodes, node(fmt.Sprintf("e%d", i), half, types()[1], v1.CapacityTypeOnDemand))
 	}
-	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 2 {
+	if cmd := only(t, Compute(context.Background(), cluster(half, nodes...), Options{})); len(cmd.Candidates) != 2 {
 		t.Fatalf("50%% of 4: %s", cmd)
 	}
 	// A node already disrupting uses one of the two.
 	nodes[3].Disrupting = true
-	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
+	if cmd := only(t, Compute(context.Background(), cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
 		t.Fatalf("one already disrupting: %s", cmd)
 	}
 	// Only initialized nodes count in the base: 50 % of 2 initialized
 	// nodes (two more still starting) is one.
 	nodes[3].Disrupting = false
 	nodes[2].Initialized, nodes[3].Initialized = false, false
-	if cmd := only(t, Compute(cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
+	if cmd := only(t, Compute(context.Background(), cluster(half, nodes...), Options{})); len(cmd.Candidates) != 1 {
 		t.Fatalf("50%% of 2 initialized nodes: %s", cmd)
 	}
 	// A node whose only pods are terminating is empty.
 	now := metav1.NewTime(t0)
 	leaving := node("leaving", half, types()[1], v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.DeletionTimestamp = &now }))
-	if cmd := only(t, Compute(cluster(half, leaving), Options{})); cmd.Method != MethodEmpty {
+	if cmd := only(t, Compute(context.Background(), cluster(half, leaving), Options{})); cmd.Method != MethodEmpty {
 		t.Fatalf("a node of terminating pods is empty: %s", cmd)
 	}
 }
@@ -361,12 +362,12 @@ func TestExpirationIsForceful(t *testing.T) {
 		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
 	})
 	old := node("old", np, types()[1], v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} }))
-	d := Compute(cluster(np, old), Options{})
+	d := Compute(context.Background(), cluster(np, old), Options{})
 	if len(d.Expired) != 1 || d.Expired[0] != old {
 		t.Fatalf("created 1h ago with expireAfter 30m: want expired despite do-not-disrupt and a 0 budget, got %v", d.Expired)
 	}
 	never := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("Never") })
-	if d := Compute(cluster(never, node("n", never, types()[1], v1.CapacityTypeOnDemand)), Options{}); len(d.Expired) != 0 {
+	if d := Compute(context.Background(), cluster(never, node("n", never, types()[1], v1.CapacityTypeOnDemand)), Options{}); len(d.Expired) != 0 {
 		t.Fatal("expireAfter Never never expires")
 	}
 }
@@ -377,7 +378,7 @@ func TestBalanced(t *testing.T) {
 	// 0.8 ≥ 0.5 × 0.5 → approved.
 	medium := types()[1]
 	c := cluster(balanced, node("a", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("1")), node("b", balanced, medium, v1.CapacityTypeOnDemand, podOn("1")))
-	d := Compute(c, Options{})
+	d := Compute(context.Background(), c, Options{})
 	if len(d.Commands) != 1 {
 		t.Fatalf("balanced approves a good trade: %v", d.Blocked)
 	}
@@ -388,12 +389,12 @@ func TestBalanced(t *testing.T) {
 		pods = append(pods, podOn("100m"))
 	}
 	c = cluster(balanced, node("a", balanced, medium, v1.CapacityTypeOnDemand, pods...), node("b", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("balanced refuses a poor trade: %s", d.Commands[0])
 	}
 	eager := nodePool("p")
 	c = cluster(eager, node("a", eager, medium, v1.CapacityTypeOnDemand, pods...), node("b", eager, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
-	only(t, Compute(c, Options{}))
+	only(t, Compute(context.Background(), c, Options{}))
 }
 
 func TestSkippedAndBarePods(t *testing.T) {
@@ -402,13 +403,13 @@ func TestSkippedAndBarePods(t *testing.T) {
 	starting.Initialized = false
 	going := node("going", np, types()[1], v1.CapacityTypeOnDemand)
 	going.Disrupting = true
-	if d := Compute(cluster(np, starting, going), Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), cluster(np, starting, going), Options{}); len(d.Commands) != 0 {
 		t.Fatalf("initializing and already-disrupting nodes are skipped: %s", d.Commands[0])
 	}
 	// A bare pod (no controller) does not block: it is evicted and moves.
 	bare := podOn("1")
 	bare.OwnerReferences = nil
-	cmd := only(t, Compute(cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, bare)), Options{}))
+	cmd := only(t, Compute(context.Background(), cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, bare)), Options{}))
 	if len(cmd.Candidates) != 1 || len(cmd.Replacements) != 1 {
 		t.Fatalf("bare pod moves with a replacement: %s", cmd)
 	}
@@ -418,11 +419,11 @@ func TestNoConsolidationWhilePodsPend(t *testing.T) {
 	np := nodePool("p")
 	c := cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, podOn("1")))
 	c.PendingPods = 3
-	if d := Compute(c, Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("pods are pending: consolidation must wait, got %s", d.Commands[0])
 	}
 	c.Nodes = append(c.Nodes, node("empty", np, types()[1], v1.CapacityTypeOnDemand))
-	if cmd := only(t, Compute(c, Options{})); cmd.Method != MethodEmpty {
+	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Method != MethodEmpty {
 		t.Fatalf("empty nodes still go: %s", cmd)
 	}
 }
@@ -516,20 +517,20 @@ func TestTerminationGracePeriodLetsDriftPass(t *testing.T) {
 		}
 		return n
 	}
-	if d := Compute(cluster(np, drifted(false)), Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), cluster(np, drifted(false)), Options{}); len(d.Commands) != 0 {
 		t.Fatalf("without a terminationGracePeriod the pod blocks drift: %s", d.Commands[0])
 	}
-	cmd := only(t, Compute(cluster(np, drifted(true)), Options{}))
+	cmd := only(t, Compute(context.Background(), cluster(np, drifted(true)), Options{}))
 	if cmd.Method != MethodDrift || names(cmd.Candidates) != "old" {
 		t.Fatalf("with a terminationGracePeriod drift proceeds: %s", cmd)
 	}
-	if err := Revalidate(cmd, cluster(np, drifted(true)), Options{}); err != nil {
+	if err := Revalidate(context.Background(), cmd, cluster(np, drifted(true)), Options{}); err != nil {
 		t.Errorf("revalidation keeps the eventual candidate: %v", err)
 	}
 	// Consolidation is graceful: an underutilized node with the pod stays.
 	big := node("big", np, types()[2], v1.CapacityTypeOnDemand, pinned())
 	big.NodeClaim.Spec.TerminationGracePeriod = &metav1.Duration{Duration: time.Hour}
-	if d := Compute(cluster(np, big), Options{}); len(d.Commands) != 0 {
+	if d := Compute(context.Background(), cluster(np, big), Options{}); len(d.Commands) != 0 {
 		t.Fatalf("consolidation stays blocked by the pod: %s", d.Commands[0])
 	}
 }

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"strings"
@@ -58,7 +59,7 @@ func TestBudgetsNeverExceeded(t *testing.T) {
 		c := cluster(np, nodes...)
 		c.Now = t0.Add(time.Duration(r.Intn(7*24)) * time.Hour)
 		for tick := 0; tick < 6; tick++ {
-			d := Compute(c, Options{})
+			d := Compute(context.Background(), c, Options{})
 			for _, b := range d.Blocked {
 				if strings.Contains(b.Reason, "budget") {
 					blockedByBudget++
@@ -77,7 +78,7 @@ func TestBudgetsNeverExceeded(t *testing.T) {
 				}
 				// Every pod of the candidates has a place: on the rest of the
 				// cluster plus no more new nodes than the command launches.
-				res := provisioning.Solve(&provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes,
+				res := provisioning.Solve(context.Background(), &provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes,
 					Nodes: remaining(c, cmd), Pods: podsOf(cmd)})
 				if len(res.Unschedulable) > 0 || len(res.NewNodeClaims) > len(cmd.Replacements) {
 					t.Fatalf("trial %d tick %d: %s leaves pods without a place (%d unschedulable, %d new nodes needed)", trial, tick, cmd, len(res.Unschedulable), len(res.NewNodeClaims))

@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -84,7 +85,7 @@ func (q *Queue) Len() int {
 
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
-func (q *Queue) Step(now time.Time, act Actions, fresh func() *Cluster) []Event {
+func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Cluster) []Event {
 	var events []Event
 	ev := func(it *queued, what, detail string) {
 		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail})
@@ -97,7 +98,7 @@ func (q *Queue) Step(now time.Time, act Actions, fresh func() *Cluster) []Event 
 			if now.Before(it.ready) {
 				continue
 			}
-			if err := Revalidate(it.cmd, fresh(), q.Options); err != nil {
+			if err := Revalidate(ctx, it.cmd, fresh(), q.Options); err != nil {
 				it.done = true
 				ev(it, "cancelled", err.Error())
 				continue
@@ -170,8 +171,8 @@ func (q *Queue) abandon(it *queued, act Actions) {
 // Revalidate checks a command against fresh state: every candidate must
 // still be there, undisrupted, unblocked and within its budget, and the
 // method must still choose to act on them the same way.
-func Revalidate(cmd *Command, c *Cluster, opts Options) error {
-	p := newPass(c, opts)
+func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) error {
+	p := newPass(ctx, c, opts)
 	byName := map[string]*Candidate{}
 	for _, cand := range c.Nodes {
 		byName[cand.Node.Name] = cand
@@ -216,7 +217,7 @@ func Revalidate(cmd *Command, c *Cluster, opts Options) error {
 				return fmt.Errorf("a pod was scheduled to or removed from node %s", cand.Node.Name)
 			}
 		}
-		again := p.consolidate(fresh, cmd.Method)
+		again := p.consolidate(ctx, fresh, cmd.Method)
 		if again == nil || len(again.Replacements) != len(cmd.Replacements) {
 			return errors.New("consolidation no longer pays off the same way")
 		}
@@ -237,13 +238,13 @@ func Revalidate(cmd *Command, c *Cluster, opts Options) error {
 // Interruption makes the command for a spot interruption notice on node:
 // drain it at once and launch replacement capacity for its pods, whatever
 // the budgets and blockers say (the node goes in two minutes regardless).
-func Interruption(c *Cluster, node string) (*Command, error) {
-	p := newPass(c, Options{})
+func Interruption(ctx context.Context, c *Cluster, node string) (*Command, error) {
+	p := newPass(ctx, c, Options{})
 	for _, cand := range c.Nodes {
 		if cand.Node.Name != node {
 			continue
 		}
-		res, _ := p.simulate([]*Candidate{cand})
+		res, _ := p.simulate(ctx, []*Candidate{cand})
 		return &Command{Method: MethodInterruption, Reason: "Interrupted", Candidates: []*Candidate{cand}, Replacements: res.NewNodeClaims}, nil
 	}
 	return nil, fmt.Errorf("interruption notice for unknown node %s", node)

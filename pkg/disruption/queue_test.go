@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -57,25 +58,25 @@ func replaceCluster() *Cluster {
 
 func TestReplacementFirst(t *testing.T) {
 	c := replaceCluster()
-	cmd := only(t, Compute(c, Options{}))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
 	q := &Queue{}
 	r := newRecorder()
 	q.Add(cmd, t0)
 	fresh := func() *Cluster { return c }
-	if ev := q.Step(t0.Add(10*time.Second), r, fresh); len(ev) != 0 || len(r.log) != 0 {
+	if ev := q.Step(context.Background(), t0.Add(10*time.Second), r, fresh); len(ev) != 0 || len(r.log) != 0 {
 		t.Fatalf("nothing happens before the validation delay: %v %v", ev, r.log)
 	}
 	c.Now = t0.Add(ValidationDelay)
-	q.Step(c.Now, r, fresh)
+	q.Step(context.Background(), c.Now, r, fresh)
 	if strings.Join(r.log, ";") != "launch replacement-1" {
 		t.Fatalf("after validation the replacement is launched, nothing else: %v", r.log)
 	}
-	q.Step(c.Now.Add(time.Minute), r, fresh)
+	q.Step(context.Background(), c.Now.Add(time.Minute), r, fresh)
 	if len(r.log) != 1 {
 		t.Fatalf("candidate untouched while the replacement initializes: %v", r.log)
 	}
 	r.state["replacement-1"] = ReplacementInitialized
-	q.Step(c.Now.Add(2*time.Minute), r, fresh)
+	q.Step(context.Background(), c.Now.Add(2*time.Minute), r, fresh)
 	if got := strings.Join(r.log, ";"); got != "launch replacement-1;taint big;terminate big" {
 		t.Fatalf("then taint and terminate: %s", got)
 	}
@@ -87,12 +88,12 @@ func TestReplacementFirst(t *testing.T) {
 func TestReplacementFailureRollsBack(t *testing.T) {
 	c := replaceCluster()
 	q := &Queue{}
-	q.Add(only(t, Compute(c, Options{})), t0)
+	q.Add(only(t, Compute(context.Background(), c, Options{})), t0)
 	r := newRecorder()
 	c.Now = t0.Add(ValidationDelay)
-	q.Step(c.Now, r, func() *Cluster { return c })
+	q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
 	r.state["replacement-1"] = ReplacementFailed
-	ev := q.Step(c.Now.Add(time.Minute), r, func() *Cluster { return c })
+	ev := q.Step(context.Background(), c.Now.Add(time.Minute), r, func() *Cluster { return c })
 	if got := strings.Join(r.log, ";"); got != "launch replacement-1;delete replacement-1;untaint big" || r.terminated["big"] {
 		t.Fatalf("rollback: %s", got)
 	}
@@ -101,10 +102,10 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	}
 	// A launch error abandons at once.
 	q = &Queue{}
-	q.Add(only(t, Compute(replaceCluster(), Options{})), t0)
+	q.Add(only(t, Compute(context.Background(), replaceCluster(), Options{})), t0)
 	r = newRecorder()
 	r.launchErr = errors.New("InsufficientInstanceCapacity")
-	ev = q.Step(t0.Add(ValidationDelay), r, func() *Cluster { c := replaceCluster(); c.Now = t0.Add(ValidationDelay); return c })
+	ev = q.Step(context.Background(), t0.Add(ValidationDelay), r, func() *Cluster { c := replaceCluster(); c.Now = t0.Add(ValidationDelay); return c })
 	if len(ev) != 2 || ev[0].What != "validated" || ev[1].What != "abandoned" || !strings.Contains(ev[1].Detail, "InsufficientInstanceCapacity") {
 		t.Fatalf("launch error: %+v", ev)
 	}
@@ -130,11 +131,11 @@ func TestValidationCancels(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := replaceCluster()
 			q := &Queue{}
-			q.Add(only(t, Compute(c, Options{})), t0)
+			q.Add(only(t, Compute(context.Background(), c, Options{})), t0)
 			c.Now = t0.Add(ValidationDelay)
 			tc.change(c)
 			r := newRecorder()
-			ev := q.Step(c.Now, r, func() *Cluster { return c })
+			ev := q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
 			if len(ev) != 1 || ev[0].What != "cancelled" || !strings.Contains(ev[0].Detail, tc.want) || len(r.log) != 0 {
 				t.Fatalf("want cancelled with %q and no action, got %+v, %v", tc.want, ev, r.log)
 			}
@@ -146,7 +147,7 @@ func TestSpotInterruption(t *testing.T) {
 	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
 	pinned := podOn("3", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
 	c := cluster(np, node("spot-1", np, types()[1], v1.CapacityTypeSpot, pinned))
-	cmd, err := Interruption(c, "spot-1")
+	cmd, err := Interruption(context.Background(), c, "spot-1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,11 +157,11 @@ func TestSpotInterruption(t *testing.T) {
 	q := &Queue{}
 	q.Add(cmd, t0)
 	r := newRecorder()
-	q.Step(t0, r, func() *Cluster { return c })
+	q.Step(context.Background(), t0, r, func() *Cluster { return c })
 	if got := strings.Join(r.log, ";"); got != "launch replacement-1;taint spot-1;terminate spot-1" {
 		t.Fatalf("interruption: launch and drain at once, despite budget 0 and do-not-disrupt: %s", got)
 	}
-	if _, err := Interruption(c, "nope"); err == nil {
+	if _, err := Interruption(context.Background(), c, "nope"); err == nil {
 		t.Fatal("unknown node")
 	}
 }

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"fmt"
 	"math/rand"
 	"testing"
@@ -41,7 +42,7 @@ func benchmarkScheduling(b *testing.B, pods []*corev1.Pod) {
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		res = Solve(snap)
+		res = Solve(context.Background(), snap)
 	}
 	elapsed := time.Since(start)
 	b.StopTimer()

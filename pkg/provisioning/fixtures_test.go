@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strconv"
@@ -178,7 +179,7 @@ func solve(t *testing.T, pools []*v1.NodePool, its []*cloudprovider.InstanceType
 	for _, m := range mutate {
 		m(snap)
 	}
-	return Solve(snap)
+	return Solve(context.Background(), snap)
 }
 
 // zoneOf is the zone a plan is pinned to ("" when not pinned).

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"sort"
 	"testing"
 
@@ -76,7 +77,7 @@ func TestPackingNoWorseThanFFD(t *testing.T) {
 	for _, n := range []int{500, 1000, 5000} {
 		pods := diversePods(n)
 		its := fakeInstanceTypes(400)
-		res := Solve(&Snapshot{NodePools: []*v1.NodePool{benchNodePool()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": its}, Pods: pods})
+		res := Solve(context.Background(), &Snapshot{NodePools: []*v1.NodePool{benchNodePool()}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": its}, Pods: pods})
 		requireAllPlaced(t, res)
 		price := 0.0
 		for _, nc := range res.NewNodeClaims {

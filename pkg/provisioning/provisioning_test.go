@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -492,5 +493,18 @@ func TestUnreadableSelectorIsAnError(t *testing.T) {
 		if len(bound.ExistingNodes) != 0 || len(bound.Unschedulable) != 1 || !strings.Contains(bound.Unschedulable[0].Reason, "cannot be read") {
 			t.Errorf("%s: the binder placed it or gave %v", name, bound.Unschedulable)
 		}
+	}
+}
+
+// TestSolveStopsWithItsContext: pods not placed when the context ends are
+// unschedulable with that reason, and no claim is made for them.
+func TestSolveStopsWithItsContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	snap := &Snapshot{NodePools: []*v1.NodePool{pool("p")}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": standardTypes()},
+		Pods: []*corev1.Pod{pod("1", "1Gi"), pod("1", "1Gi")}}
+	res := Solve(ctx, snap)
+	if len(res.NewNodeClaims) != 0 || len(res.Unschedulable) != 2 || !strings.Contains(res.Unschedulable[0].Reason, "context canceled") {
+		t.Fatalf("claims %d, unschedulable %v", len(res.NewNodeClaims), res.Unschedulable)
 	}
 }

@@ -1,6 +1,7 @@
 package provisioning
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -38,8 +39,8 @@ type scheduler struct {
 // that can run them. Pods are taken largest first (cpu, then memory); a pod
 // that fits nowhere has its preferences relaxed one at a time, and if it
 // still fits nowhere it is reported with a reason per NodePool.
-func Solve(snap *Snapshot) *Results {
-	return NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(snap)
+func Solve(ctx context.Context, snap *Snapshot) *Results {
+	return NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(ctx, snap)
 }
 
 // Planner holds what Solve prepares from NodePools, instance types and
@@ -64,7 +65,10 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 
 // Solve is the package-level Solve over the planner's NodePools, instance
 // types and DaemonSets, with the snapshot's nodes and pods.
-func (pl *Planner) Solve(snap *Snapshot) *Results {
+//
+// When ctx ends, the pods not placed by then are unschedulable with its
+// error as the reason.
+func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	if pl.antiCache == nil || len(pl.antiCache) > 8*len(snap.Nodes)+1024 {
 		pl.antiCache = map[*Node]bool{}
 	}
@@ -115,7 +119,13 @@ func (pl *Planner) Solve(snap *Snapshot) *Results {
 		return a.get(1) > b.get(1)
 	})
 	res := &Results{}
-	for _, pod := range pods {
+	for i, pod := range pods {
+		if err := ctx.Err(); err != nil {
+			for _, rest := range pods[i:] {
+				res.Unschedulable = append(res.Unschedulable, &PodError{Pod: rest, Reason: "the scheduling pass stopped before it: " + err.Error()})
+			}
+			break
+		}
 		c := classOf[pod]
 		if c.invalid != nil {
 			res.Unschedulable = append(res.Unschedulable, invalidPod(pod, c, s.pools))

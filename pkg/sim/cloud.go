@@ -82,7 +82,7 @@ func (e *engine) provision() {
 	if len(pods) == 0 {
 		return
 	}
-	res := e.currentPlanner().Solve(&provisioning.Snapshot{Nodes: nodes, Pods: pods})
+	res := e.currentPlanner().Solve(context.Background(), &provisioning.Snapshot{Nodes: nodes, Pods: pods})
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason
 	}
@@ -216,7 +216,7 @@ func (e *engine) interrupt(n *simNode) {
 		return
 	}
 	e.rep.interruption(n)
-	cmd, err := disruption.Interruption(e.disruptionCluster(), n.name)
+	cmd, err := disruption.Interruption(context.Background(), e.disruptionCluster(), n.name)
 	if err == nil {
 		e.queue.Add(cmd, e.clk.now)
 		e.stepQueue()

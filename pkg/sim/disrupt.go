@@ -16,8 +16,9 @@ import (
 )
 
 const (
-	// maxSingleNodeCandidates bounds one pass's single-node simulations.
-	maxSingleNodeCandidates = 15
+	// simulationsPerMethod bounds each consolidation method of a pass by
+	// work, where a controller's are bounded by time: deterministic runs.
+	simulationsPerMethod = 15
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
 	// forcedPassEvery: even when nothing changed, time passing can make a
@@ -98,12 +99,12 @@ func (e *engine) disrupt() {
 	e.rep.lastPass = e.clk.now
 	c := e.disruptionCluster()
 	opts := e.queue.Options
-	opts.MaxSingleNodeCandidates = maxSingleNodeCandidates
+	opts.Simulations = simulationsPerMethod
 	// Consolidation simulates; when it last found nothing, back off
 	// (10 s doubling to 5 min) until it finds something again.
 	consolidate := !e.clk.now.Before(e.nextConsolidation)
 	opts.SkipConsolidation = !consolidate
-	d := disruption.Compute(c, opts)
+	d := disruption.Compute(context.Background(), c, opts)
 	if consolidate {
 		found := false
 		for _, cmd := range d.Commands {
@@ -141,7 +142,7 @@ func (e *engine) stepQueue() {
 	}
 	// Candidates of queued commands are only reserved, not tainted: the
 	// validation must see them as they are.
-	events := e.queue.Step(e.clk.now, simActions{e}, func() *disruption.Cluster {
+	events := e.queue.Step(context.Background(), e.clk.now, simActions{e}, func() *disruption.Cluster {
 		c := e.disruptionCluster()
 		for _, cand := range c.Nodes {
 			if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady && n.drainStarted.IsZero() {

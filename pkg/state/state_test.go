@@ -1,6 +1,7 @@
 package state
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"sync"
@@ -168,7 +169,7 @@ func TestProvisioningSnapshot(t *testing.T) {
 	// The same snapshot through provisioning: the 3-core pod fits nowhere
 	// (the registered node has 2.82 cores left, the in-flight claim is
 	// tainted), so it gets a claim of its own.
-	res := provisioning.Solve(snap)
+	res := provisioning.Solve(context.Background(), snap)
 	if len(res.NewNodeClaims) != 1 || names(res.NewNodeClaims[0].Pods) != "pending" || len(res.Unschedulable) != 0 {
 		t.Fatalf("solve: %d claims, %d unschedulable", len(res.NewNodeClaims), len(res.Unschedulable))
 	}
@@ -185,8 +186,11 @@ func TestConcurrentReads(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
 		wg.Add(2)
-		go func() { defer wg.Done(); _ = provisioning.Solve(c.ProvisioningSnapshot()) }()
-		go func() { defer wg.Done(); _ = disruption.Compute(c.DisruptionCluster(t0, nil), disruption.Options{}) }()
+		go func() { defer wg.Done(); _ = provisioning.Solve(context.Background(), c.ProvisioningSnapshot()) }()
+		go func() {
+			defer wg.Done()
+			_ = disruption.Compute(context.Background(), c.DisruptionCluster(t0, nil), disruption.Options{})
+		}()
 	}
 	wg.Wait()
 }
@@ -208,7 +212,7 @@ func TestDisruptionCluster(t *testing.T) {
 		t.Errorf("candidate %+v", cand)
 	}
 	// The pending pod keeps consolidation waiting; drift acts.
-	d := disruption.Compute(dc, disruption.Options{})
+	d := disruption.Compute(context.Background(), dc, disruption.Options{})
 	if len(d.Commands) != 1 || d.Commands[0].Method != disruption.MethodDrift {
 		t.Fatalf("want a drift command, got %v (blocked %v)", d.Commands, d.Blocked)
 	}
