@@ -18,7 +18,7 @@ import (
 const (
 	// simulationsPerMethod bounds each consolidation method of a pass by
 	// work, where a controller's are bounded by time: deterministic runs.
-	simulationsPerMethod = 15
+	simulationsPerMethod    = 15
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
 	// forcedPassEvery: even when nothing changed, time passing can make a
