@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -15,14 +16,12 @@ import (
 
 // BenchmarkConsolidationPass: one disruption pass over 1,000 nodes holding
 // 20,000 pods, where most nodes are partly used so consolidation has to
-// simulate candidates. Reports candidates/sec and the wall time of a pass.
+// simulate; multi-node consolidation finds a command. cluster-nodes/s is
+// the cluster's nodes over the pass's wall time.
 func BenchmarkConsolidationPass(b *testing.B) {
 	r := rand.New(rand.NewSource(42))
 	np := nodePool("p")
-	var its []*cloudprovider.InstanceType
-	for i := 1; i <= 64; i *= 2 {
-		its = append(its, instanceType(fmt.Sprintf("t%d", i), int64(i)))
-	}
+	its := benchTypes()
 	var nodes []*Candidate
 	for i := 0; i < 1000; i++ {
 		var pods []*corev1.Pod
@@ -31,6 +30,45 @@ func BenchmarkConsolidationPass(b *testing.B) {
 		}
 		nodes = append(nodes, node(fmt.Sprintf("n%04d", i), np, its[5], v1.CapacityTypeOnDemand, pods...))
 	}
+	d := benchmarkPass(b, np, its, nodes)
+	if d.Commands[0].Method != MethodMultiNode {
+		b.Fatalf("want multi-node, got %s", d.Commands[0])
+	}
+	b.ReportMetric(float64(len(d.Commands[0].Candidates)), "nodes-in-command")
+}
+
+// BenchmarkConsolidationPassSingleNode: 1,000 nodes of 32 cores, each
+// holding one 1-core pod that keeps away from the others (hostname
+// anti-affinity): no two nodes merge, so multi-node consolidation searches
+// and finds nothing, and single-node consolidation replaces a node by a
+// small one.
+func BenchmarkConsolidationPassSingleNode(b *testing.B) {
+	np := nodePool("p")
+	its := benchTypes()
+	apart := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: v1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}}}}
+	}
+	var nodes []*Candidate
+	for i := 0; i < 1000; i++ {
+		nodes = append(nodes, node(fmt.Sprintf("n%04d", i), np, its[5], v1.CapacityTypeOnDemand, podOn("1", apart)))
+	}
+	d := benchmarkPass(b, np, its, nodes)
+	if d.Commands[0].Method != MethodSingleNode {
+		b.Fatalf("want single-node, got %s", d.Commands[0])
+	}
+}
+
+// benchTypes: t1, t2, … t64 cores.
+func benchTypes() []*cloudprovider.InstanceType {
+	var its []*cloudprovider.InstanceType
+	for i := 1; i <= 64; i *= 2 {
+		its = append(its, instanceType(fmt.Sprintf("t%d", i), int64(i)))
+	}
+	return its
+}
+
+func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate) *Decision {
 	c := &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": its}, Nodes: nodes}
 	var d *Decision
 	b.ResetTimer()
@@ -40,9 +78,9 @@ func BenchmarkConsolidationPass(b *testing.B) {
 	}
 	perPass := time.Since(start) / time.Duration(b.N)
 	if len(d.Commands) == 0 {
-		b.Fatal("expected a consolidation command on an underutilized cluster")
+		b.Fatal("expected a consolidation command")
 	}
-	b.ReportMetric(float64(len(nodes))/perPass.Seconds(), "candidates/sec")
+	b.ReportMetric(float64(len(nodes))/perPass.Seconds(), "cluster-nodes/s")
 	b.ReportMetric(perPass.Seconds(), "s/pass")
-	b.ReportMetric(float64(len(d.Commands[0].Candidates)), "nodes-in-command")
+	return d
 }
