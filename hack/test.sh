@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite, as CI runs it: formatting, vet, staticcheck, generated
-# code up to date, unit tests, the requirements fuzz test, the HTML report in
+# code up to date, unit tests, the engine under the race detector, the
+# requirements fuzz test, the HTML report in
 # headless Chromium, and integration
 # tests against a real kube-apiserver + etcd built by hack/control-plane.sh.
 # Everything it needs it builds from the Go module proxy and caches.
@@ -32,6 +33,9 @@ hack/verify-codegen.sh
 
 step "unit tests"
 go test -count=1 ./...
+
+step "race detector: the engine packages (what a controller shares between goroutines)"
+go test -count=1 -race ./pkg/state/ ./pkg/provisioning/ ./pkg/disruption/ ./pkg/termination/ ./pkg/podutil/ ./pkg/scheduling/ ./pkg/manifest/
 
 step "fuzz: requirement intersection ($FUZZTIME)"
 go test -run '^$' -fuzz '^FuzzIntersection$' -fuzztime "$FUZZTIME" ./pkg/scheduling/

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -40,11 +41,14 @@ type Cluster struct {
 	Memo *Memo
 }
 
+// A Memo is safe for concurrent use.
+//
 // Memo remembers, per node, which of its pods asks not to be disrupted,
 // whether its labels satisfy its NodePool's requirements, and what
 // evicting its pods costs. It is keyed by the objects: a host passes new
 // ones when a node or NodePool changes.
 type Memo struct {
+	mu           sync.Mutex // passes may share a Memo
 	doNotDisrupt map[*provisioning.Node]protection
 	satisfied    map[*provisioning.Node]satisfied
 	evictions    map[*provisioning.Node]float64
@@ -82,6 +86,8 @@ func (m *Memo) evictionCost(n *provisioning.Node, pods []*corev1.Pod) float64 {
 	if m == nil {
 		return podsEvictionCost(pods)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if c, ok := m.evictions[n]; ok {
 		return c
 	}
@@ -99,6 +105,8 @@ func (m *Memo) satisfies(n *provisioning.Node, np *v1.NodePool, reqs scheduling.
 	if m == nil {
 		return reqs.MatchesLabels(n.Labels)
 	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if s, ok := m.satisfied[n]; ok && s.pool == np {
 		return s.ok
 	}
@@ -197,6 +205,8 @@ func (c *Cluster) blocker(cand *Candidate) string {
 // the caller.
 func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
 	if c.Memo != nil {
+		c.Memo.mu.Lock()
+		defer c.Memo.mu.Unlock()
 		if pr, ok := c.Memo.doNotDisrupt[n]; ok {
 			return pr
 		}

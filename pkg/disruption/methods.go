@@ -14,14 +14,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-func podRequests(pods []*corev1.Pod) []corev1.ResourceList {
-	out := make([]corev1.ResourceList, len(pods))
-	for i, p := range pods {
-		out[i] = scheduling.PodRequests(p)
-	}
-	return out
-}
-
 // Methods, in the order they are tried; the first that acts wins the pass.
 const (
 	MethodEmpty      = "empty"
@@ -100,11 +92,6 @@ const (
 const MinSpotToSpotTypes = 15
 
 func newPass(ctx context.Context, c *Cluster, opts Options) *pass {
-	for _, cand := range c.Nodes {
-		if cand.Node.Requested == nil {
-			cand.Node.Requested = scheduling.Add(podRequests(cand.Node.Pods)...)
-		}
-	}
 	p := &pass{ctx: ctx, c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
 		remain: map[string]map[v1.DisruptionReason]int{}, decision: &Decision{Allowances: map[string][]Allowance{}}}
 	for _, np := range c.NodePools {
@@ -186,9 +173,9 @@ func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
 	p.block(cand, fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason))
 }
 
-// Compute runs one disruption pass over the cluster. It fills each node's
-// Requested (the sum of its pods' requests) when unset, once, since every
-// simulation needs it.
+// Compute runs one disruption pass over the cluster; it changes nothing it
+// is given. Hosts that set each node's Requested spare the simulations
+// summing the pods' requests again.
 func Compute(ctx context.Context, c *Cluster, opts Options) *Decision {
 	p := newPass(ctx, c, opts)
 	p.expire()

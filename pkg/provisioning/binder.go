@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math/rand"
 	"sort"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -46,13 +47,16 @@ type BindOptions struct {
 // images). A pod that fits nowhere preempts, as DefaultPreemption does:
 // see preempt. A Binder keeps its search position and per-node caches
 // between calls, so reuse it over the same *Node values while they do not
-// change. Pods with a deletionTimestamp are terminating: they hold their
+// change. A Binder is safe for concurrent use; its calls run one at a time.
+// Pods with a deletionTimestamp are terminating: they hold their
 // room, count for nothing else, and are never chosen as victims again.
 type Binder struct {
+	mu      sync.Mutex // calls share the state below: one at a time
 	opts    BindOptions
 	dims    *dims
 	podVecs map[*corev1.Pod]vec
 	anti    map[*Node]bool
+	vecs    map[*Node]*nodeMemo
 	nodes   map[*Node]*nodeFacts
 	next    int
 	// keys caches pods' class keys (of the whole pod, preferences and all).
@@ -80,7 +84,7 @@ type nodeFacts struct {
 
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
-	return &Binder{opts: opts, dims: newDims(), podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{},
+	return &Binder{opts: opts, dims: newDims(), podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{}, vecs: map[*Node]*nodeMemo{},
 		nodes: map[*Node]*nodeFacts{}, spreadIDs: map[string]int{}, keys: map[*corev1.Pod]uint64{}, groupOf: map[*corev1.Pod]int32{}, groupIDs: map[string]int32{}}
 }
 
@@ -90,6 +94,8 @@ func NewBinder(opts BindOptions) *Binder {
 // MarkedForDeletion ones take no pods but their pods still count for
 // spreading and affinity.
 func (b *Binder) Bind(nodes []*Node, pods []*corev1.Pod) *Results {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	return b.run(nodes, pods, nil)
 }
 
@@ -98,6 +104,8 @@ func (b *Binder) Bind(nodes []*Node, pods []*corev1.Pod) *Results {
 // kube-scheduler would rank the nodes by. It changes nothing but the
 // search position.
 func (b *Binder) Scores(nodes []*Node, pod *corev1.Pod) map[string]int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	out := map[string]int64{}
 	b.run(nodes, []*corev1.Pod{pod}, out)
 	return out
@@ -142,7 +150,7 @@ func (r *bindRun) domainsOf(key string) ([]string, []bool) {
 func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
 	ordered := nodeTreeOrder(nodes)
 	b.prune(ordered)
-	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: b.podVecs, antiCache: b.anti}
+	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: b.podVecs, antiCache: b.anti, nodeVecs: b.vecs}
 	s.addNodes(ordered)
 	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[uint64]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
@@ -346,6 +354,7 @@ func (b *Binder) prune(nodes []*Node) {
 		if !keep[n] {
 			delete(b.nodes, n)
 			delete(b.anti, n)
+			delete(b.vecs, n)
 		}
 	}
 	if len(b.podVecs) > 1<<18 {

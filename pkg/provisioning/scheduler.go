@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -15,6 +16,7 @@ import (
 
 type scheduler struct {
 	antiCache map[*Node]bool
+	nodeVecs  map[*Node]*nodeMemo // nil: nothing kept between runs
 	podVecs   map[*corev1.Pod]vec
 	dims      *dims
 	topo      *topology
@@ -45,9 +47,14 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 
 // Planner holds what Solve prepares from NodePools, instance types and
 // DaemonSets, so a caller that solves many times over the same ones (the
-// disruption simulations, the simulator) prepares them once.
+// disruption simulations, the simulator) prepares them once, and caches
+// what it derives from nodes and pods, by object: a host passes new
+// objects when they change, as informers do. A Planner is safe for
+// concurrent use; its Solves run one at a time.
 type Planner struct {
+	mu         sync.Mutex // Solves share the caches below: one at a time
 	antiCache  map[*Node]bool
+	nodeVecs   map[*Node]*nodeMemo
 	podVecs    map[*corev1.Pod]vec
 	dims       *dims
 	pools      []*poolInfo
@@ -69,8 +76,13 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 // When ctx ends, the pods not placed by then are unschedulable with its
 // error as the reason.
 func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
+	pl.mu.Lock()
+	defer pl.mu.Unlock()
 	if pl.antiCache == nil || len(pl.antiCache) > 8*len(snap.Nodes)+1024 {
 		pl.antiCache = map[*Node]bool{}
+	}
+	if pl.nodeVecs == nil || len(pl.nodeVecs) > 8*len(snap.Nodes)+1024 {
+		pl.nodeVecs = map[*Node]*nodeMemo{}
 	}
 	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
 		pl.podVecs = map[*corev1.Pod]vec{}
@@ -81,7 +93,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
 	}
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
-		podVecs: pl.podVecs, antiCache: pl.antiCache, keys: pl.keys}
+		podVecs: pl.podVecs, antiCache: pl.antiCache, nodeVecs: pl.nodeVecs, keys: pl.keys}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -191,10 +203,14 @@ func (s *scheduler) addNodes(nodes []*Node) {
 	targets := make([]existingTarget, len(nodes)) // one allocation for all
 	for i, n := range nodes {
 		e := &targets[i]
-		*e = existingTarget{node: n, idx: len(s.existing), alloc: s.allocVec(n), labels: n.Labels}
-		if n.Requested != nil {
-			e.used = s.requestedVec(n)
+		m := s.memoOf(n)
+		if m.alloc == nil {
+			m.alloc = d.vec(n.Allocatable)
 		}
+		if m.used == nil && n.Requested != nil {
+			m.used = d.vec(n.Requested)
+		}
+		*e = existingTarget{node: n, idx: len(s.existing), alloc: m.alloc, labels: n.Labels, used: m.used}
 		if n.Requested == nil {
 			for _, p := range n.Pods {
 				e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
@@ -541,33 +557,18 @@ func (s *scheduler) nodeHasAnti(n *Node) bool {
 	return has
 }
 
-// memoOf returns the node's memo slot for this scheduler's dims.
+// memoOf returns the node's resource vectors as the planner or binder
+// running this scheduler keeps them (a fresh slot when it keeps none).
 func (s *scheduler) memoOf(n *Node) *nodeMemo {
-	for i := range n.memo {
-		if n.memo[i].dims == s.dims {
-			return &n.memo[i]
-		}
+	if s.nodeVecs == nil {
+		return &nodeMemo{}
 	}
-	m := &n.memo[n.memoNext]
-	n.memoNext ^= 1
-	*m = nodeMemo{dims: s.dims}
+	m, ok := s.nodeVecs[n]
+	if !ok {
+		m = &nodeMemo{}
+		s.nodeVecs[n] = m
+	}
 	return m
-}
-
-func (s *scheduler) allocVec(n *Node) vec {
-	m := s.memoOf(n)
-	if m.alloc == nil {
-		m.alloc = s.dims.vec(n.Allocatable)
-	}
-	return m.alloc
-}
-
-func (s *scheduler) requestedVec(n *Node) vec {
-	m := s.memoOf(n)
-	if m.used == nil {
-		m.used = s.dims.vec(n.Requested)
-	}
-	return m.used
 }
 
 // addNodeDomains adds the existing nodes' values of every topology key in

@@ -49,16 +49,10 @@ type Node struct {
 	InFlight bool
 	// MarkedForDeletion nodes take no new pods but still count for limits.
 	MarkedForDeletion bool
-
-	// memo keeps the node's resource vectors for the (up to two) planners
-	// or binders that made them, so callers that pass the same Node again,
-	// or a copy that only changes MarkedForDeletion, do not pay twice.
-	memo     [2]nodeMemo
-	memoNext uint8
 }
 
+// nodeMemo is a node's resource vectors as a Planner or Binder keeps them.
 type nodeMemo struct {
-	dims        *dims
 	alloc, used vec
 }
 

@@ -191,13 +191,15 @@ func (n *Node) Disrupting() bool {
 // scheduling is the node as provisioning sees it.
 func (n *Node) scheduling() *provisioning.Node {
 	pods := make([]*corev1.Pod, 0, len(n.Pods))
+	requests := make([]corev1.ResourceList, 0, len(n.Pods))
 	for _, p := range n.Pods {
 		if !podutil.IsTerminal(p) {
 			pods = append(pods, p)
+			requests = append(requests, scheduling.PodRequests(p))
 		}
 	}
 	return &provisioning.Node{Name: n.Name(), NodePool: n.NodePool(), Labels: n.Labels(), Taints: n.Taints(),
-		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods,
+		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods, Requested: scheduling.Add(requests...),
 		InFlight: n.Managed() && !n.Initialized(), MarkedForDeletion: n.MarkedForDeletion()}
 }
 

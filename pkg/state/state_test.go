@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -255,4 +256,44 @@ func equalJSON(t *testing.T, a, b any) bool {
 		t.Fatal(err)
 	}
 	return string(ja) == string(jb)
+}
+
+// TestSharedCachesUnderConcurrency: a controller's reconcilers share one
+// Planner, one disruption Memo and one Binder over the same snapshot
+// objects. Under -race this fails if any of them writes into the nodes or
+// pods it is given, or guards its own caches badly; and every concurrent
+// answer equals the one computed alone.
+func TestSharedCachesUnderConcurrency(t *testing.T) {
+	c := cluster()
+	ctx := context.Background()
+	planner := provisioning.NewPlanner(c.NodePools, c.InstanceTypes, c.DaemonSetPods())
+	binder := provisioning.NewBinder(provisioning.BindOptions{})
+	snap := c.ProvisioningSnapshot()
+	dc := c.DisruptionCluster(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason { return "AMIDrift" })
+	dc.Planner, dc.Memo = planner, disruption.NewMemo()
+	wantClaims := len(planner.Solve(ctx, snap).NewNodeClaims)
+	wantCommands := len(disruption.Compute(ctx, dc, disruption.Options{}).Commands)
+	var wg sync.WaitGroup
+	errs := make(chan string, 32)
+	for i := 0; i < 8; i++ {
+		wg.Add(3)
+		go func() {
+			defer wg.Done()
+			if got := len(planner.Solve(ctx, snap).NewNodeClaims); got != wantClaims {
+				errs <- fmt.Sprintf("Solve: %d claims, want %d", got, wantClaims)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			if got := len(disruption.Compute(ctx, dc, disruption.Options{}).Commands); got != wantCommands {
+				errs <- fmt.Sprintf("Compute: %d commands, want %d", got, wantCommands)
+			}
+		}()
+		go func() { defer wg.Done(); _ = binder.Bind(snap.Nodes, snap.Pods) }()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
 }
