@@ -1,0 +1,116 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/plan"
+)
+
+const planExample = "../../examples/plan"
+
+// TestPlanExample: the example cluster has one node, a pod that fits it, a
+// pod pinned to another zone, and a GPU pod no NodePool can take.
+func TestPlanExample(t *testing.T) {
+	out, err := run(t, "plan", planExample, "--at", "2026-11-30T20:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Plan at 2026-11-30T20:00:00Z (a dry run: nothing is changed)",
+		"NodeClaims to create: 1", "us-east-1b  on-demand", "jobs/batch-1",
+		"Pending pods that fit a node already there or on its way: 1", "ip-10-0-1-23.ec2.internal  shop/web-2",
+		"Pods that stay pending: 1", `ml/train-1  NodePool "general": no instance type is large enough: the pod needs 1 nvidia.com/gpu`,
+		"note: 3 pod(s) pending: consolidation waits", "budgets now: general/Empty 1, general/Drifted 1, general/Underutilized 1",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+	js, err := run(t, "plan", planExample, "--at", "2026-11-30T20:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, _ := run(t, "plan", planExample, "--at", "2026-11-30T20:00:00Z", "-o", "json")
+	if js != again {
+		t.Error("the same input and time gave different JSON")
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.NodeClaims) != 1 || strings.Join(p.NodeClaims[0].Zones, ",") != "us-east-1b" || p.NodeClaims[0].InstanceTypes[0] != "c6a.2xlarge" ||
+		p.NodeClaims[0].PriceUSDPerHour <= 0 {
+		t.Errorf("node claims %+v: one in us-east-1b, 6 cores on the cheapest 8-core type", p.NodeClaims)
+	}
+	if y, err := run(t, "plan", planExample, "--at", "2026-11-30T20:00:00Z", "-o", "yaml"); err != nil || !strings.Contains(y, "nodePool: general") {
+		t.Errorf("yaml: %v\n%s", err, y)
+	}
+}
+
+// TestPlanConsolidation: without the pending pods the half-empty node is
+// consolidated — not during the weekday window whose budget allows no
+// Underutilized disruption, and after it with the budget that allows it.
+func TestPlanConsolidation(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	cut := strings.Index(text, "- apiVersion: v1\n  kind: Pod\n  metadata: {name: web-2")
+	if cut < 0 {
+		t.Fatal("example changed: no web-2")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(text[:cut]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	in, err := run(t, "plan", dir, "--at", "2026-11-30T10:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(in, "Disruption, next pass: 0 command(s)") || !strings.Contains(in, "budget allows no more Underutilized disruptions now") ||
+		!strings.Contains(in, "general/Underutilized 0") {
+		t.Errorf("Monday 10:00, inside the window of budget nodes 0:\n%s", in)
+	}
+	after, err := run(t, "plan", dir, "--at", "2026-11-30T20:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Disruption, next pass: 1 command(s)", "single-node", "Underutilized", "ip-10-0-1-23.ec2.internal",
+		"replacement", "allowed by: NodePool general: budgets[0] (nodes 10%) allows 1 Underutilized now"} {
+		if !strings.Contains(after, want) {
+			t.Errorf("Monday 20:00 lacks %q:\n%s", want, after)
+		}
+	}
+}
+
+func TestPlanBadInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "pods.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: x}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	broken := t.TempDir()
+	if err := os.WriteFile(filepath.Join(broken, "pods.yaml"), []byte("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, resources: {requests: {cpu: 2cores}}}]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan", planExample, "-o", "xml"}, `-o "xml": use table, json or yaml`},
+		{[]string{"plan", planExample, "--at", "tomorrow"}, `--at "tomorrow"`},
+		{[]string{"plan", dir}, "no NodePool"},
+		{[]string{"plan", broken}, "spec.containers[0].resources.requests.cpu"},
+		{[]string{"plan", filepath.Join(dir, "nope")}, "no such file"},
+		{[]string{"plan", planExample, "--region", "mars-1"}, "--region/--zones"},
+	} {
+		_, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: error %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

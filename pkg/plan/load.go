@@ -1,0 +1,180 @@
+package plan
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// Objects are the manifests a plan reads, as the API server would hold
+// them: Karpenter kinds validated and defaulted, the rest decoded strictly.
+type Objects struct {
+	NodePools   []*v1.NodePool
+	NodeClasses []*awsv1.EC2NodeClass
+	NodeClaims  []*v1.NodeClaim
+	Nodes       []*corev1.Node
+	Pods        []*corev1.Pod
+	DaemonSets  []*appsv1.DaemonSet
+	PDBs        []*policyv1.PodDisruptionBudget
+	// Skipped counts documents of the kinds a plan does not read.
+	Skipped map[string]int
+}
+
+// Load reads the YAML files and directories — manifests as written, or
+// `kubectl get -o yaml` output — into Objects. Any problem fails the whole
+// load, naming file, document and field, as validate does.
+func Load(paths []string) (*Objects, error) {
+	v, err := manifest.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	out := &Objects{Skipped: map[string]int{}}
+	var problems []string
+	var loaded []*manifest.Document
+	for _, path := range paths {
+		files, err := manifest.ManifestFiles(path)
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		for _, f := range files {
+			docs, err := manifest.ParseFile(f)
+			if err != nil {
+				problems = append(problems, err.Error())
+				continue
+			}
+			for _, d := range docs {
+				if err := out.add(v, d); err != nil {
+					problems = append(problems, err.Error())
+					continue
+				}
+				loaded = append(loaded, d.Header())
+			}
+		}
+	}
+	if ps := manifest.Duplicates(loaded); len(ps) > 0 {
+		problems = append(problems, ps.Error())
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if len(out.NodePools) == 0 {
+		return nil, fmt.Errorf("%s: no NodePool: a plan needs the cluster's karpenter.sh/v1 NodePools (kubectl get nodepools -o yaml)", strings.Join(paths, ", "))
+	}
+	return out, nil
+}
+
+func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
+	where := func(err error) error {
+		var ps manifest.Problems
+		if errors.As(err, &ps) {
+			return ps
+		}
+		return fmt.Errorf("%s: %s %q (document %d): %w", d.File, d.Kind, d.Name, d.Doc, err)
+	}
+	switch d.APIVersion + "/" + d.Kind {
+	case "v1/Node":
+		n := &corev1.Node{}
+		if ps := manifest.DecodeStrict(d, n); len(ps) > 0 {
+			return ps
+		}
+		o.Nodes = append(o.Nodes, n)
+		return nil
+	case "v1/Pod", "apps/v1/DaemonSet", "policy/v1/PodDisruptionBudget":
+		obj, ps := manifest.DecodeBuiltin(d)
+		if len(ps) > 0 {
+			return ps
+		}
+		switch t := obj.(type) {
+		case *corev1.Pod:
+			scheduling.DefaultRequestsFromLimits(&t.Spec)
+			if t.Namespace == "" {
+				t.Namespace = "default"
+			}
+			o.Pods = append(o.Pods, t)
+		case *appsv1.DaemonSet:
+			o.DaemonSets = append(o.DaemonSets, t)
+		case *policyv1.PodDisruptionBudget:
+			if t.Namespace == "" {
+				t.Namespace = "default"
+			}
+			o.PDBs = append(o.PDBs, t)
+		}
+		return nil
+	}
+	if manifest.IsKarpenter(d) {
+		// Validation reads a manifest as a create, which drops status; a
+		// plan needs what the cluster observed of a NodeClaim (providerID,
+		// allocatable, conditions).
+		status, hasStatus := d.Object["status"].(map[string]any)
+		obj, ps := v.Decode(d)
+		if len(ps.Errors()) > 0 {
+			return where(ps)
+		}
+		switch t := obj.(type) {
+		case *v1.NodePool:
+			o.NodePools = append(o.NodePools, t)
+		case *v1.NodeClaim:
+			if hasStatus {
+				b, err := json.Marshal(status)
+				if err == nil {
+					err = json.Unmarshal(b, &t.Status)
+				}
+				if err != nil {
+					return where(fmt.Errorf("status: %w", err))
+				}
+			}
+			o.NodeClaims = append(o.NodeClaims, t)
+		case *awsv1.EC2NodeClass:
+			o.NodeClasses = append(o.NodeClasses, t)
+		default:
+			o.Skipped[d.Kind]++
+		}
+		return nil
+	}
+	o.Skipped[d.Kind]++
+	return nil
+}
+
+// Cluster is the objects as the engine sees them, with the instance types
+// the cloud offers (the same list to every NodePool: each takes the ones
+// its requirements allow).
+func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cluster {
+	its := map[string][]*cloudprovider.InstanceType{}
+	for _, np := range o.NodePools {
+		its[np.Name] = instanceTypes
+	}
+	pools := append([]*v1.NodePool(nil), o.NodePools...)
+	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
+	return &state.Cluster{NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
+		PDBs: o.PDBs, InstanceTypes: its, AssumeUnschedulable: true}
+}
+
+// Region is the region the nodes are in (their topology.kubernetes.io/region
+// label), or "" when they do not say or disagree.
+func (o *Objects) Region() string {
+	region := ""
+	for _, n := range o.Nodes {
+		r := n.Labels[v1.LabelRegion]
+		switch {
+		case r == "":
+		case region == "":
+			region = r
+		case r != region:
+			return ""
+		}
+	}
+	return region
+}

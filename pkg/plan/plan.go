@@ -1,0 +1,224 @@
+// Package plan is one provisioning pass and one disruption pass as a dry
+// run: what Joiner would do next to a cluster, and why, from the same
+// engine calls the controller makes (through pkg/state). It changes
+// nothing.
+package plan
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// Plan is what would happen next. Its JSON is deterministic.
+type Plan struct {
+	At time.Time `json:"at"`
+	// NodeClaims provisioning would create.
+	NodeClaims []NodeClaim `json:"nodeClaims"`
+	// Bindings of pending pods to existing nodes or in-flight claims.
+	Bindings []Binding `json:"bindings"`
+	// Pending pods that no NodePool can take, with the reason per pool.
+	Pending []Pending `json:"pending"`
+	// Disruption is the next pass's decision.
+	Disruption Disruption `json:"disruption"`
+}
+
+// NodeClaim is one NodeClaim to create.
+type NodeClaim struct {
+	NodePool string `json:"nodePool"`
+	// InstanceTypes it may launch as, cheapest first.
+	InstanceTypes []string `json:"instanceTypes"`
+	// Zones and CapacityTypes it allows (one each when pinned).
+	Zones         []string `json:"zones"`
+	CapacityTypes []string `json:"capacityTypes"`
+	// PriceUSDPerHour of the cheapest allowed offering.
+	PriceUSDPerHour float64  `json:"priceUSDPerHour"`
+	Pods            []string `json:"pods"`
+}
+
+// Binding is pending pods that fit a node that exists or is on its way.
+type Binding struct {
+	Node string   `json:"node"`
+	Pods []string `json:"pods"`
+}
+
+// Pending is a pod that stays pending.
+type Pending struct {
+	Pod        string            `json:"pod"`
+	Reason     string            `json:"reason"`
+	ByNodePool map[string]string `json:"byNodePool,omitempty"`
+}
+
+// Disruption is what the disruption pass decides.
+type Disruption struct {
+	Commands []Command `json:"commands"`
+	// Expired nodes are drained regardless of budgets.
+	Expired []string `json:"expired"`
+	// Blocked nodes and why, sorted by node.
+	Blocked []Blocked `json:"blocked"`
+	// Allowed disruptions per NodePool and reason now.
+	Budgets []Budget `json:"budgets"`
+	// ConsolidationWaits says why consolidation did not run ("" when it did).
+	ConsolidationWaits string `json:"consolidationWaits,omitempty"`
+}
+
+// Command is one disruption command.
+type Command struct {
+	Method       string      `json:"method"`
+	Reason       string      `json:"reason"`
+	Nodes        []string    `json:"nodes"`
+	Replacements []NodeClaim `json:"replacements"`
+	// SavingsUSDPerHour: the candidates' price less the replacements'.
+	SavingsUSDPerHour float64 `json:"savingsUSDPerHour"`
+	// Budget that allows it, per NodePool of its nodes.
+	Budget []string `json:"budget"`
+}
+
+// Blocked is a node the pass would not disrupt, and why.
+type Blocked struct {
+	Node   string `json:"node"`
+	Reason string `json:"reason"`
+}
+
+// Budget is how many nodes of a NodePool may be disrupted now for a reason.
+type Budget struct {
+	NodePool string `json:"nodePool"`
+	Reason   string `json:"reason"`
+	// Allowed is -1 when no budget limits the reason.
+	Allowed int `json:"allowed"`
+	// Budget is the binding entry of spec.disruption.budgets, "" for none.
+	Budget string `json:"budget"`
+}
+
+// Run makes the plan at now.
+func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
+	p := &Plan{At: now.UTC(), NodeClaims: []NodeClaim{}, Bindings: []Binding{}, Pending: []Pending{}}
+	res := provisioning.Solve(ctx, c.ProvisioningSnapshot())
+	for _, nc := range res.NewNodeClaims {
+		p.NodeClaims = append(p.NodeClaims, nodeClaim(nc))
+	}
+	for _, b := range res.ExistingNodes {
+		p.Bindings = append(p.Bindings, Binding{Node: b.Node.Name, Pods: podNames(b.Pods)})
+	}
+	for _, e := range res.Unschedulable {
+		p.Pending = append(p.Pending, Pending{Pod: podName(e.Pod), Reason: e.Reason, ByNodePool: e.ByNodePool})
+	}
+	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
+	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
+
+	dc := c.DisruptionCluster(now, nil)
+	d := disruption.Compute(ctx, dc, disruption.Options{})
+	p.Disruption = disruptionOf(d, c.NodePools)
+	if dc.PendingPods > 0 {
+		p.Disruption.ConsolidationWaits = fmt.Sprintf("%d pod(s) pending: consolidation waits until they have a place, so it does not take away room they need", dc.PendingPods)
+	}
+	return p
+}
+
+func disruptionOf(d *disruption.Decision, pools []*v1.NodePool) Disruption {
+	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}}
+	byName := map[string]*v1.NodePool{}
+	for _, np := range pools {
+		byName[np.Name] = np
+	}
+	for _, cmd := range d.Commands {
+		c := Command{Method: cmd.Method, Reason: string(cmd.Reason), Replacements: []NodeClaim{}, SavingsUSDPerHour: round(cmd.Savings)}
+		seen := map[string]bool{}
+		for _, cand := range cmd.Candidates {
+			c.Nodes = append(c.Nodes, cand.Node.Name)
+			if !seen[cand.NodePool] {
+				seen[cand.NodePool] = true
+				c.Budget = append(c.Budget, budgetText(byName[cand.NodePool], d.Allowances[cand.NodePool], cmd.Reason))
+			}
+		}
+		for _, r := range cmd.Replacements {
+			c.Replacements = append(c.Replacements, nodeClaim(r))
+		}
+		out.Commands = append(out.Commands, c)
+	}
+	for _, e := range d.Expired {
+		out.Expired = append(out.Expired, e.Node.Name)
+	}
+	for _, b := range d.Blocked {
+		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: b.Reason})
+	}
+	sort.SliceStable(out.Blocked, func(i, j int) bool { return out.Blocked[i].Node < out.Blocked[j].Node })
+	for _, np := range pools {
+		for _, a := range d.Allowances[np.Name] {
+			b := Budget{NodePool: np.Name, Reason: string(a.Reason), Allowed: a.Allowed}
+			if a.Binding < 0 {
+				b.Allowed = -1
+			} else {
+				b.Budget = describeBudget(np, a.Binding)
+			}
+			out.Budgets = append(out.Budgets, b)
+		}
+	}
+	return out
+}
+
+// budgetText says which budget allows a command of the reason in a pool.
+func budgetText(np *v1.NodePool, allowances []disruption.Allowance, reason v1.DisruptionReason) string {
+	if np == nil {
+		return string(reason) + ": the node's NodePool is gone"
+	}
+	for _, a := range allowances {
+		if a.Reason != reason {
+			continue
+		}
+		if a.Binding < 0 {
+			return fmt.Sprintf("NodePool %s: no budget limits %s", np.Name, reason)
+		}
+		return fmt.Sprintf("NodePool %s: %s allows %d %s now", np.Name, describeBudget(np, a.Binding), a.Allowed, reason)
+	}
+	return fmt.Sprintf("NodePool %s: %s is forceful, not limited by budgets", np.Name, reason)
+}
+
+// describeBudget renders spec.disruption.budgets[i] as a person reads it.
+func describeBudget(np *v1.NodePool, i int) string {
+	b := np.Spec.Disruption.Budgets[i]
+	s := fmt.Sprintf("budgets[%d] (nodes %s", i, b.Nodes)
+	if len(b.Reasons) > 0 {
+		var rs []string
+		for _, r := range b.Reasons {
+			rs = append(rs, string(r))
+		}
+		s += ", reasons " + strings.Join(rs, ",")
+	}
+	if b.Schedule != nil && b.Duration != nil {
+		s += fmt.Sprintf(", from %q for %s", *b.Schedule, b.Duration.Duration)
+	}
+	return s + ")"
+}
+
+func nodeClaim(nc *provisioning.NodeClaimPlan) NodeClaim {
+	out := NodeClaim{NodePool: nc.NodePool.Name, PriceUSDPerHour: round(nc.Price()), Pods: podNames(nc.Pods),
+		Zones: nc.Requirements.Get(v1.LabelZone).Values(), CapacityTypes: nc.Requirements.Get(v1.LabelCapacityType).Values()}
+	for _, it := range nc.InstanceTypes {
+		out.InstanceTypes = append(out.InstanceTypes, it.Name)
+	}
+	return out
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, 0, len(pods))
+	for _, p := range pods {
+		out = append(out, podName(p))
+	}
+	sort.Strings(out)
+	return out
+}
+
+func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
+
+func round(f float64) float64 { return math.Round(f*10000) / 10000 }
