@@ -282,6 +282,19 @@ func (p *pass) empty(eligible []*Candidate) []*Command {
 	return []*Command{cmd}
 }
 
+// NodePoolHash is the template hash a NodeClaim of the pool is compared with:
+// the one the NodePool carries — as upstream's NodePool controller writes
+// it, and as a cluster's dump shows it — or, for a NodePool as written in
+// a manifest, Joiner's own TemplateHash (which its simulated claims carry).
+// Claims whose hash is of another version than the pool's are not compared,
+// as upstream re-hashes them instead.
+func NodePoolHash(np *v1.NodePool) string {
+	if h, ok := np.Annotations[v1.AnnotationNodePoolHash]; ok {
+		return h
+	}
+	return TemplateHash(np)
+}
+
 // DriftReason says why a candidate drifted from its NodePool, or "".
 func (p *pass) driftReason(cand *Candidate) string {
 	np := p.pools[cand.NodePool]
@@ -293,11 +306,12 @@ func (p *pass) driftReason(cand *Candidate) string {
 	}
 	hash, ok := p.hashes[np]
 	if !ok {
-		hash = TemplateHash(np)
+		hash = NodePoolHash(np)
 		p.hashes[np] = hash
 		p.reqs[np] = requirementsOf(np)
 	}
-	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != hash {
+	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != hash &&
+		cand.NodeClaim.Annotations[v1.AnnotationNodePoolHashVersion] == np.Annotations[v1.AnnotationNodePoolHashVersion] {
 		return "the NodePool's template changed"
 	}
 	if !p.c.Memo.satisfies(cand.Node, np, p.reqs[np]) {

@@ -196,6 +196,26 @@ func TestDriftReasons(t *testing.T) {
 	if r := p.driftReason(labelled); !strings.Contains(r, "no longer satisfies") {
 		t.Errorf("a value the pool no longer allows is drift: %q", r)
 	}
+	// A NodePool that carries its hash (written by upstream's NodePool
+	// controller, as a cluster's dump shows it) is compared by that hash,
+	// and only with claims hashed by the same version.
+	annotated := nodePool("p", func(np *v1.NodePool) {
+		np.Annotations = map[string]string{v1.AnnotationNodePoolHash: "1234", v1.AnnotationNodePoolHashVersion: "v3"}
+	})
+	p.pools["p"], p.hashes = annotated, nil
+	claimed := node("c", annotated, medium, v1.CapacityTypeOnDemand)
+	claimed.NodeClaim.Annotations = map[string]string{v1.AnnotationNodePoolHash: "1234", v1.AnnotationNodePoolHashVersion: "v3"}
+	if r := p.driftReason(claimed); r != "" {
+		t.Errorf("the claim's hash is the pool's: %q", r)
+	}
+	claimed.NodeClaim.Annotations[v1.AnnotationNodePoolHash] = "9999"
+	if r := p.driftReason(claimed); !strings.Contains(r, "template changed") {
+		t.Errorf("another hash of the same version is drift: %q", r)
+	}
+	claimed.NodeClaim.Annotations[v1.AnnotationNodePoolHashVersion] = "v2"
+	if r := p.driftReason(claimed); r != "" {
+		t.Errorf("hashes of different versions do not compare: %q", r)
+	}
 	p.pools["p"], p.hashes = np, nil
 	gone := node("g", np, instanceType("retired", 4), v1.CapacityTypeOnDemand)
 	if r := p.driftReason(gone); !strings.Contains(r, "retired is no longer offered") {

@@ -101,7 +101,10 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 	e.nodeSeq++
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
 		Labels:      nodeClaimLabels(np, plan.Requirements),
-		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.TemplateHash(np)}}}
+		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.NodePoolHash(np)}}}
+	if v, ok := np.Annotations[v1.AnnotationNodePoolHashVersion]; ok {
+		nc.Annotations[v1.AnnotationNodePoolHashVersion] = v
+	}
 	nc.Spec.Requirements = plan.NodeClaimRequirements().NodeSelectorRequirements()
 	nc.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
 	nc.Spec.Taints = np.Spec.Template.Spec.Taints
