@@ -73,8 +73,10 @@ func (p *poolInfo) priceOrder(zone, ct *scheduling.Requirement) []int {
 type itInfo struct {
 	it *cloudprovider.InstanceType
 	// alloc is the room for pods: allocatable less daemon, the requests of
-	// the DaemonSet pods a new node of this type (in this pool) would run.
+	// the DaemonSet pods a new node of this type (in this pool) would run;
+	// daemonPorts are the host ports those pods take.
 	alloc, capacity, daemon vec
+	daemonPorts             []hostPort
 }
 
 // newPoolInfo prepares a NodePool's instance types, each with the overhead
@@ -94,11 +96,11 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets 
 			continue
 		}
 		alloc := d.vec(it.Allocatable())
-		daemon := p.daemonOverhead(it, daemonSets, d)
+		daemon, ports := p.daemonOverhead(it, daemonSets, d)
 		if !daemon.fitsIn(alloc) {
 			continue // its own DaemonSets do not fit: no pod would
 		}
-		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon})
+		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon, daemonPorts: ports})
 	}
 	multi := map[string]bool{}
 	for _, it := range p.its {
@@ -238,6 +240,24 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 	if cp.candidates.count() == 0 {
 		cp.err = s.noInstanceTypeReason(p, compat, need, cp.reqs)
 	}
+	// A host port the pod needs that a DaemonSet of the new node takes rules
+	// the type out, as kube-scheduler would refuse the node.
+	if len(c.hostPorts) > 0 && cp.err == nil {
+		var taken *hostPort
+		cp.candidates.each(func(i int) bool {
+			for _, dp := range p.its[i].daemonPorts {
+				if portsConflict([]hostPort{dp}, c.hostPorts) {
+					cp.candidates.clear(i)
+					taken = &dp
+					break
+				}
+			}
+			return true
+		})
+		if cp.candidates.count() == 0 {
+			cp.err = fmt.Errorf("host port %d/%s, which it needs, is taken by a DaemonSet on every instance type that fits", taken.port, taken.protocol)
+		}
+	}
 	cp.candidates.each(func(i int) bool { cp.maxAlloc = maxInto(cp.maxAlloc, p.its[i].alloc); return true })
 	return cp
 }
@@ -306,8 +326,9 @@ func orderPools(pools []*v1.NodePool) []*v1.NodePool {
 // pool's taints and whose required node affinity the node's labels (the
 // type's and the pool's) satisfy. A DaemonSet that selects GPU types adds
 // nothing to a CPU type.
-func (p *poolInfo) daemonOverhead(it *cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) vec {
+func (p *poolInfo) daemonOverhead(it *cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) (vec, []hostPort) {
 	var out vec
+	var ports []hostPort
 	for _, ds := range daemonSets {
 		if scheduling.Tolerates(p.taints, ds.Spec.Tolerations) != nil {
 			continue
@@ -316,8 +337,9 @@ func (p *poolInfo) daemonOverhead(it *cloudprovider.InstanceType, daemonSets []*
 			continue
 		}
 		out = out.plus(d.vec(scheduling.PodRequests(ds)))
+		ports = append(ports, podHostPorts(ds)...)
 	}
-	return out
+	return out, ports
 }
 
 // runsOn: a node labelled from the type's and the pool's requirements can

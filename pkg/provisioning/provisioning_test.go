@@ -508,3 +508,29 @@ func TestSolveStopsWithItsContext(t *testing.T) {
 		t.Fatalf("claims %d, unschedulable %v", len(res.NewNodeClaims), res.Unschedulable)
 	}
 }
+
+// TestDaemonSetHostPorts: a DaemonSet's host ports are part of a new
+// node's overhead — a pod needing one stays pending with that reason, on
+// the types the DaemonSet runs on, and takes a type it does not run on.
+func TestDaemonSetHostPorts(t *testing.T) {
+	exporter := pod("100m", "100Mi", hostPortOpt(9100))
+	res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), []*corev1.Pod{pod("1", "1Gi", hostPortOpt(9100))},
+		func(s *Snapshot) { s.DaemonSets = []*corev1.Pod{exporter} })
+	if len(res.NewNodeClaims) != 0 || len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, "host port 9100/TCP, which it needs, is taken by a DaemonSet") {
+		t.Fatalf("claims %d, unschedulable %v", len(res.NewNodeClaims), res.Unschedulable)
+	}
+	// Another port: no conflict.
+	res = solve(t, []*v1.NodePool{pool("p")}, standardTypes(), []*corev1.Pod{pod("1", "1Gi", hostPortOpt(8080))},
+		func(s *Snapshot) { s.DaemonSets = []*corev1.Pod{exporter} })
+	requireAllPlaced(t, res)
+	// A DaemonSet that only runs on the c family leaves the m types free.
+	onC := pod("100m", "100Mi", hostPortOpt(9100), nodeSelector("family", "c"))
+	res = solve(t, []*v1.NodePool{pool("p")}, standardTypes(), []*corev1.Pod{pod("1", "1Gi", hostPortOpt(9100))},
+		func(s *Snapshot) { s.DaemonSets = []*corev1.Pod{onC} })
+	requireAllPlaced(t, res)
+	for _, it := range res.NewNodeClaims[0].InstanceTypes {
+		if strings.HasPrefix(it.Name, "c.") {
+			t.Errorf("claim offers %s, where the DaemonSet takes the port", it.Name)
+		}
+	}
+}

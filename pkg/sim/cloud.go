@@ -201,7 +201,7 @@ func (e *engine) bindDaemons(n *simNode) {
 		}
 		p := tmpl.DeepCopy()
 		p.Name = ds.Name + "-" + n.name
-		p.Namespace = ds.Namespace
+		p.Namespace = podutil.Namespace(ds.ObjectMeta)
 		yes := true
 		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: &yes}}
 		sp := &simPod{pod: p, created: e.clk.now, node: n, running: e.clk.now}
