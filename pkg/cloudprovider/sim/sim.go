@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand"
 	"sort"
 	"time"
@@ -216,7 +217,10 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 		if it.Requirements.Intersects(reqs) != nil {
 			continue
 		}
-		var best *cloudprovider.Offering
+		// The cheapest offering; where zones tie on price, EC2 Fleet does
+		// not keep to the first: the claim's name picks among them, so
+		// launches spread over the zones, the same way in every run.
+		var tied []*cloudprovider.Offering
 		for _, o := range it.Offerings {
 			if !zone.Has(o.Zone) || !ct.Has(o.CapacityType) {
 				continue
@@ -224,12 +228,15 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 			if _, cached := p.unavailable[o]; cached {
 				continue
 			}
-			if best == nil || o.Price < best.Price {
-				best = o
+			switch {
+			case len(tied) == 0 || o.Price < tied[0].Price:
+				tied = append(tied[:0], o)
+			case o.Price == tied[0].Price:
+				tied = append(tied, o)
 			}
 		}
-		if best != nil {
-			choices = append(choices, choice{it, best})
+		if len(tied) > 0 {
+			choices = append(choices, choice{it, tied[spreadIndex(nc.Name, len(tied))]})
 		}
 	}
 	sort.SliceStable(choices, func(i, j int) bool {
@@ -249,6 +256,13 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 	}
 	p.fail("CreateFleet", CodeInsufficientCapacity)
 	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: no offering of %d instance types has capacity", nc.Name, len(choices)))
+}
+
+// spreadIndex picks one of n equal choices for a claim, by its name.
+func spreadIndex(name string, n int) int {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(name))
+	return int(h.Sum32() % uint32(n))
 }
 
 func (p *Provider) fail(op, code string) {

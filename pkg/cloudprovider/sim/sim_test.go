@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -186,5 +187,41 @@ func TestDeleteGetAndDrift(t *testing.T) {
 	}
 	if _, err := f.cloud.Get(ctx, nc.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
 		t.Errorf("Get after delete: %v, want not found", err)
+	}
+}
+
+// TestEqualPricesSpreadOverZones: where zones offer a type at one price,
+// launches do not all go to the first zone (as EC2 Fleet's do not); each
+// claim's zone is fixed by its name, so runs repeat. A cheaper zone always
+// wins.
+func TestEqualPricesSpreadOverZones(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	onDemand := scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)
+	zones := map[string]int{}
+	for i := 0; i < 40; i++ {
+		nc := claim(onDemand)
+		nc.Name = fmt.Sprintf("general-%05d", i)
+		got, err := f.cloud.Create(ctx, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		zones[got.Labels[v1.LabelZone]]++
+		again, _ := f.cloud.Create(ctx, nc)
+		if again.Labels[v1.LabelZone] != got.Labels[v1.LabelZone] {
+			t.Fatalf("%s: zone %s, then %s", nc.Name, got.Labels[v1.LabelZone], again.Labels[v1.LabelZone])
+		}
+	}
+	if zones["a"] < 10 || zones["b"] < 10 {
+		t.Errorf("40 on-demand launches at one price by zone: %v, want both zones used", zones)
+	}
+	// Spot prices differ by zone in the catalog; here make b cheaper.
+	offering(f.cloud, "small", "b", v1.CapacityTypeOnDemand).Price = 0.09
+	for i := 0; i < 5; i++ {
+		nc := claim(onDemand)
+		nc.Name = fmt.Sprintf("general-cheap-%d", i)
+		if got, _ := f.cloud.Create(ctx, nc); got.Labels[v1.LabelZone] != "b" {
+			t.Errorf("%s went to %s, not the cheaper zone b", nc.Name, got.Labels[v1.LabelZone])
+		}
 	}
 }
