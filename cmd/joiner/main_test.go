@@ -26,14 +26,14 @@ func TestSimulateBundledSummary(t *testing.T) {
 	}
 	for _, want := range []string{"Scenario default (bundled)", "Cost ", "spot prices are synthetic", "Pod startup    p50 ", "slowest p90",
 		"Zones          us-east-1a ", " nodes ", " pods, us-east-1b ",
-		"Disruptions", "Drifted", "drifted node(s) held back by a budget (", "Spot ", "interruptions survived", "Cloud errors",
+		"Disruptions", "Drifted", " node(s) held back by budgets (", " of them drifted (", "Spot ", "interruptions survived", "Cloud errors",
 		"karpenter_cloudprovider_errors_total", "Node-hours by instance type"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
 	}
 	// The AMI change at 10:00 drifts every node; the budgets hold some back.
-	if strings.Contains(out, "; 0 drifted node(s) held back") {
+	if strings.Contains(out, ", 0 of them drifted") {
 		t.Errorf("the bundled scenario's drift budgets hold no drifted node back:\n%s", out)
 	}
 }

@@ -28,7 +28,10 @@ type Report struct {
 	ByZone              []ZoneStats       `json:"byZone"`
 	Pods                PodStats          `json:"pods"`
 	Disruptions         []Disruptions     `json:"disruptions"`
-	BlockedByBudget     int               `json:"blockedByBudget"`
+	// BlockedByBudget counts the passes × nodes a budget held back;
+	// BlockedByBudgetNodes the distinct nodes.
+	BlockedByBudget      int `json:"blockedByBudget"`
+	BlockedByBudgetNodes int `json:"blockedByBudgetNodes"`
 	DriftBudget         DriftBudget       `json:"driftBudget"`
 	SpotInterruptions   int               `json:"spotInterruptions"`
 	Preemptions         Preemptions       `json:"preemptions"`
@@ -195,6 +198,7 @@ type recorder struct {
 	evictions   int
 	disruptions map[[2]string]int
 	blocked     int
+	blockedBy   map[string]bool // nodes a budget held back
 	interrupts  int
 	preempted   Preemptions
 	cloudErrors map[string]int
@@ -215,7 +219,7 @@ type recorder struct {
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
 }
 
 // workloadKey names a pod's controller as reports do: "Deployment/web",
@@ -304,6 +308,7 @@ func (r *recorder) disruptionPass(d *disruption.Decision) {
 	for _, b := range d.Blocked {
 		if strings.Contains(b.Reason, "budget") {
 			r.blocked++
+			r.blockedBy[b.Node] = true
 		}
 		if strings.Contains(b.Reason, heldBackDrift) {
 			r.heldBack[b.Node] = true
@@ -374,7 +379,7 @@ func (e *engine) finish() *Report {
 	r := e.rep
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
+		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
 	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
 	if rep.Notes == nil {
 		rep.Notes = []string{}

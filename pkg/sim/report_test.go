@@ -459,7 +459,7 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 	}
 	var b bytes.Buffer
 	WriteSummary(&b, rep)
-	want := []string{"Blocked        ", " by budgets; ", " drifted node(s) held back by a budget (", " times); drift at most "}
+	want := []string{"Blocked        ", " node(s) held back by budgets (", " times), ", " of them drifted (", " times); drift at most "}
 	line := ""
 	for _, l := range strings.Split(b.String(), "\n") {
 		if strings.HasPrefix(l, "Blocked") {
@@ -471,7 +471,7 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 			t.Errorf("Blocked line lacks %q: %q", w, line)
 		}
 	}
-	if !strings.Contains(line, fmt.Sprintf("; %d drifted node(s) held back by a budget (%d times)", d.HeldBackNodes, d.HeldBackPassBlocks)) {
+	if !strings.Contains(line, fmt.Sprintf(", %d of them drifted (%d times)", d.HeldBackNodes, d.HeldBackPassBlocks)) {
 		t.Errorf("Blocked line %q does not say %d nodes held back %d times", line, d.HeldBackNodes, d.HeldBackPassBlocks)
 	}
 }

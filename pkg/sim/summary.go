@@ -70,8 +70,8 @@ func WriteSummary(w io.Writer, r *Report) {
 		ds = []string{"none"}
 	}
 	fmt.Fprintf(w, "Disruptions    %s\n", strings.Join(ds, ", "))
-	fmt.Fprintf(w, "Blocked        %d by budgets; %d drifted node(s) held back by a budget (%d times); drift at most %d node(s) at once, %d budget violations\n",
-		r.BlockedByBudget, r.DriftBudget.HeldBackNodes, r.DriftBudget.HeldBackPassBlocks, r.DriftBudget.MaxConcurrent, r.DriftBudget.Violations)
+	fmt.Fprintf(w, "Blocked        %d node(s) held back by budgets (%d times), %d of them drifted (%d times); drift at most %d node(s) at once, %d budget violations\n",
+		r.BlockedByBudgetNodes, r.BlockedByBudget, r.DriftBudget.HeldBackNodes, r.DriftBudget.HeldBackPassBlocks, r.DriftBudget.MaxConcurrent, r.DriftBudget.Violations)
 	fmt.Fprintf(w, "Spot           %d interruptions survived\n", r.SpotInterruptions)
 	if r.Preemptions.Preemptors > 0 {
 		fmt.Fprintf(w, "Preemption     %d pods preempted %d of lower priority\n", r.Preemptions.Preemptors, r.Preemptions.Victims)
