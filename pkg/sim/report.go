@@ -20,26 +20,26 @@ type Report struct {
 	End      time.Time `json:"end"`
 	Seed     int64     `json:"seed"`
 	// SpotPricesSynthetic: the catalog's spot prices are not real data.
-	SpotPricesSynthetic bool              `json:"spotPricesSynthetic"`
-	Cost                Cost              `json:"cost"`
-	NodeHours           []NodeHours       `json:"nodeHours"`
-	Nodes               NodeStats         `json:"nodes"`
-	ByNode              []NodeRecord      `json:"byNode"`
-	ByZone              []ZoneStats       `json:"byZone"`
-	Pods                PodStats          `json:"pods"`
-	Disruptions         []Disruptions     `json:"disruptions"`
+	SpotPricesSynthetic bool          `json:"spotPricesSynthetic"`
+	Cost                Cost          `json:"cost"`
+	NodeHours           []NodeHours   `json:"nodeHours"`
+	Nodes               NodeStats     `json:"nodes"`
+	ByNode              []NodeRecord  `json:"byNode"`
+	ByZone              []ZoneStats   `json:"byZone"`
+	Pods                PodStats      `json:"pods"`
+	Disruptions         []Disruptions `json:"disruptions"`
 	// BlockedByBudget counts the passes × nodes a budget held back;
 	// BlockedByBudgetNodes the distinct nodes.
-	BlockedByBudget      int `json:"blockedByBudget"`
-	BlockedByBudgetNodes int `json:"blockedByBudgetNodes"`
-	DriftBudget         DriftBudget       `json:"driftBudget"`
-	SpotInterruptions   int               `json:"spotInterruptions"`
-	Preemptions         Preemptions       `json:"preemptions"`
-	CloudErrors         map[string]int    `json:"cloudErrors"`
-	Autoscalers         []Autoscaler      `json:"autoscalers"`
-	Timeline            []Sample          `json:"timeline"`
-	DisruptionEvents    []DisruptionEvent `json:"disruptionEvents"`
-	Notes               []string          `json:"notes"`
+	BlockedByBudget      int               `json:"blockedByBudget"`
+	BlockedByBudgetNodes int               `json:"blockedByBudgetNodes"`
+	DriftBudget          DriftBudget       `json:"driftBudget"`
+	SpotInterruptions    int               `json:"spotInterruptions"`
+	Preemptions          Preemptions       `json:"preemptions"`
+	CloudErrors          map[string]int    `json:"cloudErrors"`
+	Autoscalers          []Autoscaler      `json:"autoscalers"`
+	Timeline             []Sample          `json:"timeline"`
+	DisruptionEvents     []DisruptionEvent `json:"disruptionEvents"`
+	Notes                []string          `json:"notes"`
 	// LaunchLoops are pods nodes were launched for again and again that
 	// never bound to them: a finding, not a cost to simulate.
 	LaunchLoops  []LaunchLoop   `json:"launchLoops"`
