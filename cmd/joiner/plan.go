@@ -172,6 +172,9 @@ func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[stri
 		if b.Allowed < 0 {
 			n = "any"
 		}
+		if b.Until != nil {
+			n += " until " + b.Until.Format("Mon 15:04 MST")
+		}
 		budgets = append(budgets, fmt.Sprintf("%s/%s %s", b.NodePool, b.Reason, n))
 	}
 	if len(budgets) > 0 {

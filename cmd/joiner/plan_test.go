@@ -72,8 +72,9 @@ func TestPlanConsolidation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(in, "Disruption, next pass: 0 command(s)") || !strings.Contains(in, "budget allows no more Underutilized disruptions now") ||
-		!strings.Contains(in, "general/Underutilized 0") {
+	if !strings.Contains(in, "Disruption, next pass: 0 command(s)") ||
+		!strings.Contains(in, `budget allows no more Underutilized disruptions now: budgets[1] (nodes 0, reasons Underutilized, from "0 9 * * mon-fri" for 8h0m0s), until Mon 17:00 UTC`) ||
+		!strings.Contains(in, "general/Underutilized 0 until Mon 17:00 UTC") {
 		t.Errorf("Monday 10:00, inside the window of budget nodes 0:\n%s", in)
 	}
 	after, err := run(t, "plan", dir, "--at", "2026-11-30T20:00:00Z")

@@ -127,6 +127,22 @@ func budgetNodes(b *v1.Budget, total int, now time.Time) (int, error) {
 	return n, nil
 }
 
+// Window reports whether the budget's window is open at now and when that
+// next changes: when it closes if open, when it opens if not. An always
+// active budget (no schedule) never changes: next is zero.
+func Window(b *v1.Budget, now time.Time) (active bool, next time.Time, err error) {
+	active, err = IsActive(b, now)
+	if err != nil || b.Schedule == nil {
+		return active, time.Time{}, err
+	}
+	sched, _ := cron.ParseStandard("TZ=UTC " + *b.Schedule) // IsActive parsed it
+	now = now.UTC()
+	if active {
+		return true, sched.Next(now.Add(-b.Duration.Duration)).Add(b.Duration.Duration), nil
+	}
+	return false, sched.Next(now), nil
+}
+
 // IsActive reports whether the budget's window is open at now. A budget
 // without schedule and duration is always active. The window opens at each
 // schedule hit (UTC) and stays open for duration: it is open when the next

@@ -112,3 +112,26 @@ func TestBudgetShapes(t *testing.T) {
 		t.Errorf("one allowance per reason: %d", got)
 	}
 }
+
+func TestBudgetWindow(t *testing.T) {
+	sched, eight := "0 9 * * mon-fri", metav1.Duration{Duration: 8 * time.Hour}
+	b := &v1.Budget{Nodes: "0", Schedule: &sched, Duration: &eight}
+	monday := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		at     time.Duration
+		active bool
+		next   time.Time
+	}{
+		{10 * time.Hour, true, monday.Add(17 * time.Hour)},                               // Monday 10:00: open until 17:00
+		{20 * time.Hour, false, monday.Add(33 * time.Hour)},                              // Monday 20:00: opens Tuesday 09:00
+		{4*24*time.Hour + 18*time.Hour, false, monday.Add(7*24*time.Hour + 9*time.Hour)}, // Friday 18:00: opens next Monday
+	} {
+		active, next, err := Window(b, monday.Add(tc.at))
+		if err != nil || active != tc.active || !next.Equal(tc.next) {
+			t.Errorf("at +%s: active %v next %s (%v), want %v %s", tc.at, active, next, err, tc.active, tc.next)
+		}
+	}
+	if active, next, err := Window(&v1.Budget{Nodes: "10%"}, monday); !active || !next.IsZero() || err != nil {
+		t.Errorf("a budget without a schedule is always active: %v %s %v", active, next, err)
+	}
+}

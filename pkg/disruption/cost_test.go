@@ -88,6 +88,9 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	for _, b := range d.Blocked {
 		if strings.Contains(b.Reason, "budget allows no more Underutilized") {
 			held++
+			if b.ByBudget != v1.DisruptionReasonUnderutilized || b.NodePool != "p" {
+				t.Errorf("a budget block says which budget: %+v", b)
+			}
 		}
 	}
 	if held != 4 {

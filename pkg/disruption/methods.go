@@ -48,6 +48,10 @@ func (c *Command) String() string {
 type Blocked struct {
 	Node   string
 	Reason string
+	// ByBudget is set when a NodePool's budget (NodePool) holds the node
+	// back for that disruption reason.
+	ByBudget v1.DisruptionReason
+	NodePool string
 }
 
 // Decision is the outcome of one disruption pass.
@@ -158,7 +162,10 @@ type pass struct {
 
 // block records that a candidate is held back, once per node and reason.
 func (p *pass) block(cand *Candidate, reason string) {
-	b := Blocked{Node: cand.Node.Name, Reason: reason}
+	p.record(Blocked{Node: cand.Node.Name, Reason: reason})
+}
+
+func (p *pass) record(b Blocked) {
 	if p.blocked == nil {
 		p.blocked = map[Blocked]bool{}
 	}
@@ -170,7 +177,8 @@ func (p *pass) block(cand *Candidate, reason string) {
 
 // budgetBlock is block for a pool's budget under a reason.
 func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
-	p.block(cand, fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason))
+	p.record(Blocked{Node: cand.Node.Name, Reason: fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason),
+		ByBudget: reason, NodePool: cand.NodePool})
 }
 
 // Compute runs one disruption pass over the cluster; it changes nothing it

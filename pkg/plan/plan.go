@@ -98,6 +98,9 @@ type Budget struct {
 	Allowed int `json:"allowed"`
 	// Budget is the binding entry of spec.disruption.budgets, "" for none.
 	Budget string `json:"budget"`
+	// Until is when the binding budget's window closes (nil when it has
+	// no schedule).
+	Until *time.Time `json:"until,omitempty"`
 }
 
 // Run makes the plan at now.
@@ -118,14 +121,14 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
 
 	dc := c.DisruptionCluster(now, nil)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
-	p.Disruption = disruptionOf(d, c.NodePools)
+	p.Disruption = disruptionOf(d, c.NodePools, now)
 	if dc.PendingPods > 0 {
 		p.Disruption.ConsolidationWaits = fmt.Sprintf("%d pod(s) pending: consolidation waits until they have a place, so it does not take away room they need", dc.PendingPods)
 	}
 	return p
 }
 
-func disruptionOf(d *disruption.Decision, pools []*v1.NodePool) Disruption {
+func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) Disruption {
 	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}}
 	byName := map[string]*v1.NodePool{}
 	for _, np := range pools {
@@ -150,7 +153,7 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool) Disruption {
 		out.Expired = append(out.Expired, e.Node.Name)
 	}
 	for _, b := range d.Blocked {
-		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: b.Reason})
+		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: b.Reason + budgetDetail(b, byName, d.Allowances, now)})
 	}
 	sort.SliceStable(out.Blocked, func(i, j int) bool { return out.Blocked[i].Node < out.Blocked[j].Node })
 	for _, np := range pools {
@@ -160,11 +163,36 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool) Disruption {
 				b.Allowed = -1
 			} else {
 				b.Budget = describeBudget(np, a.Binding)
+				if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
+					next = next.UTC()
+					b.Until = &next
+				}
 			}
 			out.Budgets = append(out.Budgets, b)
 		}
 	}
 	return out
+}
+
+// budgetDetail says, for a reason that a NodePool's budget holds a node
+// back, which budget and until when: ": budgets[1] (nodes 0, reasons
+// Underutilized, …), until 17:00 UTC".
+func budgetDetail(b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time) string {
+	np := pools[b.NodePool]
+	if b.ByBudget == "" || np == nil {
+		return ""
+	}
+	for _, a := range allowances[b.NodePool] {
+		if a.Reason != b.ByBudget || a.Binding < 0 {
+			continue
+		}
+		s := ": " + describeBudget(np, a.Binding)
+		if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
+			s += ", until " + next.UTC().Format("Mon 15:04 MST")
+		}
+		return s
+	}
+	return ""
 }
 
 // budgetText says which budget allows a command of the reason in a pool.

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -299,18 +298,14 @@ func (r *recorder) disrupted(n *simNode, reason string) {
 	}
 }
 
-// heldBackDrift is how pkg/disruption's take() words a drifted candidate
-// that the pool's Drifted budget holds back.
-var heldBackDrift = "budget allows no more " + string(v1.DisruptionReasonDrifted) + " disruptions"
-
 // disruptionPass records budget blocks and checks drift against its budget.
 func (r *recorder) disruptionPass(d *disruption.Decision) {
 	for _, b := range d.Blocked {
-		if strings.Contains(b.Reason, "budget") {
+		if b.ByBudget != "" {
 			r.blocked++
 			r.blockedBy[b.Node] = true
 		}
-		if strings.Contains(b.Reason, heldBackDrift) {
+		if b.ByBudget == v1.DisruptionReasonDrifted {
 			r.heldBack[b.Node] = true
 			r.drift.HeldBackPassBlocks++
 		}

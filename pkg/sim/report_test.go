@@ -10,6 +10,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 )
 
@@ -416,7 +417,8 @@ func TestComparisonWarnings(t *testing.T) {
 // held back once each, and every pass that did.
 func TestDriftHeldBackByBudget(t *testing.T) {
 	held := func(node, pool string) disruption.Blocked {
-		return disruption.Blocked{Node: node, Reason: "NodePool " + pool + "'s budget allows no more Drifted disruptions now"}
+		return disruption.Blocked{Node: node, Reason: "NodePool " + pool + "'s budget allows no more Drifted disruptions now",
+			ByBudget: v1.DisruptionReasonDrifted, NodePool: pool}
 	}
 	for _, tc := range []struct {
 		name                  string
@@ -427,7 +429,7 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 		{"one node at three passes", [][]disruption.Blocked{{held("a", "general")}, {held("a", "general")}, {held("a", "general")}}, 1, 3, 3},
 		{"two nodes, two pools", [][]disruption.Blocked{{held("a", "general"), held("b", "spot")}, {held("b", "spot")}}, 2, 3, 3},
 		{"other reasons are not drift", [][]disruption.Blocked{{
-			{Node: "c", Reason: "NodePool general's budget allows no more Underutilized disruptions now"},
+			{Node: "c", Reason: "NodePool general's budget allows no more Underutilized disruptions now", ByBudget: v1.DisruptionReasonUnderutilized, NodePool: "general"},
 			{Node: "d", Reason: "drifted, but its pods would have nowhere to go"},
 			{Node: "e", Reason: "pod default/x has karpenter.sh/do-not-disrupt"},
 		}}, 0, 0, 1},
