@@ -41,13 +41,9 @@ node are left to kube-scheduler's preemption. Spot prices in the embedded
 catalog are synthetic.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now := time.Now()
-			if at != "" {
-				t, err := time.Parse(time.RFC3339, at)
-				if err != nil {
-					return fmt.Errorf("--at %q: %v (write an RFC 3339 time, e.g. 2026-12-01T09:00:00Z)", at, err)
-				}
-				now = t
+			now, err := planTime(at)
+			if err != nil {
+				return err
 			}
 			switch output {
 			case "table", "json", "yaml":

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/joiner-autoscaler/joiner/pkg/plan"
+)
+
+func newExplainCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "explain",
+		Short: "Why Joiner would or would not act on a NodePool, from a cluster's manifests",
+	}
+	var output, at string
+	nodepool := &cobra.Command{
+		Use:   "nodepool NAME PATH...",
+		Short: "A NodePool's allowed disruptions by reason now, its budget windows, and its usage against limits",
+		Long: `explain nodepool reads a cluster's manifests or "kubectl get -o yaml" output, as
+plan does, and says for the NodePool: how many of its nodes may be disrupted
+now for each reason and which budget decides it (and until when), when each
+scheduled budget's window next opens or closes, and what its nodes hold
+against spec.limits.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now, err := planTime(at)
+			if err != nil {
+				return err
+			}
+			if output != "text" && output != "json" {
+				return fmt.Errorf("-o %q: use text or json", output)
+			}
+			objs, err := plan.Load(args[1:])
+			if err != nil {
+				return err
+			}
+			ex, err := plan.ExplainNodePool(objs.Cluster(nil), args[0], now)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ex)
+			}
+			writeNodePoolExplanation(cmd.OutOrStdout(), ex)
+			return nil
+		},
+	}
+	nodepool.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	nodepool.Flags().StringVar(&at, "at", "", "as of this RFC 3339 time; default now")
+	cmd.AddCommand(nodepool)
+	return cmd
+}
+
+// planTime reads --at (default now).
+func planTime(at string) (time.Time, error) {
+	if at == "" {
+		return time.Now(), nil
+	}
+	t, err := time.Parse(time.RFC3339, at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--at %q: %v (write an RFC 3339 time, e.g. 2026-12-01T09:00:00Z)", at, err)
+	}
+	return t, nil
+}
+
+func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation) {
+	const when = "Mon 15:04 MST"
+	fmt.Fprintf(w, "NodePool %s at %s\n", ex.NodePool, ex.At.Format(time.RFC3339))
+	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready)\n", ex.Nodes, ex.Initialized, ex.Disrupting)
+	for i, b := range ex.Allowed {
+		label := "               "
+		if i == 0 {
+			label = "Allowed now    "
+		}
+		switch {
+		case b.Allowed < 0:
+			fmt.Fprintf(w, "%s%s: any (no budget applies)\n", label, b.Reason)
+		case b.Until != nil:
+			fmt.Fprintf(w, "%s%s: %d, by %s until %s\n", label, b.Reason, b.Allowed, b.Budget, b.Until.Format(when))
+		default:
+			fmt.Fprintf(w, "%s%s: %d, by %s\n", label, b.Reason, b.Allowed, b.Budget)
+		}
+	}
+	for i, win := range ex.Windows {
+		label := "               "
+		if i == 0 {
+			label = "Windows        "
+		}
+		state, verb := "closed", "opens"
+		if win.Open {
+			state, verb = "open", "closes"
+		}
+		fmt.Fprintf(w, "%s%s: %s, %s %s\n", label, win.Budget, state, verb, win.Next.Format(when))
+	}
+	if len(ex.Usage) == 0 {
+		fmt.Fprintln(w, "Limits         none: the pool may grow without bound")
+		return
+	}
+	var us []string
+	for _, u := range ex.Usage {
+		s := fmt.Sprintf("%s %s of %s", u.Resource, u.Used, u.Limit)
+		if u.AtLimit {
+			s += " (at the limit: no new node launches)"
+		}
+		us = append(us, s)
+	}
+	fmt.Fprintf(w, "Limits         %s\n", strings.Join(us, ", "))
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/plan"
+)
+
+// TestExplainNodePool: the example pool's allowances inside and after its
+// weekday window of "nodes 0 for Underutilized", the window's next change,
+// and its usage against limits — and at its limit when the limit is what
+// its one node holds.
+func TestExplainNodePool(t *testing.T) {
+	in, err := run(t, "explain", "nodepool", "general", planExample, "--at", "2026-11-30T10:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"NodePool general at 2026-11-30T10:00:00Z",
+		"Nodes          1 (1 initialized, 0 of them disrupting or not Ready)",
+		"Allowed now    Empty: 1, by budgets[0] (nodes 10%)",
+		`Underutilized: 0, by budgets[1] (nodes 0, reasons Underutilized, from "0 9 * * mon-fri" for 8h0m0s) until Mon 17:00 UTC`,
+		`Windows        budgets[1] (nodes 0, reasons Underutilized, from "0 9 * * mon-fri" for 8h0m0s): open, closes Mon 17:00 UTC`,
+		"Limits         cpu 8 of 100",
+	} {
+		if !strings.Contains(in, want) {
+			t.Errorf("Monday 10:00 lacks %q:\n%s", want, in)
+		}
+	}
+	after, err := run(t, "explain", "nodepool", "general", planExample, "--at", "2026-11-30T20:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex plan.NodePoolExplanation
+	if err := json.Unmarshal([]byte(after), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if len(ex.Allowed) != 3 || ex.Allowed[2].Reason != "Underutilized" || ex.Allowed[2].Allowed != 1 || len(ex.Windows) != 1 || ex.Windows[0].Open ||
+		ex.Windows[0].Next.Format("Mon 15:04") != "Tue 09:00" {
+		t.Errorf("Monday 20:00: %+v", ex)
+	}
+
+	// A limit of what the node holds: at the limit.
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(strings.Replace(string(b), `cpu: "100"`, `cpu: "8"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	full, err := run(t, "explain", "nodepool", "general", dir, "--at", "2026-11-30T20:00:00Z")
+	if err != nil || !strings.Contains(full, "Limits         cpu 8 of 8 (at the limit: no new node launches)") {
+		t.Errorf("at the limit: %v\n%s", err, full)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"explain", "nodepool", "gpu", planExample}, `no NodePool "gpu" here (there are: [general])`},
+		{[]string{"explain", "nodepool", "general", planExample, "-o", "table"}, `-o "table": use text or json`},
+		{[]string{"explain", "nodepool", "general", planExample, "--at", "noon"}, `--at "noon"`},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}

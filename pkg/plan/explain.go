@@ -1,0 +1,124 @@
+package plan
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// NodePoolExplanation is a NodePool's disruption allowance and capacity now.
+type NodePoolExplanation struct {
+	NodePool string    `json:"nodePool"`
+	At       time.Time `json:"at"`
+	// Nodes of the pool; Initialized of them count toward budget
+	// percentages, Disrupting (being deleted, or not Ready) against them.
+	Nodes       int `json:"nodes"`
+	Initialized int `json:"initialized"`
+	Disrupting  int `json:"disrupting"`
+	// Allowed disruptions by reason now, with the binding budget.
+	Allowed []Budget `json:"allowed"`
+	// Windows of the budgets with a schedule: open now or not, and when
+	// that changes.
+	Windows []Window `json:"windows"`
+	// Usage against spec.limits, per resource the limits name.
+	Usage []Usage `json:"usage"`
+}
+
+// Window is one scheduled budget's window.
+type Window struct {
+	Budget string    `json:"budget"`
+	Open   bool      `json:"open"`
+	Next   time.Time `json:"next"`
+}
+
+// Usage is a resource the pool's nodes hold against its limit.
+type Usage struct {
+	Resource string `json:"resource"`
+	Used     string `json:"used"`
+	Limit    string `json:"limit"`
+	// AtLimit: no new node of the pool may launch.
+	AtLimit bool `json:"atLimit"`
+}
+
+// ExplainNodePool explains the named NodePool at now.
+func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExplanation, error) {
+	var np *v1.NodePool
+	var names []string
+	for _, p := range c.NodePools {
+		names = append(names, p.Name)
+		if p.Name == name {
+			np = p
+		}
+	}
+	if np == nil {
+		return nil, fmt.Errorf("no NodePool %q here (there are: %v)", name, names)
+	}
+	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}}
+	used := corev1.ResourceList{}
+	for _, n := range c.StateNodes() {
+		if n.NodePool() != name {
+			continue
+		}
+		out.Nodes++
+		for k, q := range n.Capacity() {
+			sum := used[k]
+			sum.Add(q)
+			used[k] = sum
+		}
+		if !n.Initialized() {
+			continue
+		}
+		out.Initialized++
+		if n.Disrupting() || !n.Ready() {
+			out.Disrupting++
+		}
+	}
+	for _, a := range disruption.AllowedByReason(np, disruption.PoolNodes{Total: out.Initialized, Disrupting: out.Disrupting}, now) {
+		b := Budget{NodePool: name, Reason: string(a.Reason), Allowed: a.Allowed}
+		switch {
+		case a.Err != nil:
+			b.Budget = "a budget that cannot be read allows none: " + a.Err.Error()
+		case a.Binding < 0:
+			b.Allowed = -1
+		default:
+			b.Budget = describeBudget(np, a.Binding)
+			if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
+				next = next.UTC()
+				b.Until = &next
+			}
+		}
+		out.Allowed = append(out.Allowed, b)
+	}
+	for i := range np.Spec.Disruption.Budgets {
+		budget := &np.Spec.Disruption.Budgets[i]
+		if budget.Schedule == nil {
+			continue
+		}
+		open, next, err := disruption.Window(budget, now)
+		if err != nil {
+			continue // said in Allowed
+		}
+		out.Windows = append(out.Windows, Window{Budget: describeBudget(np, i), Open: open, Next: next.UTC()})
+	}
+	var keys []string
+	for k := range np.Spec.Limits {
+		keys = append(keys, string(k))
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		limit := np.Spec.Limits[corev1.ResourceName(k)]
+		u := used[corev1.ResourceName(k)]
+		if u.IsZero() {
+			u = resource.Quantity{Format: limit.Format}
+		}
+		out.Usage = append(out.Usage, Usage{Resource: k, Used: u.String(), Limit: limit.String(), AtLimit: u.Cmp(limit) >= 0})
+	}
+	return out, nil
+}
