@@ -1,21 +1,24 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 )
 
 func newExplainCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain",
-		Short: "Why Joiner would or would not act on a NodePool, from a cluster's manifests",
+		Short: "Why Joiner would or would not act on a NodePool or a node, from a cluster's manifests",
 	}
 	var output, at string
 	nodepool := &cobra.Command{
@@ -54,7 +57,62 @@ against spec.limits.`,
 	}
 	nodepool.Flags().StringVarP(&output, "output", "o", "text", "text or json")
 	nodepool.Flags().StringVar(&at, "at", "", "as of this RFC 3339 time; default now")
-	cmd.AddCommand(nodepool)
+	var nodeOutput, nodeAt string
+	node := &cobra.Command{
+		Use:   "node NAME PATH...",
+		Short: "Why a node is or is not being disrupted: each method's answer, with its evidence",
+		Long: `explain node reads a cluster's manifests or "kubectl get -o yaml" output, as plan
+does, and says for the node what each disruption method makes of it, in the
+order a pass tries them — expiration, emptiness, drift, consolidation (as
+single-node) — with the evidence: the do-not-disrupt pod or PDB that blocks
+it, the budget that allows none now, consolidateAfter not yet passed, no
+cheaper replacement and what the cheapest costs, or what would be done.`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			now, err := planTime(nodeAt)
+			if err != nil {
+				return err
+			}
+			if nodeOutput != "text" && nodeOutput != "json" {
+				return fmt.Errorf("-o %q: use text or json", nodeOutput)
+			}
+			objs, err := plan.Load(args[1:])
+			if err != nil {
+				return err
+			}
+			cat, err := loadCatalog("")
+			if err != nil {
+				return err
+			}
+			its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
+			if err != nil {
+				return err
+			}
+			ex, err := plan.ExplainNode(context.Background(), objs.Cluster(its), args[0], now)
+			if err != nil {
+				return err
+			}
+			if nodeOutput == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ex)
+			}
+			w := cmd.OutOrStdout()
+			fmt.Fprintf(w, "Node %s at %s\n", ex.Node, ex.At.Format(time.RFC3339))
+			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+			for _, m := range ex.Methods {
+				verdict := "no"
+				if m.Acts {
+					verdict = "ACTS"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Method, verdict, m.Why)
+			}
+			return tw.Flush()
+		},
+	}
+	node.Flags().StringVarP(&nodeOutput, "output", "o", "text", "text or json")
+	node.Flags().StringVar(&nodeAt, "at", "", "as of this RFC 3339 time; default now")
+	cmd.AddCommand(nodepool, node)
 	return cmd
 }
 

@@ -70,3 +70,52 @@ func TestExplainNodePool(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainNode: the example node, method by method — held by the
+// weekday budget (named, with its end) inside the window, replaced after
+// it once no pod is pending, and waiting while pods are.
+func TestExplainNode(t *testing.T) {
+	const node = "ip-10-0-1-23.ec2.internal"
+	in, err := run(t, "explain", "node", node, planExample, "--at", "2026-11-30T10:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Node ip-10-0-1-23.ec2.internal at 2026-11-30T10:00:00Z",
+		"expiration                 no  it expires at 2026-12-30T08:00:00Z (expireAfter 720h0m0s)",
+		"empty                      no  it runs 1 pod(s) that would have to move",
+		"drift                      no  it has not drifted",
+		`single-node consolidation  no  NodePool general's budget allows no Underutilized disruption now: budgets[1] (nodes 0, reasons Underutilized, from "0 9 * * mon-fri" for 8h0m0s), until Mon 17:00 UTC`,
+	} {
+		if !strings.Contains(in, want) {
+			t.Errorf("Monday 10:00 lacks %q:\n%s", want, in)
+		}
+	}
+	if out, err := run(t, "explain", "node", node, planExample, "--at", "2026-11-30T20:00:00Z"); err != nil || !strings.Contains(out, "3 pod(s) pending: consolidation waits") {
+		t.Errorf("with pods pending: %v\n%s", err, out)
+	}
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(text[:strings.Index(text, "- apiVersion: v1\n  kind: Pod\n  metadata: {name: web-2")]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js, err := run(t, "explain", "node", node, dir, "--at", "2026-11-30T20:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex plan.NodeExplanation
+	if err := json.Unmarshal([]byte(js), &ex); err != nil {
+		t.Fatal(err)
+	}
+	last := ex.Methods[len(ex.Methods)-1]
+	if !last.Acts || !strings.Contains(last.Why, "it is replaced by a cheaper c6a.large, saving") {
+		t.Errorf("Monday 20:00 without pending pods: %+v", ex.Methods)
+	}
+	if _, err := run(t, "explain", "node", "ip-10-9-9-9", planExample); err == nil || !strings.Contains(err.Error(), "not one Joiner manages") {
+		t.Errorf("unknown node: %v", err)
+	}
+}

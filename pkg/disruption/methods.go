@@ -499,9 +499,18 @@ func (p *pass) withinBudget(cmd *Command) bool {
 // consolidate checks whether the candidates' pods fit on the rest of the
 // cluster plus at most one new node that is cheaper than they are.
 func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method string) *Command {
+	cmd, _ := p.consolidateWhy(ctx, cands, method)
+	return cmd
+}
+
+// consolidateWhy is consolidate, with the reason when it finds no command.
+func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method string) (*Command, string) {
 	res, ok := p.simulate(ctx, cands)
-	if !ok || len(res.NewNodeClaims) > 1 {
-		return nil
+	switch {
+	case !ok:
+		return nil, "its pods would not all fit elsewhere: " + podError(res)
+	case len(res.NewNodeClaims) > 1:
+		return nil, fmt.Sprintf("its pods would need %d new nodes; consolidation replaces with at most one", len(res.NewNodeClaims))
 	}
 	price := 0.0
 	allSpot := true
@@ -526,7 +535,11 @@ func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method strin
 			}
 		}
 		if len(cheaper) == 0 {
-			return nil
+			cheapest := "none"
+			if len(r.InstanceTypes) > 0 {
+				cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
+			}
+			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods is %s, against %.4f USD/h now", cheapest, price)
 		}
 		replacementSpot := r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) &&
 			!r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand)
@@ -542,17 +555,29 @@ func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method strin
 				if len(cands) == 1 { // multi-node's probes are not the node's own answer
 					p.block(cands[0], why)
 				}
-				return nil
+				return nil, why
 			}
 		}
 		r.InstanceTypes = cheaper
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
 		cmd.Savings -= cheaper[0].CheapestPrice(r.Requirements)
 	}
-	if cmd.Savings <= 0 || !p.balancedApproves(cmd) {
-		return nil
+	switch {
+	case cmd.Savings <= 0:
+		return nil, "no saving"
+	case !p.balancedApproves(cmd):
+		return nil, fmt.Sprintf("the Balanced policy wants a larger saving than %.4f USD/h for the pods it would move", cmd.Savings)
 	}
-	return cmd
+	return cmd, ""
+}
+
+// podError is the first pod a simulation could not place, with its reason.
+func podError(res *provisioning.Results) string {
+	if len(res.Unschedulable) == 0 {
+		return "no reason found"
+	}
+	e := res.Unschedulable[0]
+	return e.Pod.Namespace + "/" + e.Pod.Name + ": " + e.Reason
 }
 
 // balancedApproves applies the Balanced policy: a move must save at least

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"time"
@@ -119,6 +120,51 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 			u = resource.Quantity{Format: limit.Format}
 		}
 		out.Usage = append(out.Usage, Usage{Resource: k, Used: u.String(), Limit: limit.String(), AtLimit: u.Cmp(limit) >= 0})
+	}
+	return out, nil
+}
+
+// NodeExplanation is what each disruption method makes of a node now.
+type NodeExplanation struct {
+	Node    string    `json:"node"`
+	At      time.Time `json:"at"`
+	Methods []Method  `json:"methods"`
+}
+
+// Method is one method's answer.
+type Method struct {
+	Method string `json:"method"`
+	Acts   bool   `json:"acts"`
+	Why    string `json:"why"`
+}
+
+// ExplainNode explains the named node at now, through the same checks a
+// disruption pass makes.
+func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
+	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, nil), name, disruption.Options{})
+	if err != nil {
+		return nil, err
+	}
+	out := &NodeExplanation{Node: name, At: now.UTC(), Methods: []Method{}}
+	var pool *NodePoolExplanation
+	for _, n := range c.StateNodes() {
+		if n.Name() == name {
+			pool, _ = ExplainNodePool(c, n.NodePool(), now)
+		}
+	}
+	for _, a := range answers {
+		m := Method{Method: a.Method, Acts: a.Acts, Why: a.Why}
+		if a.ByBudget != "" && pool != nil {
+			for _, b := range pool.Allowed {
+				if b.Reason == string(a.ByBudget) && b.Budget != "" {
+					m.Why += ": " + b.Budget
+					if b.Until != nil {
+						m.Why += ", until " + b.Until.Format("Mon 15:04 MST")
+					}
+				}
+			}
+		}
+		out.Methods = append(out.Methods, m)
 	}
 	return out, nil
 }
