@@ -31,14 +31,7 @@ scheduled budget's window next opens or closes, and what its nodes hold
 against spec.limits.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now, err := planTime(at)
-			if err != nil {
-				return err
-			}
-			if output != "text" && output != "json" {
-				return fmt.Errorf("-o %q: use text or json", output)
-			}
-			objs, err := plan.Load(args[1:])
+			objs, now, err := explainInput(args[1:], at, output)
 			if err != nil {
 				return err
 			}
@@ -69,14 +62,7 @@ it, the budget that allows none now, consolidateAfter not yet passed, no
 cheaper replacement and what the cheapest costs, or what would be done.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now, err := planTime(nodeAt)
-			if err != nil {
-				return err
-			}
-			if nodeOutput != "text" && nodeOutput != "json" {
-				return fmt.Errorf("-o %q: use text or json", nodeOutput)
-			}
-			objs, err := plan.Load(args[1:])
+			objs, now, err := explainInput(args[1:], nodeAt, nodeOutput)
 			if err != nil {
 				return err
 			}
@@ -114,6 +100,19 @@ cheaper replacement and what the cheapest costs, or what would be done.`,
 	node.Flags().StringVar(&nodeAt, "at", "", "as of this RFC 3339 time; default now")
 	cmd.AddCommand(nodepool, node)
 	return cmd
+}
+
+// explainInput checks an explain command's flags and loads its paths.
+func explainInput(paths []string, at, output string) (*plan.Objects, time.Time, error) {
+	now, err := planTime(at)
+	if err != nil {
+		return nil, now, err
+	}
+	if output != "text" && output != "json" {
+		return nil, now, fmt.Errorf("-o %q: use text or json", output)
+	}
+	objs, err := plan.Load(paths)
+	return objs, now, err
 }
 
 // planTime reads --at (default now).

@@ -82,20 +82,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		}
 	}
 	for _, a := range disruption.AllowedByReason(np, disruption.PoolNodes{Total: out.Initialized, Disrupting: out.Disrupting}, now) {
-		b := Budget{NodePool: name, Reason: string(a.Reason), Allowed: a.Allowed}
-		switch {
-		case a.Err != nil:
-			b.Budget = "a budget that cannot be read allows none: " + a.Err.Error()
-		case a.Binding < 0:
-			b.Allowed = -1
-		default:
-			b.Budget = describeBudget(np, a.Binding)
-			if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
-				next = next.UTC()
-				b.Until = &next
-			}
-		}
-		out.Allowed = append(out.Allowed, b)
+		out.Allowed = append(out.Allowed, budgetOf(np, a, now))
 	}
 	for i := range np.Spec.Disruption.Budgets {
 		budget := &np.Spec.Disruption.Budgets[i]
@@ -156,11 +143,8 @@ func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Ti
 		m := Method{Method: a.Method, Acts: a.Acts, Why: a.Why}
 		if a.ByBudget != "" && pool != nil {
 			for _, b := range pool.Allowed {
-				if b.Reason == string(a.ByBudget) && b.Budget != "" {
-					m.Why += ": " + b.Budget
-					if b.Until != nil {
-						m.Why += ", until " + b.Until.Format("Mon 15:04 MST")
-					}
+				if b.Reason == string(a.ByBudget) {
+					m.Why += b.detail()
 				}
 			}
 		}

@@ -90,6 +90,19 @@ type Blocked struct {
 	Reason string `json:"reason"`
 }
 
+// detail is ": budgets[i] (…), until Mon 17:00 UTC", or "" when no budget
+// binds.
+func (b Budget) detail() string {
+	if b.Budget == "" {
+		return ""
+	}
+	s := ": " + b.Budget
+	if b.Until != nil {
+		s += ", until " + b.Until.Format("Mon 15:04 MST")
+	}
+	return s
+}
+
 // Budget is how many nodes of a NodePool may be disrupted now for a reason.
 type Budget struct {
 	NodePool string `json:"nodePool"`
@@ -158,17 +171,7 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 	sort.SliceStable(out.Blocked, func(i, j int) bool { return out.Blocked[i].Node < out.Blocked[j].Node })
 	for _, np := range pools {
 		for _, a := range d.Allowances[np.Name] {
-			b := Budget{NodePool: np.Name, Reason: string(a.Reason), Allowed: a.Allowed}
-			if a.Binding < 0 {
-				b.Allowed = -1
-			} else {
-				b.Budget = describeBudget(np, a.Binding)
-				if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
-					next = next.UTC()
-					b.Until = &next
-				}
-			}
-			out.Budgets = append(out.Budgets, b)
+			out.Budgets = append(out.Budgets, budgetOf(np, a, now))
 		}
 	}
 	return out
@@ -183,16 +186,30 @@ func budgetDetail(b disruption.Blocked, pools map[string]*v1.NodePool, allowance
 		return ""
 	}
 	for _, a := range allowances[b.NodePool] {
-		if a.Reason != b.ByBudget || a.Binding < 0 {
-			continue
+		if a.Reason == b.ByBudget {
+			return budgetOf(np, a, now).detail()
 		}
-		s := ": " + describeBudget(np, a.Binding)
-		if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
-			s += ", until " + next.UTC().Format("Mon 15:04 MST")
-		}
-		return s
 	}
 	return ""
+}
+
+// budgetOf is an allowance as a plan shows it: the binding budget and
+// until when its window holds (Allowed -1 when no budget applies).
+func budgetOf(np *v1.NodePool, a disruption.Allowance, now time.Time) Budget {
+	b := Budget{NodePool: np.Name, Reason: string(a.Reason), Allowed: a.Allowed}
+	switch {
+	case a.Err != nil:
+		b.Budget = "a budget that cannot be read allows none: " + a.Err.Error()
+	case a.Binding < 0:
+		b.Allowed = -1
+	default:
+		b.Budget = describeBudget(np, a.Binding)
+		if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
+			next = next.UTC()
+			b.Until = &next
+		}
+	}
+	return b
 }
 
 // budgetText says which budget allows a command of the reason in a pool.
