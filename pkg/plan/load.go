@@ -15,6 +15,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -100,16 +101,12 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		switch t := obj.(type) {
 		case *corev1.Pod:
 			scheduling.DefaultRequestsFromLimits(&t.Spec)
-			if t.Namespace == "" {
-				t.Namespace = "default"
-			}
+			t.Namespace = podutil.Namespace(t.ObjectMeta)
 			o.Pods = append(o.Pods, t)
 		case *appsv1.DaemonSet:
 			o.DaemonSets = append(o.DaemonSets, t)
 		case *policyv1.PodDisruptionBudget:
-			if t.Namespace == "" {
-				t.Namespace = "default"
-			}
+			t.Namespace = podutil.Namespace(t.ObjectMeta)
 			o.PDBs = append(o.PDBs, t)
 		}
 		return nil
