@@ -45,13 +45,24 @@ type Cluster struct {
 //
 // Memo remembers, per node, which of its pods asks not to be disrupted,
 // whether its labels satisfy its NodePool's requirements, and what
-// evicting its pods costs. It is keyed by the objects: a host passes new
-// ones when a node or NodePool changes.
+// evicting its pods costs. It keys what it keeps by the node's Name and
+// Version (and the requirements' own key): a node without a Version is
+// never remembered.
 type Memo struct {
 	mu           sync.Mutex // passes may share a Memo
-	doNotDisrupt map[*provisioning.Node]protection
-	satisfied    map[*provisioning.Node]satisfied
-	evictions    map[*provisioning.Node]float64
+	doNotDisrupt map[memoKey]protection
+	satisfied    map[satisfiedKey]bool
+	evictions    map[memoKey]float64
+}
+
+type memoKey struct{ name, version string }
+
+// keyOf is the node's content key; false when the node has no Version.
+func keyOf(n *provisioning.Node) (memoKey, bool) { return memoKey{n.Name, n.Version}, n.Version != "" }
+
+type satisfiedKey struct {
+	node memoKey
+	reqs string // the requirements' CacheKey
 }
 
 // protection is what a node's do-not-disrupt pods ask: why (the pod that
@@ -69,53 +80,54 @@ func (p protection) at(now time.Time) string {
 	return ""
 }
 
-type satisfied struct {
-	pool *v1.NodePool // the NodePool object the answer is for
-	ok   bool
-}
-
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{doNotDisrupt: map[*provisioning.Node]protection{}, satisfied: map[*provisioning.Node]satisfied{},
-		evictions: map[*provisioning.Node]float64{}}
+	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]float64{}}
+}
+
+// remembered returns what compute says of node n, kept in m under n's key
+// (a nil Memo, or a node without a Version, remembers nothing). m starts
+// over once it holds more than limit answers.
+func remembered[K comparable, V any](mm *Memo, m *map[K]V, k K, keyed bool, limit int, compute func() V) V {
+	if mm == nil || !keyed {
+		return compute()
+	}
+	mm.mu.Lock()
+	if v, ok := (*m)[k]; ok {
+		mm.mu.Unlock()
+		return v
+	}
+	mm.mu.Unlock()
+	v := compute()
+	mm.mu.Lock()
+	if len(*m) > limit {
+		*m = map[K]V{}
+	}
+	(*m)[k] = v
+	mm.mu.Unlock()
+	return v
 }
 
 // evictionCost is the summed eviction cost of the pods that must move if
-// the node goes (a nil Memo remembers nothing).
+// the node goes.
 func (m *Memo) evictionCost(n *provisioning.Node, pods []*corev1.Pod) float64 {
-	if m == nil {
-		return podsEvictionCost(pods)
+	k, keyed := keyOf(n)
+	var evictions *map[memoKey]float64
+	if m != nil {
+		evictions = &m.evictions
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if c, ok := m.evictions[n]; ok {
-		return c
-	}
-	if len(m.evictions) > 1<<16 {
-		m.evictions = map[*provisioning.Node]float64{}
-	}
-	c := podsEvictionCost(pods)
-	m.evictions[n] = c
-	return c
+	return remembered(m, evictions, k, keyed, 1<<16, func() float64 { return podsEvictionCost(pods) })
 }
 
-// satisfies reports whether the node's labels meet the pool's requirements
-// (a nil Memo remembers nothing).
-func (m *Memo) satisfies(n *provisioning.Node, np *v1.NodePool, reqs scheduling.Requirements) bool {
-	if m == nil {
-		return reqs.MatchesLabels(n.Labels)
+// satisfies reports whether the node's labels meet the requirements
+// (reqsKey is their CacheKey).
+func (m *Memo) satisfies(n *provisioning.Node, reqs scheduling.Requirements, reqsKey string) bool {
+	k, keyed := keyOf(n)
+	var satisfied *map[satisfiedKey]bool
+	if m != nil {
+		satisfied = &m.satisfied
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if s, ok := m.satisfied[n]; ok && s.pool == np {
-		return s.ok
-	}
-	if len(m.satisfied) > 1<<16 {
-		m.satisfied = map[*provisioning.Node]satisfied{}
-	}
-	ok := reqs.MatchesLabels(n.Labels)
-	m.satisfied[n] = satisfied{pool: np, ok: ok}
-	return ok
+	return remembered(m, satisfied, satisfiedKey{k, reqsKey}, keyed, 1<<16, func() bool { return reqs.MatchesLabels(n.Labels) })
 }
 
 // Candidate is a managed node as disruption sees it.
@@ -154,9 +166,6 @@ func TemplateHash(np *v1.NodePool) string {
 	_, _ = h.Write(b)
 	return strconv.FormatUint(h.Sum64(), 10)
 }
-
-// isDaemonSetPod reports whether a controller of kind DaemonSet owns the pod:
-// such pods are not moved by disruption.
 
 // reschedulable are the pods that must find a new place when the node goes.
 func reschedulable(n *provisioning.Node) []*corev1.Pod {
@@ -204,13 +213,15 @@ func (c *Cluster) blocker(cand *Candidate) string {
 // node's pods only, so the Memo keeps it per node; the time is applied by
 // the caller.
 func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
+	k, keyed := keyOf(n)
+	var memo *map[memoKey]protection
 	if c.Memo != nil {
-		c.Memo.mu.Lock()
-		defer c.Memo.mu.Unlock()
-		if pr, ok := c.Memo.doNotDisrupt[n]; ok {
-			return pr
-		}
+		memo = &c.Memo.doNotDisrupt
 	}
+	return remembered(c.Memo, memo, k, keyed, 4*len(c.Nodes)+1024, func() protection { return doNotDisruptOf(n) })
+}
+
+func doNotDisruptOf(n *provisioning.Node) protection {
 	var pr protection
 	for _, p := range n.Pods {
 		if !podutil.IsActive(p) {
@@ -224,12 +235,6 @@ func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
 		if !permanent {
 			pr.why += fmt.Sprintf(" (%s: until %s)", p.Annotations[v1.AnnotationDoNotDisrupt], until.UTC().Format(time.RFC3339))
 		}
-	}
-	if c.Memo != nil {
-		if len(c.Memo.doNotDisrupt) > 4*len(c.Nodes)+1024 {
-			c.Memo.doNotDisrupt = map[*provisioning.Node]protection{}
-		}
-		c.Memo.doNotDisrupt[n] = pr
 	}
 	return pr
 }

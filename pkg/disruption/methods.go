@@ -147,6 +147,7 @@ type pass struct {
 	ctx      context.Context
 	hashes   map[*v1.NodePool]string // template hash per NodePool, once per pass
 	reqs     map[*v1.NodePool]scheduling.Requirements
+	reqKeys  map[*v1.NodePool]string // reqs' CacheKeys
 	pods     map[*Candidate][]*corev1.Pod
 	planner  *provisioning.Planner
 	c        *Cluster
@@ -310,19 +311,20 @@ func (p *pass) driftReason(cand *Candidate) string {
 		return "node class: " + string(cand.NodeClassDrift)
 	}
 	if p.hashes == nil {
-		p.hashes, p.reqs = map[*v1.NodePool]string{}, map[*v1.NodePool]scheduling.Requirements{}
+		p.hashes, p.reqs, p.reqKeys = map[*v1.NodePool]string{}, map[*v1.NodePool]scheduling.Requirements{}, map[*v1.NodePool]string{}
 	}
 	hash, ok := p.hashes[np]
 	if !ok {
 		hash = NodePoolHash(np)
 		p.hashes[np] = hash
 		p.reqs[np] = requirementsOf(np)
+		p.reqKeys[np] = p.reqs[np].CacheKey()
 	}
 	if h, ok := cand.NodeClaim.Annotations[v1.AnnotationNodePoolHash]; ok && h != hash &&
 		cand.NodeClaim.Annotations[v1.AnnotationNodePoolHashVersion] == np.Annotations[v1.AnnotationNodePoolHashVersion] {
 		return "the NodePool's template changed"
 	}
-	if !p.c.Memo.satisfies(cand.Node, np, p.reqs[np]) {
+	if !p.c.Memo.satisfies(cand.Node, p.reqs[np], p.reqKeys[np]) {
 		return "the node no longer satisfies the NodePool's requirements"
 	}
 	found := false

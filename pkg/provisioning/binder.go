@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"errors"
+	"math"
 	"math/rand"
 	"sort"
 	"sync"
@@ -54,19 +55,19 @@ type Binder struct {
 	mu      sync.Mutex // calls share the state below: one at a time
 	opts    BindOptions
 	dims    *dims
-	podVecs map[*corev1.Pod]vec
-	anti    map[*Node]bool
-	vecs    map[*Node]*nodeMemo
-	nodes   map[*Node]*nodeFacts
+	podVecs *objectCache[*corev1.Pod, podKey, vec]
+	anti    *objectCache[*Node, nodeKey, bool]
+	vecs    *objectCache[*Node, nodeKey, *nodeMemo]
+	nodes   *objectCache[*Node, nodeKey, *nodeFacts]
 	next    int
 	// keys caches pods' class keys (of the whole pod, preferences and all).
-	keys map[*corev1.Pod]uint64
+	keys *objectCache[*corev1.Pod, podKey, uint64]
 	// spreadIDs interns spread selectors (namespace|selector) as indexes
 	// into nodeFacts.counts and the run's added counts.
 	spreadIDs map[string]int
 	// Pods with the same namespace and labels form a label group; whether
 	// a spread selector selects a group is asked once.
-	groupOf  map[*corev1.Pod]int32
+	groupOf  *objectCache[*corev1.Pod, podKey, int32]
 	groupIDs map[string]int32
 	groups   []labelGroup
 	selected [][]int8 // by spread id, then group: 0 unknown, 1 no, 2 yes
@@ -84,8 +85,8 @@ type nodeFacts struct {
 
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
-	return &Binder{opts: opts, dims: newDims(), podVecs: map[*corev1.Pod]vec{}, anti: map[*Node]bool{}, vecs: map[*Node]*nodeMemo{},
-		nodes: map[*Node]*nodeFacts{}, spreadIDs: map[string]int{}, keys: map[*corev1.Pod]uint64{}, groupOf: map[*corev1.Pod]int32{}, groupIDs: map[string]int32{}}
+	return &Binder{opts: opts, dims: newDims(), podVecs: newPodCache[vec](1 << 18), anti: newNodeCache[bool](math.MaxInt32), vecs: newNodeCache[*nodeMemo](math.MaxInt32),
+		nodes: newNodeCache[*nodeFacts](math.MaxInt32), spreadIDs: map[string]int{}, keys: newPodCache[uint64](1 << 18), groupOf: newPodCache[int32](1 << 18), groupIDs: map[string]int32{}}
 }
 
 // Bind places the pods on the nodes. Results.ExistingNodes holds the
@@ -271,10 +272,10 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 
 // scoreKey is the pod's class key: pods with equal keys score alike.
 func (b *Binder) scoreKey(p *corev1.Pod, s *scheduler) uint64 {
-	k, ok := b.keys[p]
+	k, ok := b.keys.get(p)
 	if !ok {
 		k = classKey(p, s.podVec(p))
-		b.keys[p] = k
+		b.keys.put(p, k)
 	}
 	return k
 }
@@ -341,35 +342,22 @@ func nodeTreeOrder(nodes []*Node) []*Node {
 	return out
 }
 
-// prune drops cached facts of nodes no longer passed in.
+// prune starts a call: it forgets the last call's objects without content
+// keys, and drops cached facts of nodes no longer passed in.
 func (b *Binder) prune(nodes []*Node) {
-	if len(b.nodes) <= 2*len(nodes)+64 {
+	for _, c := range []interface{ newCall(int) }{b.podVecs, b.keys, b.groupOf, b.nodes, b.anti, b.vecs} {
+		c.newCall(0)
+	}
+	if b.nodes.len() <= 2*len(nodes)+64 {
 		return
 	}
-	keep := make(map[*Node]bool, len(nodes))
-	for _, n := range nodes {
-		keep[n] = true
-	}
-	for n := range b.nodes {
-		if !keep[n] {
-			delete(b.nodes, n)
-			delete(b.anti, n)
-			delete(b.vecs, n)
-		}
-	}
-	if len(b.podVecs) > 1<<18 {
-		b.podVecs = map[*corev1.Pod]vec{}
-	}
-	if len(b.keys) > 1<<18 {
-		b.keys = map[*corev1.Pod]uint64{}
-	}
-	if len(b.groupOf) > 1<<18 {
-		b.groupOf = map[*corev1.Pod]int32{}
-	}
+	b.nodes.retain(nodes)
+	b.anti.retain(nodes)
+	b.vecs.retain(nodes)
 }
 
 func (b *Binder) factsOf(n *Node) *nodeFacts {
-	if f, ok := b.nodes[n]; ok {
+	if f, ok := b.nodes.get(n); ok {
 		return f
 	}
 	f := &nodeFacts{obj: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
@@ -395,7 +383,7 @@ func (b *Binder) factsOf(n *Node) *nodeFacts {
 			f.affinity = append(f.affinity, p)
 		}
 	}
-	b.nodes[n] = f
+	b.nodes.put(n, f)
 	return f
 }
 
@@ -443,7 +431,7 @@ func requiredOnly(pod *corev1.Pod) (*corev1.Pod, bool) {
 	if !soft && !hasPrefs {
 		return pod, multi
 	}
-	p := pod.DeepCopy()
+	p := derivedPod(pod)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {
 			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
@@ -466,7 +454,7 @@ func requiredOnly(pod *corev1.Pod) (*corev1.Pod, bool) {
 }
 
 func withoutRequiredNodeAffinity(pod *corev1.Pod) *corev1.Pod {
-	p := pod.DeepCopy()
+	p := derivedPod(pod)
 	p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
 	return p
 }

@@ -25,7 +25,7 @@ type groupCount struct{ group, n int32 }
 
 // group returns the pod's label group.
 func (b *Binder) group(p *corev1.Pod) int32 {
-	if g, ok := b.groupOf[p]; ok {
+	if g, ok := b.groupOf.get(p); ok {
 		return g
 	}
 	keys := make([]string, 0, len(p.Labels))
@@ -47,7 +47,7 @@ func (b *Binder) group(p *corev1.Pod) int32 {
 		b.groupIDs[sb.String()] = g
 		b.groups = append(b.groups, labelGroup{namespace: p.Namespace, labels: p.Labels})
 	}
-	b.groupOf[p] = g
+	b.groupOf.put(p, g)
 	return g
 }
 

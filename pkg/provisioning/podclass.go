@@ -167,7 +167,7 @@ func strictRequirements(pod *corev1.Pod, volumes map[string]scheduling.Requireme
 // preferred pod anti-affinity, preferred node affinity (heaviest first),
 // then ScheduleAnyway topology spread, then PreferNoSchedule taints.
 func relax(pod *corev1.Pod) (*corev1.Pod, bool) {
-	p := pod.DeepCopy()
+	p := derivedPod(pod)
 	if a := p.Spec.Affinity; a != nil {
 		if na := a.NodeAffinity; na != nil && na.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
 			len(na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 1 {

@@ -15,9 +15,9 @@ import (
 )
 
 type scheduler struct {
-	antiCache map[*Node]bool
-	nodeVecs  map[*Node]*nodeMemo // nil: nothing kept between runs
-	podVecs   map[*corev1.Pod]vec
+	antiCache *objectCache[*Node, nodeKey, bool]
+	nodeVecs  *objectCache[*Node, nodeKey, *nodeMemo] // nil: nothing kept between runs
+	podVecs   *objectCache[*corev1.Pod, podKey, vec]
 	dims      *dims
 	topo      *topology
 	pools     []*poolInfo
@@ -27,7 +27,7 @@ type scheduler struct {
 	volumes   map[string]scheduling.Requirements
 	// keys and poolChecks are the planner's caches of class keys by pod
 	// and of class-to-pool checks by class key (nil: none).
-	keys       map[*corev1.Pod]uint64
+	keys       *objectCache[*corev1.Pod, podKey, uint64]
 	poolChecks map[uint64][]*classPool
 	// reqsByKey caches classes' node requirements by class key (nil: none).
 	reqsByKey map[uint64]scheduling.Requirements
@@ -48,18 +48,19 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // Planner holds what Solve prepares from NodePools, instance types and
 // DaemonSets, so a caller that solves many times over the same ones (the
 // disruption simulations, the simulator) prepares them once, and caches
-// what it derives from nodes and pods, by object: a host passes new
-// objects when they change, as informers do. A Planner is safe for
+// what it derives from nodes and pods by their content keys: a node's
+// Name and Version, a pod's namespace, name and resourceVersion (objects
+// without one are remembered for one Solve only). A Planner is safe for
 // concurrent use; its Solves run one at a time.
 type Planner struct {
 	mu         sync.Mutex // Solves share the caches below: one at a time
-	antiCache  map[*Node]bool
-	nodeVecs   map[*Node]*nodeMemo
-	podVecs    map[*corev1.Pod]vec
+	antiCache  *objectCache[*Node, nodeKey, bool]
+	nodeVecs   *objectCache[*Node, nodeKey, *nodeMemo]
+	podVecs    *objectCache[*corev1.Pod, podKey, vec]
 	dims       *dims
 	pools      []*poolInfo
 	universe   map[string][]string
-	keys       map[*corev1.Pod]uint64
+	keys       *objectCache[*corev1.Pod, podKey, uint64]
 	poolChecks map[uint64][]*classPool
 	reqsByKey  map[uint64]scheduling.Requirements
 }
@@ -67,7 +68,9 @@ type Planner struct {
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
 func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
 	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
-	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe}
+	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe,
+		antiCache: newNodeCache[bool](1024), nodeVecs: newNodeCache[*nodeMemo](1024),
+		podVecs: newPodCache[vec](1 << 18), keys: newPodCache[uint64](1 << 18)}
 }
 
 // Solve is the package-level Solve over the planner's NodePools, instance
@@ -78,16 +81,10 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	if pl.antiCache == nil || len(pl.antiCache) > 8*len(snap.Nodes)+1024 {
-		pl.antiCache = map[*Node]bool{}
-	}
-	if pl.nodeVecs == nil || len(pl.nodeVecs) > 8*len(snap.Nodes)+1024 {
-		pl.nodeVecs = map[*Node]*nodeMemo{}
-	}
-	if pl.podVecs == nil || len(pl.podVecs) > 1<<18 {
-		pl.podVecs = map[*corev1.Pod]vec{}
-		pl.keys = map[*corev1.Pod]uint64{}
-	}
+	pl.antiCache.newCall(8 * len(snap.Nodes))
+	pl.nodeVecs.newCall(8 * len(snap.Nodes))
+	pl.podVecs.newCall(0)
+	pl.keys.newCall(0)
 	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
 		pl.poolChecks = map[uint64][]*classPool{}
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
@@ -229,7 +226,7 @@ func (s *scheduler) addNodes(nodes []*Node) {
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	// Most pods belong to a class met before: find it by the cached key
 	// before computing anything.
-	key, keyed := s.keys[pod]
+	key, keyed := s.keys.get(pod)
 	if keyed {
 		if c, ok := s.classes[key]; ok {
 			return c
@@ -238,9 +235,7 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	requests := s.podVec(pod)
 	if !keyed {
 		key = classKey(pod, requests)
-		if s.keys != nil {
-			s.keys[pod] = key
-		}
+		s.keys.put(pod, key)
 		if c, ok := s.classes[key]; ok {
 			return c
 		}
@@ -539,10 +534,8 @@ func (s *scheduler) anyAntiAffinity(nodes []*Node) bool {
 // nodeHasAnti reports whether a pod on the node has pod anti-affinity,
 // cached per node like its vectors.
 func (s *scheduler) nodeHasAnti(n *Node) bool {
-	if s.antiCache != nil {
-		if v, ok := s.antiCache[n]; ok {
-			return v
-		}
+	if v, ok := s.antiCache.get(n); ok {
+		return v
 	}
 	has := false
 	for _, p := range n.Pods {
@@ -551,9 +544,7 @@ func (s *scheduler) nodeHasAnti(n *Node) bool {
 			break
 		}
 	}
-	if s.antiCache != nil {
-		s.antiCache[n] = has
-	}
+	s.antiCache.put(n, has)
 	return has
 }
 
@@ -563,10 +554,10 @@ func (s *scheduler) memoOf(n *Node) *nodeMemo {
 	if s.nodeVecs == nil {
 		return &nodeMemo{}
 	}
-	m, ok := s.nodeVecs[n]
+	m, ok := s.nodeVecs.get(n)
 	if !ok {
 		m = &nodeMemo{}
-		s.nodeVecs[n] = m
+		s.nodeVecs.put(n, m)
 	}
 	return m
 }
@@ -589,15 +580,13 @@ func (s *scheduler) addNodeDomains() {
 	}
 }
 
-// podVec is the pod's requests as a vector, cached by pod when the planner
-// is reused (the pod must not change meanwhile).
+// podVec is the pod's requests as a vector, cached by the pod's content
+// key when the planner is reused.
 func (s *scheduler) podVec(p *corev1.Pod) vec {
-	if v, ok := s.podVecs[p]; ok {
+	if v, ok := s.podVecs.get(p); ok {
 		return v
 	}
 	v := s.dims.vec(scheduling.PodRequests(p))
-	if s.podVecs != nil {
-		s.podVecs[p] = v
-	}
+	s.podVecs.put(p, v)
 	return v
 }

@@ -31,7 +31,13 @@ type Snapshot struct {
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.
 type Node struct {
-	Name        string
+	Name string
+	// Version, when set, says the node's content: two Nodes with the same
+	// Name and Version are alike in every field, so what a Planner, Binder
+	// or disruption Memo derived from one holds for the other (pkg/state
+	// sets it from the resourceVersions of the Node, its NodeClaim and its
+	// pods). A Node without one is never remembered past one call.
+	Version     string
 	NodePool    string // "" for nodes Joiner does not manage
 	Labels      map[string]string
 	Taints      []corev1.Taint

@@ -71,18 +71,15 @@ func (e *engine) provision() {
 	if len(e.pending) == 0 {
 		return
 	}
-	var nodes []*provisioning.Node
-	for _, n := range e.nodes {
-		if n.state != nodeGone && n.state != nodeDraining && !n.disrupting {
-			nodes = append(nodes, n.asNode())
-		}
-	}
-	pods, byPod := e.pendingPods()
-	pods = slices.DeleteFunc(pods, func(p *corev1.Pod) bool { return byPod[p].loop != "" })
-	if len(pods) == 0 {
+	snap := e.st.ProvisioningSnapshot()
+	_, byPod := e.pendingPods()
+	// The launch-loop guard is the simulator's: pods it gave up on are not
+	// planned for again.
+	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil || byPod[p].loop != "" })
+	if len(snap.Pods) == 0 {
 		return
 	}
-	res := e.currentPlanner().Solve(context.Background(), &provisioning.Snapshot{Nodes: nodes, Pods: pods})
+	res := e.currentPlanner().Solve(context.Background(), snap)
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason
 	}
@@ -152,6 +149,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 	e.nodes = append(e.nodes, n)
 	e.allNodes = append(e.allNodes, n)
 	e.byName[n.name] = n
+	e.syncNode(n)
 	e.rep.nodeLaunched(n, why)
 	e.dirty = true
 	launch := e.latency(f.LaunchLatency, defaultLaunchLatency)
@@ -171,7 +169,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 	e.clk.after(launch+register, func() {
 		if n.state == nodeLaunching {
 			n.state = nodeRegistered
-			n.version++
+			e.syncNode(n)
 		}
 	})
 	e.clk.after(launch+register+initialize, func() {
@@ -179,7 +177,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 			return
 		}
 		n.state = nodeReady
-		n.version++
+		e.syncNode(n)
 		e.bindDaemons(n)
 		e.armBind()
 		e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass
@@ -201,14 +199,11 @@ func (e *engine) bindDaemons(n *simNode) {
 		}
 		p := tmpl.DeepCopy()
 		p.Name = ds.Name + "-" + n.name
-		p.Namespace = podutil.Namespace(ds.ObjectMeta)
-		yes := true
-		p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: ds.Name, Controller: &yes}}
+		p.Spec.NodeName = n.name
+		p.CreationTimestamp = metav1.NewTime(e.clk.now)
 		sp := &simPod{pod: p, created: e.clk.now, node: n, running: e.clk.now}
 		n.pods = append(n.pods, sp)
-		n.version++
-		n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p))
-		n.version++
+		e.setPod(sp, nil)
 	}
 }
 
@@ -244,14 +239,14 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 	for _, p := range append([]*simPod(nil), n.pods...) {
 		if podutil.IsDaemonSetPod(p.pod) {
 			p.node = nil
+			e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 			continue
 		}
 		e.removePod(p, true)
 	}
 	n.pods = nil
-	n.version++
 	n.state = nodeGone
-	n.version++
+	e.syncNode(n)
 	n.gone = e.clk.now
 	_ = e.cloud.Delete(context.Background(), n.claim) // gone already is fine
 	for i, m := range e.nodes {

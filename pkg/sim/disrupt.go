@@ -9,6 +9,8 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -30,25 +32,13 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
-	c := &disruption.Cluster{Now: e.clk.now, NodePools: e.pools, InstanceTypes: e.cloud.InstanceTypes(), PDBs: e.pdbs(), DaemonSets: e.dsPods, Planner: e.currentPlanner(), PendingPods: len(e.pending), Memo: e.memo}
-	for _, n := range e.nodes {
-		if n.state == nodeGone {
-			continue
-		}
-		// A shallow copy: disruption only reads the claim, and a deep one of
-		// every claim every pass cost a fifth of a long run.
-		claim := *n.claim
-		claim.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
-		cand := &disruption.Candidate{Node: n.asNode(), NodeClaim: &claim, NodePool: n.pool.Name, InstanceType: n.it.Name,
-			Zone: n.offering.Zone, CapacityType: n.offering.CapacityType, Price: n.offering.Price,
-			Initialized: n.state == nodeReady, Disrupting: n.disrupting || n.state == nodeDraining, Reschedulable: n.reschedulable()}
-		if n.state != nodeGone {
-			if why, err := e.cloud.IsDrifted(context.Background(), n.claim); err == nil && why != "" {
-				cand.NodeClassDrift = why
-			}
-		}
-		c.Nodes = append(c.Nodes, cand)
-	}
+	e.st.SetPDBs(e.pdbs())
+	e.st.SetInstanceTypes(e.cloud.InstanceTypes())
+	c := e.st.DisruptionCluster(e.clk.now, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
+		why, _ := e.cloud.IsDrifted(context.Background(), nc)
+		return why
+	})
+	c.Planner, c.Memo = e.currentPlanner(), e.memo
 	return c
 }
 
@@ -129,7 +119,7 @@ func (e *engine) disrupt() {
 		for _, cand := range cmd.Candidates {
 			if n := e.nodeByName(cand.Node.Name); n != nil {
 				n.disrupting = true // held while the command validates
-				n.version++
+				e.syncNode(n)
 			}
 		}
 	}
@@ -166,7 +156,7 @@ func (e *engine) stepQueue() {
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil && n.drainStarted.IsZero() {
 					n.disrupting = false
-					n.version++
+					e.syncNode(n)
 				}
 			}
 		}
@@ -212,7 +202,7 @@ func (a simActions) DeleteReplacement(name string) error {
 func (a simActions) Taint(name string) error {
 	if n := a.e.nodeByName(name); n != nil {
 		n.disrupting = true
-		n.version++
+		a.e.syncNode(n)
 	}
 	return nil
 }
@@ -220,7 +210,7 @@ func (a simActions) Taint(name string) error {
 func (a simActions) Untaint(name string) error {
 	if n := a.e.nodeByName(name); n != nil && n.drainStarted.IsZero() {
 		n.disrupting = false
-		n.version++
+		a.e.syncNode(n)
 	}
 	return nil
 }
@@ -239,10 +229,9 @@ func (e *engine) startDrain(n *simNode, reason string) {
 		return
 	}
 	n.disrupting = true
-	n.version++
 	n.state = nodeDraining
-	n.version++
 	n.drainStarted = e.clk.now
+	e.syncNode(n)
 	n.drainReason = reason
 	e.dirty = true
 	e.drainStep(n)

@@ -24,6 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // Provisioning batches like upstream: wait for 1 s without new pending
@@ -80,6 +81,10 @@ type engine struct {
 	dirty                 bool
 
 	rep *recorder
+	// st is the cluster as the engine reads it, fed like informers feed a
+	// controller; rv is the last resourceVersion given out.
+	st *state.Store
+	rv uint64
 	// binder places pods as kube-scheduler would; bindPods maps the pods
 	// of its current call back to the simulation's.
 	binder   *provisioning.Binder
@@ -136,7 +141,8 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
-		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo()}
+		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo(),
+		st: state.NewStore(true)}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog
@@ -159,6 +165,7 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	}
 	e.pools = append(e.pools, in.NodePools...)
 	sort.Slice(e.pools, func(i, j int) bool { return e.pools[i].Name < e.pools[j].Name })
+	e.st.SetNodePools(e.pools)
 	images := map[string]string{}
 	for _, nc := range in.NodeClasses {
 		images[nc.Name] = amiOf(nc)
@@ -246,14 +253,15 @@ func (e *engine) buildWorkloads() error {
 		}
 		e.bare = append(e.bare, &simPod{pod: p, created: e.start, spread: defaultSpreadSelector(p.Namespace, p.Labels, e.in.Services, nil)})
 	}
-	e.daemonSets = e.in.DaemonSets
-	for _, ds := range e.daemonSets {
-		dp := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		if err := prio.resolve(&dp.Spec, "DaemonSet "+ds.Name+": spec.template.spec"); err != nil {
+	for _, ds := range e.in.DaemonSets {
+		ds = ds.DeepCopy()
+		if err := prio.resolve(&ds.Spec.Template.Spec, "DaemonSet "+ds.Name+": spec.template.spec"); err != nil {
 			return err
 		}
-		e.dsPods = append(e.dsPods, dp)
+		e.daemonSets = append(e.daemonSets, ds)
 	}
+	e.st.SetDaemonSets(e.daemonSets)
+	e.dsPods = e.st.DaemonSetPods()
 	loads := map[string]*LoadSpec{}
 	for i := range s.Loads {
 		l := &s.Loads[i]
@@ -439,6 +447,10 @@ func (e *engine) reconcile(w *workload) {
 
 func (e *engine) addPending(p *simPod) {
 	e.pending[p] = true
+	e.setPod(p, func(cp *corev1.Pod) {
+		cp.CreationTimestamp = metav1.NewTime(p.created)
+		cp.Status.NominatedNodeName = ""
+	})
 	e.armBind()
 }
 
@@ -446,6 +458,7 @@ func (e *engine) addPending(p *simPod) {
 func (e *engine) removePod(p *simPod, evicted bool) {
 	delete(e.pending, p)
 	e.unbind(p)
+	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 	p.finished = true
 	if evicted {
 		e.replace(p)
@@ -464,9 +477,8 @@ func (e *engine) unbind(p *simPod) {
 			break
 		}
 	}
-	n.requested = scheduling.Subtract(n.requested, scheduling.PodRequests(p.pod))
-	n.version++
 	n.lastPodEvent = e.clk.now
+	e.syncClaim(n)
 	p.node = nil
 	e.dirty = true
 }
@@ -520,7 +532,7 @@ func (e *engine) bind() {
 	byName := map[string]*simNode{}
 	for _, n := range e.nodes {
 		if n.state == nodeReady || n.state == nodeDraining {
-			nodes = append(nodes, n.asNode())
+			nodes = append(nodes, e.view(n))
 			byName[n.name] = n
 		}
 	}
@@ -579,13 +591,15 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
 	p.node = n
 	n.pods = append(n.pods, p)
-	n.version++
-	n.requested = scheduling.Add(n.requested, scheduling.PodRequests(p.pod))
-	n.version++
 	n.lastPodEvent = e.clk.now
 	p.running = e.clk.now
 	start := metav1.NewTime(e.clk.now)
-	p.pod.Status.StartTime = &start
+	e.setPod(p, func(cp *corev1.Pod) {
+		cp.Spec.NodeName = n.name
+		cp.Status.NominatedNodeName = ""
+		cp.Status.StartTime = &start
+	})
+	e.syncClaim(n)
 	e.dirty = true
 	e.rep.podRunning(p)
 	if p.owner != nil && p.owner.job {

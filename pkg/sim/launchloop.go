@@ -46,7 +46,7 @@ func (e *engine) checkPlannedFor(n *simNode) {
 		if len(p.launchNodes) < maxLaunchRounds {
 			continue
 		}
-		p.loop = missReason(n.asNode(), p.pod)
+		p.loop = missReason(e.view(n), p.pod)
 		p.reason = fmt.Sprintf("launch loop: %d nodes were launched for it and it bound to none (%s); no more are launched for it", len(p.launchNodes), p.loop)
 		e.rep.launchLoop(p)
 	}

@@ -19,6 +19,7 @@ import (
 func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 	delete(e.pending, sp)
 	sp.nominated = n
+	e.setPod(sp, func(cp *corev1.Pod) { cp.Status.NominatedNodeName = n.name })
 	e.rep.preemption(len(victims))
 	wait := time.Duration(0)
 	for _, v := range victims {
@@ -36,7 +37,7 @@ func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 		}
 		sp.nominated = nil
 		if n.state == nodeReady && !n.disrupting {
-			res := provisioning.NewBinder(provisioning.BindOptions{}).Bind([]*provisioning.Node{n.asNode()}, []*corev1.Pod{sp.pod})
+			res := provisioning.NewBinder(provisioning.BindOptions{}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{sp.pod})
 			if len(res.ExistingNodes) == 1 {
 				e.bindPod(sp, n)
 				return
@@ -60,14 +61,14 @@ func podOn(n *simNode, p *corev1.Pod) *simPod {
 func (e *engine) terminate(p *simPod, grace time.Duration) {
 	n := p.node
 	now := metav1.NewTime(e.clk.now)
-	p.pod.DeletionTimestamp = &now
-	n.version++
+	e.setPod(p, func(cp *corev1.Pod) { cp.DeletionTimestamp = &now })
 	e.replace(p)
 	e.clk.after(grace, func() {
 		if p.node != n || p.finished {
 			return
 		}
 		e.unbind(p)
+		e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 		p.finished = true
 		e.armBind()
 	})

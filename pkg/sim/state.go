@@ -1,14 +1,15 @@
 package sim
 
 import (
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
-	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -24,45 +25,24 @@ const (
 
 // simNode is one instance and, once registered, its Node.
 type simNode struct {
-	name      string
-	claim     *v1.NodeClaim
-	pool      *v1.NodePool
-	it        *cloudprovider.InstanceType
-	offering  *cloudprovider.Offering
-	state     nodeState
-	launched  time.Time
-	gone      time.Time
-	taints    []corev1.Taint
-	pods      []*simPod
-	requested corev1.ResourceList
+	name     string
+	claim    *v1.NodeClaim // as the cloud launched it
+	pool     *v1.NodePool
+	it       *cloudprovider.InstanceType
+	offering *cloudprovider.Offering
+	state    nodeState
+	launched time.Time
+	gone     time.Time
+	taints   []corev1.Taint
+	pods     []*simPod
 	// disrupting: tainted karpenter.sh/disrupted and draining, or about to.
 	disrupting   bool
 	drainStarted time.Time
 	drainReason  string
 	lastPodEvent time.Time
-	// version counts changes; asNode is cached for one version, so the
-	// scheduler sees the same *Node (and its caches hit) until it changes.
-	version    int
-	cachedAt   int
-	cachedNode *provisioning.Node
-	movable    []*corev1.Pod // pods that move if the node goes, for cachedAt
 	// plannedFor: the pods provisioning launched the node for, until its
 	// first bind pass (see checkPlannedFor).
 	plannedFor []*simPod
-}
-
-// reschedulable lists the node's pods that would move if it went.
-func (n *simNode) reschedulable() []*corev1.Pod {
-	n.asNode()
-	if n.movable == nil {
-		n.movable = []*corev1.Pod{}
-		for _, p := range n.pods {
-			if !podutil.IsDaemonSetPod(p.pod) {
-				n.movable = append(n.movable, p.pod)
-			}
-		}
-	}
-	return n.movable
 }
 
 // labels are the Node's: its NodeClaim's (the NodePool template, the
@@ -77,32 +57,91 @@ func (n *simNode) labels() map[string]string {
 	return l
 }
 
-// asNode is the node as the scheduler sees it. Callers must not modify it.
-func (n *simNode) asNode() *provisioning.Node {
-	if n.cachedNode != nil && n.cachedAt == n.version {
-		return n.cachedNode
-	}
-	n.cachedNode, n.cachedAt = n.buildNode(), n.version
-	n.movable = nil
-	return n.cachedNode
+// The simulated API server: every object the engine reads it gets through
+// pkg/state, as a controller gets them through informers. A change is a
+// new object with a new resourceVersion, handed to the store.
+
+// nextRV is the API server's next resourceVersion.
+func (e *engine) nextRV() string {
+	e.rv++
+	return strconv.FormatUint(e.rv, 10)
 }
 
-func (n *simNode) buildNode() *provisioning.Node {
-	pods := make([]*corev1.Pod, 0, len(n.pods))
-	for _, p := range n.pods {
-		pods = append(pods, p.pod)
+// syncNode publishes the node's NodeClaim and, once registered, its Node
+// (or deletes both when it is gone).
+func (e *engine) syncNode(n *simNode) {
+	if n.state == nodeGone {
+		e.st.DeleteNode(n.name)
+		e.st.DeleteNodeClaim(n.name)
+		return
+	}
+	e.syncClaim(n)
+	if n.state == nodeLaunching {
+		return
 	}
 	taints := append([]corev1.Taint(nil), n.taints...)
 	if n.disrupting {
 		taints = append(taints, v1.DisruptedTaint)
 	}
-	return &provisioning.Node{
-		Name: n.name, NodePool: n.pool.Name, Labels: n.labels(), Taints: taints,
-		Allocatable: n.it.Allocatable(), Capacity: n.it.Capacity, Pods: pods, Requested: n.requested,
-		InFlight:          n.state == nodeLaunching || n.state == nodeRegistered,
-		MarkedForDeletion: n.state == nodeDraining || n.state == nodeGone,
+	ready := corev1.ConditionFalse
+	if n.state == nodeReady || n.state == nodeDraining {
+		ready = corev1.ConditionTrue
 	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels(), ResourceVersion: e.nextRV(), CreationTimestamp: n.claim.CreationTimestamp},
+		Spec:       corev1.NodeSpec{ProviderID: n.claim.Status.ProviderID, Taints: taints},
+		Status: corev1.NodeStatus{Allocatable: n.claim.Status.Allocatable, Capacity: n.claim.Status.Capacity,
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
+	}
+	if n.state == nodeDraining {
+		node.DeletionTimestamp = e.deletedAt(n)
+	}
+	e.st.SetNode(node)
 }
+
+// syncClaim publishes the node's NodeClaim: the cloud's, with the
+// lifecycle conditions, the last pod event and its deletion.
+func (e *engine) syncClaim(n *simNode) {
+	if n.state == nodeGone {
+		return
+	}
+	nc := *n.claim // a shallow copy: nothing below writes into shared parts
+	nc.ResourceVersion = e.nextRV()
+	nc.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
+	nc.Status.Conditions = nil
+	if n.state == nodeReady || n.state == nodeDraining {
+		nc.Status.Conditions = initializedConditions
+	}
+	if n.state == nodeDraining {
+		nc.DeletionTimestamp = e.deletedAt(n)
+	}
+	e.st.SetNodeClaim(&nc)
+}
+
+var initializedConditions = []v1.Condition{
+	{Type: v1.ConditionLaunched, Status: metav1.ConditionTrue},
+	{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue},
+	{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue},
+}
+
+func (e *engine) deletedAt(n *simNode) *metav1.Time {
+	t := metav1.NewTime(n.drainStarted)
+	return &t
+}
+
+// setPod publishes a pod after change changed a copy of it.
+func (e *engine) setPod(p *simPod, change func(*corev1.Pod)) {
+	cp := *p.pod
+	if change != nil {
+		change(&cp)
+	}
+	cp.ResourceVersion = e.nextRV()
+	p.pod = &cp
+	e.st.SetPod(p.pod)
+}
+
+// view is the node as the engine sees it now.
+func (e *engine) view(n *simNode) *provisioning.Node { return e.st.View(n.name) }
 
 // simPod is one pod from creation to end.
 type simPod struct {

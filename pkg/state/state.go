@@ -8,7 +8,6 @@
 package state
 
 import (
-	"sort"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -188,77 +187,62 @@ func (n *Node) Disrupting() bool {
 	return n.Node != nil && matchesAny(v1.DisruptedTaint, n.Node.Spec.Taints)
 }
 
-// scheduling is the node as provisioning sees it.
-func (n *Node) scheduling() *provisioning.Node {
+// schedulingWith is the node as provisioning sees it, its pods' requests
+// summed to requested.
+func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node {
 	pods := make([]*corev1.Pod, 0, len(n.Pods))
-	requests := make([]corev1.ResourceList, 0, len(n.Pods))
 	for _, p := range n.Pods {
 		if !podutil.IsTerminal(p) {
 			pods = append(pods, p)
-			requests = append(requests, scheduling.PodRequests(p))
 		}
 	}
 	return &provisioning.Node{Name: n.Name(), NodePool: n.NodePool(), Labels: n.Labels(), Taints: n.Taints(),
-		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods, Requested: scheduling.Add(requests...),
+		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods, Requested: requested,
 		InFlight: n.Managed() && !n.Initialized(), MarkedForDeletion: n.MarkedForDeletion()}
+}
+
+// Store is a Store holding the cluster's objects.
+func (c *Cluster) Store() *Store {
+	s := NewStore(c.AssumeUnschedulable)
+	s.SetNodePools(c.NodePools)
+	s.SetInstanceTypes(c.InstanceTypes)
+	s.SetDaemonSets(c.DaemonSets)
+	s.SetPDBs(c.PDBs)
+	for _, nc := range c.NodeClaims {
+		s.SetNodeClaim(nc)
+	}
+	for _, n := range c.Nodes {
+		s.SetNode(n)
+	}
+	for _, p := range c.Pods {
+		s.SetPod(p)
+	}
+	return s
 }
 
 // StateNodes joins the Nodes to their NodeClaims by providerID (a claim
 // without one yet, or whose Node has not registered, stands alone) and
 // their pods by nodeName; sorted by name.
-func (c *Cluster) StateNodes() []*Node {
-	byProvider := map[string]*Node{}
-	byName := map[string]*Node{}
-	var out []*Node
-	for _, node := range c.Nodes {
-		n := &Node{Node: node}
-		if node.Spec.ProviderID != "" {
-			byProvider[node.Spec.ProviderID] = n
-		}
-		byName[node.Name] = n
-		out = append(out, n)
-	}
-	for _, nc := range c.NodeClaims {
-		if n, ok := byProvider[nc.Status.ProviderID]; ok && nc.Status.ProviderID != "" && n.NodeClaim == nil {
-			n.NodeClaim = nc
-			continue
-		}
-		out = append(out, &Node{NodeClaim: nc})
-	}
-	for _, p := range c.Pods {
-		if n, ok := byName[p.Spec.NodeName]; ok && p.Spec.NodeName != "" {
-			n.Pods = append(n.Pods, p)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Name() < out[j].Name() })
-	return out
-}
+func (c *Cluster) StateNodes() []*Node { return c.Store().Nodes() }
 
 // PendingPods are the pods provisioning should find room for, as upstream
 // picks them: unbound, active, not nominated to a node (kube-scheduler is
 // preempting for them), neither a DaemonSet's nor a mirror, and reported
 // unschedulable by kube-scheduler (or never tried, with
 // AssumeUnschedulable).
-func (c *Cluster) PendingPods() []*corev1.Pod {
-	var out []*corev1.Pod
-	for _, p := range c.Pods {
-		if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podutil.IsActive(p) || podutil.IsDaemonSetPod(p) || podutil.IsMirrorPod(p) {
-			continue
-		}
-		if c.unschedulable(p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func (c *Cluster) PendingPods() []*corev1.Pod { return c.Store().PendingPods() }
 
-func (c *Cluster) unschedulable(p *corev1.Pod) bool {
+// isPending: the pod is one provisioning should find room for.
+func isPending(p *corev1.Pod, assumeUnschedulable bool) bool {
+	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podutil.IsActive(p) || podutil.IsDaemonSetPod(p) || podutil.IsMirrorPod(p) {
+		return false
+	}
 	for _, cond := range p.Status.Conditions {
 		if cond.Type == corev1.PodScheduled {
 			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
 		}
 	}
-	return c.AssumeUnschedulable
+	return assumeUnschedulable
 }
 
 // DaemonSetPods are the DaemonSets' pod templates as pods of their
@@ -279,53 +263,13 @@ func (c *Cluster) DaemonSetPods() []*corev1.Pod {
 // ProvisioningSnapshot is what provisioning plans over: every node and
 // in-flight claim, the DaemonSets, and the pending pods.
 func (c *Cluster) ProvisioningSnapshot() *provisioning.Snapshot {
-	snap := &provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes, DaemonSets: c.DaemonSetPods(), Pods: c.PendingPods()}
-	for _, n := range c.StateNodes() {
-		snap.Nodes = append(snap.Nodes, n.scheduling())
-	}
-	return snap
+	return c.Store().ProvisioningSnapshot()
 }
 
-// DisruptionCluster is what disruption decides over at now. drifted, when
-// set, is the cloud provider's drift check of a claim ("" for none).
+// DisruptionCluster is what disruption decides over at now (see
+// Store.DisruptionCluster).
 func (c *Cluster) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Cluster {
-	dc := &disruption.Cluster{Now: now, NodePools: c.NodePools, InstanceTypes: c.InstanceTypes, PDBs: c.PDBs,
-		DaemonSets: c.DaemonSetPods(), PendingPods: len(c.PendingPods())}
-	for _, n := range c.StateNodes() {
-		sn := n.scheduling()
-		if !n.Managed() || n.Node == nil {
-			if n.Node != nil {
-				dc.Unmanaged = append(dc.Unmanaged, sn)
-			}
-			continue
-		}
-		labels := n.Labels()
-		cand := &disruption.Candidate{Node: sn, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
-			InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
-			Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: !n.Ready()}
-		cand.Price = c.price(cand)
-		if drifted != nil {
-			cand.NodeClassDrift = drifted(n.NodeClaim)
-		}
-		dc.Nodes = append(dc.Nodes, cand)
-	}
-	return dc
-}
-
-// price is what the node's offering costs now (0 when the cloud no longer
-// lists it).
-func (c *Cluster) price(cand *disruption.Candidate) float64 {
-	for _, it := range c.InstanceTypes[cand.NodePool] {
-		if it.Name != cand.InstanceType {
-			continue
-		}
-		for _, o := range it.Offerings {
-			if o.Zone == cand.Zone && o.CapacityType == cand.CapacityType {
-				return o.Price
-			}
-		}
-	}
-	return 0
+	return c.Store().DisruptionCluster(now, drifted)
 }
 
 func conditionTrue(conds []v1.Condition, t string) bool {

@@ -131,8 +131,8 @@ func TestProvisioningSnapshot(t *testing.T) {
 		t.Errorf("pending pods %q: only the one kube-scheduler gave up on (not nominated, terminating, or never tried)", got)
 	}
 	c.AssumeUnschedulable = true
-	if got := names(c.PendingPods()); got != "pending,fresh" {
-		t.Errorf("with AssumeUnschedulable, pending %q: a pod no scheduler tried counts too", got)
+	if got := names(c.PendingPods()); got != "fresh,pending" {
+		t.Errorf("with AssumeUnschedulable, pending %q: a pod no scheduler tried counts too (oldest first, then by name)", got)
 	}
 	byName := map[string]*provisioning.Node{}
 	var order []string
@@ -144,8 +144,8 @@ func TestProvisioningSnapshot(t *testing.T) {
 		t.Fatalf("nodes %s: the registered claim joins its Node by providerID, the launching claim stands alone", got)
 	}
 	registered := byName["ip-10-0-0-1"]
-	if registered.NodePool != "general" || registered.InFlight || names(registered.Pods) != "web-1,agent-x" {
-		t.Errorf("registered node: pool %q in-flight %v pods %s (the finished pod frees its room)", registered.NodePool, registered.InFlight, names(registered.Pods))
+	if registered.NodePool != "general" || registered.InFlight || names(registered.Pods) != "agent-x,web-1" {
+		t.Errorf("registered node: pool %q in-flight %v pods %s (by namespace and name; the finished pod frees its room)", registered.NodePool, registered.InFlight, names(registered.Pods))
 	}
 	if q := registered.Allocatable[corev1.ResourceCPU]; q.String() != "3920m" {
 		t.Errorf("a registered node's allocatable is the Node's: %s", q.String())
@@ -204,10 +204,13 @@ func TestDisruptionCluster(t *testing.T) {
 		}
 		return ""
 	})
-	if len(dc.Nodes) != 1 || len(dc.Unmanaged) != 1 || dc.PendingPods != 1 {
-		t.Fatalf("%d candidates, %d unmanaged, %d pending: want the registered managed node, the system node, one pending pod", len(dc.Nodes), len(dc.Unmanaged), dc.PendingPods)
+	if len(dc.Nodes) != 2 || len(dc.Unmanaged) != 1 || dc.PendingPods != 1 {
+		t.Fatalf("%d candidates, %d unmanaged, %d pending: want the launching claim and the registered managed node, the system node, one pending pod", len(dc.Nodes), len(dc.Unmanaged), dc.PendingPods)
 	}
-	cand := dc.Nodes[0]
+	if launching := dc.Nodes[0]; launching.Node.Name != "general-def" || launching.Initialized || launching.NotReady || !launching.Node.InFlight {
+		t.Errorf("the launching claim is capacity pods may move to, not yet a candidate: %+v", launching)
+	}
+	cand := dc.Nodes[1]
 	if cand.Node.Name != "ip-10-0-0-1" || cand.NodeClaim.Name != "general-abc" || cand.InstanceType != "m.4x" || cand.Zone != "zone-a" ||
 		cand.CapacityType != v1.CapacityTypeOnDemand || cand.Price != 0.2 || !cand.Initialized || cand.Disrupting || cand.NotReady || cand.NodeClassDrift != "AMIDrift" {
 		t.Errorf("candidate %+v", cand)
@@ -219,7 +222,7 @@ func TestDisruptionCluster(t *testing.T) {
 	}
 	// A node tainted karpenter.sh/disrupted is already being disrupted.
 	c.Nodes[1].Spec.Taints = []corev1.Taint{v1.DisruptedTaint}
-	if cand := c.DisruptionCluster(t0, nil).Nodes[0]; !cand.Disrupting {
+	if cand := c.DisruptionCluster(t0, nil).Nodes[1]; !cand.Disrupting {
 		t.Error("a node with the disrupted taint is disrupting")
 	}
 }

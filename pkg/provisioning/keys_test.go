@@ -1,0 +1,56 @@
+package provisioning
+
+import (
+	"context"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+)
+
+// TestPlannerCachesByContent: a host that changes a node in place (an
+// informer's cache does not, but nothing stops a host) is seen as it is
+// now whenever the node's Version says it changed, or the node has none;
+// the planner's caches are not keyed by pointer. The same holds for pods:
+// a pod changed in place with a new resourceVersion is asked anew.
+func TestPlannerCachesByContent(t *testing.T) {
+	pl := NewPlanner([]*v1.NodePool{pool("p")}, map[string][]*cloudprovider.InstanceType{"p": standardTypes()}, nil)
+	for _, version := range []string{"", "v1"} {
+		full := pod("3500m", "1Gi")
+		full.ResourceVersion = "1"
+		node := readyNode("n", "zone-a", 4, full)
+		node.Version = version
+		node.NodePool = "p"
+		pending := pod("1", "1Gi")
+		res := pl.Solve(context.Background(), &Snapshot{Nodes: []*Node{node}, Pods: []*corev1.Pod{pending}})
+		if len(res.NewNodeClaims) != 1 {
+			t.Fatalf("version %q: the full node cannot take 1 core: %d claims", version, len(res.NewNodeClaims))
+		}
+		// The pod on the node shrinks in place, with a new resourceVersion,
+		// and the node says it changed (or has no Version at all).
+		full.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("500m")
+		full.ResourceVersion = "2"
+		if version != "" {
+			node.Version = "v2"
+		}
+		res = pl.Solve(context.Background(), &Snapshot{Nodes: []*Node{node}, Pods: []*corev1.Pod{pending}})
+		if len(res.NewNodeClaims) != 0 || len(res.ExistingNodes) != 1 {
+			t.Errorf("version %q: after the change the node has room: %d claims, %d existing", version, len(res.NewNodeClaims), len(res.ExistingNodes))
+		}
+	}
+}
+
+// TestDerivedPodsAreNotTheirOriginal: a pod relaxed of its preferences is
+// a different pod to every cache, though it keeps its name — taking it
+// for the original made relaxation go round for ever.
+func TestDerivedPodsAreNotTheirOriginal(t *testing.T) {
+	p := pod("1", "1Gi")
+	p.ResourceVersion = "7"
+	d := derivedPod(p)
+	if _, keyed := podKeyOf(d); keyed || d.Name != p.Name {
+		t.Errorf("derived pod keyed %v, name %s", keyed, d.Name)
+	}
+}

@@ -1,0 +1,518 @@
+package state
+
+import (
+	"hash/fnv"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// Store is the cluster kept up to date one object at a time — from
+// informer events in the controller, from its world in the simulator —
+// and the snapshots decisions read from it. A node's view (a
+// provisioning.Node and what disruption needs of it) is rebuilt only when
+// the Node, its NodeClaim or one of its pods changes, and carries a
+// Version made of their resourceVersions, so the engine's caches hold
+// across decisions exactly while nothing changed.
+//
+// Objects handed to a Store are the Store's: a host changes an object by
+// handing over a new one (as informers do), never by writing into one it
+// gave. A Store is safe for concurrent use.
+type Store struct {
+	mu sync.Mutex
+
+	nodePools     []*v1.NodePool
+	instanceTypes map[string][]*cloudprovider.InstanceType
+	daemonSets    []*appsv1.DaemonSet
+	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
+	pdbs          []*policyv1.PodDisruptionBudget
+	// assumeUnschedulable: see Cluster.AssumeUnschedulable.
+	assumeUnschedulable bool
+
+	nodes      map[string]*corev1.Node    // by name
+	claims     map[string]*v1.NodeClaim   // by name
+	claimOf    map[string]string          // providerID → claim name
+	pods       map[podRef]*storedPod      // every pod
+	podsOn     map[string]map[podRef]bool // by spec.nodeName
+	unbound    map[podRef]bool            // pods with no spec.nodeName
+	views      map[entry]*view            // one per claim, and per Node without a claim
+	sorted     []*view                    // views by name; nil after a view came or went
+	nodeEntry  map[string]entry           // Node name → its entry
+	claimEntry map[string]entry           // claim name → its entry
+}
+
+type podRef struct{ namespace, name string }
+
+func refOf(p *corev1.Pod) podRef { return podRef{podutil.Namespace(p.ObjectMeta), p.Name} }
+
+type storedPod struct {
+	pod      *corev1.Pod
+	requests corev1.ResourceList
+}
+
+// entry names a view: a claim ("c", name) or an unmanaged Node ("n", name).
+type entry struct {
+	kind byte
+	name string
+}
+
+// view is one node as decisions see it, rebuilt when dirty.
+type view struct {
+	key   entry
+	node  Node
+	dirty bool
+	built *provisioning.Node
+	// reschedulable are the pods that move if the node goes.
+	reschedulable []*corev1.Pod
+}
+
+// NewStore returns an empty Store. assumeUnschedulable: see
+// Cluster.AssumeUnschedulable.
+func NewStore(assumeUnschedulable bool) *Store {
+	return &Store{assumeUnschedulable: assumeUnschedulable,
+		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{},
+		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]bool{},
+		views: map[entry]*view{}, nodeEntry: map[string]entry{}, claimEntry: map[string]entry{}}
+}
+
+// SetNodePools replaces the NodePools.
+func (s *Store) SetNodePools(pools []*v1.NodePool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodePools = pools
+}
+
+// SetInstanceTypes replaces what the cloud offers each NodePool.
+func (s *Store) SetInstanceTypes(its map[string][]*cloudprovider.InstanceType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.instanceTypes = its
+}
+
+// SetDaemonSets replaces the DaemonSets.
+func (s *Store) SetDaemonSets(dss []*appsv1.DaemonSet) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.daemonSets = dss
+	s.dsPods = (&Cluster{DaemonSets: dss}).DaemonSetPods()
+}
+
+// SetPDBs replaces the PodDisruptionBudgets (with their live status).
+func (s *Store) SetPDBs(pdbs []*policyv1.PodDisruptionBudget) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pdbs = pdbs
+}
+
+// SetNode adds or replaces a Node.
+func (s *Store) SetNode(n *corev1.Node) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.detachNode(n.Name)
+	s.nodes[n.Name] = n
+	s.attachNode(n)
+}
+
+// DeleteNode forgets a Node (its claim, if any, stays until deleted).
+func (s *Store) DeleteNode(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.detachNode(name)
+	delete(s.nodes, name)
+}
+
+// SetNodeClaim adds or replaces a NodeClaim.
+func (s *Store) SetNodeClaim(nc *v1.NodeClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if old, ok := s.claims[nc.Name]; ok && old.Status.ProviderID != nc.Status.ProviderID {
+		s.deleteClaimLocked(nc.Name)
+	}
+	s.claims[nc.Name] = nc
+	k := entry{'c', nc.Name}
+	v := s.views[k]
+	if v == nil {
+		v = &view{key: k}
+		s.views[k] = v
+		s.claimEntry[nc.Name] = k
+		s.sorted = nil
+	}
+	v.node.NodeClaim = nc
+	v.dirty = true
+	if id := nc.Status.ProviderID; id != "" {
+		s.claimOf[id] = nc.Name
+		for name, n := range s.nodes {
+			if n.Spec.ProviderID == id && s.nodeEntry[name] != k {
+				s.detachNode(name)
+				s.attachNode(n)
+			}
+		}
+	}
+}
+
+// DeleteNodeClaim forgets a NodeClaim; its Node, if still there, is then
+// a node Joiner does not manage.
+func (s *Store) DeleteNodeClaim(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.deleteClaimLocked(name)
+}
+
+func (s *Store) deleteClaimLocked(name string) {
+	nc, ok := s.claims[name]
+	if !ok {
+		return
+	}
+	k := s.claimEntry[name]
+	var node *corev1.Node
+	if v := s.views[k]; v != nil {
+		node = v.node.Node
+	}
+	delete(s.views, k)
+	delete(s.claimEntry, name)
+	delete(s.claims, name)
+	if id := nc.Status.ProviderID; id != "" && s.claimOf[id] == name {
+		delete(s.claimOf, id)
+	}
+	s.sorted = nil
+	if node != nil {
+		delete(s.nodeEntry, node.Name)
+		s.attachNode(node)
+	}
+}
+
+// attachNode joins a Node to the claim with its providerID, or makes it a
+// view of its own.
+func (s *Store) attachNode(n *corev1.Node) {
+	k := entry{'n', n.Name}
+	if claim, ok := s.claimOf[n.Spec.ProviderID]; ok && n.Spec.ProviderID != "" {
+		k = s.claimEntry[claim]
+	}
+	v := s.views[k]
+	if v == nil {
+		v = &view{key: k}
+		s.views[k] = v
+		s.sorted = nil
+	}
+	v.node.Node = n
+	v.dirty = true
+	s.nodeEntry[n.Name] = k
+}
+
+// detachNode takes a Node off its view (dropping the view if it was the
+// Node's own).
+func (s *Store) detachNode(name string) {
+	k, ok := s.nodeEntry[name]
+	if !ok {
+		return
+	}
+	delete(s.nodeEntry, name)
+	v := s.views[k]
+	if v == nil {
+		return
+	}
+	if k.kind == 'n' {
+		delete(s.views, k)
+		s.sorted = nil
+		return
+	}
+	v.node.Node = nil
+	v.dirty = true
+}
+
+// SetPod adds or replaces a pod.
+func (s *Store) SetPod(p *corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ref := refOf(p)
+	s.unlinkPod(ref)
+	sp := &storedPod{pod: p, requests: scheduling.PodRequests(p)}
+	s.pods[ref] = sp
+	if p.Spec.NodeName == "" {
+		s.unbound[ref] = true
+		return
+	}
+	on := s.podsOn[p.Spec.NodeName]
+	if on == nil {
+		on = map[podRef]bool{}
+		s.podsOn[p.Spec.NodeName] = on
+	}
+	on[ref] = true
+	s.touchNode(p.Spec.NodeName)
+}
+
+// DeletePod forgets a pod.
+func (s *Store) DeletePod(namespace, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ref := podRef{namespace, name}
+	if namespace == "" {
+		ref.namespace = corev1.NamespaceDefault
+	}
+	s.unlinkPod(ref)
+	delete(s.pods, ref)
+}
+
+func (s *Store) unlinkPod(ref podRef) {
+	old, ok := s.pods[ref]
+	if !ok {
+		return
+	}
+	if node := old.pod.Spec.NodeName; node != "" {
+		delete(s.podsOn[node], ref)
+		if len(s.podsOn[node]) == 0 {
+			delete(s.podsOn, node)
+		}
+		s.touchNode(node)
+	} else {
+		delete(s.unbound, ref)
+	}
+}
+
+func (s *Store) touchNode(name string) {
+	if k, ok := s.nodeEntry[name]; ok {
+		s.views[k].dirty = true
+	}
+}
+
+// Pod returns the stored pod, or nil.
+func (s *Store) Pod(namespace, name string) *corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if namespace == "" {
+		namespace = corev1.NamespaceDefault
+	}
+	if sp := s.pods[podRef{namespace, name}]; sp != nil {
+		return sp.pod
+	}
+	return nil
+}
+
+// build brings every dirty view up to date and returns them by name.
+func (s *Store) build() []*view {
+	if s.sorted == nil {
+		s.sorted = make([]*view, 0, len(s.views))
+		for _, v := range s.views {
+			s.sorted = append(s.sorted, v)
+		}
+		sort.Slice(s.sorted, func(i, j int) bool {
+			a, b := s.sorted[i], s.sorted[j]
+			if an, bn := a.node.Name(), b.node.Name(); an != bn {
+				return an < bn
+			}
+			return a.key.kind < b.key.kind
+		})
+	}
+	for _, v := range s.sorted {
+		if v.dirty {
+			s.rebuild(v)
+		}
+	}
+	return s.sorted
+}
+
+func (s *Store) rebuild(v *view) {
+	v.dirty = false
+	v.node.Pods = v.node.Pods[:0]
+	var requests []corev1.ResourceList
+	if n := v.node.Node; n != nil {
+		refs := make([]podRef, 0, len(s.podsOn[n.Name]))
+		for ref := range s.podsOn[n.Name] {
+			refs = append(refs, ref)
+		}
+		sort.Slice(refs, func(i, j int) bool {
+			if refs[i].namespace != refs[j].namespace {
+				return refs[i].namespace < refs[j].namespace
+			}
+			return refs[i].name < refs[j].name
+		})
+		v.node.Pods = make([]*corev1.Pod, 0, len(refs))
+		for _, ref := range refs {
+			sp := s.pods[ref]
+			v.node.Pods = append(v.node.Pods, sp.pod)
+			if !podutil.IsTerminal(sp.pod) {
+				requests = append(requests, sp.requests)
+			}
+		}
+	}
+	v.built = v.node.schedulingWith(scheduling.Add(requests...))
+	v.built.Version = version(&v.node)
+	v.reschedulable = v.reschedulable[:0]
+	for _, p := range v.built.Pods {
+		if podutil.IsReschedulable(p) {
+			v.reschedulable = append(v.reschedulable, p)
+		}
+	}
+	v.reschedulable = append([]*corev1.Pod{}, v.reschedulable...)
+}
+
+// version is a hash of the resourceVersions the node's view is made of, or
+// "" when one of them has none (the view is then never cached).
+func version(n *Node) string {
+	h := fnv.New64a()
+	write := func(parts ...string) bool {
+		for _, p := range parts {
+			if p == "" {
+				return false
+			}
+			_, _ = h.Write([]byte(p))
+			_, _ = h.Write([]byte{0})
+		}
+		return true
+	}
+	if n.Node != nil && !write("node", n.Node.Name, n.Node.ResourceVersion) {
+		return ""
+	}
+	if n.NodeClaim != nil && !write("claim", n.NodeClaim.Name, n.NodeClaim.ResourceVersion) {
+		return ""
+	}
+	for _, p := range n.Pods {
+		if !write(p.Namespace, p.Name, p.ResourceVersion) {
+			return ""
+		}
+	}
+	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// Nodes are the Nodes joined to their NodeClaims, with their pods, by
+// name (see Cluster.StateNodes).
+func (s *Store) Nodes() []*Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := s.build()
+	out := make([]*Node, len(views))
+	for i, v := range views {
+		n := v.node
+		out[i] = &n
+	}
+	return out
+}
+
+// View returns the node (by Node name, or claim name before it registers)
+// as provisioning sees it, or nil. Callers must not change it.
+func (s *Store) View(name string) *provisioning.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k, ok := s.nodeEntry[name]
+	if !ok {
+		if k, ok = s.claimEntry[name]; !ok {
+			return nil
+		}
+	}
+	v := s.views[k]
+	if v.dirty {
+		s.rebuild(v)
+	}
+	return v.built
+}
+
+// PendingPods are the pods provisioning should find room for (see
+// Cluster.PendingPods), oldest first, then by namespace and name.
+func (s *Store) PendingPods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.pendingLocked()
+}
+
+func (s *Store) pendingLocked() []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(s.unbound))
+	for ref := range s.unbound {
+		if p := s.pods[ref].pod; isPending(p, s.assumeUnschedulable) {
+			out = append(out, p)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
+			return a.CreationTimestamp.Before(&b.CreationTimestamp)
+		}
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	return out
+}
+
+// ProvisioningSnapshot is what provisioning plans over: every node and
+// in-flight claim, the DaemonSets, and the pending pods. The Nodes are
+// shared with later snapshots while they do not change: callers must not
+// change them.
+func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := s.build()
+	snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
+		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views))}
+	for _, v := range views {
+		snap.Nodes = append(snap.Nodes, v.built)
+	}
+	return snap
+}
+
+// DisruptionCluster is what disruption decides over at now: every managed
+// node (in-flight claims too, as capacity pods may move to) as a
+// candidate, and the Nodes Joiner does not manage. drifted, when set, is
+// the cloud provider's drift check of a claim ("" for none).
+func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Cluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	views := s.build()
+	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
+		DaemonSets: s.dsPods, PendingPods: len(s.pendingLocked())}
+	for _, v := range views {
+		n := &v.node
+		if !n.Managed() {
+			if n.Node != nil {
+				dc.Unmanaged = append(dc.Unmanaged, v.built)
+			}
+			continue
+		}
+		labels := v.built.Labels
+		cand := &disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
+			InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
+			Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
+			Reschedulable: v.reschedulable}
+		cand.Price = price(s.instanceTypes, cand)
+		if drifted != nil {
+			cand.NodeClassDrift = drifted(n.NodeClaim)
+		}
+		dc.Nodes = append(dc.Nodes, cand)
+	}
+	return dc
+}
+
+// price is what the node's offering costs now (0 when the cloud no longer
+// lists it).
+func price(its map[string][]*cloudprovider.InstanceType, cand *disruption.Candidate) float64 {
+	for _, it := range its[cand.NodePool] {
+		if it.Name != cand.InstanceType {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == cand.Zone && o.CapacityType == cand.CapacityType {
+				return o.Price
+			}
+		}
+	}
+	return 0
+}
+
+// DaemonSetPods are the DaemonSets as pods (see Cluster.DaemonSetPods).
+func (s *Store) DaemonSetPods() []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dsPods
+}

@@ -1,0 +1,163 @@
+package state
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+func withRV(rv string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.ResourceVersion = rv } }
+
+func viewNames(s *Store) string {
+	var out []string
+	for _, n := range s.ProvisioningSnapshot().Nodes {
+		kind := "managed"
+		if n.NodePool == "" {
+			kind = "unmanaged"
+		}
+		out = append(out, n.Name+"="+kind)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestStoreFollowsEvents feeds a Store one event at a time, as informers
+// do, and checks the join by providerID, which pods are on which node, and
+// that a node's Version changes exactly when the node, its claim or its
+// pods change.
+func TestStoreFollowsEvents(t *testing.T) {
+	s := NewStore(false)
+	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-abc", ResourceVersion: "1", Labels: map[string]string{v1.LabelNodePool: "general"}},
+		Status: v1.NodeClaimStatus{Allocatable: resources("4")}}
+	s.SetNodeClaim(claim)
+	if got := viewNames(s); got != "general-abc=managed" {
+		t.Fatalf("a launching claim is a node of its own: %s", got)
+	}
+	if v := s.View("general-abc"); !v.InFlight || v.Version == "" {
+		t.Errorf("launching claim: in-flight %v, version %q", v.InFlight, v.Version)
+	}
+	// The Node registers before the claim's status has its providerID.
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-1", ResourceVersion: "2"}, Spec: corev1.NodeSpec{ProviderID: "aws:///zone-a/i-1"},
+		Status: corev1.NodeStatus{Allocatable: resources("4")}}
+	s.SetNode(node)
+	if got := viewNames(s); got != "general-abc=managed,ip-1=unmanaged" {
+		t.Fatalf("before the claim names its providerID the Node stands alone: %s", got)
+	}
+	launched := claim.DeepCopy()
+	launched.ResourceVersion, launched.Status.ProviderID = "3", "aws:///zone-a/i-1"
+	s.SetNodeClaim(launched)
+	if got := viewNames(s); got != "ip-1=managed" {
+		t.Fatalf("the claim and its Node are one node once joined by providerID: %s", got)
+	}
+	s.SetPod(pod("web-1", "ip-1", "1", withRV("4")))
+	s.SetPod(pod("web-2", "", "1", withRV("5")))
+	before := s.View("ip-1")
+	if len(before.Pods) != 1 || len(s.PendingPods()) != 1 {
+		t.Fatalf("pods on ip-1 %d, pending %d", len(before.Pods), len(s.PendingPods()))
+	}
+	if again := s.View("ip-1"); again != before {
+		t.Error("a node nothing changed on is not rebuilt: caches keep hitting")
+	}
+	// web-2 is bound: ip-1 changes, its Version with it.
+	s.SetPod(pod("web-2", "ip-1", "1", withRV("6")))
+	after := s.View("ip-1")
+	if len(after.Pods) != 2 || after.Version == before.Version || len(s.PendingPods()) != 0 {
+		t.Errorf("after binding: %d pods, version %q (was %q), %d pending", len(after.Pods), after.Version, before.Version, len(s.PendingPods()))
+	}
+	if q := after.Requested[corev1.ResourceCPU]; q.String() != "2" {
+		t.Errorf("requested %s, want the two pods' 2 cores", q.String())
+	}
+	// A pod without a resourceVersion makes the view uncacheable.
+	s.SetPod(pod("hand-written", "ip-1", "1"))
+	if v := s.View("ip-1"); v.Version != "" {
+		t.Errorf("a node with a pod without resourceVersion has no Version, got %q", v.Version)
+	}
+	s.DeletePod("default", "hand-written")
+	if v := s.View("ip-1"); v.Version != after.Version {
+		t.Errorf("the same content gives the same Version: %q, %q", v.Version, after.Version)
+	}
+	// The claim goes; its Node stays as a node Joiner does not manage.
+	s.DeleteNodeClaim("general-abc")
+	if got := viewNames(s); got != "ip-1=unmanaged" {
+		t.Fatalf("after the claim is deleted: %s", got)
+	}
+	if v := s.View("ip-1"); len(v.Pods) != 2 {
+		t.Errorf("the unmanaged Node keeps its pods: %d", len(v.Pods))
+	}
+	s.DeleteNode("ip-1")
+	if got := viewNames(s); got != "" {
+		t.Errorf("after the Node is deleted: %q", got)
+	}
+}
+
+// TestStoreMatchesCluster: a Store fed the objects one by one builds what
+// a Cluster built from the same lists does.
+func TestStoreMatchesCluster(t *testing.T) {
+	c := cluster()
+	s := NewStore(false)
+	for _, p := range c.Pods { // pods before their nodes, as informers may deliver them
+		s.SetPod(p)
+	}
+	for _, n := range c.Nodes {
+		s.SetNode(n)
+	}
+	for _, nc := range c.NodeClaims {
+		s.SetNodeClaim(nc)
+	}
+	s.SetNodePools(c.NodePools)
+	s.SetInstanceTypes(c.InstanceTypes)
+	s.SetDaemonSets(c.DaemonSets)
+	got, want := s.ProvisioningSnapshot(), c.ProvisioningSnapshot()
+	if !equalJSON(t, got.Nodes, want.Nodes) || names(got.Pods) != names(want.Pods) || names(got.DaemonSets) != names(want.DaemonSets) {
+		t.Errorf("store %s / cluster %s", nodeNames(got.Nodes), nodeNames(want.Nodes))
+	}
+}
+
+func nodeNames(nodes []*provisioning.Node) string {
+	var out []string
+	for _, n := range nodes {
+		out = append(out, n.Name)
+	}
+	return strings.Join(out, ",")
+}
+
+// TestStoreUnderConcurrency: informer handlers write while reconcilers
+// read and decide; under -race this fails if the Store or the engine's
+// shared caches are not safe for it.
+func TestStoreUnderConcurrency(t *testing.T) {
+	c := cluster()
+	s := c.Store()
+	planner := provisioning.NewPlanner(c.NodePools, c.InstanceTypes, s.DaemonSetPods())
+	var wg sync.WaitGroup
+	wg.Add(3)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 50; i++ {
+			node := "ip-10-0-0-1"
+			if i%2 == 0 {
+				node = ""
+			}
+			s.SetPod(pod("churn", node, "100m", withRV(strings.Repeat("x", i+1))))
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20; i++ {
+			_ = planner.Solve(context.Background(), s.ProvisioningSnapshot())
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 20; i++ {
+			_ = s.DisruptionCluster(t0, func(*v1.NodeClaim) cloudprovider.DriftReason { return "" })
+		}
+	}()
+	wg.Wait()
+}
