@@ -1,4 +1,7 @@
-package sim
+// Package htmlreport writes a simulation report as an HTML page with charts.
+// It stands apart from pkg/sim so that the simulator's importers (the CLI's
+// other commands, tests, tools) do not pull in the plotting library.
+package htmlreport
 
 import (
 	"bytes"
@@ -6,26 +9,29 @@ import (
 	"html/template"
 	"image/color"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
-// WriteHTML writes a self-contained report (inline SVG charts drawn with
+// Write writes a self-contained report (inline SVG charts drawn with
 // gonum/plot; nothing is fetched when it opens). b may be nil; with b the
 // two scenarios are shown side by side.
-func WriteHTML(w io.Writer, a, b *Report) error {
+func Write(w io.Writer, a, b *sim.Report) error {
 	var data struct {
 		Warnings []string
 		Sections []section
 	}
 	if a != nil && b != nil {
-		data.Warnings = ComparisonWarnings(a, b)
+		data.Warnings = sim.ComparisonWarnings(a, b)
 	}
-	for _, r := range []*Report{a, b} {
+	for _, r := range []*sim.Report{a, b} {
 		if r == nil {
 			continue
 		}
@@ -44,22 +50,22 @@ type section struct {
 	Charts  []chart
 	// Zones: per zone, nodes launched (in all and per pool) and pods that
 	// ran; Pools and Workloads name the columns and rows.
-	Zones     []ZoneStats
+	Zones     []sim.ZoneStats
 	Pools     []string
 	Workloads []string
 	Nodes     []nodeRow
 	// LaunchLoops: pods provisioning gave up on, with the reason.
-	LaunchLoops []LaunchLoop
+	LaunchLoops []sim.LaunchLoop
 }
 
 // nodeRow is one node of the per-node table, times as a person reads them.
 type nodeRow struct {
-	NodeRecord
+	sim.NodeRecord
 	LaunchedAt, DeletedAt string
 }
 
 // zoneTable fills the section's per-zone and per-node tables.
-func (s *section) zoneTable(r *Report) {
+func (s *section) zoneTable(r *sim.Report) {
 	s.Zones = r.ByZone
 	pools, workloads := map[string]bool{}, map[string]bool{}
 	for _, z := range r.ByZone {
@@ -86,9 +92,9 @@ type chart struct {
 	SVG   template.HTML
 }
 
-func reportSection(r *Report) (section, error) {
+func reportSection(r *sim.Report) (section, error) {
 	var buf bytes.Buffer
-	WriteSummary(&buf, r)
+	sim.WriteSummary(&buf, r)
 	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops}
 	s.zoneTable(r)
 	add := func(title string, p *plot.Plot) error {
@@ -107,10 +113,10 @@ func reportSection(r *Report) (section, error) {
 	steps := []func() (string, *plot.Plot, error){
 		func() (string, *plot.Plot, error) { return nodesChart(r) },
 		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x Sample) float64 { return x.CostPerHour })
+			return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x sim.Sample) float64 { return x.CostPerHour })
 		},
 		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Pending pods", func(x Sample) float64 { return float64(x.Pending) })
+			return seriesChart(r, "Pending pods", func(x sim.Sample) float64 { return float64(x.Pending) })
 		},
 		func() (string, *plot.Plot, error) { return latencyChart(r) },
 		func() (string, *plot.Plot, error) { return disruptionChart(r) },
@@ -129,7 +135,7 @@ func reportSection(r *Report) (section, error) {
 
 func hoursAxis(p *plot.Plot) { p.X.Label.Text = "hours from start" }
 
-func nodesChart(r *Report) (string, *plot.Plot, error) {
+func nodesChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	p.Y.Label.Text = "nodes"
@@ -154,7 +160,7 @@ func nodesChart(r *Report) (string, *plot.Plot, error) {
 	return "Nodes per NodePool", p, nil
 }
 
-func seriesChart(r *Report, title string, f func(Sample) float64) (string, *plot.Plot, error) {
+func seriesChart(r *sim.Report, title string, f func(sim.Sample) float64) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	pts := make(plotter.XYs, len(r.Timeline))
@@ -170,7 +176,7 @@ func seriesChart(r *Report, title string, f func(Sample) float64) (string, *plot
 	return title, p, nil
 }
 
-func latencyChart(r *Report) (string, *plot.Plot, error) {
+func latencyChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	p.Y.Label.Text = "pods"
 	var vals plotter.Values
@@ -198,7 +204,7 @@ func latencyChart(r *Report) (string, *plot.Plot, error) {
 	return "Pod startup latency (pending → running)", p, nil
 }
 
-func disruptionChart(r *Report) (string, *plot.Plot, error) {
+func disruptionChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	p.Y.Label.Text = "NodePool"
@@ -216,7 +222,6 @@ func disruptionChart(r *Report) (string, *plot.Plot, error) {
 		reasons[ev.Reason] = append(reasons[ev.Reason], plotter.XY{X: ev.Minute / 60, Y: float64(index[ev.NodePool])})
 	}
 	keys := sortedKeys(reasons)
-	sort.Strings(keys)
 	var args []any
 	for _, k := range keys {
 		args = append(args, k, reasons[k])
@@ -274,3 +279,5 @@ th:first-child,td:first-child{text-align:left}
 </div>{{end}}</div>
 </body></html>
 `))
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
