@@ -47,7 +47,9 @@ func Write(w io.Writer, a, b *sim.Report) error {
 type section struct {
 	Title   string
 	Summary string
-	Charts  []chart
+	// Notes say which charts the report has no data for.
+	Notes  []string
+	Charts []chart
 	// Zones: per zone, nodes launched (in all and per pool) and pods that
 	// ran; Pools and Workloads name the columns and rows.
 	Zones     []sim.ZoneStats
@@ -97,40 +99,58 @@ func reportSection(r *sim.Report) (section, error) {
 	sim.WriteSummary(&buf, r)
 	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops}
 	s.zoneTable(r)
-	add := func(title string, p *plot.Plot) error {
-		p.Title.Text = title
-		wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
-		if err != nil {
-			return err
-		}
-		var out bytes.Buffer
-		if _, err := wt.WriteTo(&out); err != nil {
-			return err
-		}
-		s.Charts = append(s.Charts, chart{Title: title, SVG: template.HTML(out.String())}) //nolint:gosec // gonum's own SVG
-		return nil
-	}
-	steps := []func() (string, *plot.Plot, error){
-		func() (string, *plot.Plot, error) { return nodesChart(r) },
-		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x sim.Sample) float64 { return x.CostPerHour })
-		},
-		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Pending pods", func(x sim.Sample) float64 { return float64(x.Pending) })
-		},
-		func() (string, *plot.Plot, error) { return latencyChart(r) },
-		func() (string, *plot.Plot, error) { return disruptionChart(r) },
-	}
-	for _, f := range steps {
+	for _, f := range s.plots(r) {
 		title, p, err := f()
 		if err != nil {
 			return s, err
 		}
-		if err := add(title, p); err != nil {
+		c, err := svgChart(title, p)
+		if err != nil {
 			return s, err
 		}
+		s.Charts = append(s.Charts, c)
 	}
 	return s, nil
+}
+
+// plots are the charts r has the data for; what it lacks, s notes. A run
+// always samples its first minute and fills every startup bucket, but a
+// hand-built report, or JSON without them, may not: gonum refuses a bar
+// chart of no values, and a line chart of no samples says nothing.
+func (s *section) plots(r *sim.Report) []func() (string, *plot.Plot, error) {
+	var out []func() (string, *plot.Plot, error)
+	if len(r.Timeline) == 0 {
+		s.Notes = append(s.Notes, "No timeline: the report has no samples, so no chart of nodes, cost or pending pods over time.")
+	} else {
+		out = append(out,
+			func() (string, *plot.Plot, error) { return nodesChart(r) },
+			func() (string, *plot.Plot, error) {
+				return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x sim.Sample) float64 { return x.CostPerHour })
+			},
+			func() (string, *plot.Plot, error) {
+				return seriesChart(r, "Pending pods", func(x sim.Sample) float64 { return float64(x.Pending) })
+			})
+	}
+	if len(r.Pods.Histogram) == 0 {
+		s.Notes = append(s.Notes, "No startup-latency histogram: the report has no buckets.")
+	} else {
+		out = append(out, func() (string, *plot.Plot, error) { return latencyChart(r) })
+	}
+	return append(out, func() (string, *plot.Plot, error) { return disruptionChart(r) })
+}
+
+// svgChart draws p as inline SVG under title.
+func svgChart(title string, p *plot.Plot) (chart, error) {
+	p.Title.Text = title
+	wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
+	if err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	var out bytes.Buffer
+	if _, err := wt.WriteTo(&out); err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	return chart{Title: title, SVG: template.HTML(out.String())}, nil //nolint:gosec // gonum's own SVG
 }
 
 func hoursAxis(p *plot.Plot) { p.X.Label.Text = "hours from start" }
@@ -254,13 +274,15 @@ table{border-collapse:collapse;margin:1em 0;font-size:90%}
 th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
 th:first-child,td:first-child{text-align:left}
 .warning{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em}
+.note{color:#555;font-style:italic}
 </style></head><body>
 <h1>Joiner simulation report</h1>
 {{range .Warnings}}<p class="warning">{{.}}</p>
 {{end}}<div class="cols">{{range .Sections}}<div class="col">
 <h2>{{.Title}}</h2>
 <pre>{{.Summary}}</pre>
-{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
 {{if .LaunchLoops}}<h3 class="warning">Launch loops</h3>
 <table class="loops"><tr><th>workload</th><th>pods</th><th>nodes launched for them</th><th>why they never bound</th></tr>
 {{range .LaunchLoops}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Nodes}}</td><td>{{.Reason}}</td></tr>

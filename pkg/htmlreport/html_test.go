@@ -152,3 +152,38 @@ func TestBundledScenario(t *testing.T) {
 		t.Errorf("HTML lacks %q", want)
 	}
 }
+
+// TestNoTimeline: a report with no samples (hand-built, or JSON without a
+// timeline; sim.Load refuses a zero duration) renders a page that says so.
+// It used to draw three empty charts of it, and to fail with gonum's
+// "plotter: no data points" where the startup buckets were missing too.
+func TestNoTimeline(t *testing.T) {
+	noSamples := report(monday, time.Hour)
+	noSamples.Timeline = nil
+	for _, tc := range []struct {
+		name   string
+		r      *sim.Report
+		charts int // what is left: the startup histogram, the disruptions
+		notes  []string
+	}{
+		{"no samples", noSamples, 2, []string{"No timeline"}},
+		{"nothing at all", &sim.Report{Scenario: "x"}, 1, []string{"No timeline", "No startup-latency histogram"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := render(t, tc.r, nil)
+			for _, n := range tc.notes {
+				if !strings.Contains(h, `<p class="note">`+n) {
+					t.Errorf("the page does not say %q", n)
+				}
+			}
+			if c := strings.Count(h, "<svg "); c != tc.charts {
+				t.Errorf("%d charts, want %d", c, tc.charts)
+			}
+			for _, title := range []string{"Nodes per NodePool", "Pending pods"} {
+				if strings.Contains(h, title) {
+					t.Errorf("a chart %q of no samples", title)
+				}
+			}
+		})
+	}
+}
