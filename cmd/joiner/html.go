@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 
+	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -11,7 +12,7 @@ func writeHTML(path string, a, b *sim.Report) error {
 	if err != nil {
 		return err
 	}
-	if err := sim.WriteHTML(f, a, b); err != nil {
+	if err := htmlreport.Write(f, a, b); err != nil {
 		f.Close()
 		return err
 	}

@@ -28,6 +28,10 @@ func BenchmarkScheduling2000(b *testing.B)  { benchmarkScheduling(b, diversePods
 func BenchmarkScheduling5000(b *testing.B)  { benchmarkScheduling(b, diversePods(5000)) }
 func BenchmarkScheduling10000(b *testing.B) { benchmarkScheduling(b, diversePods(10000)) }
 func BenchmarkScheduling20000(b *testing.B) { benchmarkScheduling(b, diversePods(20000)) }
+
+// BenchmarkSchedulingPreferences is upstream's BenchmarkRespectPreferences.
+// Upstream's BenchmarkIgnorePreferences (PreferencePolicy Ignore) has no
+// twin here: the planner has no option to ignore preferences.
 func BenchmarkSchedulingPreferences(b *testing.B) {
 	benchmarkScheduling(b, preferencePods(4000))
 }
@@ -128,14 +132,24 @@ func (m *podMaker) memory() resource.Quantity {
 	return resource.MustParse(fmt.Sprintf("%dMi", []int{100, 256, 512, 1024, 2048, 4096}[m.r.Intn(6)]))
 }
 
+// requests draws one request shape: a cpu, then a memory.
+func (m *podMaker) requests() corev1.ResourceList {
+	cpu := m.cpu()
+	return corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: m.memory()}
+}
+
+// pod is a pod of a newly drawn request shape.
 func (m *podMaker) pod(labels map[string]string, mutate func(*corev1.Pod)) *corev1.Pod {
+	return m.podWith(labels, m.requests(), mutate)
+}
+
+func (m *podMaker) podWith(labels map[string]string, requests corev1.ResourceList, mutate func(*corev1.Pod)) *corev1.Pod {
 	m.n++
 	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pod-%d", m.n), Namespace: "default", Labels: labels}}
 	if mutate != nil {
 		mutate(p)
 	}
-	p.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{corev1.ResourceCPU: m.cpu(), corev1.ResourceMemory: m.memory()}}}}
+	p.Spec.Containers = []corev1.Container{{Name: "app", Resources: corev1.ResourceRequirements{Requests: requests}}}
 	return p
 }
 
@@ -183,13 +197,18 @@ func diversePods(count int) []*corev1.Pod {
 }
 
 // preferencePods: app=nginx pods that prefer test-zone-1 and prefer to keep
-// away from each other by zone (weight 10) and by hostname (weight 1).
+// away from each other by zone (weight 10, which three zones cannot meet)
+// and by hostname (weight 1, which a node each meets). As upstream's
+// makePreferencePods, every pod has the same requests, one draw of the
+// seeded sizes: 100m cpu and 4096Mi memory (upstream draws once from its
+// package-wide source, and gets these when the benchmark runs alone).
 func preferencePods(count int) []*corev1.Pod {
 	m := &podMaker{r: rand.New(rand.NewSource(42))}
 	nginx := map[string]string{"app": "nginx"}
+	requests := m.requests()
 	var pods []*corev1.Pod
 	for i := 0; i < count; i++ {
-		pods = append(pods, m.pod(nginx, func(p *corev1.Pod) {
+		pods = append(pods, m.podWith(nginx, requests.DeepCopy(), func(p *corev1.Pod) {
 			p.Spec.Affinity = &corev1.Affinity{
 				NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{
 					{Weight: 1, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
@@ -202,4 +221,15 @@ func preferencePods(count int) []*corev1.Pod {
 		}))
 	}
 	return pods
+}
+
+// TestPreferencePodsShape: the preference workload has the one request
+// shape its comment names.
+func TestPreferencePodsShape(t *testing.T) {
+	for _, p := range preferencePods(50) {
+		r := p.Spec.Containers[0].Resources.Requests
+		if r.Cpu().String() != "100m" || r.Memory().String() != "4Gi" {
+			t.Fatalf("%s requests %s cpu, %s memory; want 100m and 4Gi", p.Name, r.Cpu(), r.Memory())
+		}
+	}
 }

@@ -199,13 +199,9 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	if cp.err != nil {
 		return nil, cp.err, true
 	}
-	reqs := cl.reqs
-	if len(c.reqs) > 0 {
-		if err := cl.reqs.Compatible(c.reqs, func(k string) bool { return cl.pool.wellKnown[k] }); err != nil {
-			return nil, err, true
-		}
-		reqs = cl.reqs.Copy()
-		reqs.Merge(c.reqs)
+	reqs, err := cl.joinedReqs(c)
+	if err != nil {
+		return nil, err, true
 	}
 	if portsConflict(cl.ports, c.hostPorts) {
 		return nil, errHostPort, true
@@ -219,28 +215,73 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 		var te *topologyError
 		return nil, err, errors.As(err, &te) && te.permanent
 	}
-	if len(narrow) > 0 {
-		reqs = reqs.Copy()
-		for k, v := range narrow {
-			reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	reqs = narrowed(reqs, narrow)
+	recheckKeys, recheck := cl.recheckKeys(c, narrow)
+	cand, maxAlloc, fitAny := cl.holding(cp.candidates, total, reqs, recheckKeys, recheck)
+	if maxAlloc == nil {
+		if !fitAny {
+			return nil, errNoRoom, true
 		}
+		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
 	}
-	// Keep the instance types that hold everything and still have an
-	// available offering the (possibly narrowed) requirements allow.
-	// Candidates are compatible with the claim and, separately, with the
-	// class; for single-valued instance-type labels that makes them
-	// compatible with both. Only multi-valued keys (zone, capacity type)
-	// and keys topology just narrowed need a second look.
-	recheck := len(c.reqs) > 0 || len(narrow) > 0
-	var recheckKeys []string
-	if recheck {
-		recheckKeys = cl.pool.multiKeys
-		for k := range narrow {
-			recheckKeys = append(recheckKeys[:len(recheckKeys):len(recheckKeys)], k)
-		}
+	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
+		return nil, err, true
 	}
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc}, nil, false
+}
+
+// joinedReqs are the claim's requirements with the class's merged in, or
+// why the two are incompatible. Without class requirements they are the
+// claim's own, not a copy.
+func (cl *claim) joinedReqs(c *podClass) (scheduling.Requirements, error) {
+	if len(c.reqs) == 0 {
+		return cl.reqs, nil
+	}
+	if err := cl.reqs.Compatible(c.reqs, func(k string) bool { return cl.pool.wellKnown[k] }); err != nil {
+		return nil, err
+	}
+	reqs := cl.reqs.Copy()
+	reqs.Merge(c.reqs)
+	return reqs, nil
+}
+
+// narrowed is reqs (copied) with each key topology narrows to one domain
+// pinned to it; reqs itself when there is none.
+func narrowed(reqs scheduling.Requirements, narrow map[string]string) scheduling.Requirements {
+	if len(narrow) == 0 {
+		return reqs
+	}
+	reqs = reqs.Copy()
+	for k, v := range narrow {
+		reqs.Add(scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, v))
+	}
+	return reqs
+}
+
+// recheckKeys says whether the candidates need a second look against the
+// joined requirements, and on which keys. Candidates are compatible with
+// the claim and, separately, with the class; for single-valued
+// instance-type labels that makes them compatible with both. Only
+// multi-valued keys (zone, capacity type) and keys topology just narrowed
+// need a second look.
+func (cl *claim) recheckKeys(c *podClass, narrow map[string]string) ([]string, bool) {
+	if len(c.reqs) == 0 && len(narrow) == 0 {
+		return nil, false
+	}
+	keys := cl.pool.multiKeys
+	for k := range narrow {
+		keys = append(keys[:len(keys):len(keys)], k)
+	}
+	return keys, true
+}
+
+// holding keeps the claim's candidates (and the class's, poolCand) that
+// hold total and, with recheck, still have an available offering reqs
+// allow; maxAlloc is the largest allocatable among them (nil: none kept),
+// fitAny whether any held total at all.
+func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirements, recheckKeys []string, recheck bool) (bitset, vec, bool) {
 	cand := cl.candidates.clone()
-	cand.and(cp.candidates)
+	cand.and(poolCand)
 	var maxAlloc vec
 	fitAny := false
 	cand.each(func(i int) bool {
@@ -257,16 +298,7 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 		maxAlloc = maxInto(maxAlloc, it.alloc)
 		return true
 	})
-	if maxAlloc == nil {
-		if !fitAny {
-			return nil, errNoRoom, true
-		}
-		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
-	}
-	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
-		return nil, err, true
-	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc}, nil, false
+	return cand, maxAlloc, fitAny
 }
 
 // checkMinValues: each requirement with minValues must still be spanned by

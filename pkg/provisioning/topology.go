@@ -88,61 +88,84 @@ func (t *topology) addDomains(key string, values ...string) {
 func (t *topology) groupsFor(pod *corev1.Pod) ([]*topoGroup, error) {
 	var out []*topoGroup
 	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		sel := tsc.LabelSelector
-		if len(tsc.MatchLabelKeys) > 0 {
-			sel = sel.DeepCopy()
-			if sel == nil {
-				sel = &metav1.LabelSelector{}
-			}
-			for _, k := range tsc.MatchLabelKeys {
-				if v, ok := pod.Labels[k]; ok {
-					sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
-				}
-			}
-		}
-		minDomains := 0
-		if tsc.MinDomains != nil {
-			minDomains = int(*tsc.MinDomains)
-		}
-		honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
-		g, err := t.group(spreadGroup, tsc.TopologyKey, map[string]bool{pod.Namespace: true}, sel, int(tsc.MaxSkew), minDomains, honor)
+		g, err := t.spreadGroupFor(pod, tsc)
 		if err != nil {
 			return nil, err
 		}
-		if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
-			if g, err = t.withTaintsHonored(g); err != nil {
-				return nil, err
-			}
-		}
 		out = append(out, g)
 	}
-	if a := pod.Spec.Affinity; a != nil {
-		if a.PodAffinity != nil {
-			terms := append([]corev1.PodAffinityTerm(nil), a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-			for _, w := range a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				terms = append(terms, w.PodAffinityTerm)
-			}
-			for _, term := range terms {
-				g, err := t.group(affinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, g)
-			}
+	a := pod.Spec.Affinity
+	if a == nil {
+		return out, nil
+	}
+	if a.PodAffinity != nil {
+		gs, err := t.termGroups(pod, affinityGroup, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		if err != nil {
+			return nil, err
 		}
-		if a.PodAntiAffinity != nil {
-			terms := append([]corev1.PodAffinityTerm(nil), a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-			for _, w := range a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution {
-				terms = append(terms, w.PodAffinityTerm)
-			}
-			for _, term := range terms {
-				g, err := t.group(antiAffinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, g)
-			}
+		out = append(out, gs...)
+	}
+	if a.PodAntiAffinity != nil {
+		gs, err := t.termGroups(pod, antiAffinityGroup, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, gs...)
+	}
+	return out, nil
+}
+
+// spreadGroupFor is the group of one of the pod's topology spread
+// constraints (its taint-honouring twin under nodeTaintsPolicy Honor).
+func (t *topology) spreadGroupFor(pod *corev1.Pod, tsc corev1.TopologySpreadConstraint) (*topoGroup, error) {
+	minDomains := 0
+	if tsc.MinDomains != nil {
+		minDomains = int(*tsc.MinDomains)
+	}
+	honor := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	g, err := t.group(spreadGroup, tsc.TopologyKey, map[string]bool{pod.Namespace: true}, spreadSelector(pod, tsc), int(tsc.MaxSkew), minDomains, honor)
+	if err != nil {
+		return nil, err
+	}
+	if tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor {
+		return t.withTaintsHonored(g)
+	}
+	return g, nil
+}
+
+// spreadSelector is the constraint's label selector with its matchLabelKeys
+// added as the pod's own values for them.
+func spreadSelector(pod *corev1.Pod, tsc corev1.TopologySpreadConstraint) *metav1.LabelSelector {
+	sel := tsc.LabelSelector
+	if len(tsc.MatchLabelKeys) == 0 {
+		return sel
+	}
+	sel = sel.DeepCopy()
+	if sel == nil {
+		sel = &metav1.LabelSelector{}
+	}
+	for _, k := range tsc.MatchLabelKeys {
+		if v, ok := pod.Labels[k]; ok {
+			sel.MatchExpressions = append(sel.MatchExpressions, metav1.LabelSelectorRequirement{Key: k, Operator: metav1.LabelSelectorOpIn, Values: []string{v}})
+		}
+	}
+	return sel
+}
+
+// termGroups are the groups of the pod's pod (anti-)affinity terms of one
+// kind, the required ones first, then the preferred ones.
+func (t *topology) termGroups(pod *corev1.Pod, kind groupKind, required []corev1.PodAffinityTerm, preferred []corev1.WeightedPodAffinityTerm) ([]*topoGroup, error) {
+	terms := append([]corev1.PodAffinityTerm(nil), required...)
+	for _, w := range preferred {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	var out []*topoGroup
+	for _, term := range terms {
+		g, err := t.group(kind, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
 	}
 	return out, nil
 }
@@ -293,65 +316,100 @@ func (t *topology) check(c *podClass, domains domainsOf, eligible func(*topoGrou
 	var narrow map[string]string
 	for _, key := range c.topologyKeys() {
 		cand, decided := domains(key)
-		var spread *topoGroup
-		for _, g := range c.owned {
-			if g.key != key {
-				continue
-			}
-			before := len(cand)
-			switch g.kind {
-			case spreadGroup:
-				spread = g
-				self := 0
-				if c.selectedBy(g) {
-					self = 1
-				}
-				elig := eligible(g)
-				minCount := t.minCount(g, elig)
-				cand = filterDomains(cand, func(d string) bool {
-					return (key == v1.LabelHostname || contains(elig, d)) && g.counts[d]+self-minCount <= g.maxSkew
-				})
-			case affinityGroup:
-				if g.total == 0 && c.selectedBy(g) {
-					break // the first pod of a self-affine group may go anywhere
-				}
-				cand = filterDomains(cand, func(d string) bool { return g.exact[d] > 0 })
-			case antiAffinityGroup:
-				cand = filterDomains(cand, func(d string) bool { return g.counts[d] == 0 })
-			}
-			if len(cand) == 0 {
-				// Counts only grow: anti-affinity against a decided domain
-				// never clears, nor does a hostname spread (its minimum is 0).
-				permanent := before > 0 && ((g.kind == antiAffinityGroup && decided) || (g.kind == spreadGroup && key == v1.LabelHostname))
-				return nil, &topologyError{group: g, permanent: permanent}
-			}
+		cand, spread, err := t.allowedByOwn(c, key, cand, decided, eligible)
+		if err != nil {
+			return nil, err
 		}
-		for _, g := range c.antiMatchedBy {
-			if g.key != key {
-				continue
-			}
-			cand = filterDomains(cand, func(d string) bool { return g.owners[d] == 0 })
-			if len(cand) == 0 {
-				return nil, &topologyError{group: g, inverse: true, permanent: decided}
-			}
+		if cand, err = awayFromOwners(c, key, cand, decided); err != nil {
+			return nil, err
 		}
 		if decided {
 			continue
 		}
-		choice := cand[0]
-		if spread != nil {
-			for _, d := range cand[1:] {
-				if spread.counts[d] < spread.counts[choice] {
-					choice = d
-				}
-			}
-		}
 		if narrow == nil {
 			narrow = map[string]string{}
 		}
-		narrow[key] = choice
+		narrow[key] = leastCounted(cand, spread)
 	}
 	return narrow, nil
+}
+
+// allowedByOwn keeps the domains of key that the class's own constraints
+// on it allow, and returns the last spread among them (nil if none).
+func (t *topology) allowedByOwn(c *podClass, key string, cand []string, decided bool, eligible func(*topoGroup) []string) ([]string, *topoGroup, error) {
+	var spread *topoGroup
+	for _, g := range c.owned {
+		if g.key != key {
+			continue
+		}
+		before := len(cand)
+		switch g.kind {
+		case spreadGroup:
+			spread = g
+			cand = t.withinSkew(c, g, cand, eligible(g))
+		case affinityGroup:
+			if g.total == 0 && c.selectedBy(g) {
+				break // the first pod of a self-affine group may go anywhere
+			}
+			cand = filterDomains(cand, func(d string) bool { return g.exact[d] > 0 })
+		case antiAffinityGroup:
+			cand = filterDomains(cand, func(d string) bool { return g.counts[d] == 0 })
+		}
+		if len(cand) == 0 {
+			return nil, nil, &topologyError{group: g, permanent: before > 0 && neverClears(g, decided)}
+		}
+	}
+	return cand, spread, nil
+}
+
+// withinSkew keeps the domains a pod of the class can join without taking
+// the spread past maxSkew over its minimum among the eligible domains (any
+// new node is eligible for a hostname spread).
+func (t *topology) withinSkew(c *podClass, g *topoGroup, cand, eligible []string) []string {
+	self := 0
+	if c.selectedBy(g) {
+		self = 1
+	}
+	minCount := t.minCount(g, eligible)
+	return filterDomains(cand, func(d string) bool {
+		return (g.key == v1.LabelHostname || contains(eligible, d)) && g.counts[d]+self-minCount <= g.maxSkew
+	})
+}
+
+// neverClears says a target that g leaves no domain of stays so: counts
+// only grow, so anti-affinity against a decided domain never clears, nor
+// does a hostname spread (its minimum is 0).
+func neverClears(g *topoGroup, decided bool) bool {
+	return (g.kind == antiAffinityGroup && decided) || (g.kind == spreadGroup && g.key == v1.LabelHostname)
+}
+
+// awayFromOwners keeps the domains of key where no pod is whose required
+// anti-affinity selects the class.
+func awayFromOwners(c *podClass, key string, cand []string, decided bool) ([]string, error) {
+	for _, g := range c.antiMatchedBy {
+		if g.key != key {
+			continue
+		}
+		cand = filterDomains(cand, func(d string) bool { return g.owners[d] == 0 })
+		if len(cand) == 0 {
+			return nil, &topologyError{group: g, inverse: true, permanent: decided}
+		}
+	}
+	return cand, nil
+}
+
+// leastCounted is the domain to narrow an undecided target to: the first
+// candidate, or with a spread the first of those it counts fewest pods in.
+func leastCounted(cand []string, spread *topoGroup) string {
+	choice := cand[0]
+	if spread != nil {
+		for _, d := range cand[1:] {
+			if spread.counts[d] < spread.counts[choice] {
+				choice = d
+			}
+		}
+	}
+	return choice
 }
 
 // minCount is the smallest count over the eligible domains; a hostname

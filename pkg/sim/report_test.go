@@ -222,20 +222,6 @@ func TestReportNodesAndZones(t *testing.T) {
 	if want := "Zones          us-east-1a 2 nodes 2 pods, us-east-1b 2 nodes 2 pods, us-east-1c 2 nodes 2 pods"; !strings.Contains(sum.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum.String())
 	}
-	var html bytes.Buffer
-	if err := WriteHTML(&html, rep, nil); err != nil {
-		t.Fatal(err)
-	}
-	h := html.String()
-	for _, want := range []string{"<h3>Per zone</h3>", "<tr><td>us-east-1b</td><td>2</td><td>2</td><td>2</td></tr>",
-		"<tr><td>Deployment/spread</td><td>2</td><td>2</td><td>2</td></tr>", "Per node (6)", "running at the end"} {
-		if !strings.Contains(h, want) {
-			t.Errorf("HTML lacks %q", want)
-		}
-	}
-	if c := strings.Count(h, "<td>m6i.large</td>"); c != 6 {
-		t.Errorf("HTML lists %d nodes, want 6", c)
-	}
 }
 
 // TestReportNodesOfTheBundledScenario: nodes come and go (drift, spot
@@ -274,7 +260,7 @@ func TestReportNodesOfTheBundledScenario(t *testing.T) {
 }
 
 // TestNoPodRanHasNoPercentiles: a run in which no pod ran claims no
-// startup latency, in the summary, the JSON or the HTML.
+// startup latency, in the summary or the JSON (the HTML: pkg/htmlreport).
 func TestNoPodRanHasNoPercentiles(t *testing.T) {
 	rep, b := runReportScenario(t, strandedApp)
 	if rep.Pods.Ran != 0 || rep.Pods.Created != 3 || rep.Nodes.Launched != 0 {
@@ -292,20 +278,15 @@ func TestNoPodRanHasNoPercentiles(t *testing.T) {
 	}
 	var sum bytes.Buffer
 	WriteSummary(&sum, rep)
-	var html bytes.Buffer
-	if err := WriteHTML(&html, rep, nil); err != nil {
-		t.Fatal(err)
-	}
-	for name, out := range map[string]string{"summary": sum.String(), "HTML": html.String()} {
-		for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("%s lacks %q:\n%s", name, want, out)
-			}
+	out := sum.String()
+	for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("summary lacks %q:\n%s", want, out)
 		}
-		for _, bad := range []string{"p50", "p90", "p99", " 0s"} {
-			if strings.Contains(out, bad) {
-				t.Errorf("%s prints %q though no pod ran", name, bad)
-			}
+	}
+	for _, bad := range []string{"p50", "p90", "p99", " 0s"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("summary prints %q though no pod ran", bad)
 		}
 	}
 }
@@ -401,13 +382,6 @@ func TestComparisonWarnings(t *testing.T) {
 			}
 			if !strings.Contains(b.String(), "startup p50 / p99 (s)  no pod ran") {
 				t.Errorf("comparison of runs without pods:\n%s", b.String())
-			}
-			var h bytes.Buffer
-			if err := WriteHTML(&h, tc.a, tc.b); err != nil {
-				t.Fatal(err)
-			}
-			if c := strings.Count(h.String(), `<p class="warning">warning: the runs differ in `); c != len(tc.want) {
-				t.Errorf("HTML shows %d warnings, want %d", c, len(tc.want))
 			}
 		})
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -44,7 +45,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sim.WriteHTML(f, rep, nil); err != nil {
+	if err := htmlreport.Write(f, rep, nil); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

@@ -1,4 +1,7 @@
-package sim
+// Package htmlreport writes a simulation report as an HTML page with charts.
+// It stands apart from pkg/sim so that the simulator's importers (the CLI's
+// other commands, tests, tools) do not pull in the plotting library.
+package htmlreport
 
 import (
 	"bytes"
@@ -6,26 +9,29 @@ import (
 	"html/template"
 	"image/color"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
-// WriteHTML writes a self-contained report (inline SVG charts drawn with
+// Write writes a self-contained report (inline SVG charts drawn with
 // gonum/plot; nothing is fetched when it opens). b may be nil; with b the
 // two scenarios are shown side by side.
-func WriteHTML(w io.Writer, a, b *Report) error {
+func Write(w io.Writer, a, b *sim.Report) error {
 	var data struct {
 		Warnings []string
 		Sections []section
 	}
 	if a != nil && b != nil {
-		data.Warnings = ComparisonWarnings(a, b)
+		data.Warnings = sim.ComparisonWarnings(a, b)
 	}
-	for _, r := range []*Report{a, b} {
+	for _, r := range []*sim.Report{a, b} {
 		if r == nil {
 			continue
 		}
@@ -41,25 +47,27 @@ func WriteHTML(w io.Writer, a, b *Report) error {
 type section struct {
 	Title   string
 	Summary string
-	Charts  []chart
+	// Notes say which charts the report has no data for.
+	Notes  []string
+	Charts []chart
 	// Zones: per zone, nodes launched (in all and per pool) and pods that
 	// ran; Pools and Workloads name the columns and rows.
-	Zones     []ZoneStats
+	Zones     []sim.ZoneStats
 	Pools     []string
 	Workloads []string
 	Nodes     []nodeRow
 	// LaunchLoops: pods provisioning gave up on, with the reason.
-	LaunchLoops []LaunchLoop
+	LaunchLoops []sim.LaunchLoop
 }
 
 // nodeRow is one node of the per-node table, times as a person reads them.
 type nodeRow struct {
-	NodeRecord
+	sim.NodeRecord
 	LaunchedAt, DeletedAt string
 }
 
 // zoneTable fills the section's per-zone and per-node tables.
-func (s *section) zoneTable(r *Report) {
+func (s *section) zoneTable(r *sim.Report) {
 	s.Zones = r.ByZone
 	pools, workloads := map[string]bool{}, map[string]bool{}
 	for _, z := range r.ByZone {
@@ -86,50 +94,68 @@ type chart struct {
 	SVG   template.HTML
 }
 
-func reportSection(r *Report) (section, error) {
+func reportSection(r *sim.Report) (section, error) {
 	var buf bytes.Buffer
-	WriteSummary(&buf, r)
+	sim.WriteSummary(&buf, r)
 	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops}
 	s.zoneTable(r)
-	add := func(title string, p *plot.Plot) error {
-		p.Title.Text = title
-		wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
-		if err != nil {
-			return err
-		}
-		var out bytes.Buffer
-		if _, err := wt.WriteTo(&out); err != nil {
-			return err
-		}
-		s.Charts = append(s.Charts, chart{Title: title, SVG: template.HTML(out.String())}) //nolint:gosec // gonum's own SVG
-		return nil
-	}
-	steps := []func() (string, *plot.Plot, error){
-		func() (string, *plot.Plot, error) { return nodesChart(r) },
-		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x Sample) float64 { return x.CostPerHour })
-		},
-		func() (string, *plot.Plot, error) {
-			return seriesChart(r, "Pending pods", func(x Sample) float64 { return float64(x.Pending) })
-		},
-		func() (string, *plot.Plot, error) { return latencyChart(r) },
-		func() (string, *plot.Plot, error) { return disruptionChart(r) },
-	}
-	for _, f := range steps {
+	for _, f := range s.plots(r) {
 		title, p, err := f()
 		if err != nil {
 			return s, err
 		}
-		if err := add(title, p); err != nil {
+		c, err := svgChart(title, p)
+		if err != nil {
 			return s, err
 		}
+		s.Charts = append(s.Charts, c)
 	}
 	return s, nil
 }
 
+// plots are the charts r has the data for; what it lacks, s notes. A run
+// always samples its first minute and fills every startup bucket, but a
+// hand-built report, or JSON without them, may not: gonum refuses a bar
+// chart of no values, and a line chart of no samples says nothing.
+func (s *section) plots(r *sim.Report) []func() (string, *plot.Plot, error) {
+	var out []func() (string, *plot.Plot, error)
+	if len(r.Timeline) == 0 {
+		s.Notes = append(s.Notes, "No timeline: the report has no samples, so no chart of nodes, cost or pending pods over time.")
+	} else {
+		out = append(out,
+			func() (string, *plot.Plot, error) { return nodesChart(r) },
+			func() (string, *plot.Plot, error) {
+				return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x sim.Sample) float64 { return x.CostPerHour })
+			},
+			func() (string, *plot.Plot, error) {
+				return seriesChart(r, "Pending pods", func(x sim.Sample) float64 { return float64(x.Pending) })
+			})
+	}
+	if len(r.Pods.Histogram) == 0 {
+		s.Notes = append(s.Notes, "No startup-latency histogram: the report has no buckets.")
+	} else {
+		out = append(out, func() (string, *plot.Plot, error) { return latencyChart(r) })
+	}
+	return append(out, func() (string, *plot.Plot, error) { return disruptionChart(r) })
+}
+
+// svgChart draws p as inline SVG under title.
+func svgChart(title string, p *plot.Plot) (chart, error) {
+	p.Title.Text = title
+	wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
+	if err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	var out bytes.Buffer
+	if _, err := wt.WriteTo(&out); err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	return chart{Title: title, SVG: template.HTML(out.String())}, nil //nolint:gosec // gonum's own SVG
+}
+
 func hoursAxis(p *plot.Plot) { p.X.Label.Text = "hours from start" }
 
-func nodesChart(r *Report) (string, *plot.Plot, error) {
+func nodesChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	p.Y.Label.Text = "nodes"
@@ -154,7 +180,7 @@ func nodesChart(r *Report) (string, *plot.Plot, error) {
 	return "Nodes per NodePool", p, nil
 }
 
-func seriesChart(r *Report, title string, f func(Sample) float64) (string, *plot.Plot, error) {
+func seriesChart(r *sim.Report, title string, f func(sim.Sample) float64) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	pts := make(plotter.XYs, len(r.Timeline))
@@ -170,7 +196,7 @@ func seriesChart(r *Report, title string, f func(Sample) float64) (string, *plot
 	return title, p, nil
 }
 
-func latencyChart(r *Report) (string, *plot.Plot, error) {
+func latencyChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	p.Y.Label.Text = "pods"
 	var vals plotter.Values
@@ -198,7 +224,7 @@ func latencyChart(r *Report) (string, *plot.Plot, error) {
 	return "Pod startup latency (pending → running)", p, nil
 }
 
-func disruptionChart(r *Report) (string, *plot.Plot, error) {
+func disruptionChart(r *sim.Report) (string, *plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
 	p.Y.Label.Text = "NodePool"
@@ -216,7 +242,6 @@ func disruptionChart(r *Report) (string, *plot.Plot, error) {
 		reasons[ev.Reason] = append(reasons[ev.Reason], plotter.XY{X: ev.Minute / 60, Y: float64(index[ev.NodePool])})
 	}
 	keys := sortedKeys(reasons)
-	sort.Strings(keys)
 	var args []any
 	for _, k := range keys {
 		args = append(args, k, reasons[k])
@@ -249,13 +274,15 @@ table{border-collapse:collapse;margin:1em 0;font-size:90%}
 th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
 th:first-child,td:first-child{text-align:left}
 .warning{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em}
+.note{color:#555;font-style:italic}
 </style></head><body>
 <h1>Joiner simulation report</h1>
 {{range .Warnings}}<p class="warning">{{.}}</p>
 {{end}}<div class="cols">{{range .Sections}}<div class="col">
 <h2>{{.Title}}</h2>
 <pre>{{.Summary}}</pre>
-{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
 {{if .LaunchLoops}}<h3 class="warning">Launch loops</h3>
 <table class="loops"><tr><th>workload</th><th>pods</th><th>nodes launched for them</th><th>why they never bound</th></tr>
 {{range .LaunchLoops}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Nodes}}</td><td>{{.Reason}}</td></tr>
@@ -274,3 +301,5 @@ th:first-child,td:first-child{text-align:left}
 </div>{{end}}</div>
 </body></html>
 `))
+
+func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -1,0 +1,189 @@
+package htmlreport
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
+)
+
+var monday = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
+
+// report is a run of d from start as sim.Run shapes one: a sample a minute
+// and the nine startup buckets, no node and no pod.
+func report(start time.Time, d time.Duration) *sim.Report {
+	r := &sim.Report{Scenario: "x", Start: start, End: start.Add(d), Pods: sim.PodStats{ByWorkload: map[string]sim.Startup{}}}
+	for _, upTo := range []float64{1, 5, 15, 30, 60, 120, 300, 600, -1} {
+		r.Pods.Histogram = append(r.Pods.Histogram, sim.Bucket{UpTo: upTo})
+	}
+	for m := 0; m <= int(d.Minutes()); m++ {
+		r.Timeline = append(r.Timeline, sim.Sample{Minute: m, NodesByPool: map[string]int{"general": 0}})
+	}
+	return r
+}
+
+// spreadReport is how six pods spread with maxSkew 1 over three zones end:
+// one m6i.large each, two nodes and two pods a zone, every node running.
+func spreadReport() *sim.Report {
+	r := report(monday, time.Hour)
+	r.Nodes.Launched, r.Pods.Created, r.Pods.Ran = 6, 6, 6
+	for i, zone := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
+		r.ByZone = append(r.ByZone, sim.ZoneStats{Zone: zone, Launched: 2, LaunchedByPool: map[string]int{"general": 2},
+			PodsRan: 2, PodsRanByWorkload: map[string]int{"Deployment/spread": 2}})
+		for j := range 2 {
+			r.ByNode = append(r.ByNode, sim.NodeRecord{Name: fmt.Sprintf("general-%d", 2*i+j), NodePool: "general", InstanceType: "m6i.large",
+				Zone: zone, CapacityType: "on-demand", Launched: monday.Add(time.Minute), PodsRan: 1, PeakPods: 1})
+		}
+	}
+	for i := range r.Timeline {
+		r.Timeline[i].NodesByPool["general"] = min(i, 6)
+	}
+	return r
+}
+
+func render(t *testing.T, a, b *sim.Report) string {
+	t.Helper()
+	var out bytes.Buffer
+	if err := Write(&out, a, b); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// TestZoneAndNodeTables: the page counts per zone and lists every node, so
+// a zone spread can be read off it.
+func TestZoneAndNodeTables(t *testing.T) {
+	h := render(t, spreadReport(), nil)
+	for _, want := range []string{"<h3>Per zone</h3>", "<tr><td>us-east-1b</td><td>2</td><td>2</td><td>2</td></tr>",
+		"<tr><td>Deployment/spread</td><td>2</td><td>2</td><td>2</td></tr>", "Per node (6)", "running at the end"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if c := strings.Count(h, "<td>m6i.large</td>"); c != 6 {
+		t.Errorf("HTML lists %d nodes, want 6", c)
+	}
+}
+
+// TestNoPodRanHasNoPercentiles: a run in which no pod ran claims no
+// startup latency on the page either.
+func TestNoPodRanHasNoPercentiles(t *testing.T) {
+	r := report(monday, time.Hour)
+	r.Pods.Created, r.Pods.NeverRan = 3, 3
+	r.Pods.ByWorkload["Deployment/stranded"] = sim.Startup{}
+	h := render(t, r, nil)
+	for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded", "Pod startup latency (pending → running): no pod ran"} {
+		if !strings.Contains(h, want) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	for _, bad := range []string{"p50", "p90", "p99", " 0s"} {
+		if strings.Contains(h, bad) {
+			t.Errorf("HTML prints %q though no pod ran", bad)
+		}
+	}
+}
+
+// TestLaunchLoopRow: pods provisioning gave up on are a row with the reason.
+func TestLaunchLoopRow(t *testing.T) {
+	r := report(monday, time.Hour)
+	r.LaunchLoops = []sim.LaunchLoop{{Workload: "Deployment/metrics", Pods: 2, Nodes: 6, Reason: "a pod already there has pod anti-affinity against this pod"}}
+	h := render(t, r, nil)
+	if !strings.Contains(h, `<h3 class="warning">Launch loops</h3>`) ||
+		!strings.Contains(h, "<td>Deployment/metrics</td><td>2</td><td>6</td><td>a pod already there has pod anti-affinity against this pod</td>") {
+		t.Errorf("the page has no launch-loop row:\n%s", h)
+	}
+	if strings.Contains(render(t, report(monday, time.Hour), nil), "Launch loops") {
+		t.Error("a run without launch loops has a launch-loop table")
+	}
+}
+
+// TestComparisonWarnings: two runs side by side, with a warning for each
+// way they are not like for like.
+func TestComparisonWarnings(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		a, b     *sim.Report
+		warnings int
+	}{
+		{"alike", report(monday, 24*time.Hour), report(monday, 24*time.Hour), 0},
+		{"duration", report(monday, 24*time.Hour), report(monday, 6*time.Hour), 1},
+		{"start", report(monday, 24*time.Hour), report(monday.Add(24*time.Hour), 24*time.Hour), 1},
+		{"both", report(monday, 168*time.Hour), report(monday.Add(8*time.Hour), 45*time.Second), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := render(t, tc.a, tc.b)
+			if c := strings.Count(h, `<p class="warning">warning: the runs differ in `); c != tc.warnings {
+				t.Errorf("HTML shows %d warnings, want %d", c, tc.warnings)
+			}
+			if c := strings.Count(h, `<div class="col">`); c != 2 {
+				t.Errorf("%d columns, want 2", c)
+			}
+		})
+	}
+}
+
+// TestBundledScenario: the page of a real run — nodes come and go, pods
+// wait, nodes are disrupted — draws every chart and lists every node.
+func TestBundledScenario(t *testing.T) {
+	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := render(t, r, nil)
+	for _, title := range []string{"Nodes per NodePool", "Cost rate (USD/hour; spot prices synthetic)", "Pending pods",
+		"Pod startup latency (pending → running)", "Disruptions by reason"} {
+		if !strings.Contains(h, "<figcaption>"+title+"</figcaption>") {
+			t.Errorf("no chart %q", title)
+		}
+	}
+	if c := strings.Count(h, "<svg "); c != 5 {
+		t.Errorf("%d SVG charts, want 5", c)
+	}
+	if want := fmt.Sprintf("Per node (%d)", len(r.ByNode)); !strings.Contains(h, want) {
+		t.Errorf("HTML lacks %q", want)
+	}
+}
+
+// TestNoTimeline: a report with no samples (hand-built, or JSON without a
+// timeline; sim.Load refuses a zero duration) renders a page that says so.
+// It used to draw three empty charts of it, and to fail with gonum's
+// "plotter: no data points" where the startup buckets were missing too.
+func TestNoTimeline(t *testing.T) {
+	noSamples := report(monday, time.Hour)
+	noSamples.Timeline = nil
+	for _, tc := range []struct {
+		name   string
+		r      *sim.Report
+		charts int // what is left: the startup histogram, the disruptions
+		notes  []string
+	}{
+		{"no samples", noSamples, 2, []string{"No timeline"}},
+		{"nothing at all", &sim.Report{Scenario: "x"}, 1, []string{"No timeline", "No startup-latency histogram"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := render(t, tc.r, nil)
+			for _, n := range tc.notes {
+				if !strings.Contains(h, `<p class="note">`+n) {
+					t.Errorf("the page does not say %q", n)
+				}
+			}
+			if c := strings.Count(h, "<svg "); c != tc.charts {
+				t.Errorf("%d charts, want %d", c, tc.charts)
+			}
+			for _, title := range []string{"Nodes per NodePool", "Pending pods"} {
+				if strings.Contains(h, title) {
+					t.Errorf("a chart %q of no samples", title)
+				}
+			}
+		})
+	}
+}
