@@ -91,7 +91,7 @@ func TestExplainNode(t *testing.T) {
 			t.Errorf("Monday 10:00 lacks %q:\n%s", want, in)
 		}
 	}
-	if out, err := run(t, "explain", "node", node, planExample, "--at", "2026-11-30T20:00:00Z"); err != nil || !strings.Contains(out, "3 pod(s) pending: consolidation waits") {
+	if out, err := run(t, "explain", "node", node, planExample, "--at", "2026-11-30T20:00:00Z"); err != nil || !strings.Contains(out, "pending pod(s) that would go with them") {
 		t.Errorf("with pods pending: %v\n%s", err, out)
 	}
 	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))

@@ -159,8 +159,8 @@ func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[stri
 	if len(d.Expired) > 0 {
 		fmt.Fprintf(w, "  expired, drained regardless of budgets: %d: %s\n", len(d.Expired), list(d.Expired, 5))
 	}
-	if d.ConsolidationWaits != "" {
-		fmt.Fprintf(w, "  note: %s\n", d.ConsolidationWaits)
+	if d.PendingNote != "" {
+		fmt.Fprintf(w, "  note: %s\n", d.PendingNote)
 	}
 	var budgets []string
 	for _, b := range d.Budgets {

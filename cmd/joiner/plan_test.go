@@ -24,7 +24,7 @@ func TestPlanExample(t *testing.T) {
 		"NodeClaims to create: 1", "us-east-1b  on-demand", "jobs/batch-1",
 		"Pending pods that fit a node already there or on its way: 1", "ip-10-0-1-23.ec2.internal  shop/web-2",
 		"Pods that stay pending: 1", `ml/train-1  NodePool "general": no instance type is large enough: the pod needs 1 nvidia.com/gpu`,
-		"note: 3 pod(s) pending: consolidation waits", "budgets now: general/Empty 1, general/Drifted 1, general/Underutilized 1",
+		"note: 3 pod(s) pending: every disruption simulation places them too", "budgets now: general/Empty 1, general/Drifted 1, general/Underutilized 1",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("plan lacks %q:\n%s", want, out)

@@ -68,7 +68,16 @@ func benchTypes() []*cloudprovider.InstanceType {
 	return its
 }
 
+// benchmarkPass times Compute over the nodes as a host hands them over:
+// each node with a Version and each pod with a resourceVersion (pkg/state
+// sets them), so the pass's simulations share what they derive.
 func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate) *Decision {
+	for _, n := range nodes {
+		n.Node.Version = "1"
+		for _, p := range n.Node.Pods {
+			p.ResourceVersion = "1"
+		}
+	}
 	c := &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": its}, Nodes: nodes}
 	var d *Decision
 	b.ResetTimer()

@@ -29,9 +29,11 @@ type Cluster struct {
 	Unmanaged  []*provisioning.Node
 	PDBs       []*policyv1.PodDisruptionBudget
 	DaemonSets []*corev1.Pod
-	// PendingPods counts pods waiting for capacity: while there are any,
-	// consolidation waits (their room must not be taken away).
-	PendingPods int
+	// Pending are the pods waiting for capacity. As upstream, every
+	// method's scheduling simulation places them too, with the pods of the
+	// nodes already being disrupted, so no command takes away room they
+	// need; that they may not fit is not held against a command.
+	Pending []*corev1.Pod
 	// Planner, when set, is a provisioning planner prepared for these
 	// NodePools, instance types and DaemonSets; simulations reuse it.
 	Planner *provisioning.Planner

@@ -11,7 +11,7 @@ import (
 // Answer is what one method makes of a node: Acts says it would disrupt it
 // (within its budget), Why says why it does or does not.
 type Answer struct {
-	Method string
+	Method Method
 	Acts   bool
 	Why    string
 	// ByBudget is set when the NodePool's budget for that reason holds it.
@@ -38,10 +38,10 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 		return nil, fmt.Errorf("node %s: its NodePool %q is gone", name, cand.NodePool)
 	}
 	var out []Answer
-	add := func(method string, acts bool, format string, args ...any) {
+	add := func(method Method, acts bool, format string, args ...any) {
 		out = append(out, Answer{Method: method, Acts: acts, Why: fmt.Sprintf(format, args...)})
 	}
-	held := func(method string, reason v1.DisruptionReason, format string, args ...any) {
+	held := func(method Method, reason v1.DisruptionReason, format string, args ...any) {
 		out = append(out, Answer{Method: method, Why: fmt.Sprintf(format, args...), ByBudget: reason})
 	}
 	switch {
@@ -124,8 +124,6 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 		add(MethodSingleNode, false, "%s", waitWhy)
 	case budget(v1.DisruptionReasonUnderutilized) != "":
 		held(MethodSingleNode, v1.DisruptionReasonUnderutilized, "%s", budget(v1.DisruptionReasonUnderutilized))
-	case c.PendingPods > 0:
-		add(MethodSingleNode, false, "%d pod(s) pending: consolidation waits until they have a place", c.PendingPods)
 	default:
 		if cmd, why := p.consolidateWhy(ctx, []*Candidate{cand}, MethodSingleNode); cmd == nil {
 			add(MethodSingleNode, false, "%s", why)

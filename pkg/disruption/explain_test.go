@@ -22,7 +22,7 @@ func TestExplainNode(t *testing.T) {
 		name   string
 		pool   *v1.NodePool
 		node   func() *Candidate
-		method string
+		method Method
 		acts   bool
 		why    string
 	}{

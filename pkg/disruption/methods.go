@@ -14,17 +14,20 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
+// Method names a way of disrupting nodes.
+type Method string
+
 // Methods, in the order they are tried; the first that acts wins the pass.
 const (
-	MethodEmpty      = "empty"
-	MethodDrift      = "drift"
-	MethodMultiNode  = "multi-node consolidation"
-	MethodSingleNode = "single-node consolidation"
+	MethodEmpty      Method = "empty"
+	MethodDrift      Method = "drift"
+	MethodMultiNode  Method = "multi-node consolidation"
+	MethodSingleNode Method = "single-node consolidation"
 )
 
 // Command disrupts candidates, launching replacements first when it has any.
 type Command struct {
-	Method       string
+	Method       Method
 	Reason       v1.DisruptionReason
 	Candidates   []*Candidate
 	Replacements []*provisioning.NodeClaimPlan
@@ -144,19 +147,22 @@ func (p *pass) podsOf(cand *Candidate) []*corev1.Pod {
 }
 
 type pass struct {
-	ctx      context.Context
-	hashes   map[*v1.NodePool]string // template hash per NodePool, once per pass
-	reqs     map[*v1.NodePool]scheduling.Requirements
-	reqKeys  map[*v1.NodePool]string // reqs' CacheKeys
-	pods     map[*Candidate][]*corev1.Pod
-	planner  *provisioning.Planner
-	c        *Cluster
-	opts     Options
-	pools    map[string]*v1.NodePool
-	byPool   map[string][]*Candidate
-	remain   map[string]map[v1.DisruptionReason]int
-	decision *Decision
-	blocked  map[Blocked]bool // what block has recorded, once each
+	ctx     context.Context
+	hashes  map[*v1.NodePool]string // template hash per NodePool, once per pass
+	reqs    map[*v1.NodePool]scheduling.Requirements
+	reqKeys map[*v1.NodePool]string // reqs' CacheKeys
+	// withoutPending: simulations place only the candidates' pods (an
+	// interruption's replacement capacity is for its node alone).
+	withoutPending bool
+	pods           map[*Candidate][]*corev1.Pod
+	planner        *provisioning.Planner
+	c              *Cluster
+	opts           Options
+	pools          map[string]*v1.NodePool
+	byPool         map[string][]*Candidate
+	remain         map[string]map[v1.DisruptionReason]int
+	decision       *Decision
+	blocked        map[Blocked]bool // what block has recorded, once each
 	// consolidation: the consolidation candidates in order, once made.
 	consolidation []*Candidate
 }
@@ -194,7 +200,7 @@ func Compute(ctx context.Context, c *Cluster, opts Options) *Decision {
 		cands   []*Candidate
 	}
 	methods := []method{{p.empty, graceful}, {p.drift, eventual}, {p.multiNode, graceful}, {p.singleNode, graceful}}
-	if opts.SkipConsolidation || c.PendingPods > 0 {
+	if opts.SkipConsolidation {
 		methods = methods[:2]
 	}
 	for _, m := range methods {
@@ -500,19 +506,40 @@ func (p *pass) withinBudget(cmd *Command) bool {
 
 // consolidate checks whether the candidates' pods fit on the rest of the
 // cluster plus at most one new node that is cheaper than they are.
-func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method string) *Command {
+func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method Method) *Command {
 	cmd, _ := p.consolidateWhy(ctx, cands, method)
 	return cmd
 }
 
+// alsoPending names the pending pods the simulation's new claims would
+// also take ("" for none): room consolidation must leave them.
+func (p *pass) alsoPending(res *provisioning.Results) string {
+	pending := make(map[*corev1.Pod]bool, len(p.c.Pending))
+	for _, pod := range p.c.Pending {
+		pending[pod] = true
+	}
+	n := 0
+	for _, nc := range res.NewNodeClaims {
+		for _, pod := range nc.Pods {
+			if pending[pod] {
+				n++
+			}
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" and the %d pending pod(s) that would go with them", n)
+}
+
 // consolidateWhy is consolidate, with the reason when it finds no command.
-func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method string) (*Command, string) {
+func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Method) (*Command, string) {
 	res, ok := p.simulate(ctx, cands)
 	switch {
 	case !ok:
 		return nil, "its pods would not all fit elsewhere: " + podError(res)
 	case len(res.NewNodeClaims) > 1:
-		return nil, fmt.Sprintf("its pods would need %d new nodes; consolidation replaces with at most one", len(res.NewNodeClaims))
+		return nil, fmt.Sprintf("its pods%s would need %d new nodes; consolidation replaces with at most one", p.alsoPending(res), len(res.NewNodeClaims))
 	}
 	price := 0.0
 	allSpot := true
@@ -541,7 +568,7 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method st
 			if len(r.InstanceTypes) > 0 {
 				cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
 			}
-			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods is %s, against %.4f USD/h now", cheapest, price)
+			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
 		}
 		replacementSpot := r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) &&
 			!r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand)
@@ -614,19 +641,33 @@ func (p *pass) balancedApproves(cmd *Command) bool {
 
 // simulate reschedules the candidates' pods onto the rest of the cluster
 // with the provisioning scheduler; ok is false if any pod has nowhere to go.
+//
+// As upstream, the pending pods and the pods of nodes already being
+// disrupted are placed as well (unless withoutPending), and only the
+// candidates' pods must find a place.
 func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
+	mustPlace := map[*corev1.Pod]bool{}
 	for _, cand := range cands {
 		removed[cand] = true
-		pods = append(pods, p.podsOf(cand)...)
+		for _, pod := range p.podsOf(cand) {
+			pods = append(pods, pod)
+			mustPlace[pod] = true
+		}
 	}
-	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, Pods: pods, DaemonSets: p.c.DaemonSets}
+	if !p.withoutPending {
+		pods = append(pods, p.c.Pending...)
+	}
+	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue
 		}
 		node := cand.Node
+		if cand.Disrupting && !p.withoutPending {
+			pods = append(pods, p.podsOf(cand)...)
+		}
 		if cand.Disrupting && !node.MarkedForDeletion {
 			// Disrupted nodes carry Joiner's taint; nothing new goes there.
 			n := *node
@@ -642,6 +683,12 @@ func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.
 			p.planner = provisioning.NewPlanner(p.c.NodePools, p.c.InstanceTypes, p.c.DaemonSets)
 		}
 	}
+	snap.Pods = pods
 	res := p.planner.Solve(ctx, snap)
-	return res, len(res.Unschedulable) == 0
+	for _, pe := range res.Unschedulable {
+		if mustPlace[pe.Pod] {
+			return res, false
+		}
+	}
+	return res, true
 }

@@ -435,16 +435,28 @@ func TestSkippedAndBarePods(t *testing.T) {
 	}
 }
 
-func TestNoConsolidationWhilePodsPend(t *testing.T) {
+// TestConsolidationPlacesPendingPods: consolidation does not pause while
+// pods pend; as upstream, its simulation places them too, so a node whose
+// room a pending pod needs is not taken away, while one it does not need
+// still goes.
+func TestConsolidationPlacesPendingPods(t *testing.T) {
 	np := nodePool("p")
-	c := cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, podOn("1")))
-	c.PendingPods = 3
-	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
-		t.Fatalf("pods are pending: consolidation must wait, got %s", d.Commands[0])
+	// Two medium nodes with 1 core used each: one can take the other's pod.
+	c := cluster(np, node("a", np, types()[1], v1.CapacityTypeOnDemand, podOn("1")), node("b", np, types()[1], v1.CapacityTypeOnDemand, podOn("1")))
+	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Savings <= 0 {
+		t.Fatalf("without pending pods the two are consolidated: %s", cmd)
 	}
-	c.Nodes = append(c.Nodes, node("empty", np, types()[1], v1.CapacityTypeOnDemand))
-	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Method != MethodEmpty {
-		t.Fatalf("empty nodes still go: %s", cmd)
+	// A pending pod of 3.5 cores fits only on a medium node with nothing
+	// else on it: moving one node's pod beside the other's leaves that
+	// node free for it, so deleting or shrinking it takes room it needs.
+	c.Pending = []*corev1.Pod{podOn("3500m")}
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("the pending pod needs the room consolidation would take: %s", d.Commands[0])
+	}
+	// A pending pod that fits nowhere is not held against the command.
+	c.Pending = []*corev1.Pod{podOn("64")}
+	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Savings <= 0 {
+		t.Fatalf("a pod that fits nowhere does not stop consolidation: %s", cmd)
 	}
 }
 

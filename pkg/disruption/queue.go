@@ -14,7 +14,7 @@ import (
 const ValidationDelay = 15 * time.Second
 
 // MethodInterruption marks a command made for a spot interruption notice.
-const MethodInterruption = "interruption"
+const MethodInterruption Method = "interruption"
 
 // ReplacementState is how far a launched replacement has come.
 type ReplacementState int
@@ -41,35 +41,70 @@ type Actions interface {
 	Terminate(node string) error
 }
 
+// EventKind says what the queue did with a command.
+type EventKind string
+
+// What the queue does, in the order it does it.
+const (
+	// EventValidated: after ValidationDelay the command still holds.
+	EventValidated EventKind = "validated"
+	// EventCancelled: validation found the command no longer holds;
+	// nothing had been done.
+	EventCancelled EventKind = "cancelled"
+	// EventTainted: the candidates carry karpenter.sh/disrupted.
+	EventTainted EventKind = "tainted"
+	// EventLaunched: the replacements were created.
+	EventLaunched EventKind = "launched"
+	// EventAbandoned: a step failed; what was done is undone (replacements
+	// deleted, candidates untainted).
+	EventAbandoned EventKind = "abandoned"
+	// EventExecuted: the candidates' termination started.
+	EventExecuted EventKind = "executed"
+)
+
 // Event is something the queue did, for logs, metrics and reports.
 type Event struct {
 	Time    time.Time
 	Command *Command
-	What    string // "validated", "cancelled", "launched", "abandoned", "executed"
+	What    EventKind
 	Detail  string
+	// Err is the host's error that made the queue abandon the command (or,
+	// for EventExecuted, that terminating a candidate returned), if any.
+	Err error
 }
 
 type queued struct {
 	cmd          *Command
 	ready        time.Time // when validation may run
 	validated    bool
+	tainted      []string
+	launched     bool
 	replacements []string
 	done         bool
 }
 
-// Queue executes commands replacement-first: a command waits
-// ValidationDelay and is re-checked against fresh state; then its
-// replacements are launched and must initialize before the candidates are
-// tainted and terminated. A replacement that fails abandons the command:
-// the launched replacements are deleted and the candidates untainted.
+// Queue carries commands out as upstream Karpenter does: a consolidation
+// command waits ValidationDelay and is checked against fresh state (drift
+// and interruption commands are not); then its candidates are tainted
+// karpenter.sh/disrupted:NoSchedule, its replacements launched, and once
+// they are initialized the candidates are terminated. When a step fails,
+// exactly what was done is undone: the replacements launched are deleted
+// and the candidates tainted are untainted. A Queue is not safe for
+// concurrent use: one disruption controller owns it.
 type Queue struct {
 	Options Options
 	items   []*queued
 }
 
-// Add enqueues a command at now. Interruption commands skip validation.
+// validates: the method's commands wait ValidationDelay and are checked
+// again (consolidation's; drift and interruption act at once).
+func validates(m Method) bool {
+	return m == MethodEmpty || m == MethodSingleNode || m == MethodMultiNode
+}
+
+// Add enqueues a command at now.
 func (q *Queue) Add(cmd *Command, now time.Time) {
-	q.items = append(q.items, &queued{cmd: cmd, ready: now.Add(ValidationDelay), validated: cmd.Method == MethodInterruption})
+	q.items = append(q.items, &queued{cmd: cmd, ready: now.Add(ValidationDelay), validated: !validates(cmd.Method)})
 }
 
 // Len is the number of commands not finished yet.
@@ -83,89 +118,119 @@ func (q *Queue) Len() int {
 	return n
 }
 
+// Validating: a command waits for its validation. As upstream's
+// disruption controller, a host computes no new command meanwhile: the
+// candidates are not tainted yet, and a second pass would choose them
+// again.
+func (q *Queue) Validating() bool {
+	for _, it := range q.items {
+		if !it.done && !it.validated {
+			return true
+		}
+	}
+	return false
+}
+
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
 func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Cluster) []Event {
 	var events []Event
-	ev := func(it *queued, what, detail string) {
-		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail})
-	}
 	for _, it := range q.items {
-		if it.done {
-			continue
+		if !it.done {
+			events = append(events, q.step(ctx, it, now, act, fresh)...)
 		}
-		if !it.validated {
-			if now.Before(it.ready) {
-				continue
-			}
-			if err := Revalidate(ctx, it.cmd, fresh(), q.Options); err != nil {
-				it.done = true
-				ev(it, "cancelled", err.Error())
-				continue
-			}
-			it.validated = true
-			ev(it, "validated", "")
-		}
-		if it.replacements == nil && len(it.cmd.Replacements) > 0 {
-			for _, plan := range it.cmd.Replacements {
-				name, err := act.Launch(plan)
-				if err != nil {
-					q.abandon(it, act)
-					ev(it, "abandoned", fmt.Sprintf("launching a replacement: %v", err))
-					break
-				}
-				it.replacements = append(it.replacements, name)
-			}
-			if it.done {
-				continue
-			}
-			ev(it, "launched", fmt.Sprint(it.replacements))
-		}
-		if it.cmd.Method == MethodInterruption {
-			// The node is going in two minutes: drain now, do not wait.
-			q.execute(it, act)
-			ev(it, "executed", "interruption: drained without waiting for replacements")
-			continue
-		}
-		ready, failed := true, ""
-		for _, name := range it.replacements {
-			switch act.Replacement(name) {
-			case ReplacementPending:
-				ready = false
-			case ReplacementFailed:
-				failed = name
-			}
-		}
-		if failed != "" {
-			q.abandon(it, act)
-			ev(it, "abandoned", "replacement "+failed+" failed to initialize")
-			continue
-		}
-		if !ready {
-			continue
-		}
-		q.execute(it, act)
-		ev(it, "executed", "")
 	}
+	kept := q.items[:0]
+	for _, it := range q.items {
+		if !it.done {
+			kept = append(kept, it)
+		}
+	}
+	q.items = kept
 	return events
 }
 
-func (q *Queue) execute(it *queued, act Actions) {
-	for _, c := range it.cmd.Candidates {
-		_ = act.Taint(c.Node.Name)
-		_ = act.Terminate(c.Node.Name)
+func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions, fresh func() *Cluster) []Event {
+	var events []Event
+	ev := func(what EventKind, detail string, err error) {
+		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail, Err: err})
+	}
+	if !it.validated {
+		if now.Before(it.ready) {
+			return nil
+		}
+		if err := Revalidate(ctx, it.cmd, fresh(), q.Options); err != nil {
+			it.done = true
+			ev(EventCancelled, err.Error(), nil)
+			return events
+		}
+		it.validated = true
+		ev(EventValidated, "", nil)
+	}
+	if it.tainted == nil {
+		it.tainted = []string{}
+		for _, c := range it.cmd.Candidates {
+			if err := act.Taint(c.Node.Name); err != nil {
+				ev(EventAbandoned, "tainting "+c.Node.Name, q.rollBack(it, act, err))
+				return events
+			}
+			it.tainted = append(it.tainted, c.Node.Name)
+		}
+		ev(EventTainted, fmt.Sprint(it.tainted), nil)
+	}
+	if !it.launched {
+		it.launched = true
+		for _, plan := range it.cmd.Replacements {
+			name, err := act.Launch(plan)
+			if err != nil {
+				ev(EventAbandoned, "launching a replacement", q.rollBack(it, act, err))
+				return events
+			}
+			it.replacements = append(it.replacements, name)
+		}
+		if len(it.replacements) > 0 {
+			ev(EventLaunched, fmt.Sprint(it.replacements), nil)
+		}
+	}
+	if it.cmd.Method != MethodInterruption { // the node goes in two minutes: do not wait
+		for _, name := range it.replacements {
+			switch act.Replacement(name) {
+			case ReplacementPending:
+				return events
+			case ReplacementFailed:
+				ev(EventAbandoned, "replacement "+name+" failed to initialize", q.rollBack(it, act, fmt.Errorf("replacement %s failed to initialize", name)))
+				return events
+			}
+		}
 	}
 	it.done = true
+	var errs []error
+	for _, c := range it.cmd.Candidates {
+		if err := act.Terminate(c.Node.Name); err != nil {
+			errs = append(errs, fmt.Errorf("terminating %s: %w", c.Node.Name, err))
+		}
+	}
+	ev(EventExecuted, "", errors.Join(errs...))
+	return events
 }
 
-func (q *Queue) abandon(it *queued, act Actions) {
-	for _, name := range it.replacements {
-		_ = act.DeleteReplacement(name)
-	}
-	for _, c := range it.cmd.Candidates {
-		_ = act.Untaint(c.Node.Name)
-	}
+// rollBack undoes what the command did — deletes the replacements it
+// launched, untaints the candidates it tainted — and returns cause with
+// any error the undoing met.
+func (q *Queue) rollBack(it *queued, act Actions, cause error) error {
 	it.done = true
+	errs := []error{cause}
+	for _, name := range it.replacements {
+		if err := act.DeleteReplacement(name); err != nil {
+			errs = append(errs, fmt.Errorf("deleting replacement %s: %w", name, err))
+		}
+	}
+	for _, name := range it.tainted {
+		if err := act.Untaint(name); err != nil {
+			errs = append(errs, fmt.Errorf("untainting %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Revalidate checks a command against fresh state: every candidate must
@@ -209,9 +274,6 @@ func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) err
 			return fmt.Errorf("node %s is no longer drifted", fresh[0].Node.Name)
 		}
 	case MethodSingleNode, MethodMultiNode:
-		if c.PendingPods > 0 {
-			return fmt.Errorf("%d pods are waiting for capacity", c.PendingPods)
-		}
 		for _, cand := range fresh {
 			if !p.consolidatable(cand) {
 				return fmt.Errorf("a pod was scheduled to or removed from node %s", cand.Node.Name)
@@ -240,6 +302,7 @@ func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) err
 // the budgets and blockers say (the node goes in two minutes regardless).
 func Interruption(ctx context.Context, c *Cluster, node string) (*Command, error) {
 	p := newPass(ctx, c, Options{})
+	p.withoutPending = true
 	for _, cand := range c.Nodes {
 		if cand.Node.Name != node {
 			continue

@@ -20,6 +20,7 @@ import (
 type recorder struct {
 	log        []string
 	launchErr  error
+	taintErr   map[string]error
 	state      map[string]ReplacementState
 	launched   int
 	terminated map[string]bool
@@ -43,7 +44,13 @@ func (r *recorder) DeleteReplacement(name string) error {
 	r.log = append(r.log, "delete "+name)
 	return nil
 }
-func (r *recorder) Taint(n string) error   { r.log = append(r.log, "taint "+n); return nil }
+func (r *recorder) Taint(n string) error {
+	if r.taintErr[n] != nil {
+		return r.taintErr[n]
+	}
+	r.log = append(r.log, "taint "+n)
+	return nil
+}
 func (r *recorder) Untaint(n string) error { r.log = append(r.log, "untaint "+n); return nil }
 func (r *recorder) Terminate(n string) error {
 	r.log = append(r.log, "terminate "+n)
@@ -68,17 +75,17 @@ func TestReplacementFirst(t *testing.T) {
 	}
 	c.Now = t0.Add(ValidationDelay)
 	q.Step(context.Background(), c.Now, r, fresh)
-	if strings.Join(r.log, ";") != "launch replacement-1" {
-		t.Fatalf("after validation the replacement is launched, nothing else: %v", r.log)
+	if strings.Join(r.log, ";") != "taint big;launch replacement-1" {
+		t.Fatalf("after validation the candidate is tainted and the replacement launched, nothing else: %v", r.log)
 	}
 	q.Step(context.Background(), c.Now.Add(time.Minute), r, fresh)
-	if len(r.log) != 1 {
+	if len(r.log) != 2 {
 		t.Fatalf("candidate untouched while the replacement initializes: %v", r.log)
 	}
 	r.state["replacement-1"] = ReplacementInitialized
 	q.Step(context.Background(), c.Now.Add(2*time.Minute), r, fresh)
-	if got := strings.Join(r.log, ";"); got != "launch replacement-1;taint big;terminate big" {
-		t.Fatalf("then taint and terminate: %s", got)
+	if got := strings.Join(r.log, ";"); got != "taint big;launch replacement-1;terminate big" {
+		t.Fatalf("then terminate: %s", got)
 	}
 	if q.Len() != 0 {
 		t.Fatal("command finished")
@@ -94,10 +101,10 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
 	r.state["replacement-1"] = ReplacementFailed
 	ev := q.Step(context.Background(), c.Now.Add(time.Minute), r, func() *Cluster { return c })
-	if got := strings.Join(r.log, ";"); got != "launch replacement-1;delete replacement-1;untaint big" || r.terminated["big"] {
+	if got := strings.Join(r.log, ";"); got != "taint big;launch replacement-1;delete replacement-1;untaint big" || r.terminated["big"] {
 		t.Fatalf("rollback: %s", got)
 	}
-	if len(ev) != 1 || ev[0].What != "abandoned" {
+	if len(ev) != 1 || ev[0].What != EventAbandoned || ev[0].Err == nil {
 		t.Fatalf("events: %+v", ev)
 	}
 	// A launch error abandons at once.
@@ -106,8 +113,9 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	r = newRecorder()
 	r.launchErr = errors.New("InsufficientInstanceCapacity")
 	ev = q.Step(context.Background(), t0.Add(ValidationDelay), r, func() *Cluster { c := replaceCluster(); c.Now = t0.Add(ValidationDelay); return c })
-	if len(ev) != 2 || ev[0].What != "validated" || ev[1].What != "abandoned" || !strings.Contains(ev[1].Detail, "InsufficientInstanceCapacity") {
-		t.Fatalf("launch error: %+v", ev)
+	if len(ev) != 3 || ev[0].What != EventValidated || ev[1].What != EventTainted || ev[2].What != EventAbandoned ||
+		!errors.Is(ev[2].Err, r.launchErr) || strings.Join(r.log, ";") != "taint big;untaint big" {
+		t.Fatalf("launch error: the host's error comes back and the taint is undone: %+v %v", ev, r.log)
 	}
 }
 
@@ -136,7 +144,7 @@ func TestValidationCancels(t *testing.T) {
 			tc.change(c)
 			r := newRecorder()
 			ev := q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
-			if len(ev) != 1 || ev[0].What != "cancelled" || !strings.Contains(ev[0].Detail, tc.want) || len(r.log) != 0 {
+			if len(ev) != 1 || ev[0].What != EventCancelled || !strings.Contains(ev[0].Detail, tc.want) || len(r.log) != 0 {
 				t.Fatalf("want cancelled with %q and no action, got %+v, %v", tc.want, ev, r.log)
 			}
 		})
@@ -158,10 +166,54 @@ func TestSpotInterruption(t *testing.T) {
 	q.Add(cmd, t0)
 	r := newRecorder()
 	q.Step(context.Background(), t0, r, func() *Cluster { return c })
-	if got := strings.Join(r.log, ";"); got != "launch replacement-1;taint spot-1;terminate spot-1" {
+	if got := strings.Join(r.log, ";"); got != "taint spot-1;launch replacement-1;terminate spot-1" {
 		t.Fatalf("interruption: launch and drain at once, despite budget 0 and do-not-disrupt: %s", got)
 	}
 	if _, err := Interruption(context.Background(), c, "nope"); err == nil {
 		t.Fatal("unknown node")
+	}
+}
+
+// TestTaintFailureRollsBack: when the host cannot taint the second
+// candidate, the first is untainted, nothing is launched, and the host's
+// error comes back.
+func TestTaintFailureRollsBack(t *testing.T) {
+	np := nodePool("p")
+	c := cluster(np, node("a", np, types()[0], v1.CapacityTypeOnDemand), node("b", np, types()[0], v1.CapacityTypeOnDemand))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
+	if cmd.Method != MethodEmpty || len(cmd.Candidates) != 2 {
+		t.Fatalf("want both empty nodes in one command: %s", cmd)
+	}
+	q := &Queue{}
+	q.Add(cmd, t0)
+	if !q.Validating() {
+		t.Fatal("an emptiness command waits for its validation")
+	}
+	r := newRecorder()
+	boom := errors.New("conflict")
+	r.taintErr = map[string]error{"b": boom}
+	c.Now = t0.Add(ValidationDelay)
+	ev := q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
+	if got := strings.Join(r.log, ";"); got != "taint a;untaint a" || len(ev) != 2 || ev[1].What != EventAbandoned || !errors.Is(ev[1].Err, boom) {
+		t.Fatalf("log %s, events %+v", got, ev)
+	}
+	if q.Len() != 0 || q.Validating() {
+		t.Error("the abandoned command is finished")
+	}
+}
+
+// TestDriftDoesNotWaitForValidation: drift commands are carried out at
+// once, as upstream only validates consolidation.
+func TestDriftDoesNotWaitForValidation(t *testing.T) {
+	cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: replaceCluster().Nodes}
+	q := &Queue{}
+	q.Add(cmd, t0)
+	if q.Validating() {
+		t.Fatal("drift is not validated")
+	}
+	r := newRecorder()
+	q.Step(context.Background(), t0, r, func() *Cluster { t.Fatal("no validation"); return nil })
+	if got := strings.Join(r.log, ";"); got != "taint big;terminate big" {
+		t.Fatalf("drift without replacements: taint and terminate at once: %s", got)
 	}
 }

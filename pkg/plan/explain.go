@@ -140,7 +140,7 @@ func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Ti
 		}
 	}
 	for _, a := range answers {
-		m := Method{Method: a.Method, Acts: a.Acts, Why: a.Why}
+		m := Method{Method: string(a.Method), Acts: a.Acts, Why: a.Why}
 		if a.ByBudget != "" && pool != nil {
 			for _, b := range pool.Allowed {
 				if b.Reason == string(a.ByBudget) {

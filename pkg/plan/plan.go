@@ -68,8 +68,8 @@ type Disruption struct {
 	Blocked []Blocked `json:"blocked"`
 	// Allowed disruptions per NodePool and reason now.
 	Budgets []Budget `json:"budgets"`
-	// ConsolidationWaits says why consolidation did not run ("" when it did).
-	ConsolidationWaits string `json:"consolidationWaits,omitempty"`
+	// PendingNote says how pending pods weigh on the disruption pass ("" when none pend).
+	PendingNote string `json:"pendingNote,omitempty"`
 }
 
 // Command is one disruption command.
@@ -135,8 +135,8 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
 	dc := c.DisruptionCluster(now, nil)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	p.Disruption = disruptionOf(d, c.NodePools, now)
-	if dc.PendingPods > 0 {
-		p.Disruption.ConsolidationWaits = fmt.Sprintf("%d pod(s) pending: consolidation waits until they have a place, so it does not take away room they need", dc.PendingPods)
+	if n := len(dc.Pending); n > 0 {
+		p.Disruption.PendingNote = fmt.Sprintf("%d pod(s) pending: every disruption simulation places them too, so no command takes away room they need", n)
 	}
 	return p
 }
@@ -148,7 +148,7 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 		byName[np.Name] = np
 	}
 	for _, cmd := range d.Commands {
-		c := Command{Method: cmd.Method, Reason: string(cmd.Reason), Replacements: []NodeClaim{}, SavingsUSDPerHour: round(cmd.Savings)}
+		c := Command{Method: string(cmd.Method), Reason: string(cmd.Reason), Replacements: []NodeClaim{}, SavingsUSDPerHour: round(cmd.Savings)}
 		seen := map[string]bool{}
 		for _, cand := range cmd.Candidates {
 			c.Nodes = append(c.Nodes, cand.Node.Name)

@@ -20,34 +20,51 @@ func podKeyOf(p *corev1.Pod) (podKey, bool) {
 // answers by the objects' content keys, so an object that changes gets a
 // new entry however a host hands it over (a new object or the same one
 // changed); an object without a content key is remembered only until the
-// next call, by pointer. Not safe for concurrent use: its owners (Planner,
-// Binder) hold a lock around each call.
+// next call, by pointer. In front of the content keys sits a map by
+// pointer that remembers each object's key with its answer: an answer is
+// taken from it only while the object's key is still the one it was
+// derived under, and it spares hashing the key's strings for objects seen
+// before. Not safe for concurrent use: its owners (Planner, Binder) hold a
+// lock around each call.
 type objectCache[P comparable, K comparable, V any] struct {
-	key   func(P) (K, bool)
-	limit int // entries kept across calls before the cache starts over
-	byKey map[K]V
-	byPtr map[P]V // this call's objects without a content key
+	key    func(P) (K, bool)
+	limit  int // entries kept across calls before the cache starts over
+	byKey  map[K]V
+	seen   map[P]keyed[K, V] // objects with a content key, met before
+	byCall map[P]V           // this call's objects without a content key
+}
+
+type keyed[K comparable, V any] struct {
+	key K
+	v   V
 }
 
 func newNodeCache[V any](limit int) *objectCache[*Node, nodeKey, V] {
-	return &objectCache[*Node, nodeKey, V]{key: nodeKeyOf, limit: limit, byKey: map[nodeKey]V{}}
+	return &objectCache[*Node, nodeKey, V]{key: nodeKeyOf, limit: limit, byKey: map[nodeKey]V{}, seen: map[*Node]keyed[nodeKey, V]{}}
 }
 
 func newPodCache[V any](limit int) *objectCache[*corev1.Pod, podKey, V] {
-	return &objectCache[*corev1.Pod, podKey, V]{key: podKeyOf, limit: limit, byKey: map[podKey]V{}}
+	return &objectCache[*corev1.Pod, podKey, V]{key: podKeyOf, limit: limit, byKey: map[podKey]V{}, seen: map[*corev1.Pod]keyed[podKey, V]{}}
 }
 
 // get and put on a nil cache remember nothing.
 func (c *objectCache[P, K, V]) get(p P) (V, bool) {
+	var zero V
 	if c == nil {
-		var zero V
 		return zero, false
 	}
-	if k, ok := c.key(p); ok {
-		v, found := c.byKey[k]
+	k, ok := c.key(p)
+	if !ok {
+		v, found := c.byCall[p]
 		return v, found
 	}
-	v, found := c.byPtr[p]
+	if e, found := c.seen[p]; found && e.key == k {
+		return e.v, true
+	}
+	v, found := c.byKey[k]
+	if found {
+		c.seen[p] = keyed[K, V]{k, v}
+	}
 	return v, found
 }
 
@@ -57,29 +74,33 @@ func (c *objectCache[P, K, V]) put(p P, v V) {
 	}
 	if k, ok := c.key(p); ok {
 		c.byKey[k] = v
+		c.seen[p] = keyed[K, V]{k, v}
 		return
 	}
-	if c.byPtr == nil {
-		c.byPtr = map[P]V{}
+	if c.byCall == nil {
+		c.byCall = map[P]V{}
 	}
-	c.byPtr[p] = v
+	c.byCall[p] = v
 }
 
 // newCall forgets the last call's unkeyed objects, and everything once the
 // cache holds more than limit (at least minimum) entries.
 func (c *objectCache[P, K, V]) newCall(minimum int) {
-	c.byPtr = nil
-	if len(c.byKey) > max(c.limit, minimum) {
+	c.byCall = nil
+	if len(c.byKey) > max(c.limit, minimum) || len(c.seen) > 2*max(c.limit, minimum) {
 		c.byKey = map[K]V{}
+		c.seen = map[P]keyed[K, V]{}
 	}
 }
 
-// retain drops the keyed entries of objects not in keep.
+// retain drops the entries of objects not in keep.
 func (c *objectCache[P, K, V]) retain(keep []P) {
 	set := make(map[K]bool, len(keep))
+	ptrs := make(map[P]bool, len(keep))
 	for _, p := range keep {
 		if k, ok := c.key(p); ok {
 			set[k] = true
+			ptrs[p] = true
 		}
 	}
 	for k := range c.byKey {
@@ -87,9 +108,14 @@ func (c *objectCache[P, K, V]) retain(keep []P) {
 			delete(c.byKey, k)
 		}
 	}
+	for p := range c.seen {
+		if !ptrs[p] {
+			delete(c.seen, p)
+		}
+	}
 }
 
-func (c *objectCache[P, K, V]) len() int { return len(c.byKey) + len(c.byPtr) }
+func (c *objectCache[P, K, V]) len() int { return len(c.byKey) + len(c.byCall) }
 
 // derivedPod is a copy of pod to change (a pod with its preferences
 // relaxed, say). It has no resourceVersion: it is not the pod the API

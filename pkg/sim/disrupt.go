@@ -85,6 +85,11 @@ func (e *engine) disrupt() {
 	if !e.dirty && e.clk.now.Sub(e.rep.lastPass) < forcedPassEvery {
 		return
 	}
+	if e.queue.Validating() {
+		// As upstream's disruption controller: no new command while one
+		// waits for its validation (its candidates are not tainted yet).
+		return
+	}
 	e.dirty = false
 	e.rep.lastPass = e.clk.now
 	c := e.disruptionCluster()
@@ -116,12 +121,6 @@ func (e *engine) disrupt() {
 	}
 	for _, cmd := range d.Commands {
 		e.queue.Add(cmd, e.clk.now)
-		for _, cand := range cmd.Candidates {
-			if n := e.nodeByName(cand.Node.Name); n != nil {
-				n.disrupting = true // held while the command validates
-				e.syncNode(n)
-			}
-		}
 	}
 	e.stepQueue()
 }
@@ -130,33 +129,12 @@ func (e *engine) stepQueue() {
 	if e.queue.Len() == 0 {
 		return
 	}
-	// Candidates of queued commands are only reserved, not tainted: the
-	// validation must see them as they are.
-	events := e.queue.Step(context.Background(), e.clk.now, simActions{e}, func() *disruption.Cluster {
-		c := e.disruptionCluster()
-		for _, cand := range c.Nodes {
-			if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady && n.drainStarted.IsZero() {
-				cand.Disrupting = false
-				node := *cand.Node // the cached Node is shared: change a copy
-				node.MarkedForDeletion = false
-				cand.Node = &node
-			}
-		}
-		return c
-	})
+	events := e.queue.Step(context.Background(), e.clk.now, simActions{e}, e.disruptionCluster)
 	for _, ev := range events {
-		switch ev.What {
-		case "executed":
+		if ev.What == disruption.EventExecuted {
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil {
 					e.rep.disrupted(n, string(ev.Command.Reason))
-				}
-			}
-		case "cancelled", "abandoned":
-			for _, cand := range ev.Command.Candidates {
-				if n := e.nodeByName(cand.Node.Name); n != nil && n.drainStarted.IsZero() {
-					n.disrupting = false
-					e.syncNode(n)
 				}
 			}
 		}

@@ -204,8 +204,8 @@ func TestDisruptionCluster(t *testing.T) {
 		}
 		return ""
 	})
-	if len(dc.Nodes) != 2 || len(dc.Unmanaged) != 1 || dc.PendingPods != 1 {
-		t.Fatalf("%d candidates, %d unmanaged, %d pending: want the launching claim and the registered managed node, the system node, one pending pod", len(dc.Nodes), len(dc.Unmanaged), dc.PendingPods)
+	if len(dc.Nodes) != 2 || len(dc.Unmanaged) != 1 || len(dc.Pending) != 1 {
+		t.Fatalf("%d candidates, %d unmanaged, %d pending: want the launching claim and the registered managed node, the system node, one pending pod", len(dc.Nodes), len(dc.Unmanaged), len(dc.Pending))
 	}
 	if launching := dc.Nodes[0]; launching.Node.Name != "general-def" || launching.Initialized || launching.NotReady || !launching.Node.InFlight {
 		t.Errorf("the launching claim is capacity pods may move to, not yet a candidate: %+v", launching)

@@ -44,6 +44,7 @@ type Store struct {
 	nodes      map[string]*corev1.Node    // by name
 	claims     map[string]*v1.NodeClaim   // by name
 	claimOf    map[string]string          // providerID → claim name
+	nodeOf     map[string]string          // providerID → Node name
 	pods       map[podRef]*storedPod      // every pod
 	podsOn     map[string]map[podRef]bool // by spec.nodeName
 	unbound    map[podRef]bool            // pods with no spec.nodeName
@@ -82,7 +83,7 @@ type view struct {
 // Cluster.AssumeUnschedulable.
 func NewStore(assumeUnschedulable bool) *Store {
 	return &Store{assumeUnschedulable: assumeUnschedulable,
-		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{},
+		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{}, nodeOf: map[string]string{},
 		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]bool{},
 		views: map[entry]*view{}, nodeEntry: map[string]entry{}, claimEntry: map[string]entry{}}
 }
@@ -121,7 +122,13 @@ func (s *Store) SetNode(n *corev1.Node) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.detachNode(n.Name)
+	if old, ok := s.nodes[n.Name]; ok && old.Spec.ProviderID != n.Spec.ProviderID && s.nodeOf[old.Spec.ProviderID] == n.Name {
+		delete(s.nodeOf, old.Spec.ProviderID)
+	}
 	s.nodes[n.Name] = n
+	if n.Spec.ProviderID != "" {
+		s.nodeOf[n.Spec.ProviderID] = n.Name
+	}
 	s.attachNode(n)
 }
 
@@ -130,6 +137,9 @@ func (s *Store) DeleteNode(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.detachNode(name)
+	if n, ok := s.nodes[name]; ok && s.nodeOf[n.Spec.ProviderID] == name {
+		delete(s.nodeOf, n.Spec.ProviderID)
+	}
 	delete(s.nodes, name)
 }
 
@@ -153,11 +163,9 @@ func (s *Store) SetNodeClaim(nc *v1.NodeClaim) {
 	v.dirty = true
 	if id := nc.Status.ProviderID; id != "" {
 		s.claimOf[id] = nc.Name
-		for name, n := range s.nodes {
-			if n.Spec.ProviderID == id && s.nodeEntry[name] != k {
-				s.detachNode(name)
-				s.attachNode(n)
-			}
+		if name, ok := s.nodeOf[id]; ok && s.nodeEntry[name] != k {
+			s.detachNode(name)
+			s.attachNode(s.nodes[name])
 		}
 	}
 }
@@ -471,7 +479,7 @@ func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) clo
 	defer s.mu.Unlock()
 	views := s.build()
 	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
-		DaemonSets: s.dsPods, PendingPods: len(s.pendingLocked())}
+		DaemonSets: s.dsPods, Pending: s.pendingLocked()}
 	for _, v := range views {
 		n := &v.node
 		if !n.Managed() {
