@@ -21,30 +21,36 @@ func podKeyOf(p *corev1.Pod) (podKey, bool) {
 // new entry however a host hands it over (a new object or the same one
 // changed); an object without a content key is remembered only until the
 // next call, by pointer. In front of the content keys sits a map by
-// pointer that remembers each object's key with its answer: an answer is
-// taken from it only while the object's key is still the one it was
+// pointer that remembers each object's version with its answer: an answer
+// is taken from it only while the object's version is still the one it was
 // derived under, and it spares hashing the key's strings for objects seen
-// before. Not safe for concurrent use: its owners (Planner, Binder) hold a
+// before. (An object's name does not change under its pointer; its
+// version does, whenever its content does.) Not safe for concurrent use: its owners (Planner, Binder) hold a
 // lock around each call.
 type objectCache[P comparable, K comparable, V any] struct {
-	key    func(P) (K, bool)
-	limit  int // entries kept across calls before the cache starts over
-	byKey  map[K]V
-	seen   map[P]keyed[K, V] // objects with a content key, met before
-	byCall map[P]V           // this call's objects without a content key
+	key func(P) (K, bool)
+	// version is the part of the key that changes when the object does
+	// (a resourceVersion, a Version): what a seen entry is checked by.
+	version func(P) string
+	limit   int // entries kept across calls before the cache starts over
+	byKey   map[K]V
+	seen    map[P]versioned[V] // objects with a content key, met before
+	byCall  map[P]V            // this call's objects without a content key
 }
 
-type keyed[K comparable, V any] struct {
-	key K
-	v   V
+type versioned[V any] struct {
+	version string
+	v       V
 }
 
 func newNodeCache[V any](limit int) *objectCache[*Node, nodeKey, V] {
-	return &objectCache[*Node, nodeKey, V]{key: nodeKeyOf, limit: limit, byKey: map[nodeKey]V{}, seen: map[*Node]keyed[nodeKey, V]{}}
+	return &objectCache[*Node, nodeKey, V]{key: nodeKeyOf, version: func(n *Node) string { return n.Version }, limit: limit,
+		byKey: map[nodeKey]V{}, seen: map[*Node]versioned[V]{}}
 }
 
 func newPodCache[V any](limit int) *objectCache[*corev1.Pod, podKey, V] {
-	return &objectCache[*corev1.Pod, podKey, V]{key: podKeyOf, limit: limit, byKey: map[podKey]V{}, seen: map[*corev1.Pod]keyed[podKey, V]{}}
+	return &objectCache[*corev1.Pod, podKey, V]{key: podKeyOf, version: func(p *corev1.Pod) string { return p.ResourceVersion }, limit: limit,
+		byKey: map[podKey]V{}, seen: map[*corev1.Pod]versioned[V]{}}
 }
 
 // get and put on a nil cache remember nothing.
@@ -53,17 +59,18 @@ func (c *objectCache[P, K, V]) get(p P) (V, bool) {
 	if c == nil {
 		return zero, false
 	}
-	k, ok := c.key(p)
-	if !ok {
+	ver := c.version(p)
+	if ver == "" {
 		v, found := c.byCall[p]
 		return v, found
 	}
-	if e, found := c.seen[p]; found && e.key == k {
+	if e, found := c.seen[p]; found && e.version == ver {
 		return e.v, true
 	}
+	k, _ := c.key(p)
 	v, found := c.byKey[k]
 	if found {
-		c.seen[p] = keyed[K, V]{k, v}
+		c.seen[p] = versioned[V]{ver, v}
 	}
 	return v, found
 }
@@ -74,7 +81,7 @@ func (c *objectCache[P, K, V]) put(p P, v V) {
 	}
 	if k, ok := c.key(p); ok {
 		c.byKey[k] = v
-		c.seen[p] = keyed[K, V]{k, v}
+		c.seen[p] = versioned[V]{c.version(p), v}
 		return
 	}
 	if c.byCall == nil {
@@ -89,7 +96,7 @@ func (c *objectCache[P, K, V]) newCall(minimum int) {
 	c.byCall = nil
 	if len(c.byKey) > max(c.limit, minimum) || len(c.seen) > 2*max(c.limit, minimum) {
 		c.byKey = map[K]V{}
-		c.seen = map[P]keyed[K, V]{}
+		c.seen = map[P]versioned[V]{}
 	}
 }
 

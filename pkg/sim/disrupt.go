@@ -33,7 +33,10 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
 	e.st.SetPDBs(e.pdbs())
-	e.st.SetInstanceTypes(e.cloud.InstanceTypes())
+	if v := e.cloud.Version(); v != e.storeCloudAt {
+		e.st.SetInstanceTypes(e.cloud.InstanceTypes())
+		e.storeCloudAt = v
+	}
 	c := e.st.DisruptionCluster(e.clk.now, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why

@@ -85,6 +85,8 @@ type engine struct {
 	// controller; rv is the last resourceVersion given out.
 	st *state.Store
 	rv uint64
+	// storeCloudAt: the cloud version whose instance types st holds.
+	storeCloudAt int
 	// binder places pods as kube-scheduler would; bindPods maps the pods
 	// of its current call back to the simulation's.
 	binder   *provisioning.Binder
@@ -142,7 +144,7 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo(),
-		st: state.NewStore(true)}
+		st: state.NewStore(true), storeCloudAt: -1}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog

@@ -35,6 +35,7 @@ type Store struct {
 
 	nodePools     []*v1.NodePool
 	instanceTypes map[string][]*cloudprovider.InstanceType
+	itGen         int // counts SetInstanceTypes
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
 	pdbs          []*policyv1.PodDisruptionBudget
@@ -77,6 +78,11 @@ type view struct {
 	built *provisioning.Node
 	// reschedulable are the pods that move if the node goes.
 	reschedulable []*corev1.Pod
+	// candidate is the node as disruption sees it, but for Price (priced
+	// at pricedAt, the instance types' generation) and NodeClassDrift.
+	candidate disruption.Candidate
+	price     float64
+	pricedAt  int
 }
 
 // NewStore returns an empty Store. assumeUnschedulable: see
@@ -100,6 +106,7 @@ func (s *Store) SetInstanceTypes(its map[string][]*cloudprovider.InstanceType) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.instanceTypes = its
+	s.itGen++
 }
 
 // SetDaemonSets replaces the DaemonSets.
@@ -364,6 +371,12 @@ func (s *Store) rebuild(v *view) {
 		}
 	}
 	v.reschedulable = append([]*corev1.Pod{}, v.reschedulable...)
+	n, labels := &v.node, v.built.Labels
+	v.candidate = disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
+		InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
+		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
+		Reschedulable: v.reschedulable}
+	v.pricedAt = -1
 }
 
 // version is a hash of the resourceVersions the node's view is made of, or
@@ -488,16 +501,15 @@ func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) clo
 			}
 			continue
 		}
-		labels := v.built.Labels
-		cand := &disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
-			InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
-			Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
-			Reschedulable: v.reschedulable}
-		cand.Price = price(s.instanceTypes, cand)
+		cand := v.candidate // a copy: the caller may change it
+		if v.pricedAt != s.itGen {
+			v.price, v.pricedAt = price(s.instanceTypes, &cand), s.itGen
+		}
+		cand.Price = v.price
 		if drifted != nil {
 			cand.NodeClassDrift = drifted(n.NodeClaim)
 		}
-		dc.Nodes = append(dc.Nodes, cand)
+		dc.Nodes = append(dc.Nodes, &cand)
 	}
 	return dc
 }
