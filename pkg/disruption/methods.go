@@ -195,16 +195,15 @@ func Compute(ctx context.Context, c *Cluster, opts Options) *Decision {
 	p := newPass(ctx, c, opts)
 	p.expire()
 	graceful, eventual := p.eligible()
-	type method struct {
-		compute func([]*Candidate) []*Command
-		cands   []*Candidate
-	}
-	methods := []method{{p.empty, graceful}, {p.drift, eventual}, {p.multiNode, graceful}, {p.singleNode, graceful}}
-	if opts.SkipConsolidation {
-		methods = methods[:2]
-	}
 	for _, m := range methods {
-		if cmds := m.compute(m.cands); len(cmds) > 0 {
+		if opts.SkipConsolidation && m.consolidation() && m.kind() != MethodEmpty {
+			continue
+		}
+		cands := graceful
+		if m.eventual() {
+			cands = eventual
+		}
+		if cmds := m.compute(p, cands); len(cmds) > 0 {
 			p.decision.Commands = cmds
 			break
 		}

@@ -99,7 +99,8 @@ type Queue struct {
 // validates: the method's commands wait ValidationDelay and are checked
 // again (consolidation's; drift and interruption act at once).
 func validates(m Method) bool {
-	return m == MethodEmpty || m == MethodSingleNode || m == MethodMultiNode
+	x := methodOf(m)
+	return x != nil && x.consolidation()
 }
 
 // Add enqueues a command at now.
@@ -242,9 +243,13 @@ func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) err
 	for _, cand := range c.Nodes {
 		byName[cand.Node.Name] = cand
 	}
+	m := methodOf(cmd.Method)
+	if m == nil {
+		return fmt.Errorf("%s commands are not validated", cmd.Method)
+	}
 	graceful, eventual := p.eligible()
 	cands := graceful
-	if cmd.Method == MethodDrift {
+	if m.eventual() {
 		cands = eventual
 	}
 	eligible := map[*Candidate]bool{}
@@ -262,28 +267,8 @@ func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) err
 		}
 		fresh = append(fresh, cand)
 	}
-	switch cmd.Method {
-	case MethodEmpty:
-		for _, cand := range fresh {
-			if len(reschedulable(cand.Node)) > 0 || !p.consolidatable(cand) {
-				return fmt.Errorf("node %s is no longer empty", cand.Node.Name)
-			}
-		}
-	case MethodDrift:
-		if p.driftReason(fresh[0]) == "" {
-			return fmt.Errorf("node %s is no longer drifted", fresh[0].Node.Name)
-		}
-	case MethodSingleNode, MethodMultiNode:
-		for _, cand := range fresh {
-			if !p.consolidatable(cand) {
-				return fmt.Errorf("a pod was scheduled to or removed from node %s", cand.Node.Name)
-			}
-		}
-		again := p.consolidate(ctx, fresh, cmd.Method)
-		if again == nil || len(again.Replacements) != len(cmd.Replacements) {
-			return errors.New("consolidation no longer pays off the same way")
-		}
-		cmd.Replacements = again.Replacements
+	if err := m.validate(p, cmd, fresh); err != nil {
+		return err
 	}
 	need := map[string]int{}
 	for _, cand := range fresh {

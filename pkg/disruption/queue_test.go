@@ -217,3 +217,23 @@ func TestDriftDoesNotWaitForValidation(t *testing.T) {
 		t.Fatalf("drift without replacements: taint and terminate at once: %s", got)
 	}
 }
+
+// TestMethodTable: the methods in upstream's order, each with its reason,
+// and only consolidation's commands validated after the delay.
+func TestMethodTable(t *testing.T) {
+	var got []string
+	for _, m := range methods {
+		got = append(got, fmt.Sprintf("%s/%s/validated=%v/eventual=%v", m.kind(), m.reason(), validates(m.kind()), m.eventual()))
+	}
+	want := "empty/Empty/validated=true/eventual=false;drift/Drifted/validated=false/eventual=true;" +
+		"multi-node consolidation/Underutilized/validated=true/eventual=false;single-node consolidation/Underutilized/validated=true/eventual=false"
+	if strings.Join(got, ";") != want {
+		t.Errorf("methods:\n%s\nwant\n%s", strings.Join(got, ";"), want)
+	}
+	if validates(MethodInterruption) {
+		t.Error("interruption commands act at once")
+	}
+	if err := Revalidate(context.Background(), &Command{Method: MethodInterruption}, replaceCluster(), Options{}); err == nil {
+		t.Error("an interruption command has no validation")
+	}
+}
