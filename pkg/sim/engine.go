@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/robfig/cron/v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +22,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -196,140 +194,6 @@ func amiOf(nc *awsv1.EC2NodeClass) string {
 		}
 	}
 	return "default"
-}
-
-func (e *engine) buildWorkloads() error {
-	s := e.in.Scenario.Spec
-	runtimes := map[string]time.Duration{}
-	for _, j := range s.Jobs {
-		runtimes[podutil.Namespace(metav1.ObjectMeta{Namespace: j.Namespace})+"/"+j.Name] = j.Duration.Duration
-	}
-	ns := podutil.Namespace
-	prio, err := newPriorities(e.in.PriorityClasses)
-	if err != nil {
-		return err
-	}
-	byName := map[string]*workload{}
-	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
-		if err := prio.resolve(&tmpl.Spec, kind+" "+meta.Name+": spec.template.spec"); err != nil {
-			return err
-		}
-		r := 1
-		if replicas != nil {
-			r = int(*replicas)
-		}
-		selector, err := metav1.LabelSelectorAsSelector(sel)
-		if err != nil {
-			return fmt.Errorf("%s %s: spec.selector: %w", kind, meta.Name, err)
-		}
-		w := &workload{kind: kind, namespace: ns(meta), name: meta.Name, template: tmpl, replicas: r,
-			spread: defaultSpreadSelector(ns(meta), tmpl.Labels, e.in.Services, selector)}
-		e.workloads = append(e.workloads, w)
-		byName[kind+"/"+w.key()] = w
-		return nil
-	}
-	for _, d := range e.in.Deployments {
-		if err := replicated("Deployment", d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template); err != nil {
-			return err
-		}
-	}
-	for _, d := range e.in.StatefulSets {
-		if err := replicated("StatefulSet", d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template); err != nil {
-			return err
-		}
-	}
-	for _, j := range e.in.Jobs {
-		tmpl := j.Spec.Template
-		if err := prio.resolve(&tmpl.Spec, "Job "+j.Name+": spec.template.spec"); err != nil {
-			return err
-		}
-		w := jobWorkload(j.Name, ns(j.ObjectMeta), tmpl, j.Spec.Completions, j.Spec.Parallelism, runtimes)
-		w.spread = defaultSpreadSelector(w.namespace, tmpl.Labels, e.in.Services, nil)
-		e.workloads = append(e.workloads, w)
-	}
-	for _, p := range e.in.Pods {
-		p = p.DeepCopy()
-		p.Namespace = ns(p.ObjectMeta)
-		if err := prio.resolve(&p.Spec, "Pod "+p.Name+": spec"); err != nil {
-			return err
-		}
-		e.bare = append(e.bare, &simPod{pod: p, created: e.start, spread: defaultSpreadSelector(p.Namespace, p.Labels, e.in.Services, nil)})
-	}
-	for _, ds := range e.in.DaemonSets {
-		ds = ds.DeepCopy()
-		if err := prio.resolve(&ds.Spec.Template.Spec, "DaemonSet "+ds.Name+": spec.template.spec"); err != nil {
-			return err
-		}
-		e.daemonSets = append(e.daemonSets, ds)
-	}
-	e.st.SetDaemonSets(e.daemonSets)
-	e.dsPods = e.st.DaemonSetPods()
-	loads := map[string]*LoadSpec{}
-	for i := range s.Loads {
-		l := &s.Loads[i]
-		loads[l.Target.Kind+"/"+podutil.Namespace(metav1.ObjectMeta{Namespace: l.Target.Namespace})+"/"+l.Target.Name] = l
-	}
-	for _, h := range e.in.HPAs {
-		target, spec, lf, err := e.autoscaled("HorizontalPodAutoscaler", ns(h.ObjectMeta), h.Name,
-			h.Spec.ScaleTargetRef.Kind+"/"+ns(h.ObjectMeta)+"/"+h.Spec.ScaleTargetRef.Name,
-			"pattern: diurnal, base: 100, peak: 1000, peakHour: 14, cpuPerUnit: 5m", byName, loads)
-		if err != nil {
-			return err
-		}
-		req := scheduling.PodRequests(&corev1.Pod{Spec: target.template.Spec})
-		m := &hpaModel{hpa: h, target: target, load: lf, cpuPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), targetUtil: 80, minR: 1, maxR: int(h.Spec.MaxReplicas),
-			requestCores: req.Cpu().AsApproximateFloat64()}
-		if h.Spec.MinReplicas != nil {
-			m.minR = int(*h.Spec.MinReplicas)
-		}
-		for _, metric := range h.Spec.Metrics {
-			if metric.Resource != nil && metric.Resource.Name == corev1.ResourceCPU && metric.Resource.Target.AverageUtilization != nil {
-				m.targetUtil = float64(*metric.Resource.Target.AverageUtilization)
-			}
-		}
-		target.hpa = m
-		target.replicas = clamp(target.replicas, m.minR, m.maxR)
-		e.clk.every(e.start.Add(hpaEvery), hpaEvery, e.end, func() { e.runHPA(m) })
-	}
-	for _, so := range e.in.ScaledObjects {
-		kind := "Deployment"
-		if so.Spec.ScaleTargetRef.Kind == "StatefulSet" {
-			kind = "StatefulSet"
-		}
-		target, _, lf, err := e.autoscaled("ScaledObject", ns(so.ObjectMeta), so.Name,
-			kind+"/"+ns(so.ObjectMeta)+"/"+so.Spec.ScaleTargetRef.Name, "pattern: steps, steps: [{at: 0h, value: 100}]", byName, loads)
-		if err != nil {
-			return err
-		}
-		k, err := newKeda(so, target, lf)
-		if err != nil {
-			return err
-		}
-		target.replicas = k.evaluate(e.start, e.start)
-		poll := 30 * time.Second
-		if so.Spec.PollingInterval != nil {
-			poll = time.Duration(*so.Spec.PollingInterval) * time.Second
-		}
-		e.clk.every(e.start.Add(poll), poll, e.end, func() {
-			if r := k.evaluate(e.clk.now, e.start); r != k.target.replicas {
-				k.target.replicas = r
-				e.rep.scaled(k.target, r)
-				e.reconcile(k.target)
-			}
-		})
-	}
-	for _, cj := range e.in.CronJobs {
-		sched, err := cron.ParseStandard(cj.Spec.Schedule)
-		if err != nil {
-			return fmt.Errorf("CronJob %s: spec.schedule %q: %v (use 5 fields, e.g. \"0 2 * * *\")", cj.Name, cj.Spec.Schedule, err)
-		}
-		cm := &cronModel{name: cj.Name, namespace: ns(cj.ObjectMeta), schedule: sched, template: cj.Spec.JobTemplate.Spec.Template}
-		if err := prio.resolve(&cm.template.Spec, "CronJob "+cj.Name+": spec.jobTemplate.spec.template.spec"); err != nil {
-			return err
-		}
-		e.scheduleCron(cm, cj.Spec.JobTemplate.Spec.Completions, cj.Spec.JobTemplate.Spec.Parallelism, runtimes)
-	}
-	return nil
 }
 
 // autoscaled finds an autoscaler's target workload and the load that
