@@ -72,8 +72,9 @@ type Decision struct {
 
 // Options tune consolidation.
 type Options struct {
-	// SpotToSpot allows replacing a spot node by a cheaper spot node (only
-	// with at least MinSpotToSpotTypes cheaper types to choose from).
+	// SpotToSpot allows replacing spot nodes by a cheaper spot node (a
+	// single node only with at least MinSpotToSpotTypes cheaper types to
+	// choose from, of which the cheapest MinSpotToSpotTypes are launched).
 	SpotToSpot bool
 	// SkipConsolidation runs only the empty and drift methods (and
 	// expiration): a host that found nothing to consolidate a moment ago
@@ -549,6 +550,18 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, Savings: price}
 	if len(res.NewNodeClaims) == 1 {
 		r := res.NewNodeClaims[0]
+		ct := r.Requirements.Get(v1.LabelCapacityType)
+		spotToSpot := allSpot && ct.Has(v1.CapacityTypeSpot)
+		if ct.Has(v1.CapacityTypeSpot) && (spotToSpot || ct.Has(v1.CapacityTypeOnDemand)) {
+			// As upstream: a spot node's replacement is spot; an on-demand
+			// node replaced by one that may be spot is priced as spot and
+			// launched only as spot, so a spot shortage fails the launch
+			// rather than replace the node by a dearer on-demand one.
+			spot := *r
+			spot.Requirements = r.Requirements.Copy()
+			spot.Requirements[v1.LabelCapacityType] = ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
+			r = &spot
+		}
 		// Keep only replacement types that are cheaper, and never a type a
 		// candidate already is: that would be a deletion of the others
 		// plus a pointless relaunch.
@@ -569,14 +582,12 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 			}
 			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
 		}
-		replacementSpot := r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) &&
-			!r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand)
-		if allSpot && replacementSpot {
+		if spotToSpot {
 			why := ""
 			switch {
 			case !p.opts.SpotToSpot:
 				why = "spot-to-spot consolidation is off (the SpotToSpotConsolidation feature gate): a spot node is not replaced by a spot node"
-			case len(cheaper) < MinSpotToSpotTypes:
+			case len(cands) == 1 && len(cheaper) < MinSpotToSpotTypes:
 				why = fmt.Sprintf("spot-to-spot consolidation needs %d cheaper spot instance types, found %d", MinSpotToSpotTypes, len(cheaper))
 			}
 			if why != "" {
@@ -584,6 +595,11 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 					p.block(cands[0], why)
 				}
 				return nil, why
+			}
+			if len(cands) == 1 {
+				// Launch only the cheapest 15, as upstream: whichever of them
+				// EC2 picks, no cheaper set remains to consolidate to at once.
+				cheaper = cheaper[:MinSpotToSpotTypes]
 			}
 		}
 		r.InstanceTypes = cheaper

@@ -285,8 +285,28 @@ func TestSpotToSpot(t *testing.T) {
 	}
 	c.InstanceTypes["p"] = append(many, types()...)
 	cmd := only(t, Compute(context.Background(), c, Options{SpotToSpot: true}))
-	if len(cmd.Replacements) != 1 || len(cmd.Replacements[0].InstanceTypes) < MinSpotToSpotTypes {
-		t.Fatalf("spot-to-spot with enough types: %s", cmd)
+	if len(cmd.Replacements) != 1 || len(cmd.Replacements[0].InstanceTypes) != MinSpotToSpotTypes {
+		t.Fatalf("spot-to-spot with enough types launches the cheapest %d: %s", MinSpotToSpotTypes, cmd)
+	}
+}
+
+// TestOnDemandToSpotLaunchesOnlySpot: an on-demand node whose pool also
+// allows spot is replaced by a plan priced as spot and allowed only spot,
+// as upstream, so a spot shortage cannot turn the saving into a dearer
+// on-demand node.
+func TestOnDemandToSpotLaunchesOnlySpot(t *testing.T) {
+	both := nodePool("p", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}
+	})
+	// A medium on-demand node (0.20/h) with 1 core used: a medium spot
+	// (0.06/h) is cheaper, though no on-demand type smaller than small is.
+	c := cluster(both, node("od", both, types()[1], v1.CapacityTypeOnDemand, podOn("1500m")))
+	cmd := only(t, Compute(context.Background(), c, Options{}))
+	if len(cmd.Replacements) != 1 {
+		t.Fatalf("want a replacement: %s", cmd)
+	}
+	if ct := cmd.Replacements[0].Requirements.Get(v1.LabelCapacityType); ct.Has(v1.CapacityTypeOnDemand) || !ct.Has(v1.CapacityTypeSpot) {
+		t.Errorf("the replacement may launch as %v, want spot only", ct.Values())
 	}
 }
 

@@ -117,17 +117,22 @@ func antiAffinityHostname(app string) podOpt {
 		{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: v1.LabelHostname}}}})
 }
 
+// TestSpotFallback: a plan keeps every capacity type its pool and pods
+// allow (the cloud provider launches spot first and falls back), its
+// instance types in order of their cheapest offering; offerings known to
+// be unavailable do not count.
 func TestSpotFallback(t *testing.T) {
 	both := pool("both", requirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand))
 	res := solve(t, []*v1.NodePool{both}, standardTypes(), []*corev1.Pod{pod("1", "1Gi")})
 	plan := res.NewNodeClaims[0]
-	if ct := plan.Requirements.Get(v1.LabelCapacityType).Values(); len(ct) != 1 || ct[0] != v1.CapacityTypeSpot {
-		t.Fatalf("spot allowed and available: want spot, got %v", ct)
+	if ct := plan.Requirements.Get(v1.LabelCapacityType); !ct.Has(v1.CapacityTypeSpot) || !ct.Has(v1.CapacityTypeOnDemand) {
+		t.Fatalf("the plan keeps spot and on-demand for the provider to choose, got %v", ct.Values())
 	}
 	if plan.InstanceTypes[0].Name != "c.2x" && plan.InstanceTypes[0].Name != "m.2x" {
 		t.Errorf("cheapest first: got %s", plan.InstanceTypes[0].Name)
 	}
-	// No spot capacity anywhere (insufficient capacity seen): on-demand.
+	// No spot capacity anywhere (insufficient capacity seen): the plan is
+	// priced at on-demand.
 	its := standardTypes()
 	for _, t := range its {
 		for _, o := range t.Offerings {
@@ -138,8 +143,14 @@ func TestSpotFallback(t *testing.T) {
 	}
 	res = solve(t, []*v1.NodePool{both}, its, []*corev1.Pod{pod("1", "1Gi")})
 	requireAllPlaced(t, res)
-	if ct := res.NewNodeClaims[0].Requirements.Get(v1.LabelCapacityType).Values(); len(ct) != 1 || ct[0] != v1.CapacityTypeOnDemand {
-		t.Fatalf("spot unavailable: want on-demand, got %v", ct)
+	want := 0.0
+	for _, o := range res.NewNodeClaims[0].InstanceTypes[0].Offerings {
+		if o.Available && (want == 0 || o.Price < want) {
+			want = o.Price
+		}
+	}
+	if got := res.NewNodeClaims[0].Price(); got != want || want == 0 {
+		t.Fatalf("spot unavailable: priced %v, want the cheapest available (on-demand) offering's %v", got, want)
 	}
 	// An unavailable offering is skipped for the types it belongs to.
 	its = []*cloudprovider.InstanceType{it("m", 2), it("m", 4)}

@@ -468,28 +468,13 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 	return e
 }
 
-// finalize turns a claim into a plan: prefer spot when the pool allows it
-// and a candidate has spot available, and order the instance types by price.
+// finalize turns a claim into a plan, its instance types in price order.
+// Which capacity type of those the claim allows is launched is the cloud
+// provider's choice, as upstream (reserved, then spot, then on-demand).
 func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	reqs := cl.reqs.Copy()
 	delete(reqs, v1.LabelHostname)
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
-	if ct.Has(v1.CapacityTypeSpot) {
-		spot := ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
-		found := false
-		for _, i := range cl.pool.priceOrder(zone, spot) {
-			if cl.candidates.has(i) {
-				found = true
-				break
-			}
-		}
-		if found {
-			reqs[v1.LabelCapacityType], ct = spot, spot
-		} else if onDemand := ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand)); onDemand.Len() > 0 {
-			// No spot to be had: fall back to on-demand.
-			reqs[v1.LabelCapacityType], ct = onDemand, onDemand
-		}
-	}
 	var its []*cloudprovider.InstanceType
 	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {

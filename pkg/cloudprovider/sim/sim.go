@@ -208,21 +208,51 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
 	now := p.opts.Now()
 	p.expire()
-	type choice struct {
-		it *cloudprovider.InstanceType
-		o  *cloudprovider.Offering
+	tried := 0
+	for _, capacityType := range capacityTypePriority {
+		if !ct.Has(capacityType) {
+			continue
+		}
+		choices := p.choices(poolName, nc.Name, reqs, zone, capacityType)
+		tried += len(choices)
+		for _, c := range choices {
+			if !c.o.Available || p.noCapacity[c.o] {
+				p.unavailable[c.o] = now.Add(UnavailableFor)
+				p.changed()
+				p.fail("CreateFleet", CodeInsufficientCapacity)
+				continue
+			}
+			return p.launch(nc, c.it, c.o, now), nil
+		}
 	}
+	p.fail("CreateFleet", CodeInsufficientCapacity)
+	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: no offering of %d instance types has capacity", nc.Name, tried))
+}
+
+// capacityTypePriority is the order in which a claim's allowed capacity
+// types are launched, as EC2 Fleet is asked by upstream's AWS provider:
+// reserved capacity first, then spot, then on-demand.
+var capacityTypePriority = []string{v1.CapacityTypeReserved, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}
+
+type choice struct {
+	it *cloudprovider.InstanceType
+	o  *cloudprovider.Offering
+}
+
+// choices are, for each of the pool's instance types the requirements
+// allow, its cheapest offering of the capacity type in an allowed zone
+// (not known to be short), by price; where zones tie on price, EC2 Fleet
+// does not keep to the first: the claim's name picks among them, so
+// launches spread over the zones, the same way in every run.
+func (p *Provider) choices(poolName, claim string, reqs scheduling.Requirements, zone *scheduling.Requirement, capacityType string) []choice {
 	var choices []choice
 	for _, it := range p.byPool[poolName] {
 		if it.Requirements.Intersects(reqs) != nil {
 			continue
 		}
-		// The cheapest offering; where zones tie on price, EC2 Fleet does
-		// not keep to the first: the claim's name picks among them, so
-		// launches spread over the zones, the same way in every run.
 		var tied []*cloudprovider.Offering
 		for _, o := range it.Offerings {
-			if !zone.Has(o.Zone) || !ct.Has(o.CapacityType) {
+			if !zone.Has(o.Zone) || o.CapacityType != capacityType {
 				continue
 			}
 			if _, cached := p.unavailable[o]; cached {
@@ -236,7 +266,7 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 			}
 		}
 		if len(tied) > 0 {
-			choices = append(choices, choice{it, tied[spreadIndex(nc.Name, len(tied))]})
+			choices = append(choices, choice{it, tied[spreadIndex(claim, len(tied))]})
 		}
 	}
 	sort.SliceStable(choices, func(i, j int) bool {
@@ -245,17 +275,7 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 		}
 		return choices[i].it.Name < choices[j].it.Name
 	})
-	for _, c := range choices {
-		if !c.o.Available || p.noCapacity[c.o] {
-			p.unavailable[c.o] = now.Add(UnavailableFor)
-			p.changed()
-			p.fail("CreateFleet", CodeInsufficientCapacity)
-			continue
-		}
-		return p.launch(nc, c.it, c.o, now), nil
-	}
-	p.fail("CreateFleet", CodeInsufficientCapacity)
-	return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: no offering of %d instance types has capacity", nc.Name, len(choices)))
+	return choices
 }
 
 // spreadIndex picks one of n equal choices for a claim, by its name.

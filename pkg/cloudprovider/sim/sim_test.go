@@ -225,3 +225,38 @@ func TestEqualPricesSpreadOverZones(t *testing.T) {
 		}
 	}
 }
+
+// TestCapacityTypePriority: a claim allowing spot and on-demand is
+// launched as spot while any allowed spot offering has capacity, and as
+// on-demand only when none has — the provider's choice, as upstream's AWS
+// provider asks EC2 Fleet; a spot-only claim then fails.
+func TestCapacityTypePriority(t *testing.T) {
+	f := newFixture(t, Options{})
+	ctx := context.Background()
+	both := scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand)
+	// small spot is short in both zones: large spot (0.133) is still spot,
+	// though small on-demand (0.1) is cheaper.
+	f.cloud.SetCapacity("small", "a", v1.CapacityTypeSpot, false)
+	f.cloud.SetCapacity("small", "b", v1.CapacityTypeSpot, false)
+	got, err := f.cloud.Create(ctx, claim(both))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[v1.LabelCapacityType] != v1.CapacityTypeSpot || got.Labels[v1.LabelInstanceType] != "large" {
+		t.Errorf("got %s %s, want large spot", got.Labels[v1.LabelInstanceType], got.Labels[v1.LabelCapacityType])
+	}
+	for _, z := range []string{"a", "b"} {
+		f.cloud.SetCapacity("large", z, v1.CapacityTypeSpot, false)
+	}
+	got, err = f.cloud.Create(ctx, claim(both))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[v1.LabelCapacityType] != v1.CapacityTypeOnDemand || got.Labels[v1.LabelInstanceType] != "small" {
+		t.Errorf("no spot left: got %s %s, want small on-demand", got.Labels[v1.LabelInstanceType], got.Labels[v1.LabelCapacityType])
+	}
+	spotOnly := scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
+	if _, err := f.cloud.Create(ctx, claim(spotOnly)); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("a spot-only claim with no spot capacity: %v", err)
+	}
+}
