@@ -83,16 +83,26 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 		}
 		waitWhy = fmt.Sprintf("consolidateAfter %s has not passed since its last pod change at %s (until %s)", after.Duration, last.UTC().Format(time.RFC3339), last.Add(*after.Duration).UTC().Format(time.RFC3339))
 	}
+	// gated says, for a graceful method, the first of blocker, consolidateAfter
+	// and budget that holds the node back (false when none does).
+	gated := func(method Method, reason v1.DisruptionReason) bool {
+		switch {
+		case blocked != "":
+			add(method, false, "%s", blocked)
+		case waitWhy != "":
+			add(method, false, "%s", waitWhy)
+		case budget(reason) != "":
+			held(method, reason, "%s", budget(reason))
+		default:
+			return false
+		}
+		return true
+	}
 	// Emptiness.
 	switch {
 	case len(pods) > 0:
 		add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
-	case blocked != "":
-		add(MethodEmpty, false, "%s", blocked)
-	case waitWhy != "":
-		add(MethodEmpty, false, "%s", waitWhy)
-	case budget(v1.DisruptionReasonEmpty) != "":
-		held(MethodEmpty, v1.DisruptionReasonEmpty, "%s", budget(v1.DisruptionReasonEmpty))
+	case gated(MethodEmpty, v1.DisruptionReasonEmpty):
 	default:
 		add(MethodEmpty, true, "it is empty: it is deleted")
 		return out, nil
@@ -118,12 +128,7 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 	switch {
 	case np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty:
 		add(MethodSingleNode, false, "consolidationPolicy WhenEmpty: a node with pods is not consolidated")
-	case blocked != "":
-		add(MethodSingleNode, false, "%s", blocked)
-	case waitWhy != "":
-		add(MethodSingleNode, false, "%s", waitWhy)
-	case budget(v1.DisruptionReasonUnderutilized) != "":
-		held(MethodSingleNode, v1.DisruptionReasonUnderutilized, "%s", budget(v1.DisruptionReasonUnderutilized))
+	case gated(MethodSingleNode, v1.DisruptionReasonUnderutilized):
 	default:
 		if cmd, why := p.consolidateWhy(ctx, []*Candidate{cand}, MethodSingleNode); cmd == nil {
 			add(MethodSingleNode, false, "%s", why)

@@ -10,6 +10,35 @@ import (
 )
 
 // change is one piece of old-API input and its v1 replacement.
+// moveExpiry moves a ttlSecondsUntilExpired of from (at field) to the
+// template's expireAfter, and says so (why, if set, ends the message).
+func moveExpiry(from, tmplSpec map[string]any, field, why string) []change {
+	v, ok := from["ttlSecondsUntilExpired"]
+	if !ok {
+		return nil
+	}
+	d := secondsToDuration(v)
+	delete(from, "ttlSecondsUntilExpired")
+	tmplSpec["expireAfter"] = d
+	return []change{{field, "ttlSecondsUntilExpired was removed in karpenter.sh/v1" + why,
+		"delete it here and add spec.template.spec.expireAfter: " + d, nil}}
+}
+
+// leftOut notes the fields of an old spec that no migration handled.
+func leftOut(old map[string]any, handled map[string]bool) []string {
+	var dropped []string
+	for k := range old {
+		if !handled[k] {
+			dropped = append(dropped, k)
+		}
+	}
+	if len(dropped) == 0 {
+		return nil
+	}
+	sort.Strings(dropped)
+	return []string{"no v1 equivalent, left out: spec." + strings.Join(dropped, ", spec.")}
+}
+
 type change struct {
 	field, message, fix string
 	// replacement is the whole v1 document(s) to use instead, for input
@@ -154,14 +183,7 @@ func migrateNodePoolFields(obj map[string]any) []change {
 			disruption["consolidationPolicy"] = "WhenEmpty"
 			disruption["consolidateAfter"] = d
 		}
-		if v, ok := disruption["ttlSecondsUntilExpired"]; ok {
-			d := secondsToDuration(v)
-			cs = append(cs, change{"spec.disruption.ttlSecondsUntilExpired",
-				"ttlSecondsUntilExpired was removed in karpenter.sh/v1: expiry belongs to the node template",
-				"delete it here and add spec.template.spec.expireAfter: " + d, nil})
-			delete(disruption, "ttlSecondsUntilExpired")
-			tmplSpec["expireAfter"] = d
-		}
+		cs = append(cs, moveExpiry(disruption, tmplSpec, "spec.disruption.ttlSecondsUntilExpired", ": expiry belongs to the node template")...)
 		if v, ok := disruption["expireAfter"]; ok {
 			cs = append(cs, change{"spec.disruption.expireAfter",
 				"expireAfter moved from spec.disruption to spec.template.spec in karpenter.sh/v1",
@@ -170,14 +192,7 @@ func migrateNodePoolFields(obj map[string]any) []change {
 			tmplSpec["expireAfter"] = v
 		}
 	}
-	if v, ok := spec["ttlSecondsUntilExpired"]; ok {
-		d := secondsToDuration(v)
-		cs = append(cs, change{"spec.ttlSecondsUntilExpired",
-			"ttlSecondsUntilExpired was removed in karpenter.sh/v1",
-			"delete it here and add spec.template.spec.expireAfter: " + d, nil})
-		delete(spec, "ttlSecondsUntilExpired")
-		tmplSpec["expireAfter"] = d
-	}
+	cs = append(cs, moveExpiry(spec, tmplSpec, "spec.ttlSecondsUntilExpired", "")...)
 	if kubelet, ok := tmplSpec["kubelet"]; ok {
 		ref, _ := tmplSpec["nodeClassRef"].(map[string]any)
 		name, _ := ref["name"].(string)
@@ -382,16 +397,7 @@ func migrateProvisioner(obj map[string]any, apiVersion, kind string) []change {
 	if _, ok := use("cluster"); ok {
 		notes = append(notes, "spec.cluster has no replacement: the controller's settings name the cluster")
 	}
-	var dropped []string
-	for k := range old {
-		if !handled[k] {
-			dropped = append(dropped, k)
-		}
-	}
-	sort.Strings(dropped)
-	if len(dropped) > 0 {
-		notes = append(notes, "no v1 equivalent, left out: spec."+strings.Join(dropped, ", spec."))
-	}
+	notes = append(notes, leftOut(old, handled)...)
 	tmpl := map[string]any{"spec": tmplSpec}
 	if len(tmplMeta) > 0 {
 		tmpl["metadata"] = tmplMeta
@@ -463,16 +469,7 @@ func migrateAWSNodeTemplate(obj map[string]any, apiVersion, kind string) []chang
 		spec["securityGroupSelectorTerms"] = []any{map[string]any{"tags": map[string]any{"karpenter.sh/discovery": placeholderCluster}}}
 		notes = append(notes, "securityGroupSelectorTerms are required in v1: tag your security groups (karpenter.sh/discovery: "+placeholderCluster+" is a placeholder)")
 	}
-	var dropped []string
-	for k := range old {
-		if !handled[k] {
-			dropped = append(dropped, k)
-		}
-	}
-	sort.Strings(dropped)
-	if len(dropped) > 0 {
-		notes = append(notes, "no v1 equivalent, left out: spec."+strings.Join(dropped, ", spec."))
-	}
+	notes = append(notes, leftOut(old, handled)...)
 	obj["apiVersion"] = "karpenter.k8s.aws/v1"
 	obj["kind"] = "EC2NodeClass"
 	obj["spec"] = spec

@@ -25,11 +25,8 @@ func WriteSummary(w io.Writer, r *Report) {
 	}
 	fmt.Fprintf(w, "; peak %s\n", strings.Join(peaks, ", "))
 	if len(r.ByZone) > 0 {
-		var zs []string
-		for _, z := range r.ByZone {
-			zs = append(zs, fmt.Sprintf("%s %d nodes %d pods", z.Zone, z.Launched, z.PodsRan))
-		}
-		fmt.Fprintf(w, "Zones          %s (launched; pods bound over the run)\n", strings.Join(zs, ", "))
+		zs := joined(r.ByZone, func(z ZoneStats) string { return fmt.Sprintf("%s %d nodes %d pods", z.Zone, z.Launched, z.PodsRan) })
+		fmt.Fprintf(w, "Zones          %s (launched; pods bound over the run)\n", zs)
 	}
 	if r.Pods.Ran == 0 || r.Pods.StartupP50 == nil {
 		fmt.Fprintf(w, "Pod startup    no pod ran (%d created)\n", r.Pods.Created)
@@ -84,11 +81,8 @@ func WriteSummary(w io.Writer, r *Report) {
 		fmt.Fprintf(w, "Cloud errors   %s (karpenter_cloudprovider_errors_total)\n", strings.Join(errs, ", "))
 	}
 	if len(r.Autoscalers) > 0 {
-		var as []string
-		for _, a := range r.Autoscalers {
-			as = append(as, fmt.Sprintf("%s %d–%d", a.Name, a.Min, a.Max))
-		}
-		fmt.Fprintf(w, "Autoscaling    %s replicas\n", strings.Join(as, ", "))
+		as := joined(r.Autoscalers, func(a Autoscaler) string { return fmt.Sprintf("%s %d–%d", a.Name, a.Min, a.Max) })
+		fmt.Fprintf(w, "Autoscaling    %s replicas\n", as)
 	}
 	if len(r.Notes) > 0 {
 		const shown = 5
@@ -222,4 +216,13 @@ func idleWorkloads(by map[string]Startup) []string {
 		}
 	}
 	return out
+}
+
+// joined is f of each item, comma-separated.
+func joined[T any](items []T, f func(T) string) string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = f(it)
+	}
+	return strings.Join(out, ", ")
 }
