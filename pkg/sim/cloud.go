@@ -15,6 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // armBatch starts or extends a provisioning batch window.
@@ -94,40 +95,14 @@ func (e *engine) provision() {
 // an instance: the cheapest offering of the plan's instance types, falling
 // back type by type when capacity is short.
 func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
-	np := plan.NodePool
 	e.nodeSeq++
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-%05d", np.Name, e.nodeSeq), CreationTimestamp: metav1.NewTime(e.clk.now),
-		Labels:      nodeClaimLabels(np, plan.Requirements),
-		Annotations: map[string]string{v1.AnnotationNodePoolHash: disruption.NodePoolHash(np)}}}
-	if v, ok := np.Annotations[v1.AnnotationNodePoolHashVersion]; ok {
-		nc.Annotations[v1.AnnotationNodePoolHashVersion] = v
-	}
-	nc.Spec.Requirements = plan.NodeClaimRequirements().NodeSelectorRequirements()
-	nc.Spec.NodeClassRef = np.Spec.Template.Spec.NodeClassRef
-	nc.Spec.Taints = np.Spec.Template.Spec.Taints
-	nc.Spec.ExpireAfter = np.Spec.Template.Spec.ExpireAfter
-	nc.Spec.TerminationGracePeriod = np.Spec.Template.Spec.TerminationGracePeriod
+	nc := state.NewNodeClaim(plan, fmt.Sprintf("%s-%05d", plan.NodePool.Name, e.nodeSeq), metav1.NewTime(e.clk.now))
 	created, err := e.cloud.Create(context.Background(), nc)
 	if err != nil {
 		e.armBatch()
 		return nil, err
 	}
 	return e.startInstance(plan, created, why), nil
-}
-
-// nodeClaimLabels are the labels a NodeClaim (and so its Node) carries
-// before the cloud adds its instance type's: the NodePool template's, and
-// one for every requirement the scheduled claim pins to a single value — a
-// pool allowing capacity-spread In [2,3,4,5] whose claim took a pod that
-// selects "3" launches a node labelled 3, as upstream Karpenter does.
-func nodeClaimLabels(np *v1.NodePool, reqs scheduling.Requirements) map[string]string {
-	out := reqs.Labels()
-	delete(out, v1.LabelHostname)
-	for k, v := range np.Spec.Template.Labels {
-		out[k] = v
-	}
-	out[v1.LabelNodePool] = np.Name
-	return out
 }
 
 func (e *engine) latency(l Latency, def time.Duration) time.Duration {
