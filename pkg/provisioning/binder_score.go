@@ -120,7 +120,7 @@ func termsOf(pod *corev1.Pod, terms []corev1.WeightedPodAffinityTerm) []weighted
 	var out []weightedTerm
 	for _, w := range terms {
 		out = append(out, weightedTerm{weight: int64(w.Weight), key: w.PodAffinityTerm.TopologyKey,
-			namespaces: termNamespaces(pod, w.PodAffinityTerm), selector: termSelector(w.PodAffinityTerm.LabelSelector)})
+			namespaces: scheduling.TermNamespaces(pod, w.PodAffinityTerm), selector: termSelector(w.PodAffinityTerm.LabelSelector)})
 	}
 	return out
 }
@@ -358,7 +358,7 @@ func (sc *scoreClass) addAffinity(existing *corev1.Pod, n *Node) {
 	}
 	if a.PodAffinity != nil {
 		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			wt := weightedTerm{weight: 1, key: t.TopologyKey, namespaces: termNamespaces(existing, t), selector: termSelector(t.LabelSelector)}
+			wt := weightedTerm{weight: 1, key: t.TopologyKey, namespaces: scheduling.TermNamespaces(existing, t), selector: termSelector(t.LabelSelector)}
 			if wt.matches(sc.pod) {
 				add(wt.key, 1)
 			}
