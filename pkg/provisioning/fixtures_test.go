@@ -209,3 +209,16 @@ func requireAllPlaced(t *testing.T, res *Results) {
 		t.Errorf("pod %s unschedulable: %s", e.Pod.Name, e.Reason)
 	}
 }
+
+// readyNode is an existing node with cpu cores and 4 GiB per core.
+func readyNode(name, zone string, cpu int64, pods ...*corev1.Pod) *Node {
+	for _, p := range pods {
+		p.Spec.NodeName = name
+	}
+	return &Node{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelZone: zone},
+		Allocatable: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(4*cpu<<30, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		}, Pods: pods}
+}

@@ -42,15 +42,3 @@ func TestPlannerCachesByContent(t *testing.T) {
 		}
 	}
 }
-
-// TestDerivedPodsAreNotTheirOriginal: a pod relaxed of its preferences is
-// a different pod to every cache, though it keeps its name — taking it
-// for the original made relaxation go round for ever.
-func TestDerivedPodsAreNotTheirOriginal(t *testing.T) {
-	p := pod("1", "1Gi")
-	p.ResourceVersion = "7"
-	d := derivedPod(p)
-	if _, keyed := podKeyOf(d); keyed || d.Name != p.Name {
-		t.Errorf("derived pod keyed %v, name %s", keyed, d.Name)
-	}
-}

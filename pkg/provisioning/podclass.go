@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"fmt"
 	"hash/fnv"
 	"sort"
 	"strconv"
@@ -228,48 +227,3 @@ func selectorMatches(sel *metav1.LabelSelector, labels map[string]string) bool {
 func (c *podClass) selectedBy(g *topoGroup) bool { return c.selected[g] }
 
 func (c *podClass) topologyKeys() []string { return c.topoKeys }
-
-// selectorsError is the first of a pod's spread and pod (anti-)affinity
-// selectors, required or preferred, that cannot be read.
-func selectorsError(pod *corev1.Pod) error {
-	check := func(what string, sel *metav1.LabelSelector) error {
-		if sel == nil {
-			return nil
-		}
-		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
-			return fmt.Errorf("%s selector: %w", what, err)
-		}
-		return nil
-	}
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		if err := check("topology spread", tsc.LabelSelector); err != nil {
-			return err
-		}
-	}
-	a := pod.Spec.Affinity
-	if a == nil {
-		return nil
-	}
-	var terms []corev1.PodAffinityTerm
-	var weighted []corev1.WeightedPodAffinityTerm
-	if a.PodAffinity != nil {
-		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-		weighted = append(weighted, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
-	}
-	if a.PodAntiAffinity != nil {
-		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-		weighted = append(weighted, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
-	}
-	for _, w := range weighted {
-		terms = append(terms, w.PodAffinityTerm)
-	}
-	for _, t := range terms {
-		if err := check("pod affinity", t.LabelSelector); err != nil {
-			return err
-		}
-		if err := check("pod affinity namespace", t.NamespaceSelector); err != nil {
-			return err
-		}
-	}
-	return nil
-}

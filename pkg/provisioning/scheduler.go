@@ -15,9 +15,9 @@ import (
 )
 
 type scheduler struct {
-	antiCache *objectCache[*Node, nodeKey, bool]
-	nodeVecs  *objectCache[*Node, nodeKey, *nodeMemo] // nil: nothing kept between runs
-	podVecs   *objectCache[*corev1.Pod, podKey, vec]
+	antiCache *nodeCache[bool]
+	nodeVecs  *nodeCache[*nodeMemo] // nil: nothing kept between runs
+	podVecs   *podCache[vec]
 	dims      *dims
 	topo      *topology
 	pools     []*poolInfo
@@ -27,7 +27,7 @@ type scheduler struct {
 	volumes   map[string]scheduling.Requirements
 	// keys and poolChecks are the planner's caches of class keys by pod
 	// and of class-to-pool checks by class key (nil: none).
-	keys       *objectCache[*corev1.Pod, podKey, uint64]
+	keys       *podCache[uint64]
 	poolChecks map[uint64][]*classPool
 	// reqsByKey caches classes' node requirements by class key (nil: none).
 	reqsByKey map[uint64]scheduling.Requirements
@@ -54,13 +54,13 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // concurrent use; its Solves run one at a time.
 type Planner struct {
 	mu         sync.Mutex // Solves share the caches below: one at a time
-	antiCache  *objectCache[*Node, nodeKey, bool]
-	nodeVecs   *objectCache[*Node, nodeKey, *nodeMemo]
-	podVecs    *objectCache[*corev1.Pod, podKey, vec]
+	antiCache  *nodeCache[bool]
+	nodeVecs   *nodeCache[*nodeMemo]
+	podVecs    *podCache[vec]
 	dims       *dims
 	pools      []*poolInfo
 	universe   map[string][]string
-	keys       *objectCache[*corev1.Pod, podKey, uint64]
+	keys       *podCache[uint64]
 	poolChecks map[uint64][]*classPool
 	reqsByKey  map[uint64]scheduling.Requirements
 }
@@ -81,10 +81,10 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.antiCache.newCall(8 * len(snap.Nodes))
-	pl.nodeVecs.newCall(8 * len(snap.Nodes))
-	pl.podVecs.newCall(0)
-	pl.keys.newCall(0)
+	pl.antiCache.NewCall(8 * len(snap.Nodes))
+	pl.nodeVecs.NewCall(8 * len(snap.Nodes))
+	pl.podVecs.NewCall(0)
+	pl.keys.NewCall(0)
 	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
 		pl.poolChecks = map[uint64][]*classPool{}
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
@@ -226,7 +226,7 @@ func (s *scheduler) addNodes(nodes []*Node) {
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	// Most pods belong to a class met before: find it by the cached key
 	// before computing anything.
-	key, keyed := s.keys.get(pod)
+	key, keyed := s.keys.Get(pod)
 	if keyed {
 		if c, ok := s.classes[key]; ok {
 			return c
@@ -235,7 +235,7 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	requests := s.podVec(pod)
 	if !keyed {
 		key = classKey(pod, requests)
-		s.keys.put(pod, key)
+		s.keys.Put(pod, key)
 		if c, ok := s.classes[key]; ok {
 			return c
 		}
@@ -519,7 +519,7 @@ func (s *scheduler) anyAntiAffinity(nodes []*Node) bool {
 // nodeHasAnti reports whether a pod on the node has pod anti-affinity,
 // cached per node like its vectors.
 func (s *scheduler) nodeHasAnti(n *Node) bool {
-	if v, ok := s.antiCache.get(n); ok {
+	if v, ok := s.antiCache.Get(n); ok {
 		return v
 	}
 	has := false
@@ -529,20 +529,20 @@ func (s *scheduler) nodeHasAnti(n *Node) bool {
 			break
 		}
 	}
-	s.antiCache.put(n, has)
+	s.antiCache.Put(n, has)
 	return has
 }
 
-// memoOf returns the node's resource vectors as the planner or binder
+// memoOf returns the node's resource vectors as the Planner or FilterCache
 // running this scheduler keeps them (a fresh slot when it keeps none).
 func (s *scheduler) memoOf(n *Node) *nodeMemo {
 	if s.nodeVecs == nil {
 		return &nodeMemo{}
 	}
-	m, ok := s.nodeVecs.get(n)
+	m, ok := s.nodeVecs.Get(n)
 	if !ok {
 		m = &nodeMemo{}
-		s.nodeVecs.put(n, m)
+		s.nodeVecs.Put(n, m)
 	}
 	return m
 }
@@ -568,10 +568,10 @@ func (s *scheduler) addNodeDomains() {
 // podVec is the pod's requests as a vector, cached by the pod's content
 // key when the planner is reused.
 func (s *scheduler) podVec(p *corev1.Pod) vec {
-	if v, ok := s.podVecs.get(p); ok {
+	if v, ok := s.podVecs.Get(p); ok {
 		return v
 	}
 	v := s.dims.vec(scheduling.PodRequests(p))
-	s.podVecs.put(p, v)
+	s.podVecs.Put(p, v)
 	return v
 }

@@ -33,10 +33,11 @@ type Snapshot struct {
 type Node struct {
 	Name string
 	// Version, when set, says the node's content: two Nodes with the same
-	// Name and Version are alike in every field, so what a Planner, Binder
-	// or disruption Memo derived from one holds for the other (pkg/state
-	// sets it from the resourceVersions of the Node, its NodeClaim and its
-	// pods). A Node without one is never remembered past one call.
+	// Name and Version are alike in every field, so what a Planner, a
+	// FilterCache (a kubescheduler.Binder's) or a disruption Memo derived
+	// from one holds for the other (pkg/state sets it from the
+	// resourceVersions of the Node, its NodeClaim and its pods). A Node
+	// without one is never remembered past one call.
 	Version     string
 	NodePool    string // "" for nodes Joiner does not manage
 	Labels      map[string]string
@@ -57,7 +58,7 @@ type Node struct {
 	MarkedForDeletion bool
 }
 
-// nodeMemo is a node's resource vectors as a Planner or Binder keeps them.
+// nodeMemo is a node's resource vectors as a Planner or FilterCache keeps them.
 type nodeMemo struct {
 	alloc, used vec
 }
@@ -68,17 +69,6 @@ type Results struct {
 	NewNodeClaims []*NodeClaimPlan
 	ExistingNodes []*ExistingNodePlan
 	Unschedulable []*PodError
-	// Preemptions (Binder only): pods that fit nowhere, but will fit on a
-	// node once the victims, pods of lower priority, are gone from it.
-	Preemptions []*Preemption
-}
-
-// Preemption is kube-scheduler's answer for a pod that fits nowhere: evict
-// the victims from Node, and the pod is nominated to run there.
-type Preemption struct {
-	Pod     *corev1.Pod
-	Node    *Node
-	Victims []*corev1.Pod
 }
 
 // NodeClaimPlan is one NodeClaim to create.

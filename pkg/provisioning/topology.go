@@ -11,6 +11,7 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 type groupKind int
@@ -161,7 +162,7 @@ func (t *topology) termGroups(pod *corev1.Pod, kind groupKind, required []corev1
 	}
 	var out []*topoGroup
 	for _, term := range terms {
-		g, err := t.group(kind, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true)
+		g, err := t.group(kind, term.TopologyKey, scheduling.TermNamespaces(pod, term), term.LabelSelector, 0, 0, true)
 		if err != nil {
 			return nil, err
 		}
@@ -193,25 +194,11 @@ func (t *topology) requiredAntiAffinityGroups(pod *corev1.Pod) []*topoGroup {
 	}
 	var out []*topoGroup
 	for _, term := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-		if g, err := t.group(antiAffinityGroup, term.TopologyKey, termNamespaces(pod, term), term.LabelSelector, 0, 0, true); err == nil {
+		if g, err := t.group(antiAffinityGroup, term.TopologyKey, scheduling.TermNamespaces(pod, term), term.LabelSelector, 0, 0, true); err == nil {
 			out = append(out, g)
 		}
 	}
 	return out
-}
-
-func termNamespaces(pod *corev1.Pod, term corev1.PodAffinityTerm) map[string]bool {
-	if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
-		return nil // {} selects every namespace
-	}
-	ns := map[string]bool{}
-	for _, n := range term.Namespaces {
-		ns[n] = true
-	}
-	if len(ns) == 0 {
-		ns[pod.Namespace] = true
-	}
-	return ns
 }
 
 func (t *topology) group(kind groupKind, key string, namespaces map[string]bool, sel *metav1.LabelSelector, maxSkew, minDomains int, honor bool) (*topoGroup, error) {

@@ -112,3 +112,20 @@ func (a NodeAffinity) Unmet(labels map[string]string) string {
 	}
 	return a.required[0].Unmet(labels)
 }
+
+// TermNamespaces are the namespaces a pod (anti-)affinity term of the pod
+// selects pods in: nil for every namespace (an empty namespaceSelector),
+// else the term's namespaces, or the pod's own when it lists none.
+func TermNamespaces(pod *corev1.Pod, term corev1.PodAffinityTerm) map[string]bool {
+	if term.NamespaceSelector != nil && len(term.NamespaceSelector.MatchLabels) == 0 && len(term.NamespaceSelector.MatchExpressions) == 0 {
+		return nil // {} selects every namespace
+	}
+	ns := map[string]bool{}
+	for _, n := range term.Namespaces {
+		ns[n] = true
+	}
+	if len(ns) == 0 {
+		ns[pod.Namespace] = true
+	}
+	return ns
+}

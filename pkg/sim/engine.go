@@ -20,6 +20,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -87,7 +88,7 @@ type engine struct {
 	storeCloudAt int
 	// binder places pods as kube-scheduler would; bindPods maps the pods
 	// of its current call back to the simulation's.
-	binder   *provisioning.Binder
+	binder   *kubescheduler.Binder
 	bindPods map[*corev1.Pod]*simPod
 	// memo keeps disruption's per-node findings between passes.
 	memo *disruption.Memo
@@ -405,7 +406,7 @@ func (e *engine) bind() {
 	pods, byPod := e.pendingPods()
 	if len(nodes) > 0 {
 		if e.binder == nil {
-			e.binder = provisioning.NewBinder(provisioning.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
+			e.binder = kubescheduler.NewBinder(kubescheduler.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
 				switch sp := e.bindPods[p]; {
 				case sp == nil:
 					return nil

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -60,7 +61,7 @@ func missReason(node *provisioning.Node, pod *corev1.Pod) string {
 	if why := scheduling.NewNodeAffinity(pod).Unmet(node.Labels); why != "" {
 		return "it requires " + why
 	}
-	res := provisioning.NewBinder(provisioning.BindOptions{}).Bind([]*provisioning.Node{node}, []*corev1.Pod{pod})
+	res := kubescheduler.NewBinder(kubescheduler.BindOptions{}).Bind([]*provisioning.Node{node}, []*corev1.Pod{pod})
 	if len(res.Unschedulable) > 0 {
 		return "the node launched for it cannot run it: " + strings.TrimPrefix(res.Unschedulable[0].Reason, "no existing node can run it: ")
 	}

@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
@@ -37,7 +38,7 @@ func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 		}
 		sp.nominated = nil
 		if n.state == nodeReady && !n.disrupting {
-			res := provisioning.NewBinder(provisioning.BindOptions{}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{sp.pod})
+			res := kubescheduler.NewBinder(kubescheduler.BindOptions{}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{sp.pod})
 			if len(res.ExistingNodes) == 1 {
 				e.bindPod(sp, n)
 				return

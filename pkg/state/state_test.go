@@ -17,6 +17,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -270,7 +271,7 @@ func TestSharedCachesUnderConcurrency(t *testing.T) {
 	c := cluster()
 	ctx := context.Background()
 	planner := provisioning.NewPlanner(c.NodePools, c.InstanceTypes, c.DaemonSetPods())
-	binder := provisioning.NewBinder(provisioning.BindOptions{})
+	binder := kubescheduler.NewBinder(kubescheduler.BindOptions{})
 	snap := c.ProvisioningSnapshot()
 	dc := c.DisruptionCluster(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason { return "AMIDrift" })
 	dc.Planner, dc.Memo = planner, disruption.NewMemo()

@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -117,7 +118,7 @@ func TestBinderAgreesWithKubeScheduler(t *testing.T) {
 	for _, p := range pending {
 		p.Namespace = ns
 		nodes := clusterNodes(t, ns)
-		scores := provisioning.NewBinder(provisioning.BindOptions{SpreadSelector: spreadSelector}).Scores(nodes, p)
+		scores := kubescheduler.NewBinder(kubescheduler.BindOptions{SpreadSelector: spreadSelector}).Scores(nodes, p)
 		if err := k8s.Create(ctx, p); err != nil {
 			t.Fatal(err)
 		}
@@ -465,7 +466,7 @@ func checkPreemption(t *testing.T, ns string, high *corev1.Pod, nodeSelector map
 			pending.Spec.NodeName, pending.Status.NominatedNodeName = "", ""
 		}
 	}
-	res := provisioning.NewBinder(provisioning.BindOptions{}).Bind(nodes, []*corev1.Pod{pending})
+	res := kubescheduler.NewBinder(kubescheduler.BindOptions{}).Bind(nodes, []*corev1.Pod{pending})
 	if len(res.Preemptions) != 1 {
 		t.Fatalf("Joiner does not preempt (bound %d, unschedulable %d); kube-scheduler nominated %s and deleted %v",
 			len(res.ExistingNodes), len(res.Unschedulable), nominated, deleted)

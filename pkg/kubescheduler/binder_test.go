@@ -1,7 +1,8 @@
-package provisioning
+package kubescheduler
 
 import (
 	"math/rand"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -10,14 +11,15 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // readyNode is an existing node with cpu cores and 4 GiB per core.
-func readyNode(name, zone string, cpu int64, pods ...*corev1.Pod) *Node {
+func readyNode(name, zone string, cpu int64, pods ...*corev1.Pod) *provisioning.Node {
 	for _, p := range pods {
 		p.Spec.NodeName = name
 	}
-	return &Node{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelZone: zone},
+	return &provisioning.Node{Name: name, Labels: map[string]string{v1.LabelHostname: name, v1.LabelZone: zone},
 		Allocatable: corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(4*cpu<<30, resource.BinarySI),
@@ -44,7 +46,7 @@ func appSelector(p *corev1.Pod) k8slabels.Selector {
 }
 
 func TestBinderScoring(t *testing.T) {
-	pnsTaint := func(n *Node) *Node {
+	pnsTaint := func(n *provisioning.Node) *provisioning.Node {
 		n.Taints = []corev1.Taint{{Key: "spare", Effect: corev1.TaintEffectPreferNoSchedule}}
 		return n
 	}
@@ -70,7 +72,7 @@ func TestBinderScoring(t *testing.T) {
 
 	cases := []struct {
 		name     string
-		nodes    func() []*Node
+		nodes    func() []*provisioning.Node
 		pods     func() []*corev1.Pod
 		spread   bool
 		want     map[string]string
@@ -78,8 +80,8 @@ func TestBinderScoring(t *testing.T) {
 	}{
 		{
 			name: "least allocated: the emptier of two equal nodes",
-			nodes: func() []*Node {
-				return []*Node{readyNode("busy", "zone-a", 4, pod("2", "8Gi")), readyNode("idle", "zone-a", 4)}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("busy", "zone-a", 4, pod("2", "8Gi")), readyNode("idle", "zone-a", 4)}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi")} },
 			want: map[string]string{"": "idle"},
@@ -88,56 +90,56 @@ func TestBinderScoring(t *testing.T) {
 			// Both score 67 least-allocated with the pod; balanced allocation
 			// (v1.37) rewards the node whose balance the pod improves: 77 vs 72.
 			name: "balanced allocation: the node whose balance the pod improves",
-			nodes: func() []*Node {
-				return []*Node{readyNode("even", "zone-a", 4, pod("1", "4Gi")), readyNode("lopsided", "zone-a", 4, pod("2", "1Ki"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("even", "zone-a", 4, pod("1", "4Gi")), readyNode("lopsided", "zone-a", 4, pod("2", "1Ki"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("100m", "2Gi")} },
 			want: map[string]string{"": "lopsided"},
 		},
 		{
 			name: "an untolerated PreferNoSchedule taint is avoided",
-			nodes: func() []*Node {
-				return []*Node{pnsTaint(readyNode("tainted", "zone-a", 8)), readyNode("plain", "zone-a", 4, pod("1", "4Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{pnsTaint(readyNode("tainted", "zone-a", 8)), readyNode("plain", "zone-a", 4, pod("1", "4Gi"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi")} },
 			want: map[string]string{"": "plain"},
 		},
 		{
 			name: "a tolerated PreferNoSchedule taint is no reason to avoid a node",
-			nodes: func() []*Node {
-				return []*Node{pnsTaint(readyNode("tainted", "zone-a", 8)), readyNode("plain", "zone-a", 4, pod("1", "4Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{pnsTaint(readyNode("tainted", "zone-a", 8)), readyNode("plain", "zone-a", 4, pod("1", "4Gi"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi", tolerate("spare"))} },
 			want: map[string]string{"": "tainted"},
 		},
 		{
 			name: "preferred node affinity outweighs free room",
-			nodes: func() []*Node {
-				return []*Node{readyNode("a", "zone-a", 8), readyNode("b", "zone-b", 4, pod("2", "8Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("a", "zone-a", 8), readyNode("b", "zone-b", 4, pod("2", "8Gi"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi", preferZone("zone-b"))} },
 			want: map[string]string{"": "b"},
 		},
 		{
 			name: "required node affinity: any one term will do",
-			nodes: func() []*Node {
-				return []*Node{readyNode("c", "zone-c", 16), readyNode("b", "zone-b", 4, pod("2", "8Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("c", "zone-c", 16), readyNode("b", "zone-b", 4, pod("2", "8Gi"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi", requireZones("zone-a", "zone-b"))} },
 			want: map[string]string{"": "b"},
 		},
 		{
 			name: "without a spreading selector, replicas pile onto the emptier node",
-			nodes: func() []*Node {
-				return []*Node{readyNode("replicas", "zone-a", 8, replicas(4)...), readyNode("other", "zone-a", 8, pod("2", "8Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("replicas", "zone-a", 8, replicas(4)...), readyNode("other", "zone-a", 8, pod("2", "8Gi"))}
 			},
 			pods: func() []*corev1.Pod { return replicas(1) },
 			want: map[string]string{"": "replicas"},
 		},
 		{
 			name: "default spreading moves a replica away from its siblings",
-			nodes: func() []*Node {
-				return []*Node{readyNode("replicas", "zone-a", 8, replicas(4)...), readyNode("other", "zone-a", 8, pod("2", "8Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("replicas", "zone-a", 8, replicas(4)...), readyNode("other", "zone-a", 8, pod("2", "8Gi"))}
 			},
 			pods:   func() []*corev1.Pod { return replicas(1) },
 			spread: true,
@@ -145,16 +147,16 @@ func TestBinderScoring(t *testing.T) {
 		},
 		{
 			name: "preferred pod anti-affinity",
-			nodes: func() []*Node {
-				return []*Node{readyNode("with-db", "zone-a", 8, pod("100m", "128Mi", label("app", "db"))), readyNode("busy", "zone-a", 8, pod("3", "12Gi"))}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("with-db", "zone-a", 8, pod("100m", "128Mi", label("app", "db"))), readyNode("busy", "zone-a", 8, pod("3", "12Gi"))}
 			},
 			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi", avoid("db"))} },
 			want: map[string]string{"": "busy"},
 		},
 		{
 			name: "higher priority binds first",
-			nodes: func() []*Node {
-				return []*Node{readyNode("only", "zone-a", 2)}
+			nodes: func() []*provisioning.Node {
+				return []*provisioning.Node{readyNode("only", "zone-a", 2)}
 			},
 			pods: func() []*corev1.Pod {
 				low := pod("1500m", "1Gi")
@@ -198,7 +200,7 @@ func TestBinderScoresMatchHandComputation(t *testing.T) {
 	//           50 + (50 + 93 - 100)/2 = 71; used with (0.5, 0.375) → 93,
 	//           without (0.25, 0.25) → 100 → 71.
 	// TaintToleration: no taints → 100 × 3 each. Nothing else applies.
-	nodes := []*Node{readyNode("idle", "zone-a", 4), readyNode("used", "zone-a", 4, pod("1", "4Gi"))}
+	nodes := []*provisioning.Node{readyNode("idle", "zone-a", 4), readyNode("used", "zone-a", 4, pod("1", "4Gi"))}
 	got := NewBinder(BindOptions{}).Scores(nodes, pod("1", "2Gi"))
 	want := map[string]int64{"idle": 300 + 81 + 71, "used": 300 + 56 + 71}
 	for n, w := range want {
@@ -209,7 +211,7 @@ func TestBinderScoresMatchHandComputation(t *testing.T) {
 }
 
 func TestBinderSpreadsTiesAtRandom(t *testing.T) {
-	var nodes []*Node
+	var nodes []*provisioning.Node
 	for _, n := range []string{"n1", "n2", "n3", "n4"} {
 		nodes = append(nodes, readyNode(n, "zone-a", 64))
 	}
@@ -234,7 +236,7 @@ func TestBinderSkipsInFlightAndDeletingNodes(t *testing.T) {
 	inflight.InFlight = true
 	deleting := readyNode("deleting", "zone-a", 64)
 	deleting.MarkedForDeletion = true
-	res := NewBinder(BindOptions{}).Bind([]*Node{inflight, deleting, readyNode("small", "zone-a", 1)}, []*corev1.Pod{pod("2", "1Gi")})
+	res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{inflight, deleting, readyNode("small", "zone-a", 1)}, []*corev1.Pod{pod("2", "1Gi")})
 	if len(res.ExistingNodes) != 0 || len(res.Unschedulable) != 1 {
 		t.Fatalf("want the pod unplaced, got %v", boundTo(res))
 	}
@@ -249,7 +251,7 @@ func TestNumFeasibleNodesToFind(t *testing.T) {
 }
 
 func TestNodeTreeOrderInterleavesZones(t *testing.T) {
-	nodes := []*Node{readyNode("a1", "a", 1), readyNode("a2", "a", 1), readyNode("b1", "b", 1), readyNode("a3", "a", 1), readyNode("c1", "c", 1)}
+	nodes := []*provisioning.Node{readyNode("a1", "a", 1), readyNode("a2", "a", 1), readyNode("b1", "b", 1), readyNode("a3", "a", 1), readyNode("c1", "c", 1)}
 	var got []string
 	for _, n := range nodeTreeOrder(nodes) {
 		got = append(got, n.Name)
@@ -274,7 +276,7 @@ func joinNames(names []string) string {
 // TestBinderScoresEachPodByItsOwnPreferences: two pods that differ only in
 // a ScheduleAnyway constraint share a filter class, but not their scores.
 func TestBinderScoresEachPodByItsOwnPreferences(t *testing.T) {
-	nodes := []*Node{
+	nodes := []*provisioning.Node{
 		readyNode("a", "zone-a", 8, pod("100m", "128Mi", label("app", "x")), pod("100m", "128Mi", label("app", "x")), pod("100m", "128Mi", label("app", "x"))),
 		readyNode("b", "zone-b", 8, pod("3", "12Gi")),
 	}
@@ -283,5 +285,28 @@ func TestBinderScoresEachPodByItsOwnPreferences(t *testing.T) {
 	got := boundTo(NewBinder(BindOptions{}).Bind(nodes, []*corev1.Pod{soft, plain}))
 	if got[soft.Name] != "b" || got[plain.Name] != "a" {
 		t.Errorf("the spread pod should go to the empty zone, the plain one to the emptier node: %v", got)
+	}
+}
+
+// TestUnreadableSelectorIsAnError: a pod whose spread or affinity selector
+// cannot be read is unschedulable with that reason, never bound as if it
+// had no constraints (provisioning has the same test for new claims).
+func TestUnreadableSelectorIsAnError(t *testing.T) {
+	bad := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "app", Operator: "Bogus", Values: []string{"web"}}}}
+	for name, opt := range map[string]podOpt{
+		"spread": spread(v1.LabelZone, 1, func(tsc *corev1.TopologySpreadConstraint) { tsc.LabelSelector = bad }),
+		"anti-affinity": affinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: v1.LabelHostname, LabelSelector: bad}}}}),
+		"preferred affinity": affinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{
+			PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1,
+				PodAffinityTerm: corev1.PodAffinityTerm{TopologyKey: v1.LabelZone, LabelSelector: bad}}}}}),
+	} {
+		p := pod("1", "1Gi", label("app", "web"), opt)
+		node := &provisioning.Node{Name: "n", NodePool: "p", Labels: map[string]string{v1.LabelHostname: "n", v1.LabelZone: "zone-a"},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}}
+		bound := NewBinder(BindOptions{}).Bind([]*provisioning.Node{node}, []*corev1.Pod{p})
+		if len(bound.ExistingNodes) != 0 || len(bound.Unschedulable) != 1 || !strings.Contains(bound.Unschedulable[0].Reason, "cannot be read") {
+			t.Errorf("%s: the binder placed it or gave %v", name, bound.Unschedulable)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package provisioning
+package kubescheduler
 
 // The default profile's score plugins, as the Binder runs them.
 
@@ -13,6 +13,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -25,7 +26,7 @@ type groupCount struct{ group, n int32 }
 
 // group returns the pod's label group.
 func (b *Binder) group(p *corev1.Pod) int32 {
-	if g, ok := b.groupOf.get(p); ok {
+	if g, ok := b.groupOf.Get(p); ok {
 		return g
 	}
 	keys := make([]string, 0, len(p.Labels))
@@ -47,7 +48,7 @@ func (b *Binder) group(p *corev1.Pod) int32 {
 		b.groupIDs[sb.String()] = g
 		b.groups = append(b.groups, labelGroup{namespace: p.Namespace, labels: p.Labels})
 	}
-	b.groupOf.put(p, g)
+	b.groupOf.Put(p, g)
 	return g
 }
 
@@ -120,7 +121,7 @@ func termsOf(pod *corev1.Pod, terms []corev1.WeightedPodAffinityTerm) []weighted
 	var out []weightedTerm
 	for _, w := range terms {
 		out = append(out, weightedTerm{weight: int64(w.Weight), key: w.PodAffinityTerm.TopologyKey,
-			namespaces: termNamespaces(pod, w.PodAffinityTerm), selector: termSelector(w.PodAffinityTerm.LabelSelector)})
+			namespaces: scheduling.TermNamespaces(pod, w.PodAffinityTerm), selector: termSelector(w.PodAffinityTerm.LabelSelector)})
 	}
 	return out
 }
@@ -208,7 +209,7 @@ func softSpreads(pod *corev1.Pod, selectorOf func(*corev1.Pod) k8slabels.Selecto
 // included says whether a node counts for a spread constraint
 // (nodeAffinityPolicy / nodeTaintsPolicy, and all keys present when the
 // pod's own constraints are scored).
-func (sc *scoreClass) included(r *bindRun, idx int, n *Node, sp softSpread) bool {
+func (sc *scoreClass) included(r *bindRun, idx int, n *provisioning.Node, sp softSpread) bool {
 	if sc.requireAll {
 		for _, o := range sc.spread {
 			if _, has := r.domainsOf(o.key); !has[idx] {
@@ -227,7 +228,7 @@ func (sc *scoreClass) included(r *bindRun, idx int, n *Node, sp softSpread) bool
 
 // matching counts the pods on target idx a spread selector selects.
 func (r *bindRun) matching(idx int, sp softSpread) int {
-	f, e := r.facts[idx], r.targets[idx]
+	f := r.facts[idx]
 	id := sp.idx
 	if len(f.counts) <= id {
 		f.counts = growUnknown(f.counts, id)
@@ -246,7 +247,7 @@ func (r *bindRun) matching(idx int, sp softSpread) int {
 	}
 	if r.addedCounts[idx][id] < 0 {
 		added := int32(0)
-		for _, p := range e.added {
+		for _, p := range r.f.Placed(idx) {
 			if r.b.selects(sp, r.b.group(p)) {
 				added++
 			}
@@ -292,8 +293,8 @@ func (sc *scoreClass) fillSpread(r *bindRun) {
 			continue
 		}
 		vals, has := r.domainsOf(sp.key)
-		for idx, e := range r.targets {
-			if !has[idx] || !sc.included(r, idx, e.node, sp) {
+		for idx, n := range r.nodes {
+			if !has[idx] || !sc.included(r, idx, n, sp) {
 				continue
 			}
 			m[vals[idx]] += r.matching(idx, sp)
@@ -307,17 +308,17 @@ func (sc *scoreClass) fillAffinity(r *bindRun) {
 	}
 	sc.affinityFilled = true
 	sc.affinity = map[string]map[string]int64{}
-	for idx, e := range r.targets {
+	for idx, n := range r.nodes {
 		pods := r.facts[idx].affinity
 		if sc.allPods {
-			pods = e.node.Pods
+			pods = n.Pods
 		}
 		for _, p := range pods {
-			sc.addAffinity(p, e.node)
+			sc.addAffinity(p, n)
 		}
-		for _, p := range e.added {
+		for _, p := range r.f.Placed(idx) {
 			if sc.allPods || hasPodAffinity(p) {
-				sc.addAffinity(p, e.node)
+				sc.addAffinity(p, n)
 			}
 		}
 	}
@@ -326,7 +327,7 @@ func (sc *scoreClass) fillAffinity(r *bindRun) {
 // addAffinity is kube-scheduler's processExistingPod: the incoming pod's
 // preferred terms against the existing pod, and the existing pod's
 // required affinity (weight 1) and preferred terms against the incoming one.
-func (sc *scoreClass) addAffinity(existing *corev1.Pod, n *Node) {
+func (sc *scoreClass) addAffinity(existing *corev1.Pod, n *provisioning.Node) {
 	if len(n.Labels) == 0 {
 		return
 	}
@@ -358,7 +359,7 @@ func (sc *scoreClass) addAffinity(existing *corev1.Pod, n *Node) {
 	}
 	if a.PodAffinity != nil {
 		for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			wt := weightedTerm{weight: 1, key: t.TopologyKey, namespaces: termNamespaces(existing, t), selector: termSelector(t.LabelSelector)}
+			wt := weightedTerm{weight: 1, key: t.TopologyKey, namespaces: scheduling.TermNamespaces(existing, t), selector: termSelector(t.LabelSelector)}
 			if wt.matches(sc.pod) {
 				add(wt.key, 1)
 			}
@@ -380,7 +381,7 @@ func (sc *scoreClass) addAffinity(existing *corev1.Pod, n *Node) {
 
 // placed updates the class's running counts for a pod bound to idx.
 func (sc *scoreClass) placed(r *bindRun, pod *corev1.Pod, idx int) {
-	n := r.targets[idx].node
+	n := r.nodes[idx]
 	if sc.spreadCounts != nil {
 		for i, sp := range sc.spread {
 			if sp.key == v1.LabelHostname || !r.b.selects(sp, r.b.group(pod)) {
@@ -404,7 +405,7 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 
 	// TaintToleration (3): fewer untolerated PreferNoSchedule taints.
 	for i, idx := range feasible {
-		raw[i] = int64(scheduling.UntoleratedPreferNoSchedule(r.targets[idx].node.Taints, sc.tolerPNS))
+		raw[i] = int64(scheduling.UntoleratedPreferNoSchedule(r.nodes[idx].Taints, sc.tolerPNS))
 	}
 	normalize(raw, true)
 	addWeighted(total, raw, 3)
@@ -420,9 +421,8 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 
 	// NodeResourcesFit, least allocated (1), and balanced allocation (1).
 	for i, idx := range feasible {
-		e, f := r.targets[idx], r.facts[idx]
-		alloc := [2]int64{e.alloc.get(0), e.alloc.get(1)}
-		nz := f.nonZero
+		alloc, used := r.f.Resources(idx)
+		nz := r.facts[idx].nonZero
 		nz[0] += r.addedNonZero[idx][0]
 		nz[1] += r.addedNonZero[idx][1]
 		var least, weights int64
@@ -437,7 +437,6 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 			total[i] += least / weights
 		}
 		if !sc.bestEffort {
-			used := [2]int64{e.used.get(0), e.used.get(1)}
 			with := balance([2]int64{used[0] + sc.requested[0], used[1] + sc.requested[1]}, alloc)
 			without := balance(used, alloc)
 			total[i] += 50 + (50+with-without)/2
@@ -457,7 +456,7 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 		for i, idx := range feasible {
 			var s int64
 			for key, vals := range sc.affinity {
-				if v, ok := r.targets[idx].node.Labels[key]; ok {
+				if v, ok := r.nodes[idx].Labels[key]; ok {
 					s += vals[v]
 				}
 			}

@@ -1,7 +1,13 @@
-package provisioning
+// Package kubescheduler models kube-scheduler's default profile — its
+// filters, score plugins and DefaultPreemption — over the nodes the
+// simulator (and tests) hand it, so pods land where a real kube-scheduler
+// would put them. The filters are provisioning's own (provisioning.Filter):
+// a pod the planner expects to fit an existing node is one this model binds.
+package kubescheduler
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand"
 	"sort"
@@ -15,6 +21,8 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/objcache"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -54,20 +62,15 @@ type BindOptions struct {
 type Binder struct {
 	mu      sync.Mutex // calls share the state below: one at a time
 	opts    BindOptions
-	dims    *dims
-	podVecs *objectCache[*corev1.Pod, podKey, vec]
-	anti    *objectCache[*Node, nodeKey, bool]
-	vecs    *objectCache[*Node, nodeKey, *nodeMemo]
-	nodes   *objectCache[*Node, nodeKey, *nodeFacts]
+	filters *provisioning.FilterCache
+	nodes   *objcache.Cache[*provisioning.Node, nodeKey, *nodeFacts]
 	next    int
-	// keys caches pods' class keys (of the whole pod, preferences and all).
-	keys *objectCache[*corev1.Pod, podKey, uint64]
 	// spreadIDs interns spread selectors (namespace|selector) as indexes
 	// into nodeFacts.counts and the run's added counts.
 	spreadIDs map[string]int
 	// Pods with the same namespace and labels form a label group; whether
 	// a spread selector selects a group is asked once.
-	groupOf  *objectCache[*corev1.Pod, podKey, int32]
+	groupOf  *objcache.Cache[*corev1.Pod, objcache.PodKey, int32]
 	groupIDs map[string]int32
 	groups   []labelGroup
 	selected [][]int8 // by spread id, then group: 0 unknown, 1 no, 2 yes
@@ -83,10 +86,37 @@ type nodeFacts struct {
 	groups   []groupCount
 }
 
+// nodeKey is a node's content key: its name and Version.
+type nodeKey struct{ name, version string }
+
+func nodeKeyOf(n *provisioning.Node) (nodeKey, bool) {
+	return nodeKey{n.Name, n.Version}, n.Version != ""
+}
+
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
-	return &Binder{opts: opts, dims: newDims(), podVecs: newPodCache[vec](1 << 18), anti: newNodeCache[bool](math.MaxInt32), vecs: newNodeCache[*nodeMemo](math.MaxInt32),
-		nodes: newNodeCache[*nodeFacts](math.MaxInt32), spreadIDs: map[string]int{}, keys: newPodCache[uint64](1 << 18), groupOf: newPodCache[int32](1 << 18), groupIDs: map[string]int32{}}
+	return &Binder{opts: opts, filters: provisioning.NewFilterCache(),
+		nodes:     objcache.New[*provisioning.Node, nodeKey, *nodeFacts](nodeKeyOf, func(n *provisioning.Node) string { return n.Version }, math.MaxInt32),
+		spreadIDs: map[string]int{}, groupOf: objcache.NewPodCache[int32](1 << 18), groupIDs: map[string]int32{}}
+}
+
+// Results are what a Bind decides.
+type Results struct {
+	// ExistingNodes are the bindings, per node.
+	ExistingNodes []*provisioning.ExistingNodePlan
+	// Unschedulable are the pods no node can take now (by Reason alone).
+	Unschedulable []*provisioning.PodError
+	// Preemptions are pods that fit nowhere, but will fit on a node once
+	// the victims, pods of lower priority, are gone from it.
+	Preemptions []*Preemption
+}
+
+// Preemption is kube-scheduler's answer for a pod that fits nowhere: evict
+// the victims from Node, and the pod is nominated to run there.
+type Preemption struct {
+	Pod     *corev1.Pod
+	Node    *provisioning.Node
+	Victims []*corev1.Pod
 }
 
 // Bind places the pods on the nodes. Results.ExistingNodes holds the
@@ -94,7 +124,7 @@ func NewBinder(opts BindOptions) *Binder {
 // InFlight nodes are left out (kube-scheduler sees no Node for them);
 // MarkedForDeletion ones take no pods but their pods still count for
 // spreading and affinity.
-func (b *Binder) Bind(nodes []*Node, pods []*corev1.Pod) *Results {
+func (b *Binder) Bind(nodes []*provisioning.Node, pods []*corev1.Pod) *Results {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.run(nodes, pods, nil)
@@ -104,7 +134,7 @@ func (b *Binder) Bind(nodes []*Node, pods []*corev1.Pod) *Results {
 // weighted sum of the default profile's normalized scores — what
 // kube-scheduler would rank the nodes by. It changes nothing but the
 // search position.
-func (b *Binder) Scores(nodes []*Node, pod *corev1.Pod) map[string]int64 {
+func (b *Binder) Scores(nodes []*provisioning.Node, pod *corev1.Pod) map[string]int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	out := map[string]int64{}
@@ -114,8 +144,8 @@ func (b *Binder) Scores(nodes []*Node, pod *corev1.Pod) map[string]int64 {
 
 type bindRun struct {
 	b       *Binder
-	s       *scheduler
-	targets []*existingTarget
+	f       *provisioning.Filter
+	nodes   []*provisioning.Node // in node-tree order; the Filter's indexes
 	facts   []*nodeFacts
 	classes map[uint64]*scoreClass // by the whole pod's class key
 	// per target, what this run added: non-zero requests, and pods
@@ -123,16 +153,14 @@ type bindRun struct {
 	addedNonZero [][2]int64
 	addedCounts  [][]int32 // by target, then interned spread id; -1 unknown
 	spreads      []softSpread
-	nonZero      map[*podClass][2]int64
+	nonZero      map[provisioning.Class][2]int64
 	nominated    map[*corev1.Pod]bool // preemptors: room taken, not bound
 	victims      map[*corev1.Pod]bool // pods preempted in this run
-	// victimClasses are bound pods as topology counts them (preemption).
-	victimClasses map[*corev1.Pod]*podClass
-	pdbs          []*policyv1.PodDisruptionBudget
-	lowest        int32 // lowest priority of a pod on any node, once known
-	lowestKnown   bool
-	domains       map[string][]string // per topology key, each target's value ("" when unlabelled)
-	hasDomain     map[string][]bool
+	pdbs         []*policyv1.PodDisruptionBudget
+	lowest       int32 // lowest priority of a pod on any node, once known
+	lowestKnown  bool
+	domains      map[string][]string // per topology key, each node's value ("" when unlabelled)
+	hasDomain    map[string][]bool
 }
 
 // domainsOf returns each target's value of a topology key, read once per run.
@@ -140,85 +168,77 @@ func (r *bindRun) domainsOf(key string) ([]string, []bool) {
 	if d, ok := r.domains[key]; ok {
 		return d, r.hasDomain[key]
 	}
-	d, has := make([]string, len(r.targets)), make([]bool, len(r.targets))
-	for i, e := range r.targets {
-		d[i], has[i] = e.node.Labels[key]
+	d, has := make([]string, len(r.nodes)), make([]bool, len(r.nodes))
+	for i, n := range r.nodes {
+		d[i], has[i] = n.Labels[key]
 	}
 	r.domains[key], r.hasDomain[key] = d, has
 	return d, has
 }
 
-func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
+func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
 	ordered := nodeTreeOrder(nodes)
 	b.prune(ordered)
-	s := &scheduler{dims: b.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: b.podVecs, antiCache: b.anti, nodeVecs: b.vecs}
-	s.addNodes(ordered)
-	run := &bindRun{b: b, s: s, targets: s.existing, classes: map[uint64]*scoreClass{},
-		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
-		nonZero: map[*podClass][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, victimClasses: map[*corev1.Pod]*podClass{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
-	for _, n := range ordered {
-		run.facts = append(run.facts, b.factsOf(n))
-	}
 	type pending struct {
 		pod   *corev1.Pod
-		class *podClass // the filters' view: preferences stripped
-		key   uint64    // the whole pod's class key, for its scores
+		class provisioning.Class // the filters' view: preferences stripped
+		key   uint64             // the whole pod's class key, for its scores
 		aff   scheduling.NodeAffinity
 		multi bool
 	}
-	list := make([]pending, len(pods))
+	filterPods := make([]provisioning.FilterPod, len(pods))
 	for i, p := range pods {
 		stripped, multi := requiredOnly(p)
-		c := s.classFor(stripped)
-		if multi {
-			c.reqs = strictRequirements(withoutRequiredNodeAffinity(stripped), nil)
-		}
-		list[i] = pending{pod: p, class: c, key: b.scoreKey(p, s), aff: scheduling.NewNodeAffinity(p), multi: multi}
+		filterPods[i] = provisioning.FilterPod{Pod: stripped, AnyTerm: multi}
 	}
-	s.addNodeDomains()
-	for _, c := range s.sortedClasses() {
-		s.finishClass(c)
+	f, classes := b.filters.NewFilter(ordered, filterPods)
+	run := &bindRun{b: b, f: f, nodes: ordered, classes: map[uint64]*scoreClass{},
+		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
+		nonZero: map[provisioning.Class][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
+	for _, n := range ordered {
+		run.facts = append(run.facts, b.factsOf(n))
 	}
-	s.recordExisting(ordered)
+	list := make([]pending, len(pods))
+	for i, p := range pods {
+		list[i] = pending{pod: p, class: classes[i], key: f.ClassKey(p), aff: scheduling.NewNodeAffinity(p), multi: filterPods[i].AnyTerm}
+	}
 	sort.SliceStable(list, func(i, j int) bool { return priority(list[i].pod) > priority(list[j].pod) })
 
 	res := &Results{}
 	toFind := numFeasibleNodesToFind(len(ordered))
 	// failedAt remembers, per class, how many pods had been placed when a
 	// pod of it fit nowhere: until another is placed, none of it will fit.
-	failedAt := map[*podClass]int{}
+	failedAt := map[provisioning.Class]int{}
 	placed := 0
 	for _, p := range list {
 		c := p.class
 		if err := selectorsError(p.pod); err != nil { // preferences too, which the class lacks
-			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: p.pod, Reason: "its constraints cannot be read: " + err.Error()})
+			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "its constraints cannot be read: " + err.Error()})
 			continue
 		}
 		if n, ok := failedAt[c]; ok && n == placed {
-			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: p.pod, Reason: "no existing node can run it"})
+			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
 			continue
 		}
 		var feasible []int
 		var lastErr error
 		processed := 0
-		s.prefilter(c)
-		c.rejected.grow(len(ordered))
+		f.Prefilter(c)
 		for i := 0; i < len(ordered) && len(feasible) < toFind; i++ {
 			idx := (b.next + i) % len(ordered)
 			processed++
-			if c.rejected.has(idx) {
+			if c.Rejected(idx) {
 				continue
 			}
-			e := run.targets[idx]
-			if p.multi && !p.aff.MatchesNode(e.labels) {
-				c.rejected.set(idx)
+			if p.multi && !p.aff.MatchesNode(ordered[idx].Labels) {
+				c.Reject(idx)
 				continue
 			}
-			err, permanent := e.check(s, c)
+			err, permanent := f.Check(c, idx)
 			if err != nil {
 				lastErr = err
 				if permanent {
-					c.rejected.set(idx)
+					c.Reject(idx)
 				}
 				continue
 			}
@@ -238,7 +258,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 			if lastErr == nil {
 				lastErr = errors.New("no node passes the filters")
 			}
-			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: p.pod, Reason: "no existing node can run it: " + lastErr.Error()})
+			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it: " + lastErr.Error()})
 			failedAt[c] = placed
 			continue
 		}
@@ -247,7 +267,7 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 			scores := run.score(p.pod, p.key, feasible)
 			if scoresOut != nil {
 				for i, idx := range feasible {
-					scoresOut[run.targets[idx].node.Name] = scores[i]
+					scoresOut[ordered[idx].Name] = scores[i]
 				}
 				return res
 			}
@@ -256,28 +276,18 @@ func (b *Binder) run(nodes []*Node, pods []*corev1.Pod, scoresOut map[string]int
 		run.place(p.pod, c, best)
 		placed++
 	}
-	for _, e := range run.targets {
+	for idx, n := range ordered {
 		var pods []*corev1.Pod
-		for _, p := range e.added {
+		for _, p := range f.Placed(idx) {
 			if !run.nominated[p] {
 				pods = append(pods, p)
 			}
 		}
 		if len(pods) > 0 {
-			res.ExistingNodes = append(res.ExistingNodes, &ExistingNodePlan{Node: e.node, Pods: pods})
+			res.ExistingNodes = append(res.ExistingNodes, &provisioning.ExistingNodePlan{Node: n, Pods: pods})
 		}
 	}
 	return res
-}
-
-// scoreKey is the pod's class key: pods with equal keys score alike.
-func (b *Binder) scoreKey(p *corev1.Pod, s *scheduler) uint64 {
-	k, ok := b.keys.get(p)
-	if !ok {
-		k = classKey(p, s.podVec(p))
-		b.keys.put(p, k)
-	}
-	return k
 }
 
 // pick is kube-scheduler's selectHost: the best score, ties at random.
@@ -313,9 +323,9 @@ func numFeasibleNodesToFind(all int) int {
 
 // nodeTreeOrder lists nodes as kube-scheduler's node tree does: zones in
 // order of first appearance, taking one node from each in turn.
-func nodeTreeOrder(nodes []*Node) []*Node {
+func nodeTreeOrder(nodes []*provisioning.Node) []*provisioning.Node {
 	var zones []string
-	byZone := map[string][]*Node{}
+	byZone := map[string][]*provisioning.Node{}
 	for _, n := range nodes {
 		if n.InFlight {
 			continue
@@ -326,7 +336,7 @@ func nodeTreeOrder(nodes []*Node) []*Node {
 		}
 		byZone[z] = append(byZone[z], n)
 	}
-	out := make([]*Node, 0, len(nodes))
+	out := make([]*provisioning.Node, 0, len(nodes))
 	for i := 0; len(out) < cap(out); i++ {
 		added := false
 		for _, z := range zones {
@@ -344,20 +354,18 @@ func nodeTreeOrder(nodes []*Node) []*Node {
 
 // prune starts a call: it forgets the last call's objects without content
 // keys, and drops cached facts of nodes no longer passed in.
-func (b *Binder) prune(nodes []*Node) {
-	for _, c := range []interface{ newCall(int) }{b.podVecs, b.keys, b.groupOf, b.nodes, b.anti, b.vecs} {
-		c.newCall(0)
-	}
-	if b.nodes.len() <= 2*len(nodes)+64 {
+func (b *Binder) prune(nodes []*provisioning.Node) {
+	b.groupOf.NewCall(0)
+	b.nodes.NewCall(0)
+	if b.nodes.Len() <= 2*len(nodes)+64 {
 		return
 	}
-	b.nodes.retain(nodes)
-	b.anti.retain(nodes)
-	b.vecs.retain(nodes)
+	b.nodes.Retain(nodes)
+	b.filters.Retain(nodes)
 }
 
-func (b *Binder) factsOf(n *Node) *nodeFacts {
-	if f, ok := b.nodes.get(n); ok {
+func (b *Binder) factsOf(n *provisioning.Node) *nodeFacts {
+	if f, ok := b.nodes.Get(n); ok {
 		return f
 	}
 	f := &nodeFacts{obj: &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels}}}
@@ -383,7 +391,7 @@ func (b *Binder) factsOf(n *Node) *nodeFacts {
 			f.affinity = append(f.affinity, p)
 		}
 	}
-	b.nodes.put(n, f)
+	b.nodes.Put(n, f)
 	return f
 }
 
@@ -431,7 +439,7 @@ func requiredOnly(pod *corev1.Pod) (*corev1.Pod, bool) {
 	if !soft && !hasPrefs {
 		return pod, multi
 	}
-	p := derivedPod(pod)
+	p := objcache.DerivedPod(pod)
 	if a := p.Spec.Affinity; a != nil {
 		if a.NodeAffinity != nil {
 			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
@@ -453,16 +461,9 @@ func requiredOnly(pod *corev1.Pod) (*corev1.Pod, bool) {
 	return p, multi
 }
 
-func withoutRequiredNodeAffinity(pod *corev1.Pod) *corev1.Pod {
-	p := derivedPod(pod)
-	p.Spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = nil
-	return p
-}
-
 // place binds the pod to target idx and updates what later scores read.
-func (r *bindRun) place(pod *corev1.Pod, c *podClass, idx int) {
-	e := r.targets[idx]
-	e.add(r.s, c, pod)
+func (r *bindRun) place(pod *corev1.Pod, c provisioning.Class, idx int) {
+	r.f.Add(c, idx, pod)
 	nz, ok := r.nonZero[c]
 	if !ok {
 		nz = nonZeroRequests(pod)
@@ -479,4 +480,49 @@ func (r *bindRun) place(pod *corev1.Pod, c *podClass, idx int) {
 	for _, sc := range r.classes {
 		sc.placed(r, pod, idx)
 	}
+}
+
+// selectorsError is the first of a pod's spread and pod (anti-)affinity
+// selectors, required or preferred, that cannot be read.
+func selectorsError(pod *corev1.Pod) error {
+	check := func(what string, sel *metav1.LabelSelector) error {
+		if sel == nil {
+			return nil
+		}
+		if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+			return fmt.Errorf("%s selector: %w", what, err)
+		}
+		return nil
+	}
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if err := check("topology spread", tsc.LabelSelector); err != nil {
+			return err
+		}
+	}
+	a := pod.Spec.Affinity
+	if a == nil {
+		return nil
+	}
+	var terms []corev1.PodAffinityTerm
+	var weighted []corev1.WeightedPodAffinityTerm
+	if a.PodAffinity != nil {
+		terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		weighted = append(weighted, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+	}
+	if a.PodAntiAffinity != nil {
+		terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+		weighted = append(weighted, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution...)
+	}
+	for _, w := range weighted {
+		terms = append(terms, w.PodAffinityTerm)
+	}
+	for _, t := range terms {
+		if err := check("pod affinity", t.LabelSelector); err != nil {
+			return err
+		}
+		if err := check("pod affinity namespace", t.NamespaceSelector); err != nil {
+			return err
+		}
+	}
+	return nil
 }

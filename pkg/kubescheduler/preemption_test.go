@@ -1,4 +1,4 @@
-package provisioning
+package kubescheduler
 
 import (
 	"testing"
@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 func withPriority(v int32) podOpt { return func(p *corev1.Pod) { p.Spec.Priority = &v } }
@@ -25,7 +27,7 @@ func TestPreemption(t *testing.T) {
 	t.Run("the fewest lowest-priority victims that make room", func(t *testing.T) {
 		n := readyNode("n", "zone-a", 4, pause(), pause(), pause(), pause())
 		p := pod("1500m", "1Gi", withPriority(100))
-		res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{p})
+		res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{n}, []*corev1.Pod{p})
 		if len(res.Preemptions) != 1 || len(res.ExistingNodes) != 0 {
 			t.Fatalf("want one preemption and no binding, got %+v", res)
 		}
@@ -36,7 +38,7 @@ func TestPreemption(t *testing.T) {
 	t.Run("the node whose victims matter least", func(t *testing.T) {
 		important := readyNode("important", "zone-a", 2, pod("2", "1Gi", withPriority(50)))
 		placeholders := readyNode("placeholders", "zone-a", 2, pod("2", "1Gi", withPriority(-10)))
-		res := NewBinder(BindOptions{}).Bind([]*Node{important, placeholders}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+		res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{important, placeholders}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
 		if len(res.Preemptions) != 1 || res.Preemptions[0].Node != placeholders {
 			t.Fatalf("want a preemption on placeholders, got %+v", res.Preemptions)
 		}
@@ -46,7 +48,7 @@ func TestPreemption(t *testing.T) {
 		open := readyNode("open", "zone-a", 2, pod("2", "1Gi", withPriority(0), label("app", "web")))
 		pdb := &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 			Spec: policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}}}
-		res := NewBinder(BindOptions{PDBs: func() []*policyv1.PodDisruptionBudget { return []*policyv1.PodDisruptionBudget{pdb} }}).Bind([]*Node{protected, open}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+		res := NewBinder(BindOptions{PDBs: func() []*policyv1.PodDisruptionBudget { return []*policyv1.PodDisruptionBudget{pdb} }}).Bind([]*provisioning.Node{protected, open}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
 		if len(res.Preemptions) != 1 || res.Preemptions[0].Node != open {
 			t.Fatalf("want a preemption on open, got %+v", res.Preemptions)
 		}
@@ -55,7 +57,7 @@ func TestPreemption(t *testing.T) {
 		n := readyNode("n", "zone-a", 2, pause(), pause())
 		high := pod("1", "1Gi", withPriority(100))
 		low := pod("1", "1Gi", withPriority(0))
-		res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{low, high})
+		res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{n}, []*corev1.Pod{low, high})
 		if len(res.Preemptions) != 2 {
 			t.Fatalf("want both to preempt one pause pod each, got %+v", res)
 		}
@@ -67,7 +69,7 @@ func TestPreemption(t *testing.T) {
 	t.Run("room a preemption frees beyond its need goes to the next pod", func(t *testing.T) {
 		n := readyNode("n", "zone-a", 4, pod("3", "1Gi", withPriority(-10)), pod("1", "1Gi", withPriority(0)))
 		first, second := pod("1", "1Gi", withPriority(100)), pod("1", "1Gi", withPriority(100))
-		res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{first, second})
+		res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{n}, []*corev1.Pod{first, second})
 		if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 1 {
 			t.Fatalf("want one preemption of the 3-core pod, got %+v", res.Preemptions)
 		}
@@ -77,23 +79,25 @@ func TestPreemption(t *testing.T) {
 	})
 	never := corev1.PreemptNever
 	for name, tc := range map[string]struct {
-		nodes func() []*Node
+		nodes func() []*provisioning.Node
 		pod   *corev1.Pod
 	}{
-		"preemptionPolicy Never": {func() []*Node { return []*Node{readyNode("n", "zone-a", 2, pause(), pause())} },
+		"preemptionPolicy Never": {func() []*provisioning.Node {
+			return []*provisioning.Node{readyNode("n", "zone-a", 2, pause(), pause())}
+		},
 			pod("1", "1Gi", withPriority(100), func(p *corev1.Pod) { p.Spec.PreemptionPolicy = &never })},
-		"equal priority is no victim": {func() []*Node { return []*Node{readyNode("n", "zone-a", 2, pod("2", "1Gi"))} }, pod("1", "1Gi")},
-		"an untolerated taint": {func() []*Node {
+		"equal priority is no victim": {func() []*provisioning.Node { return []*provisioning.Node{readyNode("n", "zone-a", 2, pod("2", "1Gi"))} }, pod("1", "1Gi")},
+		"an untolerated taint": {func() []*provisioning.Node {
 			n := readyNode("n", "zone-a", 2, pause(), pause())
 			n.Taints = []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}}
-			return []*Node{n}
+			return []*provisioning.Node{n}
 		}, pod("1", "1Gi", withPriority(100))},
-		"terminating pods are no victims and still hold their room": {func() []*Node {
+		"terminating pods are no victims and still hold their room": {func() []*provisioning.Node {
 			p := pause()
 			p.DeletionTimestamp = &metav1.Time{}
 			q := pause()
 			q.DeletionTimestamp = &metav1.Time{}
-			return []*Node{readyNode("n", "zone-a", 2, p, q)}
+			return []*provisioning.Node{readyNode("n", "zone-a", 2, p, q)}
 		}, pod("1", "1Gi", withPriority(100))},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -114,13 +118,13 @@ func TestPreemptionPrefersVictimsThatStartedLast(t *testing.T) {
 	}
 	old := readyNode("old", "zone-a", 2, pod("2", "1Gi", withPriority(0), started(0)))
 	young := readyNode("young", "zone-a", 2, pod("2", "1Gi", withPriority(0), started(30)))
-	res := NewBinder(BindOptions{}).Bind([]*Node{old, young}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+	res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{old, young}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
 	if len(res.Preemptions) != 1 || res.Preemptions[0].Node != young {
 		t.Fatalf("want the node whose victim started last, got %+v", res.Preemptions)
 	}
 	// Reprieve order: of two equal-priority pods, the older one stays.
 	n := readyNode("n", "zone-a", 2, pod("1", "1Gi", withPriority(0), started(30)), pod("1", "1Gi", withPriority(0), started(0)))
-	res = NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
+	res = NewBinder(BindOptions{}).Bind([]*provisioning.Node{n}, []*corev1.Pod{pod("1", "1Gi", withPriority(100))})
 	if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 1 || res.Preemptions[0].Victims[0] != n.Pods[0] {
 		t.Fatalf("want the younger pod as the one victim, got %+v", res.Preemptions)
 	}
@@ -133,7 +137,7 @@ func TestPreemptionRunsTopologyWithVictimsGone(t *testing.T) {
 	loner := pod("1", "1Gi", withPriority(100), affinity(&corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
 		RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{TopologyKey: "kubernetes.io/hostname",
 			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "pause"}}}}}}))
-	res := NewBinder(BindOptions{}).Bind([]*Node{n}, []*corev1.Pod{loner})
+	res := NewBinder(BindOptions{}).Bind([]*provisioning.Node{n}, []*corev1.Pod{loner})
 	if len(res.Preemptions) != 1 || len(res.Preemptions[0].Victims) != 2 {
 		t.Fatalf("want both placeholders preempted (anti-affinity, not room), got %+v, unschedulable %v", res.Preemptions, res.Unschedulable)
 	}

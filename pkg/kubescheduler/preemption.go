@@ -1,4 +1,4 @@
-package provisioning
+package kubescheduler
 
 import (
 	"math"
@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -32,15 +33,15 @@ type preemptCandidate struct {
 // Like kube-scheduler, the filters run with the victims gone: a victim
 // is given back only if resources and topology (spread, pod affinity and
 // anti-affinity) still allow the pod.
-func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffinity, multi bool) *Preemption {
+func (r *bindRun) preempt(pod *corev1.Pod, c provisioning.Class, aff scheduling.NodeAffinity, multi bool) *Preemption {
 	if pod.Spec.PreemptionPolicy != nil && *pod.Spec.PreemptionPolicy == corev1.PreemptNever {
 		return nil
 	}
 	prio := priority(pod)
 	if !r.lowestKnown {
 		r.lowestKnown, r.lowest = true, math.MaxInt32
-		for _, e := range r.targets {
-			for _, q := range e.node.Pods {
+		for _, n := range r.nodes {
+			for _, q := range n.Pods {
 				r.lowest = min(r.lowest, priority(q))
 			}
 		}
@@ -48,44 +49,30 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 	if prio <= r.lowest {
 		return nil // nothing anywhere has lower priority
 	}
-	s := r.s
 	if r.pdbs == nil && r.b.opts.PDBs != nil {
 		r.pdbs = r.b.opts.PDBs()
 	}
 	var best *preemptCandidate
-	for idx, e := range r.targets {
-		n := e.node
-		if n.MarkedForDeletion || n.InFlight || scheduling.ToleratesForScheduling(n.Taints, c.tolerations) != nil {
+	for idx, n := range r.nodes {
+		if n.MarkedForDeletion || n.InFlight || scheduling.ToleratesForScheduling(n.Taints, pod.Spec.Tolerations) != nil {
 			continue
 		}
-		if multi && !aff.MatchesNode(e.labels) || !multi && !c.reqs.MatchesLabels(e.labels) {
+		if multi && !aff.MatchesNode(n.Labels) || !multi && !c.Requirements().MatchesLabels(n.Labels) {
 			continue
 		}
 		var lower []*corev1.Pod
-		used := e.used
 		for _, q := range n.Pods {
 			if q.DeletionTimestamp == nil && !r.victims[q] && priority(q) < prio {
 				lower = append(lower, q)
-				used = minus(used, s.podVec(q))
 			}
 		}
-		if len(lower) == 0 || !sumFitsIn(used, c.requests, e.alloc) {
+		if len(lower) == 0 {
 			continue
 		}
-		// Filters run with the victims gone: take them out of the
-		// topology counts (and put back whatever is not evicted below).
-		doms := existingDomains(n)
-		topoOK := func() bool {
-			_, err := s.topo.check(c, doms, func(g *topoGroup) []string { return s.eligible(c, g) })
-			return err == nil
-		}
-		for _, q := range lower {
-			s.topo.unrecord(r.asVictim(q), doms)
-		}
-		if !topoOK() {
-			for _, q := range lower {
-				s.topo.record(r.asVictim(q), doms)
-			}
+		// Filters run with the victims gone (and see whatever is not
+		// evicted below put back).
+		trial, ok := r.f.Try(c, idx, lower)
+		if !ok {
 			continue
 		}
 		sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
@@ -100,13 +87,8 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 			}
 		}
 		reprieve := func(q *corev1.Pod, violating bool) {
-			if back := used.plus(s.podVec(q)); sumFitsIn(back, c.requests, e.alloc) {
-				s.topo.record(r.asVictim(q), doms)
-				if topoOK() {
-					used = back
-					return
-				}
-				s.topo.unrecord(r.asVictim(q), doms)
+			if trial.GiveBack(q) {
+				return
 			}
 			cand.victims = append(cand.victims, q)
 			if violating {
@@ -119,9 +101,7 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 		for _, q := range free {
 			reprieve(q, false)
 		}
-		for _, q := range cand.victims {
-			s.topo.record(r.asVictim(q), doms) // only a candidate so far
-		}
+		trial.End() // only a candidate so far
 		if best == nil || better(cand, best) {
 			best = cand
 		}
@@ -129,25 +109,13 @@ func (r *bindRun) preempt(pod *corev1.Pod, c *podClass, aff scheduling.NodeAffin
 	if best == nil {
 		return nil
 	}
+	r.f.Evict(best.idx, best.victims)
 	for _, q := range best.victims {
-		s.topo.unrecord(r.asVictim(q), existingDomains(r.targets[best.idx].node))
-	}
-	e := r.targets[best.idx]
-	for _, q := range best.victims {
-		e.used = minus(e.used, s.podVec(q))
 		r.victims[q] = true // gone already, for the rest of this run
 	}
-	// Room on this node grew, which rejections and the free-room order
-	// assume never happens: let every class look at the node again.
-	for _, cl := range s.classes {
-		if best.idx < len(cl.rejected)*64 {
-			cl.rejected.clear(best.idx)
-		}
-	}
-	s.byFree, s.initialFree = nil, nil
 	r.place(pod, c, best.idx)
 	r.nominated[pod] = true // not bound yet: left out of the bindings
-	return &Preemption{Pod: pod, Node: e.node, Victims: best.victims}
+	return &Preemption{Pod: pod, Node: r.nodes[best.idx], Victims: best.victims}
 }
 
 // better orders preemption candidates as kube-scheduler picks among them.
@@ -223,15 +191,6 @@ func prioritySum(pods []*corev1.Pod) int64 {
 	return sum
 }
 
-func minus(a, b vec) vec {
-	out := make(vec, max(len(a), len(b)))
-	copy(out, a)
-	for i, x := range b {
-		out[i] -= x
-	}
-	return out
-}
-
 // pdbBudgets tracks, within one preemption decision, how many more pods
 // each budget lets go.
 type pdbBudgets struct {
@@ -256,21 +215,4 @@ func (b *pdbBudgets) wouldViolate(p *corev1.Pod) bool {
 		violated = violated || b.remaining[pdb] < 0
 	}
 	return violated
-}
-
-// asVictim is a bound pod as the topology counts it, for taking it out
-// (and putting it back).
-func (r *bindRun) asVictim(q *corev1.Pod) *podClass {
-	if c, ok := r.victimClasses[q]; ok {
-		return c
-	}
-	t := r.s.topo
-	c := &podClass{namespace: q.Namespace, labels: q.Labels, requiredAnti: t.requiredAntiAffinityGroups(q)}
-	for _, g := range t.ordered {
-		if g.selects(q.Namespace, q.Labels) {
-			c.matchedBy = append(c.matchedBy, g)
-		}
-	}
-	r.victimClasses[q] = c
-	return c
 }
