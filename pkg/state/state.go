@@ -232,8 +232,9 @@ func (c *Cluster) StateNodes() []*Node { return c.Store().Nodes() }
 // AssumeUnschedulable).
 func (c *Cluster) PendingPods() []*corev1.Pod { return c.Store().PendingPods() }
 
-// isPending: the pod is one provisioning should find room for.
-func isPending(p *corev1.Pod, assumeUnschedulable bool) bool {
+// Provisionable: the pod is one provisioning should find room for (see
+// Cluster.PendingPods).
+func Provisionable(p *corev1.Pod, assumeUnschedulable bool) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podutil.IsActive(p) || podutil.IsDaemonSetPod(p) || podutil.IsMirrorPod(p) {
 		return false
 	}

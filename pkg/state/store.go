@@ -450,7 +450,7 @@ func (s *Store) PendingPods() []*corev1.Pod {
 func (s *Store) pendingLocked() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(s.unbound))
 	for ref := range s.unbound {
-		if p := s.pods[ref].pod; isPending(p, s.assumeUnschedulable) {
+		if p := s.pods[ref].pod; Provisionable(p, s.assumeUnschedulable) {
 			out = append(out, p)
 		}
 	}

@@ -59,10 +59,12 @@ type Instance struct {
 	Launched     time.Time
 }
 
-// Provider is the simulated EC2.
+// Provider is the simulated EC2. It is not safe for concurrent use: the
+// simulator drives it from one goroutine; other hosts lock around it.
 type Provider struct {
 	opts        Options
 	pools       map[string]*v1.NodePool
+	types       []*cloudprovider.InstanceType // every type the cloud has
 	byPool      map[string][]*cloudprovider.InstanceType
 	unavailable map[*cloudprovider.Offering]time.Time // learned from failed launches
 	noCapacity  map[*cloudprovider.Offering]bool      // the cloud's truth
@@ -88,19 +90,33 @@ func New(pools []*v1.NodePool, types []*cloudprovider.InstanceType, images map[s
 	for k, v := range images {
 		p.images[k] = v
 	}
+	p.types = types
+	if err := p.SetNodePools(pools); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// SetNodePools replaces the NodePools the cloud offers instance types to.
+// A NodePool no instance type satisfies is an error (it is left without
+// types); the others are set.
+func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
+	p.pools, p.byPool = map[string]*v1.NodePool{}, map[string][]*cloudprovider.InstanceType{}
+	var errs []error
 	for _, np := range pools {
 		p.pools[np.Name] = np
 		reqs := poolRequirements(np)
-		for _, it := range types {
+		for _, it := range p.types {
 			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
 				p.byPool[np.Name] = append(p.byPool[np.Name], it)
 			}
 		}
 		if len(p.byPool[np.Name]) == 0 {
-			return nil, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs)
+			errs = append(errs, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs))
 		}
 	}
-	return p, nil
+	p.changed()
+	return errors.Join(errs...)
 }
 
 func poolRequirements(np *v1.NodePool) scheduling.Requirements {

@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// Batcher gathers triggers into batches as upstream's provisioner does: a
+// batch starts with the first trigger and ends after idle without another,
+// or max after its start, whichever comes first. It is safe for concurrent
+// use: any goroutine may Trigger; one waits.
+type Batcher struct {
+	clk       clock.WithTicker
+	idle, max time.Duration
+	trigger   chan struct{}
+}
+
+// NewBatcher returns a Batcher timed by clk.
+func NewBatcher(clk clock.WithTicker, idle, max time.Duration) *Batcher {
+	return &Batcher{clk: clk, idle: idle, max: max, trigger: make(chan struct{}, 1)}
+}
+
+// Trigger starts a batch or extends the current one.
+func (b *Batcher) Trigger() {
+	select {
+	case b.trigger <- struct{}{}:
+	default: // one is already waiting to be seen
+	}
+}
+
+// due is when a batch that started at first and was last triggered at
+// last ends.
+func (b *Batcher) due(first, last time.Time) time.Time {
+	if end := first.Add(b.max); last.Add(b.idle).After(end) {
+		return end
+	}
+	return last.Add(b.idle)
+}
+
+// Wait blocks until a batch is complete (true) or ctx ends (false).
+func (b *Batcher) Wait(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-b.trigger:
+	}
+	first := b.clk.Now()
+	timer := b.clk.NewTimer(b.due(first, first).Sub(first))
+	defer func() { timer.Stop() }()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-b.trigger:
+			now := b.clk.Now()
+			timer.Stop()
+			timer = b.clk.NewTimer(b.due(first, now).Sub(now))
+		case <-timer.C():
+			return true
+		}
+	}
+}
