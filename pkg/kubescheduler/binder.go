@@ -427,38 +427,9 @@ func priority(p *corev1.Pod) int32 {
 // filters OR (provisioning classes carry one at a time).
 func requiredOnly(pod *corev1.Pod) (*corev1.Pod, bool) {
 	a := pod.Spec.Affinity
-	soft := false
-	for _, t := range pod.Spec.TopologySpreadConstraints {
-		soft = soft || t.WhenUnsatisfiable == corev1.ScheduleAnyway
-	}
 	multi := a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil &&
 		len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms) > 1
-	hasPrefs := a != nil && ((a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
-		(a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
-		(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0))
-	if !soft && !hasPrefs {
-		return pod, multi
-	}
-	p := objcache.DerivedPod(pod)
-	if a := p.Spec.Affinity; a != nil {
-		if a.NodeAffinity != nil {
-			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-		}
-		if a.PodAffinity != nil {
-			a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-		}
-		if a.PodAntiAffinity != nil {
-			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
-		}
-	}
-	var hard []corev1.TopologySpreadConstraint
-	for _, t := range p.Spec.TopologySpreadConstraints {
-		if t.WhenUnsatisfiable != corev1.ScheduleAnyway {
-			hard = append(hard, t)
-		}
-	}
-	p.Spec.TopologySpreadConstraints = hard
-	return p, multi
+	return provisioning.WithoutPreferences(pod), multi
 }
 
 // place binds the pod to target idx and updates what later scores read.

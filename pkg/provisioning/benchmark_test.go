@@ -30,17 +30,24 @@ func BenchmarkScheduling10000(b *testing.B) { benchmarkScheduling(b, diversePods
 func BenchmarkScheduling20000(b *testing.B) { benchmarkScheduling(b, diversePods(20000)) }
 
 // BenchmarkSchedulingPreferences is upstream's BenchmarkRespectPreferences.
-// Upstream's BenchmarkIgnorePreferences (PreferencePolicy Ignore) has no
-// twin here: the planner has no option to ignore preferences.
 func BenchmarkSchedulingPreferences(b *testing.B) {
 	benchmarkScheduling(b, preferencePods(4000))
 }
 
-func benchmarkScheduling(b *testing.B, pods []*corev1.Pod) {
+// BenchmarkSchedulingIgnorePreferences is upstream's
+// BenchmarkIgnorePreferences: the same pods, PreferencePolicy Ignore.
+func BenchmarkSchedulingIgnorePreferences(b *testing.B) {
+	benchmarkScheduling(b, preferencePods(4000), func(s *Snapshot) { s.IgnorePreferences = true })
+}
+
+func benchmarkScheduling(b *testing.B, pods []*corev1.Pod, opts ...func(*Snapshot)) {
 	snap := &Snapshot{
 		NodePools:     []*v1.NodePool{benchNodePool()},
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{"default": fakeInstanceTypes(400)},
 		Pods:          pods,
+	}
+	for _, o := range opts {
+		o(snap)
 	}
 	var res *Results
 	b.ResetTimer()

@@ -42,3 +42,26 @@ func TestPlannerCachesByContent(t *testing.T) {
 		}
 	}
 }
+
+// TestIgnorePreferences: a pod that prefers a zone gets a claim pinned to
+// it when preferences are respected, and one free to take any zone under
+// PreferencePolicy Ignore; either way the plan holds the pod itself.
+func TestIgnorePreferences(t *testing.T) {
+	want := zones[1]
+	prefers := pod("1", "1Gi", affinity(&corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{
+		Weight: 10, Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{want}}}}}}}}))
+	for _, ignore := range []bool{false, true} {
+		res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), []*corev1.Pod{prefers}, func(s *Snapshot) { s.IgnorePreferences = ignore })
+		requireAllPlaced(t, res)
+		if got := res.NewNodeClaims[0].Pods[0]; got != prefers {
+			t.Errorf("ignore %v: the plan holds a copy of the pod", ignore)
+		}
+		zone := res.NewNodeClaims[0].Requirements.Get(v1.LabelZone)
+		if pinned := zone.Len() == 1 && zone.Has(want); pinned == ignore {
+			t.Errorf("ignore %v: claim zones %v", ignore, zone.Values())
+		}
+	}
+	if p := pod("1", "1Gi"); WithoutPreferences(p) != p {
+		t.Error("a pod without preferences is itself")
+	}
+}

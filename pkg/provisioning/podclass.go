@@ -160,6 +160,44 @@ func strictRequirements(pod *corev1.Pod, volumes map[string]scheduling.Requireme
 	return reqs
 }
 
+// WithoutPreferences is the pod with its preferences removed — preferred
+// node affinity, preferred pod (anti-)affinity, ScheduleAnyway topology
+// spread — as kube-scheduler's filters see it, and as provisioning plans
+// under upstream's PreferencePolicy Ignore; the pod itself when it has
+// none. The copy is a derived pod (no resourceVersion).
+func WithoutPreferences(pod *corev1.Pod) *corev1.Pod {
+	a := pod.Spec.Affinity
+	soft := a != nil && ((a.NodeAffinity != nil && len(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
+		(a.PodAffinity != nil && len(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0) ||
+		(a.PodAntiAffinity != nil && len(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution) > 0))
+	for _, t := range pod.Spec.TopologySpreadConstraints {
+		soft = soft || t.WhenUnsatisfiable == corev1.ScheduleAnyway
+	}
+	if !soft {
+		return pod
+	}
+	p := derivedPod(pod)
+	if a := p.Spec.Affinity; a != nil {
+		if a.NodeAffinity != nil {
+			a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+		if a.PodAffinity != nil {
+			a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+		if a.PodAntiAffinity != nil {
+			a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = nil
+		}
+	}
+	var hard []corev1.TopologySpreadConstraint
+	for _, t := range p.Spec.TopologySpreadConstraints {
+		if t.WhenUnsatisfiable != corev1.ScheduleAnyway {
+			hard = append(hard, t)
+		}
+	}
+	p.Spec.TopologySpreadConstraints = hard
+	return p
+}
+
 // relax returns a copy of pod with one preference removed, in upstream
 // Karpenter's order, and false when there is nothing left to relax:
 // another required node-affinity term, then preferred pod affinity,

@@ -109,7 +109,11 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pods := append([]*corev1.Pod(nil), snap.Pods...)
 	classOf := make(map[*corev1.Pod]*podClass, len(pods))
 	for _, p := range pods {
-		classOf[p] = s.classFor(p)
+		if snap.IgnorePreferences {
+			classOf[p] = s.classFor(WithoutPreferences(p))
+		} else {
+			classOf[p] = s.classFor(p)
+		}
 	}
 	s.addNodeDomains()
 	for _, c := range s.sortedClasses() {

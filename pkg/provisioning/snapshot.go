@@ -27,6 +27,11 @@ type Snapshot struct {
 	// VolumeRequirements maps "namespace/claimName" of a bound PVC to the
 	// node requirements of its volume (typically a zone).
 	VolumeRequirements map[string]scheduling.Requirements
+	// IgnorePreferences plans every pod as if it had no preferences
+	// (WithoutPreferences), as upstream's operator option
+	// PreferencePolicy=Ignore does; the default respects them, relaxing
+	// them one at a time where they cannot be met.
+	IgnorePreferences bool
 }
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.
