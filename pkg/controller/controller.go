@@ -1,0 +1,265 @@
+// Package controller is Joiner in a cluster: informers feed pkg/state, and
+// the engine's decisions become API writes — NodeClaims for pending pods,
+// instances launched through the cloud provider, Nodes registered and
+// initialized. It keeps no state of its own: a restarted controller
+// rebuilds everything from the API server.
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// Upstream's defaults.
+const (
+	DefaultBatchIdle       = time.Second
+	DefaultBatchMax        = 10 * time.Second
+	DefaultRegistrationTTL = 15 * time.Minute
+)
+
+// CloudProvider is what the controller launches through. A provider that
+// also has SetNodePools is told the NodePools whenever they change.
+type CloudProvider = cloudprovider.CloudProvider
+
+// Options configure a Controller.
+type Options struct {
+	CloudProvider CloudProvider
+	// Clock times batches and the registration TTL (the real clock when nil).
+	Clock clock.WithTicker
+	// BatchIdle and BatchMax: see Batcher (upstream's 1 s and 10 s when 0).
+	BatchIdle, BatchMax time.Duration
+	// RegistrationTTL: a claim whose Node has not registered by then is
+	// deleted, and provisioning tries again (15 min when 0).
+	RegistrationTTL time.Duration
+	// Restartable lets a process build a second Controller after the first
+	// stopped (as a test restarting Joiner does): controller-runtime
+	// otherwise refuses a second controller of the same name.
+	Restartable bool
+}
+
+// Controller is one Joiner in one cluster. It is safe for concurrent use:
+// informer handlers, reconcilers and the provisioning loop share its Store.
+type Controller struct {
+	client client.Client
+	store  *state.Store
+	cloud  CloudProvider
+	opts   Options
+	batch  *Batcher
+}
+
+// providerIDField indexes Nodes and NodeClaims by provider ID.
+const providerIDField = "joiner.providerID"
+
+// New wires a Controller into mgr: informers into its Store, the NodeClaim
+// lifecycle reconciler, and the provisioning loop (started with mgr).
+// mgr's scheme must know karpenter.sh/v1.
+func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, error) {
+	if opts.CloudProvider == nil {
+		return nil, errors.New("controller: Options.CloudProvider is required")
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	if opts.BatchIdle == 0 {
+		opts.BatchIdle = DefaultBatchIdle
+	}
+	if opts.BatchMax == 0 {
+		opts.BatchMax = DefaultBatchMax
+	}
+	if opts.RegistrationTTL == 0 {
+		opts.RegistrationTTL = DefaultRegistrationTTL
+	}
+	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: opts.CloudProvider, opts: opts,
+		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax)}
+	idx := mgr.GetFieldIndexer()
+	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
+		return []string{o.(*corev1.Node).Spec.ProviderID}
+	}); err != nil {
+		return nil, err
+	}
+	if err := idx.IndexField(ctx, &v1.NodeClaim{}, providerIDField, func(o client.Object) []string {
+		return []string{o.(*v1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return nil, err
+	}
+	if err := c.watch(ctx, mgr); err != nil {
+		return nil, err
+	}
+	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.claimOfNode)).
+		Complete(reconcile.Func(c.reconcileClaim))
+	if err != nil {
+		return nil, err
+	}
+	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
+}
+
+// Store is the controller's view of the cluster.
+func (c *Controller) Store() *state.Store { return c.store }
+
+// watch feeds the Store from the manager's informers.
+func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
+	cache := mgr.GetCache()
+	handlers := []struct {
+		obj client.Object
+		h   toolscache.ResourceEventHandler
+	}{
+		{&corev1.Pod{}, objectHandler(func(p *corev1.Pod) {
+			c.store.SetPod(p)
+			if state.Provisionable(p, false) {
+				c.batch.Trigger()
+			}
+		}, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
+		{&corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name) })},
+		{&v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name) })},
+		{&v1.NodePool{}, c.relist(ctx, mgr, c.syncNodePools)},
+		{&appsv1.DaemonSet{}, c.relist(ctx, mgr, c.syncDaemonSets)},
+		{&policyv1.PodDisruptionBudget{}, c.relist(ctx, mgr, c.syncPDBs)},
+	}
+	for _, h := range handlers {
+		inf, err := cache.GetInformer(ctx, h.obj)
+		if err != nil {
+			return err
+		}
+		if _, err := inf.AddEventHandler(h.h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// objectHandler calls set on adds and updates and del on deletes
+// (tombstones included).
+func objectHandler[T client.Object](set, del func(T)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { set(o.(T)) },
+		UpdateFunc: func(_, o any) { set(o.(T)) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if obj, ok := o.(T); ok {
+				del(obj)
+			}
+		},
+	}
+}
+
+// relist calls sync, after any change of its kind, with the informer's
+// whole list: NodePools, DaemonSets and PDBs are few.
+func (c *Controller) relist(ctx context.Context, mgr manager.Manager, sync func(context.Context, client.Reader) error) toolscache.ResourceEventHandler {
+	run := func() {
+		if err := sync(ctx, mgr.GetCache()); err != nil {
+			logError(ctx, err, "refreshing state")
+		}
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { run() }, UpdateFunc: func(_, _ any) { run() }, DeleteFunc: func(any) { run() }}
+}
+
+func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
+	var list v1.NodePoolList
+	if err := r.List(ctx, &list); err != nil {
+		return err
+	}
+	pools := make([]*v1.NodePool, len(list.Items))
+	for i := range list.Items {
+		pools[i] = &list.Items[i]
+	}
+	var errs []error
+	if s, ok := c.cloud.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
+		errs = append(errs, s.SetNodePools(pools))
+	}
+	its := map[string][]*cloudprovider.InstanceType{}
+	for _, np := range pools {
+		got, err := c.cloud.GetInstanceTypes(ctx, np)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("NodePool %s: %w", np.Name, err))
+			continue
+		}
+		its[np.Name] = got
+	}
+	c.store.SetNodePools(pools)
+	c.store.SetInstanceTypes(its)
+	c.batch.Trigger() // pods may fit a changed pool now
+	return errors.Join(errs...)
+}
+
+func (c *Controller) syncDaemonSets(ctx context.Context, r client.Reader) error {
+	var list appsv1.DaemonSetList
+	if err := r.List(ctx, &list); err != nil {
+		return err
+	}
+	out := make([]*appsv1.DaemonSet, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	c.store.SetDaemonSets(out)
+	return nil
+}
+
+func (c *Controller) syncPDBs(ctx context.Context, r client.Reader) error {
+	var list policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &list); err != nil {
+		return err
+	}
+	out := make([]*policyv1.PodDisruptionBudget, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	c.store.SetPDBs(out)
+	return nil
+}
+
+// provisionLoop provisions after every batch until ctx ends.
+func (c *Controller) provisionLoop(ctx context.Context) error {
+	for c.batch.Wait(ctx) {
+		if _, err := c.Provision(ctx); err != nil {
+			logError(ctx, err, "provisioning")
+		}
+	}
+	return nil
+}
+
+// Provision runs one provisioning pass over the Store and creates the
+// NodeClaims it plans, returning them. Each is put in the Store at once,
+// so the next pass counts it before its informer event arrives.
+func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
+	snap := c.store.ProvisioningSnapshot()
+	if len(snap.Pods) == 0 {
+		return nil, nil
+	}
+	res := provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(ctx, snap)
+	var created []*v1.NodeClaim
+	var errs []error
+	for _, plan := range res.NewNodeClaims {
+		nc := state.NewNodeClaim(plan, "", metav1.Time{})
+		if err := c.client.Create(ctx, nc); err != nil {
+			errs = append(errs, fmt.Errorf("creating a NodeClaim of NodePool %s: %w", plan.NodePool.Name, err))
+			continue
+		}
+		c.store.SetNodeClaim(nc)
+		created = append(created, nc)
+	}
+	return created, errors.Join(errs...)
+}

@@ -1,0 +1,267 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+)
+
+// pollRegistration is how often a launched claim looks for its Node
+// besides the Node events that wake it.
+const pollRegistration = 10 * time.Second
+
+// reconcileClaim moves a NodeClaim along its lifecycle, as upstream's
+// conditions mean it: Launched (the cloud has an instance for it),
+// Registered (its Node, found by providerID, carries the claim's labels
+// and taints and no longer Joiner's unregistered taint), Initialized (the
+// Node is Ready and its startup taints are gone). A claim being deleted
+// has its instance and Node removed before its finalizer goes. Each step
+// writes once and returns: the write's own watch event runs the next.
+func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	nc := &v1.NodeClaim{}
+	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if nc.DeletionTimestamp != nil {
+		return reconcile.Result{}, c.finalize(ctx, nc)
+	}
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
+		return reconcile.Result{}, c.client.Update(ctx, nc)
+	}
+	switch {
+	case !conditionTrue(nc, v1.ConditionLaunched):
+		return c.launch(ctx, nc)
+	case !conditionTrue(nc, v1.ConditionRegistered):
+		return c.register(ctx, nc)
+	case !conditionTrue(nc, v1.ConditionInitialized):
+		return c.initialize(ctx, nc)
+	}
+	return reconcile.Result{}, nil
+}
+
+// launch asks the cloud for an instance. With no capacity for any allowed
+// offering the claim is deleted, as upstream: the provider remembers the
+// shortage and the next provisioning pass plans around it.
+func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	launched, err := c.cloud.Create(ctx, nc)
+	if cloudprovider.IsInsufficientCapacityError(err) {
+		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
+		return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
+	}
+	if err != nil {
+		return reconcile.Result{}, fmt.Errorf("launching NodeClaim %s: %w", nc.Name, err)
+	}
+	if nc.Labels == nil {
+		nc.Labels = map[string]string{}
+	}
+	for k, v := range launched.Labels {
+		nc.Labels[k] = v
+	}
+	if err := c.client.Update(ctx, nc); err != nil {
+		return reconcile.Result{}, err
+	}
+	nc.Status.ProviderID = launched.Status.ProviderID
+	nc.Status.ImageID = launched.Status.ImageID
+	nc.Status.Capacity = launched.Status.Capacity
+	nc.Status.Allocatable = launched.Status.Allocatable
+	c.setCondition(nc, v1.ConditionLaunched, "Launched", "")
+	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+}
+
+// register finds the claim's Node by providerID and makes it the claim's:
+// its labels, its taints (once), no unregistered taint, Joiner's
+// finalizer. A claim whose Node does not come within the registration TTL
+// is deleted.
+func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	node, err := c.nodeOf(ctx, nc)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if node == nil {
+		launched := conditionTime(nc, v1.ConditionLaunched)
+		if c.opts.Clock.Since(launched) >= c.opts.RegistrationTTL {
+			log.FromContext(ctx).Info("deleting a NodeClaim whose Node never registered", "nodeclaim", nc.Name, "ttl", c.opts.RegistrationTTL)
+			return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
+		}
+		return reconcile.Result{RequeueAfter: pollRegistration}, nil
+	}
+	if node.Labels == nil {
+		node.Labels = map[string]string{}
+	}
+	for k, v := range nc.Labels {
+		node.Labels[k] = v
+	}
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if !t.MatchTaint(&v1.UnregisteredTaint) {
+			taints = append(taints, t)
+		}
+	}
+	for _, t := range append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...) {
+		if !hasTaint(taints, t) {
+			taints = append(taints, t)
+		}
+	}
+	node.Spec.Taints = taints
+	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
+	if err := c.client.Update(ctx, node); err != nil {
+		return reconcile.Result{}, err
+	}
+	nc.Status.NodeName = node.Name
+	c.setCondition(nc, v1.ConditionRegistered, "Registered", "")
+	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+}
+
+// initialize marks the claim Initialized once its Node is Ready with no
+// startup or ephemeral taints left, and labels the Node so.
+func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	node, err := c.nodeOf(ctx, nc)
+	if err != nil || node == nil {
+		return reconcile.Result{RequeueAfter: pollRegistration}, err
+	}
+	if !nodeReady(node) {
+		return reconcile.Result{}, nil // its next status update wakes us
+	}
+	for _, t := range node.Spec.Taints {
+		if hasTaint(nc.Spec.StartupTaints, t) || t.Key == corev1.TaintNodeNotReady || t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+			return reconcile.Result{}, nil
+		}
+	}
+	if node.Labels[v1.LabelNodeInitialized] != "true" {
+		node.Labels[v1.LabelNodeInitialized] = "true"
+		if err := c.client.Update(ctx, node); err != nil {
+			return reconcile.Result{}, err
+		}
+	}
+	c.setCondition(nc, v1.ConditionInitialized, "Initialized", "")
+	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+}
+
+// finalize removes the claim's Node and instance, then its finalizer.
+// (Draining the Node first is the termination controller's, still to
+// come: today its pods go with it.)
+func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) error {
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
+		return nil
+	}
+	node, err := c.nodeOf(ctx, nc)
+	if err != nil {
+		return err
+	}
+	if node != nil {
+		if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
+			if err := c.client.Update(ctx, node); err != nil {
+				return err
+			}
+		}
+		if err := c.client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+			return err
+		}
+	}
+	if nc.Status.ProviderID != "" {
+		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+			return fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
+		}
+	}
+	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
+	return client.IgnoreNotFound(c.client.Update(ctx, nc))
+}
+
+// nodeOf is the claim's Node (by providerID), or nil.
+func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+	if nc.Status.ProviderID == "" {
+		return nil, nil
+	}
+	var nodes corev1.NodeList
+	if err := c.client.List(ctx, &nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+		return nil, err
+	}
+	if len(nodes.Items) == 0 {
+		return nil, nil
+	}
+	return &nodes.Items[0], nil
+}
+
+// claimOfNode maps a Node event to its claim's reconcile request.
+func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	var claims v1.NodeClaimList
+	if err := c.client.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, nc := range claims.Items {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	}
+	return out
+}
+
+func (c *Controller) setCondition(nc *v1.NodeClaim, t, reason, message string) {
+	now := metav1.NewTime(c.opts.Clock.Now())
+	for i := range nc.Status.Conditions {
+		if nc.Status.Conditions[i].Type == t {
+			if nc.Status.Conditions[i].Status != metav1.ConditionTrue {
+				nc.Status.Conditions[i].LastTransitionTime = now
+			}
+			nc.Status.Conditions[i].Status, nc.Status.Conditions[i].Reason, nc.Status.Conditions[i].Message = metav1.ConditionTrue, reason, message
+			return
+		}
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: message,
+		LastTransitionTime: now, ObservedGeneration: nc.Generation})
+}
+
+func conditionTrue(nc *v1.NodeClaim, t string) bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func conditionTime(nc *v1.NodeClaim, t string) time.Time {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == t {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return nc.CreationTimestamp.Time
+}
+
+func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func logError(ctx context.Context, err error, msg string) {
+	log.FromContext(ctx).Error(err, msg)
+}

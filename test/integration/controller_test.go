@@ -1,0 +1,249 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	"github.com/joiner-autoscaler/joiner/pkg/controller"
+)
+
+func controllerScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// startController runs a Joiner controller with the kwok provider against
+// the test's API server until the returned stop is called.
+func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controller, func()) {
+	t.Helper()
+	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
+	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	provider, err := kwok.New(mgr.GetClient(), types, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider, BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Restartable: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		t.Fatal("the controller's caches did not sync")
+	}
+	return c, func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	}
+}
+
+// eventually polls cond every 100 ms for up to 30 s.
+func eventually(t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, cond); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// TestControllerProvisionsAndRestarts: a pod kube-scheduler found no room
+// for gets a NodeClaim from its NodePool; the claim is launched (the kwok
+// provider registers its Node), registered (labels, taints, no
+// unregistered taint, finalizers) and, once its Node is Ready, initialized.
+// A controller started afresh rebuilds its state from the API server and
+// plans nothing more for the pod; deleting the claim removes its Node.
+func TestControllerProvisionsAndRestarts(t *testing.T) {
+	ctx := context.Background()
+	scheme := controllerScheme(t)
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startController(t, scheme)
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
+	np.Spec.Template.Labels = map[string]string{"team": "checkout"}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i.large", "m6i.xlarge", "m6i.2xlarge"}},
+	}
+	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "checkout", Effect: corev1.TaintEffectNoSchedule}}
+	if err := kc.Create(ctx, np); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+			Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	if err := kc.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	// kube-scheduler's verdict, which provisioning waits for.
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		LastTransitionTime: metav1.Now()}}
+	if err := kc.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+
+	var nc v1.NodeClaim
+	eventually(t, "a NodeClaim for the pending pod", func(ctx context.Context) (bool, error) {
+		var list v1.NodeClaimList
+		if err := kc.List(ctx, &list); err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		if len(list.Items) > 1 {
+			t.Fatalf("%d NodeClaims for one pod", len(list.Items))
+		}
+		nc = list.Items[0]
+		return true, nil
+	})
+	if nc.Labels[v1.LabelNodePool] != "general" || nc.Labels["team"] != "checkout" || nc.Annotations[v1.AnnotationNodePoolHash] == "" {
+		t.Errorf("claim labels %v, annotations %v", nc.Labels, nc.Annotations)
+	}
+	var node corev1.Node
+	eventually(t, "the claim registered", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &nc); err != nil {
+			return false, err
+		}
+		if !claimCondition(&nc, v1.ConditionRegistered) {
+			return false, nil
+		}
+		return true, kc.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, &node)
+	})
+	// 3 cores and a pool of m6i.large/xlarge/2xlarge: the xlarge (4 vCPU).
+	if it := node.Labels[v1.LabelInstanceType]; it != "m6i.xlarge" || node.Spec.ProviderID != nc.Status.ProviderID {
+		t.Errorf("node %s: instance type %s, providerID %q (claim %q)", node.Name, it, node.Spec.ProviderID, nc.Status.ProviderID)
+	}
+	if node.Labels["team"] != "checkout" || node.Labels[v1.LabelNodePool] != "general" {
+		t.Errorf("the Node lacks the claim's labels: %v", node.Labels)
+	}
+	for _, taint := range node.Spec.Taints {
+		if taint.MatchTaint(&v1.UnregisteredTaint) {
+			t.Error("a registered Node keeps the unregistered taint")
+		}
+	}
+	if len(node.Finalizers) == 0 || len(nc.Finalizers) == 0 {
+		t.Errorf("finalizers: node %v, claim %v", node.Finalizers, nc.Finalizers)
+	}
+	// What kwok's controller (or a kubelet) does: the Node becomes Ready;
+	// and what kube-controller-manager's node lifecycle controller does
+	// then: the not-ready taint the API server put on the new Node goes.
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := kc.Status().Update(ctx, &node); err != nil {
+		t.Fatal(err)
+	}
+	if claimCondition(&nc, v1.ConditionInitialized) {
+		t.Fatal("initialized before its Node was Ready")
+	}
+	eventually(t, "the not-ready taint removed", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKey{Name: node.Name}, &node); err != nil {
+			return false, err
+		}
+		var kept []corev1.Taint
+		for _, taint := range node.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, taint)
+			}
+		}
+		node.Spec.Taints = kept
+		err := kc.Update(ctx, &node)
+		return err == nil, nil // a conflict: read and try again
+	})
+	eventually(t, "the claim initialized", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &nc); err != nil {
+			return false, err
+		}
+		return claimCondition(&nc, v1.ConditionInitialized), nil
+	})
+
+	// Restart: a new controller knows only what the API server holds.
+	stop()
+	stopped = true
+	c2, stop2 := startController(t, scheme)
+	defer stop2()
+	eventually(t, "the new controller sees the claim and its Node", func(context.Context) (bool, error) {
+		for _, n := range c2.Store().Nodes() {
+			if n.NodeClaim != nil && n.Node != nil && n.NodeClaim.Name == nc.Name && n.Initialized() {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	created, err := c2.Provision(ctx)
+	if err != nil || len(created) != 0 {
+		t.Fatalf("after a restart the pending pod's node is known: created %d claims (%v)", len(created), err)
+	}
+
+	if err := kc.Delete(ctx, &nc); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the claim and its Node gone", func(ctx context.Context) (bool, error) {
+		errClaim := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &v1.NodeClaim{})
+		errNode := kc.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{})
+		return client.IgnoreNotFound(errClaim) == nil && errClaim != nil && errNode != nil && client.IgnoreNotFound(errNode) == nil, nil
+	})
+}
+
+func claimCondition(nc *v1.NodeClaim, t string) bool {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// testWriter sends the controller's log lines to the test's log.
+type testWriter struct{ t *testing.T }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
