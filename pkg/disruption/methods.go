@@ -82,7 +82,7 @@ type Options struct {
 	SkipConsolidation bool
 	// Simulations, when set, bounds each consolidation method of a pass by
 	// work instead of time: at most that many scheduling simulations. A
-	// simulator sets it so its runs stay deterministic; a controller leaves
+	// host whose runs must be deterministic sets it; a controller leaves
 	// it 0 and the methods stop at upstream's time bounds
 	// (MultiNodeTimeout, SingleNodeTimeout), or when ctx ends.
 	Simulations int
@@ -300,7 +300,7 @@ func (p *pass) empty(eligible []*Candidate) []*Command {
 // NodePoolHash is the template hash a NodeClaim of the pool is compared with:
 // the one the NodePool carries — as upstream's NodePool controller writes
 // it, and as a cluster's dump shows it — or, for a NodePool as written in
-// a manifest, Joiner's own TemplateHash (which its simulated claims carry).
+// a manifest, Joiner's own TemplateHash (which the claims Joiner makes carry).
 // Claims whose hash is of another version than the pool's are not compared,
 // as upstream re-hashes them instead.
 func NodePoolHash(np *v1.NodePool) string {

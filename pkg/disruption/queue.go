@@ -26,7 +26,7 @@ const (
 	ReplacementFailed
 )
 
-// Actions are what the host (controller or simulator) does for the queue.
+// Actions are what the host does for the queue: its writes to the cluster.
 type Actions interface {
 	// Launch creates a NodeClaim for the plan and returns its name.
 	Launch(plan *provisioning.NodeClaimPlan) (string, error)

@@ -1,6 +1,6 @@
 // Package kubescheduler models kube-scheduler's default profile — its
-// filters, score plugins and DefaultPreemption — over the nodes the
-// simulator (and tests) hand it, so pods land where a real kube-scheduler
+// filters, score plugins and DefaultPreemption — over the nodes a host
+// hands it, so pods land where a real kube-scheduler
 // would put them. The filters are provisioning's own (provisioning.Filter):
 // a pod the planner expects to fit an existing node is one this model binds.
 package kubescheduler
@@ -52,8 +52,8 @@ type BindOptions struct {
 // then the default score plugins with their weights (TaintToleration 3,
 // NodeAffinity 2, PodTopologySpread 2, InterPodAffinity 2,
 // NodeResourcesFit least-allocated 1, NodeResourcesBalancedAllocation 1;
-// ImageLocality scores every node alike, since simulated nodes hold no
-// images). A pod that fits nowhere preempts, as DefaultPreemption does:
+// ImageLocality scores every node alike: the nodes it is given say
+// nothing of images). A pod that fits nowhere preempts, as DefaultPreemption does:
 // see preempt. A Binder keeps its search position and per-node caches
 // between calls, so reuse it over the same *Node values while they do not
 // change. A Binder is safe for concurrent use; its calls run one at a time.
@@ -176,36 +176,19 @@ func (r *bindRun) domainsOf(key string) ([]string, []bool) {
 	return d, has
 }
 
-func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
-	ordered := nodeTreeOrder(nodes)
-	b.prune(ordered)
-	type pending struct {
-		pod   *corev1.Pod
-		class provisioning.Class // the filters' view: preferences stripped
-		key   uint64             // the whole pod's class key, for its scores
-		aff   scheduling.NodeAffinity
-		multi bool
-	}
-	filterPods := make([]provisioning.FilterPod, len(pods))
-	for i, p := range pods {
-		stripped, multi := requiredOnly(p)
-		filterPods[i] = provisioning.FilterPod{Pod: stripped, AnyTerm: multi}
-	}
-	f, classes := b.filters.NewFilter(ordered, filterPods)
-	run := &bindRun{b: b, f: f, nodes: ordered, classes: map[uint64]*scoreClass{},
-		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
-		nonZero: map[provisioning.Class][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
-	for _, n := range ordered {
-		run.facts = append(run.facts, b.factsOf(n))
-	}
-	list := make([]pending, len(pods))
-	for i, p := range pods {
-		list[i] = pending{pod: p, class: classes[i], key: f.ClassKey(p), aff: scheduling.NewNodeAffinity(p), multi: filterPods[i].AnyTerm}
-	}
-	sort.SliceStable(list, func(i, j int) bool { return priority(list[i].pod) > priority(list[j].pod) })
+// pendingPod is a pod of a Bind call as the run handles it.
+type pendingPod struct {
+	pod   *corev1.Pod
+	class provisioning.Class // the filters' view: preferences stripped
+	key   uint64             // the whole pod's class key, for its scores
+	aff   scheduling.NodeAffinity
+	multi bool
+}
 
+func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
+	run, list := b.newRun(nodes, pods)
 	res := &Results{}
-	toFind := numFeasibleNodesToFind(len(ordered))
+	toFind := numFeasibleNodesToFind(len(run.nodes))
 	// failedAt remembers, per class, how many pods had been placed when a
 	// pod of it fit nowhere: until another is placed, none of it will fit.
 	failedAt := map[provisioning.Class]int{}
@@ -220,33 +203,7 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
 			continue
 		}
-		var feasible []int
-		var lastErr error
-		processed := 0
-		f.Prefilter(c)
-		for i := 0; i < len(ordered) && len(feasible) < toFind; i++ {
-			idx := (b.next + i) % len(ordered)
-			processed++
-			if c.Rejected(idx) {
-				continue
-			}
-			if p.multi && !p.aff.MatchesNode(ordered[idx].Labels) {
-				c.Reject(idx)
-				continue
-			}
-			err, permanent := f.Check(c, idx)
-			if err != nil {
-				lastErr = err
-				if permanent {
-					c.Reject(idx)
-				}
-				continue
-			}
-			feasible = append(feasible, idx)
-		}
-		if len(ordered) > 0 {
-			b.next = (b.next + processed) % len(ordered)
-		}
+		feasible, lastErr := run.feasible(p, toFind)
 		if len(feasible) == 0 {
 			if scoresOut == nil {
 				if pre := run.preempt(p.pod, c, p.aff, p.multi); pre != nil {
@@ -267,7 +224,7 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			scores := run.score(p.pod, p.key, feasible)
 			if scoresOut != nil {
 				for i, idx := range feasible {
-					scoresOut[ordered[idx].Name] = scores[i]
+					scoresOut[run.nodes[idx].Name] = scores[i]
 				}
 				return res
 			}
@@ -276,18 +233,84 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 		run.place(p.pod, c, best)
 		placed++
 	}
-	for idx, n := range ordered {
+	res.ExistingNodes = run.bindings()
+	return res
+}
+
+// newRun prepares a call: the nodes in kube-scheduler's node-tree order,
+// the filters over them, and the pods by priority, highest first.
+func (b *Binder) newRun(nodes []*provisioning.Node, pods []*corev1.Pod) (*bindRun, []pendingPod) {
+	ordered := nodeTreeOrder(nodes)
+	b.prune(ordered)
+	filterPods := make([]provisioning.FilterPod, len(pods))
+	for i, p := range pods {
+		stripped, multi := requiredOnly(p)
+		filterPods[i] = provisioning.FilterPod{Pod: stripped, AnyTerm: multi}
+	}
+	f, classes := b.filters.NewFilter(ordered, filterPods)
+	run := &bindRun{b: b, f: f, nodes: ordered, classes: map[uint64]*scoreClass{},
+		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
+		nonZero: map[provisioning.Class][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
+	for _, n := range ordered {
+		run.facts = append(run.facts, b.factsOf(n))
+	}
+	list := make([]pendingPod, len(pods))
+	for i, p := range pods {
+		list[i] = pendingPod{pod: p, class: classes[i], key: f.ClassKey(p), aff: scheduling.NewNodeAffinity(p), multi: filterPods[i].AnyTerm}
+	}
+	sort.SliceStable(list, func(i, j int) bool { return priority(list[i].pod) > priority(list[j].pod) })
+	return run, list
+}
+
+// feasible searches the nodes from where the last search ended for up to
+// toFind that pass the filters for the pod, as kube-scheduler does; the
+// last filter error says why the others did not.
+func (r *bindRun) feasible(p pendingPod, toFind int) (feasible []int, lastErr error) {
+	b, c, n := r.b, p.class, len(r.nodes)
+	processed := 0
+	r.f.Prefilter(c)
+	for i := 0; i < n && len(feasible) < toFind; i++ {
+		idx := (b.next + i) % n
+		processed++
+		if c.Rejected(idx) {
+			continue
+		}
+		if p.multi && !p.aff.MatchesNode(r.nodes[idx].Labels) {
+			c.Reject(idx)
+			continue
+		}
+		err, permanent := r.f.Check(c, idx)
+		if err != nil {
+			lastErr = err
+			if permanent {
+				c.Reject(idx)
+			}
+			continue
+		}
+		feasible = append(feasible, idx)
+	}
+	if n > 0 {
+		b.next = (b.next + processed) % n
+	}
+	return feasible, lastErr
+}
+
+// bindings are the pods the run bound, by node (preemptors, nominated
+// only, are not among them).
+func (r *bindRun) bindings() []*provisioning.ExistingNodePlan {
+	var out []*provisioning.ExistingNodePlan
+	for idx, n := range r.nodes {
 		var pods []*corev1.Pod
-		for _, p := range f.Placed(idx) {
-			if !run.nominated[p] {
+		for _, p := range r.f.Placed(idx) {
+			if !r.nominated[p] {
 				pods = append(pods, p)
 			}
 		}
 		if len(pods) > 0 {
-			res.ExistingNodes = append(res.ExistingNodes, &provisioning.ExistingNodePlan{Node: n, Pods: pods})
+			out = append(out, &provisioning.ExistingNodePlan{Node: n, Pods: pods})
 		}
 	}
-	return res
+	return out
 }
 
 // pick is kube-scheduler's selectHost: the best score, ties at random.

@@ -38,15 +38,7 @@ func (r *bindRun) preempt(pod *corev1.Pod, c provisioning.Class, aff scheduling.
 		return nil
 	}
 	prio := priority(pod)
-	if !r.lowestKnown {
-		r.lowestKnown, r.lowest = true, math.MaxInt32
-		for _, n := range r.nodes {
-			for _, q := range n.Pods {
-				r.lowest = min(r.lowest, priority(q))
-			}
-		}
-	}
-	if prio <= r.lowest {
+	if prio <= r.lowestPriority() {
 		return nil // nothing anywhere has lower priority
 	}
 	if r.pdbs == nil && r.b.opts.PDBs != nil {
@@ -60,49 +52,7 @@ func (r *bindRun) preempt(pod *corev1.Pod, c provisioning.Class, aff scheduling.
 		if multi && !aff.MatchesNode(n.Labels) || !multi && !c.Requirements().MatchesLabels(n.Labels) {
 			continue
 		}
-		var lower []*corev1.Pod
-		for _, q := range n.Pods {
-			if q.DeletionTimestamp == nil && !r.victims[q] && priority(q) < prio {
-				lower = append(lower, q)
-			}
-		}
-		if len(lower) == 0 {
-			continue
-		}
-		// Filters run with the victims gone (and see whatever is not
-		// evicted below put back).
-		trial, ok := r.f.Try(c, idx, lower)
-		if !ok {
-			continue
-		}
-		sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
-		cand := &preemptCandidate{idx: idx}
-		budgets := newPDBBudgets(r.pdbs)
-		var protected, free []*corev1.Pod
-		for _, q := range lower {
-			if budgets.wouldViolate(q) {
-				protected = append(protected, q)
-			} else {
-				free = append(free, q)
-			}
-		}
-		reprieve := func(q *corev1.Pod, violating bool) {
-			if trial.GiveBack(q) {
-				return
-			}
-			cand.victims = append(cand.victims, q)
-			if violating {
-				cand.violations++
-			}
-		}
-		for _, q := range protected {
-			reprieve(q, true)
-		}
-		for _, q := range free {
-			reprieve(q, false)
-		}
-		trial.End() // only a candidate so far
-		if best == nil || better(cand, best) {
+		if cand := r.candidate(c, idx, prio); cand != nil && (best == nil || better(cand, best)) {
 			best = cand
 		}
 	}
@@ -116,6 +66,69 @@ func (r *bindRun) preempt(pod *corev1.Pod, c provisioning.Class, aff scheduling.
 	r.place(pod, c, best.idx)
 	r.nominated[pod] = true // not bound yet: left out of the bindings
 	return &Preemption{Pod: pod, Node: r.nodes[best.idx], Victims: best.victims}
+}
+
+// lowestPriority is the lowest priority of a pod on any node, found once
+// per run.
+func (r *bindRun) lowestPriority() int32 {
+	if !r.lowestKnown {
+		r.lowestKnown, r.lowest = true, math.MaxInt32
+		for _, n := range r.nodes {
+			for _, q := range n.Pods {
+				r.lowest = min(r.lowest, priority(q))
+			}
+		}
+	}
+	return r.lowest
+}
+
+// candidate is node idx as a place to preempt on for a pod of class c and
+// priority prio: the fewest of its lower-priority pods whose going lets
+// the pod pass the filters, or nil when even all of them do not.
+func (r *bindRun) candidate(c provisioning.Class, idx int, prio int32) *preemptCandidate {
+	var lower []*corev1.Pod
+	for _, q := range r.nodes[idx].Pods {
+		if q.DeletionTimestamp == nil && !r.victims[q] && priority(q) < prio {
+			lower = append(lower, q)
+		}
+	}
+	if len(lower) == 0 {
+		return nil
+	}
+	// Filters run with the victims gone (and see whatever is not evicted
+	// below put back).
+	trial, ok := r.f.Try(c, idx, lower)
+	if !ok {
+		return nil
+	}
+	defer trial.End() // only a candidate so far
+	sort.SliceStable(lower, func(i, j int) bool { return moreImportant(lower[i], lower[j]) })
+	cand := &preemptCandidate{idx: idx}
+	budgets := newPDBBudgets(r.pdbs)
+	var protected, free []*corev1.Pod
+	for _, q := range lower {
+		if budgets.wouldViolate(q) {
+			protected = append(protected, q)
+		} else {
+			free = append(free, q)
+		}
+	}
+	reprieve := func(q *corev1.Pod, violating bool) {
+		if trial.GiveBack(q) {
+			return
+		}
+		cand.victims = append(cand.victims, q)
+		if violating {
+			cand.violations++
+		}
+	}
+	for _, q := range protected {
+		reprieve(q, true)
+	}
+	for _, q := range free {
+		reprieve(q, false)
+	}
+	return cand
 }
 
 // better orders preemption candidates as kube-scheduler picks among them.

@@ -1,7 +1,7 @@
 // Package provisioning turns a batch of pending pods into the cheapest set of
 // NodeClaims that lets every one of them run, with upstream Karpenter's
 // semantics, as pure code over a cluster-state snapshot: no API client, no
-// clock, no randomness. The controller and the simulator both call Solve.
+// clock, no randomness. Every host — controller, plan, simulator — calls Solve.
 package provisioning
 
 import (

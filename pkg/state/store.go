@@ -20,8 +20,8 @@ import (
 )
 
 // Store is the cluster kept up to date one object at a time — from
-// informer events in the controller, from its world in the simulator —
-// and the snapshots decisions read from it. A node's view (a
+// informer events, or whatever else a host learns objects from — and the
+// snapshots decisions read from it. A node's view (a
 // provisioning.Node and what disruption needs of it) is rebuilt only when
 // the Node, its NodeClaim or one of its pods changes, and carries a
 // Version made of their resourceVersions, so the engine's caches hold
