@@ -112,6 +112,13 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
+	err = builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(poolOfClaim)).
+		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable}).
+		Complete(reconcile.Func(c.reconcileNodePool))
+	if err != nil {
+		return nil, err
+	}
 	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
 }
 

@@ -172,6 +172,14 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 	if len(node.Finalizers) == 0 || len(nc.Finalizers) == 0 {
 		t.Errorf("finalizers: node %v, claim %v", node.Finalizers, nc.Finalizers)
 	}
+	eventually(t, "the NodePool's status and hash", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKey{Name: np.Name}, np); err != nil {
+			return false, err
+		}
+		cpu := np.Status.Resources[corev1.ResourceCPU]
+		return np.Status.Nodes != nil && *np.Status.Nodes == 1 && cpu.Value() == 4 && poolCondition(np, controller.ConditionReady) &&
+			np.Annotations[v1.AnnotationNodePoolHash] != "" && np.Annotations[v1.AnnotationNodePoolHashVersion] == controller.NodePoolHashVersion, nil
+	})
 	// What kwok's controller (or a kubelet) does: the Node becomes Ready;
 	// and what kube-controller-manager's node lifecycle controller does
 	// then: the not-ready taint the API server put on the new Node goes.
@@ -246,4 +254,13 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(b []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(b), "\n"))
 	return len(b), nil
+}
+
+func poolCondition(np *v1.NodePool, t string) bool {
+	for _, c := range np.Status.Conditions {
+		if c.Type == t {
+			return c.Status == metav1.ConditionTrue
+		}
+	}
+	return false
 }

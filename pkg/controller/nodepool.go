@@ -1,0 +1,93 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// NodePoolHashVersion names the scheme of the template hash Joiner writes
+// to karpenter.sh/nodepool-hash: claims hashed under another scheme are
+// not compared for drift.
+const NodePoolHashVersion = "joiner-v1"
+
+// NodePool condition types, as upstream's.
+const (
+	ConditionReady               = "Ready"
+	ConditionValidationSucceeded = "ValidationSucceeded"
+	ConditionNodeClassReady      = "NodeClassReady"
+)
+
+// reconcileNodePool keeps a NodePool's template hash annotation (what
+// drift compares its claims with) and its status: the nodes it has, the
+// capacity they add up to (what its limits count), and its conditions —
+// Ready when it validated and the cloud offers it instance types.
+func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &v1.NodePool{}
+	if err := c.client.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if hash := disruption.TemplateHash(np); np.Annotations[v1.AnnotationNodePoolHash] != hash || np.Annotations[v1.AnnotationNodePoolHashVersion] != NodePoolHashVersion {
+		if np.Annotations == nil {
+			np.Annotations = map[string]string{}
+		}
+		np.Annotations[v1.AnnotationNodePoolHash] = hash
+		np.Annotations[v1.AnnotationNodePoolHashVersion] = NodePoolHashVersion
+		return reconcile.Result{}, c.client.Update(ctx, np) // its event brings us back for the status
+	}
+	status := np.Status.DeepCopy()
+	// From the informer's cache, which the event that woke us is in.
+	var claims v1.NodeClaimList
+	if err := c.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	nodes := int64(len(claims.Items))
+	var capacity []corev1.ResourceList
+	for i := range claims.Items {
+		capacity = append(capacity, claims.Items[i].Status.Capacity)
+	}
+	status.Nodes = &nodes
+	status.Resources = scheduling.Add(capacity...)
+	gen := np.Generation
+	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: "Valid", ObservedGeneration: gen,
+		Message: "the API server's schema and CEL rules accepted it"})
+	its, err := c.cloud.GetInstanceTypes(ctx, np)
+	classReady := metav1.Condition{Type: ConditionNodeClassReady, Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: gen}
+	if err != nil || len(its) == 0 {
+		why := "no instance type of the cloud satisfies its requirements"
+		if err != nil {
+			why = err.Error()
+		}
+		classReady = metav1.Condition{Type: ConditionNodeClassReady, Status: metav1.ConditionFalse, Reason: "NoInstanceTypes", Message: why, ObservedGeneration: gen}
+	}
+	meta.SetStatusCondition(&status.Conditions, classReady)
+	ready := metav1.Condition{Type: ConditionReady, Status: classReady.Status, Reason: classReady.Reason, Message: classReady.Message, ObservedGeneration: gen}
+	if ready.Status == metav1.ConditionTrue {
+		ready.Message = fmt.Sprintf("%d instance types to launch", len(its))
+	}
+	meta.SetStatusCondition(&status.Conditions, ready)
+	if equality.Semantic.DeepEqual(status, &np.Status) {
+		return reconcile.Result{}, nil
+	}
+	np.Status = *status
+	return reconcile.Result{}, c.client.Status().Update(ctx, np)
+}
+
+// poolOfClaim maps a NodeClaim event to its NodePool's request.
+func poolOfClaim(_ context.Context, o client.Object) []reconcile.Request {
+	if pool := o.GetLabels()[v1.LabelNodePool]; pool != "" {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: pool}}}
+	}
+	return nil
+}
