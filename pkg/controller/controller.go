@@ -119,6 +119,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
+	if err := mgr.Add(manager.RunnableFunc(c.gcLoop)); err != nil {
+		return nil, err
+	}
 	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
 }
 

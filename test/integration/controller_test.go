@@ -228,6 +228,14 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 	if err != nil || len(created) != 0 {
 		t.Fatalf("after a restart the pending pod's node is known: created %d claims (%v)", len(created), err)
 	}
+	// Garbage collection after a restart finds the claim's instance (its
+	// Node) and leaves both alone.
+	if err := c2.CollectGarbage(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &nc); err != nil || nc.DeletionTimestamp != nil {
+		t.Fatalf("garbage collection took a claimed instance's claim: %v", err)
+	}
 
 	if err := kc.Delete(ctx, &nc); err != nil {
 		t.Fatal(err)

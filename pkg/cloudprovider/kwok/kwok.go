@@ -7,6 +7,7 @@ package kwok
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -88,30 +89,53 @@ func nodeFor(nc *v1.NodeClaim) *corev1.Node {
 	}
 }
 
-// Delete removes the claim's Node and instance; NodeClaimNotFoundError
-// once both are gone.
+// Delete removes the claim's instance: its Node (the simulated EC2's
+// record of it too, when this process launched it).
 func (p *Provider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
-	err := p.client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
-	if err != nil && !apierrors.IsNotFound(err) {
+	in, err := p.Get(ctx, nc.Status.ProviderID)
+	if err != nil {
 		return err
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sim.Delete(ctx, nc)
+	_ = p.sim.Delete(ctx, nc) // unknown to a restarted process: fine
+	p.mu.Unlock()
+	return client.IgnoreNotFound(p.client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.Name}}))
 }
 
-// Get returns the claim of an instance.
+// Get returns the claim of an instance: its Node, read from the API
+// server (what the provider chose when it launched is kept nowhere else,
+// so a restarted controller finds the same instances).
 func (p *Provider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sim.Get(ctx, providerID)
+	all, err := p.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, nc := range all {
+		if nc.Status.ProviderID == providerID {
+			return nc, nil
+		}
+	}
+	return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no kwok instance %s", providerID))
 }
 
-// List returns a claim for every instance.
+// List returns a claim for every instance: every Node annotated for kwok.
 func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.sim.List(ctx)
+	var nodes corev1.NodeList
+	if err := p.client.List(ctx, &nodes); err != nil {
+		return nil, err
+	}
+	var out []*v1.NodeClaim
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if _, ok := n.Annotations[AnnotationNode]; !ok || n.Spec.ProviderID == "" {
+			continue
+		}
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, CreationTimestamp: n.CreationTimestamp}}
+		nc.Status.ProviderID = n.Spec.ProviderID
+		nc.Status.Capacity, nc.Status.Allocatable = n.Status.Capacity, n.Status.Allocatable
+		out = append(out, nc)
+	}
+	return out, nil
 }
 
 // GetInstanceTypes returns what a NodePool may launch.
