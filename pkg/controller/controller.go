@@ -67,8 +67,11 @@ type Controller struct {
 	batch  *Batcher
 }
 
-// providerIDField indexes Nodes and NodeClaims by provider ID.
-const providerIDField = "joiner.providerID"
+// Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
+const (
+	providerIDField = "joiner.providerID"
+	nodeNameField   = "spec.nodeName"
+)
 
 // New wires a Controller into mgr: informers into its Store, the NodeClaim
 // lifecycle reconciler, and the provisioning loop (started with mgr).
@@ -99,6 +102,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	if err := idx.IndexField(ctx, &v1.NodeClaim{}, providerIDField, func(o client.Object) []string {
 		return []string{o.(*v1.NodeClaim).Status.ProviderID}
+	}); err != nil {
+		return nil, err
+	}
+	if err := idx.IndexField(ctx, &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
+		return []string{o.(*corev1.Pod).Spec.NodeName}
 	}); err != nil {
 		return nil, err
 	}

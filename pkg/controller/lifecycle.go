@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -15,6 +18,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // pollRegistration is how often a launched claim looks for its Node
@@ -34,7 +38,7 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {
-		return reconcile.Result{}, c.finalize(ctx, nc)
+		return c.finalize(ctx, nc)
 	}
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
@@ -149,34 +153,90 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
 }
 
-// finalize removes the claim's Node and instance, then its finalizer.
-// (Draining the Node first is the termination controller's, still to
-// come: today its pods go with it.)
-func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) error {
+// finalize terminates the claim's node as upstream does: taint it
+// karpenter.sh/disrupted:NoSchedule, drain it through the Eviction API in
+// termination's order (PDBs honoured; after the claim's
+// terminationGracePeriod what is left is deleted), then remove the Node
+// and the instance, and only then the claim's finalizer.
+func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
-		return nil
+		return reconcile.Result{}, nil
 	}
 	node, err := c.nodeOf(ctx, nc)
 	if err != nil {
-		return err
+		return reconcile.Result{}, err
 	}
 	if node != nil {
+		if done, err := c.drain(ctx, nc, node); err != nil || !done {
+			return reconcile.Result{RequeueAfter: drainEvery}, err
+		}
 		if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
 			if err := c.client.Update(ctx, node); err != nil {
-				return err
+				return reconcile.Result{}, err
 			}
 		}
 		if err := c.client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
-			return err
+			return reconcile.Result{}, err
 		}
 	}
 	if nc.Status.ProviderID != "" {
 		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
-			return fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
+			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
-	return client.IgnoreNotFound(c.client.Update(ctx, nc))
+	return reconcile.Result{}, client.IgnoreNotFound(c.client.Update(ctx, nc))
+}
+
+// drainEvery is how often a drain looks again at what is left.
+const drainEvery = 5 * time.Second
+
+// drain takes one step of the node's drain; done when nothing that
+// matters is left on it.
+func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (bool, error) {
+	if !hasTaint(node.Spec.Taints, v1.DisruptedTaint) {
+		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedTaint)
+		if err := c.client.Update(ctx, node); err != nil {
+			return false, err
+		}
+	}
+	var pods corev1.PodList
+	if err := c.client.List(ctx, &pods, client.MatchingFields{nodeNameField: node.Name}); err != nil {
+		return false, err
+	}
+	var pdbs policyv1.PodDisruptionBudgetList
+	if err := c.client.List(ctx, &pdbs); err != nil {
+		return false, err
+	}
+	d := termination.Drain{Started: nc.DeletionTimestamp.Time}
+	if g := nc.Spec.TerminationGracePeriod; g != nil {
+		d.GracePeriod = &g.Duration
+	}
+	for i := range pods.Items {
+		d.Pods = append(d.Pods, &pods.Items[i])
+	}
+	for i := range pdbs.Items {
+		d.PDBs = append(d.PDBs, &pdbs.Items[i])
+	}
+	step := termination.Next(d, c.opts.Clock.Now())
+	if step.Done {
+		return true, nil
+	}
+	var errs []error
+	for _, p := range step.Evict {
+		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
+		err := c.client.SubResource("eviction").Create(ctx, p, eviction)
+		// 429: a PodDisruptionBudget allows none now; try again later.
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
+			errs = append(errs, fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err))
+		}
+	}
+	for _, p := range step.Delete {
+		if err := c.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, err)
+		}
+	}
+	return false, errors.Join(errs...)
 }
 
 // nodeOf is the claim's Node (by providerID), or nil.

@@ -91,7 +91,8 @@ func eventually(t *testing.T, what string, cond func(context.Context) (bool, err
 // provider registers its Node), registered (labels, taints, no
 // unregistered taint, finalizers) and, once its Node is Ready, initialized.
 // A controller started afresh rebuilds its state from the API server and
-// plans nothing more for the pod; deleting the claim removes its Node.
+// plans nothing more for the pod and collects no garbage; deleting the
+// claim drains its Node through the Eviction API, then removes it.
 func TestControllerProvisionsAndRestarts(t *testing.T) {
 	ctx := context.Background()
 	scheme := controllerScheme(t)
@@ -237,13 +238,24 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		t.Fatalf("garbage collection took a claimed instance's claim: %v", err)
 	}
 
+	// A pod running on the node: deleting the claim drains it first.
+	zero := int64(0)
+	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: node.Name, TerminationGracePeriodSeconds: &zero, Tolerations: pod.Spec.Tolerations,
+			Containers: []corev1.Container{{Name: "c", Image: "nginx"}}}}
+	if err := kc.Create(ctx, running); err != nil {
+		t.Fatal(err)
+	}
 	if err := kc.Delete(ctx, &nc); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the claim and its Node gone", func(ctx context.Context) (bool, error) {
-		errClaim := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &v1.NodeClaim{})
-		errNode := kc.Get(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{})
-		return client.IgnoreNotFound(errClaim) == nil && errClaim != nil && errNode != nil && client.IgnoreNotFound(errNode) == nil, nil
+	gone := func(ctx context.Context, key client.ObjectKey, obj client.Object) bool {
+		err := kc.Get(ctx, key, obj)
+		return err != nil && client.IgnoreNotFound(err) == nil
+	}
+	eventually(t, "the pod evicted, the claim and its Node gone", func(ctx context.Context) (bool, error) {
+		return gone(ctx, client.ObjectKeyFromObject(running), &corev1.Pod{}) && gone(ctx, client.ObjectKey{Name: nc.Name}, &v1.NodeClaim{}) &&
+			gone(ctx, client.ObjectKey{Name: node.Name}, &corev1.Node{}), nil
 	})
 }
 
