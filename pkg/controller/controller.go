@@ -60,11 +60,12 @@ type Options struct {
 // Controller is one Joiner in one cluster. It is safe for concurrent use:
 // informer handlers, reconcilers and the provisioning loop share its Store.
 type Controller struct {
-	client client.Client
-	store  *state.Store
-	cloud  CloudProvider
-	opts   Options
-	batch  *Batcher
+	client  client.Client
+	store   *state.Store
+	cloud   CloudProvider
+	opts    Options
+	batch   *Batcher
+	disrupt disrupter
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -127,8 +128,10 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
-	if err := mgr.Add(manager.RunnableFunc(c.gcLoop)); err != nil {
-		return nil, err
+	for _, loop := range []func(context.Context) error{c.gcLoop, c.disruptionLoop} {
+		if err := mgr.Add(manager.RunnableFunc(loop)); err != nil {
+			return nil, err
+		}
 	}
 	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
 }

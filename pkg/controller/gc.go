@@ -23,15 +23,20 @@ const (
 
 // gcLoop collects garbage every gcEvery until ctx ends.
 func (c *Controller) gcLoop(ctx context.Context) error {
-	t := c.opts.Clock.NewTicker(gcEvery)
+	return c.every(ctx, gcEvery, "collecting garbage", c.CollectGarbage)
+}
+
+// every runs f every period until ctx ends, logging its errors.
+func (c *Controller) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) error {
+	t := c.opts.Clock.NewTicker(period)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case <-t.C():
-			if err := c.CollectGarbage(ctx); err != nil {
-				logError(ctx, err, "collecting garbage")
+			if err := f(ctx); err != nil {
+				logError(ctx, err, what)
 			}
 		}
 	}

@@ -81,7 +81,12 @@ func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controll
 // eventually polls cond every 100 ms for up to 30 s.
 func eventually(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 30*time.Second, true, cond); err != nil {
+	eventuallyWithin(t, 30*time.Second, what, cond)
+}
+
+func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	if err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, cond); err != nil {
 		t.Fatalf("%s: %v", what, err)
 	}
 }
@@ -108,56 +113,17 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		}
 	}()
 
-	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
-	np.Spec.Template.Labels = map[string]string{"team": "checkout"}
-	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
-	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
-		{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i.large", "m6i.xlarge", "m6i.2xlarge"}},
-	}
-	np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "checkout", Effect: corev1.TaintEffectNoSchedule}}
-	if err := kc.Create(ctx, np); err != nil {
-		t.Fatal(err)
-	}
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
-		Spec: corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
-	if err := kc.Create(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-	// kube-scheduler's verdict, which provisioning waits for.
-	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		LastTransitionTime: metav1.Now()}}
-	if err := kc.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
-
-	var nc v1.NodeClaim
-	eventually(t, "a NodeClaim for the pending pod", func(ctx context.Context) (bool, error) {
-		var list v1.NodeClaimList
-		if err := kc.List(ctx, &list); err != nil || len(list.Items) == 0 {
-			return false, err
-		}
-		if len(list.Items) > 1 {
-			t.Fatalf("%d NodeClaims for one pod", len(list.Items))
-		}
-		nc = list.Items[0]
-		return true, nil
+	np := createPool(t, kc, "general", func(np *v1.NodePool) {
+		np.Spec.Template.Labels = map[string]string{"team": "checkout"}
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "checkout", Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never") // this test is not about consolidation
 	})
+	pod := createPendingPod(t, kc, "web", "3", corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists})
+	nc := claimOfPool(t, kc, "general")
 	if nc.Labels[v1.LabelNodePool] != "general" || nc.Labels["team"] != "checkout" || nc.Annotations[v1.AnnotationNodePoolHash] == "" {
 		t.Errorf("claim labels %v, annotations %v", nc.Labels, nc.Annotations)
 	}
-	var node corev1.Node
-	eventually(t, "the claim registered", func(ctx context.Context) (bool, error) {
-		if err := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &nc); err != nil {
-			return false, err
-		}
-		if !claimCondition(&nc, v1.ConditionRegistered) {
-			return false, nil
-		}
-		return true, kc.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, &node)
-	})
+	node := waitRegistered(t, kc, &nc)
 	// 3 cores and a pool of m6i.large/xlarge/2xlarge: the xlarge (4 vCPU).
 	if it := node.Labels[v1.LabelInstanceType]; it != "m6i.xlarge" || node.Spec.ProviderID != nc.Status.ProviderID {
 		t.Errorf("node %s: instance type %s, providerID %q (claim %q)", node.Name, it, node.Spec.ProviderID, nc.Status.ProviderID)
@@ -181,30 +147,10 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		return np.Status.Nodes != nil && *np.Status.Nodes == 1 && cpu.Value() == 4 && poolCondition(np, controller.ConditionReady) &&
 			np.Annotations[v1.AnnotationNodePoolHash] != "" && np.Annotations[v1.AnnotationNodePoolHashVersion] == controller.NodePoolHashVersion, nil
 	})
-	// What kwok's controller (or a kubelet) does: the Node becomes Ready;
-	// and what kube-controller-manager's node lifecycle controller does
-	// then: the not-ready taint the API server put on the new Node goes.
-	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
-	if err := kc.Status().Update(ctx, &node); err != nil {
-		t.Fatal(err)
-	}
 	if claimCondition(&nc, v1.ConditionInitialized) {
 		t.Fatal("initialized before its Node was Ready")
 	}
-	eventually(t, "the not-ready taint removed", func(ctx context.Context) (bool, error) {
-		if err := kc.Get(ctx, client.ObjectKey{Name: node.Name}, &node); err != nil {
-			return false, err
-		}
-		var kept []corev1.Taint
-		for _, taint := range node.Spec.Taints {
-			if taint.Key != corev1.TaintNodeNotReady {
-				kept = append(kept, taint)
-			}
-		}
-		node.Spec.Taints = kept
-		err := kc.Update(ctx, &node)
-		return err == nil, nil // a conflict: read and try again
-	})
+	becomeReady(t, kc, node)
 	eventually(t, "the claim initialized", func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, client.ObjectKey{Name: nc.Name}, &nc); err != nil {
 			return false, err
@@ -283,4 +229,131 @@ func poolCondition(np *v1.NodePool, t string) bool {
 		}
 	}
 	return false
+}
+
+// createPool creates a NodePool of on-demand m6i.large/xlarge/2xlarge,
+// changed by mutate.
+func createPool(t *testing.T, kc client.Client, name string, mutate func(*v1.NodePool)) *v1.NodePool {
+	t.Helper()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i.large", "m6i.xlarge", "m6i.2xlarge"}},
+	}
+	np.Spec.Template.Labels = map[string]string{"pool": name}
+	if mutate != nil {
+		mutate(np)
+	}
+	if err := kc.Create(context.Background(), np); err != nil {
+		t.Fatal(err)
+	}
+	return np
+}
+
+// createPendingPod creates a pod of cpu cores that kube-scheduler has
+// found no room for (the verdict provisioning waits for).
+func createPendingPod(t *testing.T, kc client.Client, name, cpu string, tolerations ...corev1.Toleration) *corev1.Pod {
+	t.Helper()
+	ctx := context.Background()
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	if err := kc.Create(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		LastTransitionTime: metav1.Now()}}
+	if err := kc.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	return pod
+}
+
+// claimOfPool waits for the one NodeClaim of a pool.
+func claimOfPool(t *testing.T, kc client.Client, pool string) v1.NodeClaim {
+	t.Helper()
+	var nc v1.NodeClaim
+	eventually(t, "a NodeClaim of NodePool "+pool, func(ctx context.Context) (bool, error) {
+		var list v1.NodeClaimList
+		if err := kc.List(ctx, &list, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil || len(list.Items) == 0 {
+			return false, err
+		}
+		if len(list.Items) > 1 {
+			t.Fatalf("%d NodeClaims of NodePool %s", len(list.Items), pool)
+		}
+		nc = list.Items[0]
+		return true, nil
+	})
+	return nc
+}
+
+// becomeReady is what kwok's controller (or a kubelet) does — the Node
+// turns Ready — and then kube-controller-manager's node lifecycle
+// controller: the not-ready taint the API server put on it goes.
+func becomeReady(t *testing.T, kc client.Client, node *corev1.Node) {
+	t.Helper()
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}}
+	if err := kc.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the not-ready taint removed", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(node), node); err != nil {
+			return false, err
+		}
+		var kept []corev1.Taint
+		for _, taint := range node.Spec.Taints {
+			if taint.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, taint)
+			}
+		}
+		node.Spec.Taints = kept
+		return kc.Update(ctx, node) == nil, nil // a conflict: read and try again
+	})
+}
+
+// waitRegistered waits for the claim's Node to register and returns it.
+func waitRegistered(t *testing.T, kc client.Client, nc *v1.NodeClaim) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{}
+	eventually(t, "the claim registered", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+			return false, err
+		}
+		if !claimCondition(nc, v1.ConditionRegistered) {
+			return false, nil
+		}
+		return true, kc.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node)
+	})
+	return node
+}
+
+// TestControllerConsolidatesAnEmptyNode: once its only pod is gone, an
+// initialized node of a pool with consolidateAfter 0s is consolidated —
+// validated after 15 s, tainted, and its claim deleted — by the
+// controller's own disruption loop.
+func TestControllerConsolidatesAnEmptyNode(t *testing.T) {
+	ctx := context.Background()
+	scheme := controllerScheme(t)
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startController(t, scheme)
+	defer stop()
+	createPool(t, kc, "batch", func(np *v1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "batch", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	pod := createPendingPod(t, kc, "job", "1", corev1.Toleration{Key: "batch", Operator: corev1.TolerationOpExists})
+	nc := claimOfPool(t, kc, "batch")
+	node := waitRegistered(t, kc, &nc)
+	becomeReady(t, kc, node)
+	if err := kc.Delete(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	eventuallyWithin(t, time.Minute, "the empty node consolidated", func(ctx context.Context) (bool, error) {
+		err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &v1.NodeClaim{})
+		return err != nil && client.IgnoreNotFound(err) == nil, nil
+	})
 }
