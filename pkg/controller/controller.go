@@ -146,12 +146,7 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		obj client.Object
 		h   toolscache.ResourceEventHandler
 	}{
-		{&corev1.Pod{}, objectHandler(func(p *corev1.Pod) {
-			c.store.SetPod(p)
-			if state.Provisionable(p, false) {
-				c.batch.Trigger()
-			}
-		}, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
+		{&corev1.Pod{}, objectHandler(c.podChanged, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
 		{&corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name) })},
 		{&v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name) })},
 		{&v1.NodePool{}, c.relist(ctx, mgr, c.syncNodePools)},
@@ -168,6 +163,20 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		}
 	}
 	return nil
+}
+
+// podChanged records a pod: a pod kube-scheduler found no room for starts
+// (or extends) a provisioning batch, and a pod seen turning Running is
+// timed from its creation for karpenter_pods_startup_duration_seconds.
+func (c *Controller) podChanged(p *corev1.Pod) {
+	old := c.store.Pod(p.Namespace, p.Name)
+	c.store.SetPod(p)
+	if state.Provisionable(p, false) {
+		c.batch.Trigger()
+	}
+	if old != nil && old.Status.Phase != corev1.PodRunning && p.Status.Phase == corev1.PodRunning {
+		podStartup.Observe(c.opts.Clock.Since(p.CreationTimestamp.Time).Seconds())
+	}
 }
 
 // objectHandler calls set on adds and updates and del on deletes
@@ -280,6 +289,7 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 			continue
 		}
 		c.store.SetNodeClaim(nc)
+		nodeClaimsCreated.WithLabelValues(plan.NodePool.Name, "provisioning").Inc()
 		created = append(created, nc)
 	}
 	return created, errors.Join(errs...)

@@ -64,6 +64,13 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		if ev.Err != nil {
 			errs = append(errs, ev.Err)
 		}
+		if ev.What == disruption.EventExecuted {
+			decision := "delete"
+			if len(ev.Command.Replacements) > 0 {
+				decision = "replace"
+			}
+			disruptionDecisions.WithLabelValues(decision, string(ev.Command.Reason), string(ev.Command.Method)).Inc()
+		}
 	}
 	return events, errors.Join(errs...)
 }
@@ -91,6 +98,7 @@ func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 		return "", err
 	}
 	a.c.store.SetNodeClaim(nc)
+	nodeClaimsCreated.WithLabelValues(plan.NodePool.Name, "disruption").Inc()
 	return nc.Name, nil
 }
 

@@ -60,6 +60,9 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 // shortage and the next provisioning pass plans around it.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	launched, err := c.cloud.Create(ctx, nc)
+	if err != nil {
+		cloudProviderErrors.WithLabelValues("nodeclaim.lifecycle", "Create", c.cloud.Name(), errorKind(err)).Inc()
+	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
 		return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
@@ -181,11 +184,16 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	if nc.Status.ProviderID != "" {
 		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+			cloudProviderErrors.WithLabelValues("nodeclaim.termination", "Delete", c.cloud.Name(), errorKind(err)).Inc()
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
-	return reconcile.Result{}, client.IgnoreNotFound(c.client.Update(ctx, nc))
+	if err := c.client.Update(ctx, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	nodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
+	return reconcile.Result{}, nil
 }
 
 // drainEvery is how often a drain looks again at what is left.
@@ -325,3 +333,6 @@ func nodeReady(n *corev1.Node) bool {
 func logError(ctx context.Context, err error, msg string) {
 	log.FromContext(ctx).Error(err, msg)
 }
+
+func isInsufficientCapacity(err error) bool { return cloudprovider.IsInsufficientCapacityError(err) }
+func isNotFound(err error) bool             { return cloudprovider.IsNodeClaimNotFoundError(err) }

@@ -19,6 +19,7 @@ import (
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -184,6 +185,22 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		t.Fatalf("garbage collection took a claimed instance's claim: %v", err)
 	}
 
+	// What kube-scheduler and the kubelet do: the pod runs on the node.
+	if err := kc.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	if err := kc.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the metrics", func(context.Context) (bool, error) {
+		got := gathered(t)
+		return got["karpenter_nodeclaims_created_total"] >= 1 && got["karpenter_pods_startup_duration_seconds_count"] >= 1, nil
+	})
 	// A pod running on the node: deleting the claim drains it first.
 	zero := int64(0)
 	running := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "running", Namespace: "default"},
@@ -252,12 +269,14 @@ func createPool(t *testing.T, kc client.Client, name string, mutate func(*v1.Nod
 }
 
 // createPendingPod creates a pod of cpu cores that kube-scheduler has
-// found no room for (the verdict provisioning waits for).
+// found no room for (the verdict provisioning waits for), with no grace
+// period to end.
 func createPendingPod(t *testing.T, kc client.Client, name, cpu string, tolerations ...corev1.Toleration) *corev1.Pod {
 	t.Helper()
 	ctx := context.Background()
+	zero := int64(0) // no kubelet confirms a graceful end here
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero, Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
 	if err := kc.Create(ctx, pod); err != nil {
 		t.Fatal(err)
@@ -356,4 +375,26 @@ func TestControllerConsolidatesAnEmptyNode(t *testing.T) {
 		err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &v1.NodeClaim{})
 		return err != nil && client.IgnoreNotFound(err) == nil, nil
 	})
+}
+
+// gathered sums each metric of controller-runtime's registry (histograms by
+// their sample counts, as NAME_count).
+func gathered(t *testing.T) map[string]float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.GetCounter() != nil:
+				out[f.GetName()] += m.GetCounter().GetValue()
+			case m.GetHistogram() != nil:
+				out[f.GetName()+"_count"] += float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
 }
