@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -66,6 +68,7 @@ type Controller struct {
 	opts    Options
 	batch   *Batcher
 	disrupt disrupter
+	events  events.EventRecorder
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -94,7 +97,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
 	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: opts.CloudProvider, opts: opts,
-		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax)}
+		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter")}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}
@@ -134,6 +137,12 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
+}
+
+// event records a Kubernetes Event on obj (related, if set, is the other
+// object it concerns), as upstream's reasons name them.
+func (c *Controller) event(obj, related runtime.Object, eventType, reason, format string, args ...any) {
+	c.events.Eventf(obj, related, eventType, reason, reason, format, args...)
 }
 
 // Store is the controller's view of the cluster.
@@ -291,6 +300,13 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		c.store.SetNodeClaim(nc)
 		nodeClaimsCreated.WithLabelValues(plan.NodePool.Name, "provisioning").Inc()
 		created = append(created, nc)
+		for _, p := range plan.Pods {
+			c.event(p, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+		}
+	}
+	// The engine's reason, per NodePool, for each pod nothing can hold.
+	for _, pe := range res.Unschedulable {
+		c.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
 	}
 	return created, errors.Join(errs...)
 }

@@ -65,6 +65,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
+		c.event(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s event: %s", nc.Name, err)
 		return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
 	}
 	if err != nil {

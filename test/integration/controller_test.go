@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -124,6 +125,12 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 	if nc.Labels[v1.LabelNodePool] != "general" || nc.Labels["team"] != "checkout" || nc.Annotations[v1.AnnotationNodePoolHash] == "" {
 		t.Errorf("claim labels %v, annotations %v", nc.Labels, nc.Annotations)
 	}
+	// Events say where the pod goes, and why a pod no pool can hold stays.
+	huge := createPendingPod(t, kc, "huge", "1000")
+	defer func() { _ = kc.Delete(ctx, huge) }()
+	eventually(t, "the Nominated and FailedScheduling events", func(ctx context.Context) (bool, error) {
+		return podEvent(ctx, kc, "web", "Nominated", "nodeclaim/"+nc.Name) && podEvent(ctx, kc, "huge", "FailedScheduling", "general"), nil
+	})
 	node := waitRegistered(t, kc, &nc)
 	// 3 cores and a pool of m6i.large/xlarge/2xlarge: the xlarge (4 vCPU).
 	if it := node.Labels[v1.LabelInstanceType]; it != "m6i.xlarge" || node.Spec.ProviderID != nc.Status.ProviderID {
@@ -397,4 +404,18 @@ func gathered(t *testing.T) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// podEvent: an Event of the reason on the pod whose note contains text.
+func podEvent(ctx context.Context, kc client.Client, pod, reason, text string) bool {
+	var list eventsv1.EventList
+	if err := kc.List(ctx, &list, client.InNamespace("default")); err != nil {
+		return false
+	}
+	for _, e := range list.Items {
+		if e.Regarding.Name == pod && e.Reason == reason && strings.Contains(e.Note, text) {
+			return true
+		}
+	}
+	return false
 }
