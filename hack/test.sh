@@ -35,7 +35,7 @@ step "unit tests"
 go test -count=1 ./...
 
 step "race detector: the engine packages (what a controller shares between goroutines)"
-go test -count=1 -race ./pkg/state/ ./pkg/provisioning/ ./pkg/disruption/ ./pkg/termination/ ./pkg/podutil/ ./pkg/scheduling/ ./pkg/manifest/
+go test -count=1 -race ./pkg/state/ ./pkg/provisioning/ ./pkg/kubescheduler/ ./pkg/objcache/ ./pkg/disruption/ ./pkg/termination/ ./pkg/podutil/ ./pkg/scheduling/ ./pkg/manifest/ ./pkg/controller/ ./pkg/cloudprovider/...
 
 step "fuzz: requirement intersection ($FUZZTIME)"
 go test -run '^$' -fuzz '^FuzzIntersection$' -fuzztime "$FUZZTIME" ./pkg/scheduling/
@@ -53,4 +53,4 @@ if ! wait "$cp_pid"; then cat "$cp_log" >&2; exit 1; fi
 KUBEBUILDER_ASSETS=$(tail -1 "$cp_log")
 export KUBEBUILDER_ASSETS
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-120s}
-go test -count=1 -tags integration ./test/...
+go test -count=1 -race -tags integration ./test/...
