@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -304,9 +305,21 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 			c.event(p, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
 	}
-	// The engine's reason, per NodePool, for each pod nothing can hold.
+	// The engine's reason, per NodePool, for each pod nothing can hold; a
+	// NodePool whose limits stop it is told once a pass.
+	atLimit := map[string]string{}
 	for _, pe := range res.Unschedulable {
 		c.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
+		for pool, why := range pe.ByNodePool {
+			if strings.HasPrefix(why, provisioning.LimitsReasonPrefix) {
+				atLimit[pool] = why
+			}
+		}
+	}
+	for _, np := range snap.NodePools {
+		if why, ok := atLimit[np.Name]; ok {
+			c.event(np, nil, corev1.EventTypeWarning, "NodePoolLimitReached", "Pending pods cannot get a node from this NodePool: it %s", why)
+		}
 	}
 	return created, errors.Join(errs...)
 }

@@ -47,6 +47,11 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 	fresh := func() *disruption.Cluster { return c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx)) }
 	if !c.disrupt.queue.Validating() {
 		d := disruption.Compute(ctx, fresh(), disruption.Options{})
+		for pool, as := range d.Allowances {
+			for _, a := range as {
+				allowedDisruptions.WithLabelValues(pool, string(a.Reason)).Set(float64(a.Allowed))
+			}
+		}
 		for _, cand := range d.Expired {
 			log.FromContext(ctx).Info("deleting an expired NodeClaim", "nodeclaim", cand.NodeClaim.Name)
 			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {

@@ -26,6 +26,18 @@ var (
 		Help:    "Time from a pod's creation to its Running, for pods Joiner saw pending.",
 		Buckets: []float64{1, 5, 10, 20, 30, 45, 60, 90, 120, 180, 300, 600},
 	})
+	nodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
+		Help: "The summed capacity of a NodePool's nodes, by resource.",
+	}, []string{"nodepool", "resource_type"})
+	nodePoolLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "limit",
+		Help: "A NodePool's spec.limits, by resource.",
+	}, []string{"nodepool", "resource_type"})
+	allowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
+		Help: "How many of a NodePool's nodes its budgets allow to be disrupted now, by reason (-1: unbounded).",
+	}, []string{"nodepool", "reason"})
 	disruptionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
 		Help: "Disruption commands carried out, by decision (delete or replace), reason and method.",
@@ -33,7 +45,8 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions)
+	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions,
+		nodePoolUsage, nodePoolLimit, allowedDisruptions)
 }
 
 // errorKind names an error for the errors metric as upstream does.

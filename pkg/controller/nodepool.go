@@ -59,6 +59,12 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 	}
 	status.Nodes = &nodes
 	status.Resources = scheduling.Add(capacity...)
+	for name, q := range status.Resources {
+		nodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+	}
+	for name, q := range np.Spec.Limits {
+		nodePoolLimit.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+	}
 	gen := np.Generation
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: "Valid", ObservedGeneration: gen,
 		Message: "the API server's schema and CEL rules accepted it"})

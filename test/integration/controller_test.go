@@ -419,3 +419,55 @@ func podEvent(ctx context.Context, kc client.Client, pod, reason, text string) b
 	}
 	return false
 }
+
+// TestControllerStopsAtLimits: a NodePool whose limits leave no room says
+// so — an Event on the pool and on the pod — and /metrics shows its limit.
+func TestControllerStopsAtLimits(t *testing.T) {
+	scheme := controllerScheme(t)
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := startController(t, scheme)
+	defer stop()
+	createPool(t, kc, "capped", func(np *v1.NodePool) {
+		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("2")}
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "capped", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	pod := createPendingPod(t, kc, "too-big", "3", corev1.Toleration{Key: "capped", Operator: corev1.TolerationOpExists})
+	defer func() { _ = kc.Delete(context.Background(), pod) }()
+	eventually(t, "the limit events", func(ctx context.Context) (bool, error) {
+		return podEvent(ctx, kc, "capped", "NodePoolLimitReached", "limits") && podEvent(ctx, kc, "too-big", "FailedScheduling", "limits"), nil
+	})
+	var list v1.NodeClaimList
+	if err := kc.List(context.Background(), &list, client.MatchingLabels{v1.LabelNodePool: "capped"}); err != nil || len(list.Items) != 0 {
+		t.Fatalf("a pool at its limits launched %d claims (%v)", len(list.Items), err)
+	}
+	eventually(t, "the limit gauge", func(context.Context) (bool, error) {
+		return gaugeValue(t, "karpenter_nodepools_limit", map[string]string{"nodepool": "capped", "resource_type": "cpu"}) == 2, nil
+	})
+}
+
+// gaugeValue is the gauge's value for the labels (-1 when absent).
+func gaugeValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metrics
+				}
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return -1
+}
