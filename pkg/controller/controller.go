@@ -157,8 +157,10 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		h   toolscache.ResourceEventHandler
 	}{
 		{&corev1.Pod{}, objectHandler(c.podChanged, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
-		{&corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name) })},
-		{&v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name) })},
+		// A Node or NodeClaim that goes may leave pods without the room
+		// planned for them: provisioning looks again.
+		{&corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name); c.batch.Trigger() })},
+		{&v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name); c.batch.Trigger() })},
 		{&v1.NodePool{}, c.relist(ctx, mgr, c.syncNodePools)},
 		{&appsv1.DaemonSet{}, c.relist(ctx, mgr, c.syncDaemonSets)},
 		{&policyv1.PodDisruptionBudget{}, c.relist(ctx, mgr, c.syncPDBs)},
