@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -29,6 +30,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -70,6 +72,11 @@ type Controller struct {
 	batch   *Batcher
 	disrupt disrupter
 	events  events.EventRecorder
+	// plan is the Planner for the Store's configuration version planAt.
+	memo      *disruption.Memo // what disruption passes learn of unchanged nodes
+	plannerMu sync.Mutex
+	plan      *provisioning.Planner
+	planAt    uint64
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -98,7 +105,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
 	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: opts.CloudProvider, opts: opts,
-		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter")}
+		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter"), memo: disruption.NewMemo()}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}
@@ -138,6 +145,21 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	return c, mgr.Add(manager.RunnableFunc(c.provisionLoop))
+}
+
+// planner is a provisioning Planner for the snapshot's NodePools, instance
+// types and DaemonSets, kept while the Store says they are unchanged so
+// passes and consolidation's simulations share its caches.
+//
+// version must be the Store's ConfigVersion read before the snapshot was
+// taken: a change in between then only makes the next call build anew.
+func (c *Controller) planner(snap *provisioning.Snapshot, version uint64) *provisioning.Planner {
+	c.plannerMu.Lock()
+	defer c.plannerMu.Unlock()
+	if c.plan == nil || c.planAt != version {
+		c.plan, c.planAt = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets), version
+	}
+	return c.plan
 }
 
 // event records a Kubernetes Event on obj (related, if set, is the other
@@ -241,8 +263,7 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 		}
 		its[np.Name] = got
 	}
-	c.store.SetNodePools(pools)
-	c.store.SetInstanceTypes(its)
+	c.store.SetNodePoolsAndTypes(pools, its)
 	c.batch.Trigger() // pods may fit a changed pool now
 	return errors.Join(errs...)
 }
@@ -287,11 +308,12 @@ func (c *Controller) provisionLoop(ctx context.Context) error {
 // NodeClaims it plans, returning them. Each is put in the Store at once,
 // so the next pass counts it before its informer event arrives.
 func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
+	version := c.store.ConfigVersion()
 	snap := c.store.ProvisioningSnapshot()
 	if len(snap.Pods) == 0 {
 		return nil, nil
 	}
-	res := provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(ctx, snap)
+	res := c.planner(snap, version).Solve(ctx, snap)
 	var created []*v1.NodeClaim
 	var errs []error
 	for _, plan := range res.NewNodeClaims {

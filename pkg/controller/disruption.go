@@ -44,7 +44,13 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 	c.disrupt.mu.Lock()
 	defer c.disrupt.mu.Unlock()
 	var errs []error
-	fresh := func() *disruption.Cluster { return c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx)) }
+	fresh := func() *disruption.Cluster {
+		version := c.store.ConfigVersion()
+		dc := c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx))
+		dc.Planner = c.planner(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
+		dc.Memo = c.memo
+		return dc
+	}
 	if !c.disrupt.queue.Validating() {
 		d := disruption.Compute(ctx, fresh(), disruption.Options{})
 		for pool, as := range d.Allowances {

@@ -35,7 +35,8 @@ type Store struct {
 
 	nodePools     []*v1.NodePool
 	instanceTypes map[string][]*cloudprovider.InstanceType
-	itGen         int // counts SetInstanceTypes
+	itGen         int    // counts SetInstanceTypes
+	configGen     uint64 // counts SetNodePools, SetInstanceTypes, SetDaemonSets
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
 	pdbs          []*policyv1.PodDisruptionBudget
@@ -99,6 +100,7 @@ func (s *Store) SetNodePools(pools []*v1.NodePool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.nodePools = pools
+	s.configGen++
 }
 
 // SetInstanceTypes replaces what the cloud offers each NodePool.
@@ -107,6 +109,7 @@ func (s *Store) SetInstanceTypes(its map[string][]*cloudprovider.InstanceType) {
 	defer s.mu.Unlock()
 	s.instanceTypes = its
 	s.itGen++
+	s.configGen++
 }
 
 // SetDaemonSets replaces the DaemonSets.
@@ -115,6 +118,25 @@ func (s *Store) SetDaemonSets(dss []*appsv1.DaemonSet) {
 	defer s.mu.Unlock()
 	s.daemonSets = dss
 	s.dsPods = (&Cluster{DaemonSets: dss}).DaemonSetPods()
+	s.configGen++
+}
+
+// SetNodePoolsAndTypes replaces the NodePools and their instance types at
+// once, so no snapshot sees one without the other.
+func (s *Store) SetNodePoolsAndTypes(pools []*v1.NodePool, its map[string][]*cloudprovider.InstanceType) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.nodePools, s.instanceTypes = pools, its
+	s.itGen++
+	s.configGen++
+}
+
+// ConfigVersion changes whenever the NodePools, instance types or
+// DaemonSets do: a host may keep a provisioning Planner while it stays.
+func (s *Store) ConfigVersion() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.configGen
 }
 
 // SetPDBs replaces the PodDisruptionBudgets (with their live status).

@@ -161,3 +161,23 @@ func TestStoreUnderConcurrency(t *testing.T) {
 	}()
 	wg.Wait()
 }
+
+// TestConfigVersion: the version a host keeps its Planner by changes with
+// the NodePools, instance types and DaemonSets, and not with pods.
+func TestConfigVersion(t *testing.T) {
+	s := NewStore(false)
+	v0 := s.ConfigVersion()
+	s.SetPod(pod("web", "", "1", withRV("1")))
+	if s.ConfigVersion() != v0 {
+		t.Error("a pod changed the configuration version")
+	}
+	last := v0
+	for _, change := range []func(){func() { s.SetNodePools(nil) }, func() { s.SetInstanceTypes(nil) }, func() { s.SetDaemonSets(nil) }} {
+		change()
+		if v := s.ConfigVersion(); v == last {
+			t.Error("a configuration change kept the version")
+		} else {
+			last = v
+		}
+	}
+}
