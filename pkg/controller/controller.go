@@ -72,6 +72,10 @@ type Controller struct {
 	batch   *Batcher
 	disrupt disrupter
 	events  events.EventRecorder
+	// offeringsAt is the cloud's offerings version the Store's instance
+	// types are of.
+	offeringsMu sync.Mutex
+	offeringsAt int
 	// plan is the Planner for the Store's configuration version planAt.
 	memo      *disruption.Memo // what disruption passes learn of unchanged nodes
 	plannerMu sync.Mutex
@@ -254,6 +258,40 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 	if s, ok := c.cloud.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
 		errs = append(errs, s.SetNodePools(pools))
 	}
+	errs = append(errs, c.setOfferings(ctx, pools))
+	c.batch.Trigger() // pods may fit a changed pool now
+	return errors.Join(errs...)
+}
+
+// versioned is a cloud provider whose offerings' availability has a
+// version (the simulated EC2's and kwok's).
+type versioned interface{ Version() int }
+
+// refreshOfferings asks the cloud for the NodePools' instance types again
+// when their availability changed since the Store got them: an
+// insufficient-capacity error the provider learned is planned around.
+func (c *Controller) refreshOfferings(ctx context.Context) error {
+	v, ok := c.cloud.(versioned)
+	if !ok {
+		return nil
+	}
+	c.offeringsMu.Lock()
+	changed := v.Version() != c.offeringsAt
+	c.offeringsMu.Unlock()
+	if !changed {
+		return nil
+	}
+	return c.setOfferings(ctx, c.store.ProvisioningSnapshot().NodePools)
+}
+
+// setOfferings puts the NodePools and their instance types in the Store.
+func (c *Controller) setOfferings(ctx context.Context, pools []*v1.NodePool) error {
+	c.offeringsMu.Lock()
+	defer c.offeringsMu.Unlock()
+	if v, ok := c.cloud.(versioned); ok {
+		c.offeringsAt = v.Version()
+	}
+	var errs []error
 	its := map[string][]*cloudprovider.InstanceType{}
 	for _, np := range pools {
 		got, err := c.cloud.GetInstanceTypes(ctx, np)
@@ -264,7 +302,6 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 		its[np.Name] = got
 	}
 	c.store.SetNodePoolsAndTypes(pools, its)
-	c.batch.Trigger() // pods may fit a changed pool now
 	return errors.Join(errs...)
 }
 
@@ -308,6 +345,9 @@ func (c *Controller) provisionLoop(ctx context.Context) error {
 // NodeClaims it plans, returning them. Each is put in the Store at once,
 // so the next pass counts it before its informer event arrives.
 func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
+	if err := c.refreshOfferings(ctx); err != nil {
+		logError(ctx, err, "refreshing instance types")
+	}
 	version := c.store.ConfigVersion()
 	snap := c.store.ProvisioningSnapshot()
 	if len(snap.Pods) == 0 {

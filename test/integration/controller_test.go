@@ -24,6 +24,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
@@ -44,6 +45,13 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 // startController runs a Joiner controller with the kwok provider against
 // the test's API server until the returned stop is called.
 func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controller, func()) {
+	t.Helper()
+	c, _, stop := startControllerWithProvider(t, scheme)
+	return c, stop
+}
+
+// startControllerWithProvider is startController, with its kwok provider.
+func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*controller.Controller, *kwok.Provider, func()) {
 	t.Helper()
 	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
 	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
@@ -72,7 +80,7 @@ func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controll
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the controller's caches did not sync")
 	}
-	return c, func() {
+	return c, provider, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)
@@ -470,4 +478,72 @@ func gaugeValue(t *testing.T, name string, labels map[string]string) float64 {
 		}
 	}
 	return -1
+}
+
+// TestControllerPlansAroundInsufficientCapacity: a claim no offering can
+// launch is deleted; the provider remembers the shortage, the Store's
+// offerings are refreshed, and the next pass plans nothing that cannot
+// launch — the pod says why instead of claims being made and deleted in a
+// loop.
+func TestControllerPlansAroundInsufficientCapacity(t *testing.T) {
+	scheme := controllerScheme(t)
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, provider, stop := startControllerWithProvider(t, scheme)
+	defer stop()
+	np := createPool(t, kc, "short", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.xlarge"}
+		// One zone: the simulated EC2 tries one offering per type a launch.
+		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+			v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}})
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "short", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	var its []*cloudprovider.InstanceType
+	eventually(t, "the provider told of the pool", func(ctx context.Context) (bool, error) {
+		its, err = provider.GetInstanceTypes(ctx, np)
+		return err == nil && len(its) == 1, nil
+	})
+	for _, o := range its[0].Offerings {
+		provider.SetCapacity(its[0].Name, o.Zone, o.CapacityType, false)
+	}
+	pod := createPendingPod(t, kc, "no-room", "1", corev1.Toleration{Key: "short", Operator: corev1.TolerationOpExists})
+	defer func() { _ = kc.Delete(context.Background(), pod) }()
+	eventually(t, "the pod told no offering is available", func(ctx context.Context) (bool, error) {
+		return podEvent(ctx, kc, "no-room", "FailedScheduling", "short"), nil
+	})
+	created := counterValue(t, "karpenter_nodeclaims_created_total", map[string]string{"nodepool": "short"})
+	if created != 1 {
+		t.Errorf("%v claims created for a pod no offering can hold, want the one that found out", created)
+	}
+	var list v1.NodeClaimList
+	if err := kc.List(context.Background(), &list, client.MatchingLabels{v1.LabelNodePool: "short"}); err != nil || len(list.Items) != 0 {
+		t.Errorf("%d claims left (%v)", len(list.Items), err)
+	}
+}
+
+// counterValue is the counter's value for the labels (0 when absent).
+func counterValue(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metrics:
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
+					continue metrics
+				}
+			}
+			total += m.GetCounter().GetValue()
+		}
+	}
+	return total
 }

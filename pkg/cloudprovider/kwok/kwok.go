@@ -145,6 +145,22 @@ func (p *Provider) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*cl
 	return p.sim.GetInstanceTypes(ctx, np)
 }
 
+// Version changes whenever the offerings' availability does (an
+// insufficient-capacity error learned, or forgotten after 3 minutes).
+func (p *Provider) Version() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.sim.Version()
+}
+
+// SetCapacity says whether the cloud has capacity for an offering (for
+// tests and fault injection: a launch that needs it fails as EC2 would).
+func (p *Provider) SetCapacity(instanceType, zone, capacityType string, available bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.sim.SetCapacity(instanceType, zone, capacityType, available)
+}
+
 // IsDrifted: kwok instances have no image to drift from.
 func (p *Provider) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	return "", nil
