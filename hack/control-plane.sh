@@ -3,7 +3,8 @@
 # kube-controller-manager, etcd and kwok's controller from the Go module proxy
 # (no release downloads are reachable here), caches them in a directory keyed
 # by version, and prints that directory (use it as KUBEBUILDER_ASSETS for
-# controller-runtime's envtest). Only missing binaries are built. A warm run
+# controller-runtime's envtest), with kwok-stages.yaml for kwok --config.
+# Only missing binaries are built. A warm run
 # takes milliseconds; a cold one 15-30 minutes on 2 cores.
 set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-1.37.2}
@@ -96,9 +97,25 @@ build_kwok() {
   echo "built kwok in ${SECONDS}s" >&2
 }
 
+# kwok's controller has no stages of its own: kwokctl hands it the "fast"
+# set (kustomize/stage/fast: nodes Ready at once, heartbeats through leases,
+# pods Running at once, deletions finished). Keep the same set beside the
+# binary, for kwok --config.
+write_kwok_stages() {
+  local src f
+  src=$(cd "$dir" && go mod download -json "sigs.k8s.io/kwok@v$KWOK_VERSION" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  for f in node/fast/node-initialize node/heartbeat-with-lease/node-heartbeat-with-lease \
+    pod/fast/pod-ready pod/fast/pod-complete pod/fast/pod-delete; do
+    echo "---"
+    cat "$src/kustomize/stage/$f.yaml"
+  done > "$dir/kwok-stages.yaml.tmp"
+  mv "$dir/kwok-stages.yaml.tmp" "$dir/kwok-stages.yaml"
+}
+
 ok etcd || build_etcd
 missing=()
 for b in "${kube_bins[@]}"; do ok "$b" || missing+=("$b"); done
 [ ${#missing[@]} -eq 0 ] || build_kube "${missing[@]}"
 ok kwok || build_kwok
+[ -f "$dir/kwok-stages.yaml" ] || write_kwok_stages
 echo "$dir"
