@@ -86,7 +86,7 @@ build_kwok() {
   local work=$dir/src-kwok
   mkdir -p "$work"
   cd "$work"
-  if [ ! -f go.mod ]; then
+  if ! grep -q "sigs.k8s.io/kwok v$KWOK_VERSION\b" go.mod 2>/dev/null; then
     printf 'module joiner.local/kwok\n\ngo 1.26\n' > go.mod
     go get "sigs.k8s.io/kwok@v$KWOK_VERSION" >&2
   fi
@@ -116,6 +116,10 @@ ok etcd || build_etcd
 missing=()
 for b in "${kube_bins[@]}"; do ok "$b" || missing+=("$b"); done
 [ ${#missing[@]} -eq 0 ] || build_kube "${missing[@]}"
-ok kwok || build_kwok
+# The directory is not keyed by kwok's version: ask the binary.
+if ! ok kwok || [[ "$("$dir/kwok" --version)" != *"v$KWOK_VERSION "* ]]; then
+  build_kwok
+  write_kwok_stages
+fi
 [ -f "$dir/kwok-stages.yaml" ] || write_kwok_stages
 echo "$dir"
