@@ -60,7 +60,7 @@ and the NodePool status are still to come.`,
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"})
 			if err != nil {
-				return err
+				return fmt.Errorf("the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			cat, err := loadCatalog(catalogFile)
 			if err != nil {
