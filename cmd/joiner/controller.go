@@ -60,7 +60,7 @@ and the NodePool status are still to come.`,
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"})
 			if err != nil {
-				return fmt.Errorf("the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
+				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			cat, err := loadCatalog(catalogFile)
 			if err != nil {
@@ -76,7 +76,7 @@ and the NodePool status are still to come.`,
 			}
 			ctx := ctrl.SetupSignalHandler()
 			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider}); err != nil {
-				return err
+				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 				return err
