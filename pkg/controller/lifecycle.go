@@ -32,6 +32,8 @@ const pollRegistration = 10 * time.Second
 // Node is Ready and its startup taints are gone). A claim being deleted
 // has its instance and Node removed before its finalizer goes. Each step
 // writes once and returns: the write's own watch event runs the next.
+// The claim's status is Joiner's alone, so it is patched, not updated:
+// a stale cache then costs no conflict.
 func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc := &v1.NodeClaim{}
 	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
@@ -80,12 +82,13 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	if err := c.client.Update(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
+	orig := nc.DeepCopy()
 	nc.Status.ProviderID = launched.Status.ProviderID
 	nc.Status.ImageID = launched.Status.ImageID
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	c.setCondition(nc, v1.ConditionLaunched, "Launched", "")
-	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // register finds the claim's Node by providerID and makes it the claim's:
@@ -127,9 +130,10 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := c.client.Update(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
+	orig := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
 	c.setCondition(nc, v1.ConditionRegistered, "Registered", "")
-	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // initialize marks the claim Initialized once its Node is Ready with no
@@ -153,8 +157,9 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 			return reconcile.Result{}, err
 		}
 	}
+	orig := nc.DeepCopy()
 	c.setCondition(nc, v1.ConditionInitialized, "Initialized", "")
-	return reconcile.Result{}, c.client.Status().Update(ctx, nc)
+	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // finalize terminates the claim's node as upstream does: taint it

@@ -86,8 +86,9 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 	if equality.Semantic.DeepEqual(status, &np.Status) {
 		return reconcile.Result{}, nil
 	}
+	orig := np.DeepCopy()
 	np.Status = *status
-	return reconcile.Result{}, c.client.Status().Update(ctx, np)
+	return reconcile.Result{}, c.client.Status().Patch(ctx, np, client.MergeFrom(orig)) // the status is Joiner's alone
 }
 
 // poolOfClaim maps a NodeClaim event to its NodePool's request.
