@@ -250,10 +250,7 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 	if err := r.List(ctx, &list); err != nil {
 		return err
 	}
-	pools := make([]*v1.NodePool, len(list.Items))
-	for i := range list.Items {
-		pools[i] = &list.Items[i]
-	}
+	pools := pointers(list.Items)
 	var errs []error
 	if s, ok := c.cloud.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
 		errs = append(errs, s.SetNodePools(pools))
@@ -310,11 +307,7 @@ func (c *Controller) syncDaemonSets(ctx context.Context, r client.Reader) error 
 	if err := r.List(ctx, &list); err != nil {
 		return err
 	}
-	out := make([]*appsv1.DaemonSet, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	c.store.SetDaemonSets(out)
+	c.store.SetDaemonSets(pointers(list.Items))
 	return nil
 }
 
@@ -323,11 +316,7 @@ func (c *Controller) syncPDBs(ctx context.Context, r client.Reader) error {
 	if err := r.List(ctx, &list); err != nil {
 		return err
 	}
-	out := make([]*policyv1.PodDisruptionBudget, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	c.store.SetPDBs(out)
+	c.store.SetPDBs(pointers(list.Items))
 	return nil
 }
 
@@ -386,4 +375,13 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		}
 	}
 	return created, errors.Join(errs...)
+}
+
+// pointers are pointers to a list's items.
+func pointers[T any](items []T) []*T {
+	out := make([]*T, len(items))
+	for i := range items {
+		out[i] = &items[i]
+	}
+	return out
 }

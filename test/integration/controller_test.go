@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -459,10 +460,22 @@ func TestControllerStopsAtLimits(t *testing.T) {
 // gaugeValue is the gauge's value for the labels (-1 when absent).
 func gaugeValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
+	values := metricValues(t, name, labels, func(m *dto.Metric) float64 { return m.GetGauge().GetValue() })
+	if len(values) == 0 {
+		return -1
+	}
+	return values[0]
+}
+
+// metricValues are the values of the metrics of family name whose labels
+// include labels.
+func metricValues(t *testing.T, name string, labels map[string]string, value func(*dto.Metric) float64) []float64 {
+	t.Helper()
 	families, err := crmetrics.Registry.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
+	var out []float64
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -474,10 +487,10 @@ func gaugeValue(t *testing.T, name string, labels map[string]string) float64 {
 					continue metrics
 				}
 			}
-			return m.GetGauge().GetValue()
+			out = append(out, value(m))
 		}
 	}
-	return -1
+	return out
 }
 
 // TestControllerPlansAroundInsufficientCapacity: a claim no offering can
@@ -523,27 +536,12 @@ func TestControllerPlansAroundInsufficientCapacity(t *testing.T) {
 	}
 }
 
-// counterValue is the counter's value for the labels (0 when absent).
+// counterValue is the counters' sum for the labels (0 when absent).
 func counterValue(t *testing.T, name string, labels map[string]string) float64 {
 	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	total := 0.0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-	metrics:
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if v, ok := labels[l.GetName()]; ok && v != l.GetValue() {
-					continue metrics
-				}
-			}
-			total += m.GetCounter().GetValue()
-		}
+	for _, v := range metricValues(t, name, labels, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() }) {
+		total += v
 	}
 	return total
 }
