@@ -43,6 +43,18 @@ func controllerScheme(t *testing.T) *runtime.Scheme {
 	return s
 }
 
+// controllerClient is the controller's scheme and a client of the test's
+// API server that knows it.
+func controllerClient(t *testing.T) (*runtime.Scheme, client.Client) {
+	t.Helper()
+	scheme := controllerScheme(t)
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheme, kc
+}
+
 // startController runs a Joiner controller with the kwok provider against
 // the test's API server until the returned stop is called.
 func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controller, func()) {
@@ -111,11 +123,7 @@ func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond fun
 // claim drains its Node through the Eviction API, then removes it.
 func TestControllerProvisionsAndRestarts(t *testing.T) {
 	ctx := context.Background()
-	scheme := controllerScheme(t)
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, kc := controllerClient(t)
 	_, stop := startController(t, scheme)
 	stopped := false
 	defer func() {
@@ -369,11 +377,7 @@ func waitRegistered(t *testing.T, kc client.Client, nc *v1.NodeClaim) *corev1.No
 // controller's own disruption loop.
 func TestControllerConsolidatesAnEmptyNode(t *testing.T) {
 	ctx := context.Background()
-	scheme := controllerScheme(t)
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, kc := controllerClient(t)
 	_, stop := startController(t, scheme)
 	defer stop()
 	createPool(t, kc, "batch", func(np *v1.NodePool) {
@@ -432,11 +436,7 @@ func podEvent(ctx context.Context, kc client.Client, pod, reason, text string) b
 // TestControllerStopsAtLimits: a NodePool whose limits leave no room says
 // so — an Event on the pool and on the pod — and /metrics shows its limit.
 func TestControllerStopsAtLimits(t *testing.T) {
-	scheme := controllerScheme(t)
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, kc := controllerClient(t)
 	_, stop := startController(t, scheme)
 	defer stop()
 	createPool(t, kc, "capped", func(np *v1.NodePool) {
@@ -499,11 +499,7 @@ func metricValues(t *testing.T, name string, labels map[string]string, value fun
 // launch — the pod says why instead of claims being made and deleted in a
 // loop.
 func TestControllerPlansAroundInsufficientCapacity(t *testing.T) {
-	scheme := controllerScheme(t)
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, kc := controllerClient(t)
 	_, provider, stop := startControllerWithProvider(t, scheme)
 	defer stop()
 	np := createPool(t, kc, "short", func(np *v1.NodePool) {
@@ -515,7 +511,8 @@ func TestControllerPlansAroundInsufficientCapacity(t *testing.T) {
 	})
 	var its []*cloudprovider.InstanceType
 	eventually(t, "the provider told of the pool", func(ctx context.Context) (bool, error) {
-		its, err = provider.GetInstanceTypes(ctx, np)
+		got, err := provider.GetInstanceTypes(ctx, np)
+		its = got
 		return err == nil && len(its) == 1, nil
 	})
 	for _, o := range its[0].Offerings {

@@ -49,11 +49,7 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 	startBinary(t, assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
 		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
 
-	scheme := controllerScheme(t)
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, kc := controllerClient(t)
 	_, stop := startController(t, scheme)
 	defer stop()
 
