@@ -120,9 +120,12 @@ func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 	return nc.Name, nil
 }
 
+// Replacement reads the claim from the Store, which Launch put it in: the
+// informer's cache may not have it yet, and a claim missing there is not a
+// failed one. The Store loses it when the informer sees it deleted.
 func (a apiActions) Replacement(name string) disruption.ReplacementState {
-	nc := &v1.NodeClaim{}
-	if err := a.c.client.Get(a.ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.DeletionTimestamp != nil {
+	nc := a.c.store.NodeClaim(name)
+	if nc == nil || nc.DeletionTimestamp != nil {
 		return disruption.ReplacementFailed
 	}
 	if conditionTrue(nc, v1.ConditionInitialized) {
