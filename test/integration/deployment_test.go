@@ -113,11 +113,20 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 			t.Errorf("node %s runs pods but is not Ready", name)
 		}
 	}
+	empty := 0
 	for _, nc := range claims.Items {
 		summary = append(summary, fmt.Sprintf("%s %s: %d pods", nc.Name, nc.Labels[v1.LabelInstanceType], podsOn[nc.Status.NodeName]))
+		if podsOn[nc.Status.NodeName] == 0 {
+			empty++
+		}
 	}
 	sort.Strings(summary)
 	t.Logf("%d NodeClaims; %v", len(claims.Items), summary)
+	// Each claim was made for pods: one that ends up running none was
+	// made twice for the same pods.
+	if empty > 0 {
+		t.Errorf("%d of %d NodeClaims run none of the pods: provisioning made claims for pods it had already planned for", empty, len(claims.Items))
+	}
 	eventually(t, "every claim of the pool initialized with a Ready kwok Node", func(ctx context.Context) (bool, error) {
 		if err := kc.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
 			return false, err
