@@ -148,7 +148,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
-	for _, loop := range []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop} {
+	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
+	if i, ok := opts.CloudProvider.(cloudprovider.Interrupter); ok {
+		loops = append(loops, c.interruptionLoop(i.Interruptions()))
+	}
+	for _, loop := range loops {
 		if err := mgr.Add(manager.RunnableFunc(loop)); err != nil {
 			return nil, err
 		}

@@ -55,7 +55,7 @@ var (
 	}, []string{"decision", "reason", "consolidation_type"})
 	nodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, interrupted) and capacity type.",
+		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, spot_interruption) and capacity type.",
 	}, []string{"nodepool", "reason", "capacity_type"})
 	cloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
