@@ -13,9 +13,6 @@ import (
 // checked again against fresh state (upstream Karpenter waits 15 s).
 const ValidationDelay = 15 * time.Second
 
-// MethodInterruption marks a command made for a spot interruption notice.
-const MethodInterruption Method = "interruption"
-
 // ReplacementState is how far a launched replacement has come.
 type ReplacementState int
 
@@ -193,15 +190,13 @@ func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions
 			ev(EventLaunched, fmt.Sprint(it.replacements), nil)
 		}
 	}
-	if it.cmd.Method != MethodInterruption { // the node goes in two minutes: do not wait
-		for _, name := range it.replacements {
-			switch act.Replacement(name) {
-			case ReplacementPending:
-				return events
-			case ReplacementFailed:
-				ev(EventAbandoned, "replacement "+name+" failed to initialize", q.rollBack(it, act, fmt.Errorf("replacement %s failed to initialize", name)))
-				return events
-			}
+	for _, name := range it.replacements {
+		switch act.Replacement(name) {
+		case ReplacementPending:
+			return events
+		case ReplacementFailed:
+			ev(EventAbandoned, "replacement "+name+" failed to initialize", q.rollBack(it, act, fmt.Errorf("replacement %s failed to initialize", name)))
+			return events
 		}
 	}
 	it.done = true
@@ -280,20 +275,4 @@ func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) err
 		}
 	}
 	return nil
-}
-
-// Interruption makes the command for a spot interruption notice on node:
-// drain it at once and launch replacement capacity for its pods, whatever
-// the budgets and blockers say (the node goes in two minutes regardless).
-func Interruption(ctx context.Context, c *Cluster, node string) (*Command, error) {
-	p := newPass(ctx, c, Options{})
-	p.withoutPending = true
-	for _, cand := range c.Nodes {
-		if cand.Node.Name != node {
-			continue
-		}
-		res, _ := p.simulate(ctx, []*Candidate{cand})
-		return &Command{Method: MethodInterruption, Reason: "Interrupted", Candidates: []*Candidate{cand}, Replacements: res.NewNodeClaims}, nil
-	}
-	return nil, fmt.Errorf("interruption notice for unknown node %s", node)
 }

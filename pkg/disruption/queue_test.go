@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -151,29 +150,6 @@ func TestValidationCancels(t *testing.T) {
 	}
 }
 
-func TestSpotInterruption(t *testing.T) {
-	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
-	pinned := podOn("3", func(p *corev1.Pod) { p.Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} })
-	c := cluster(np, node("spot-1", np, types()[1], v1.CapacityTypeSpot, pinned))
-	cmd, err := Interruption(context.Background(), c, "spot-1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(cmd.Replacements) != 1 {
-		t.Fatalf("replacement capacity is pre-launched for the pods: %s", cmd)
-	}
-	q := &Queue{}
-	q.Add(cmd, t0)
-	r := newRecorder()
-	q.Step(context.Background(), t0, r, func() *Cluster { return c })
-	if got := strings.Join(r.log, ";"); got != "taint spot-1;launch replacement-1;terminate spot-1" {
-		t.Fatalf("interruption: launch and drain at once, despite budget 0 and do-not-disrupt: %s", got)
-	}
-	if _, err := Interruption(context.Background(), c, "nope"); err == nil {
-		t.Fatal("unknown node")
-	}
-}
-
 // TestTaintFailureRollsBack: when the host cannot taint the second
 // candidate, the first is untainted, nothing is launched, and the host's
 // error comes back.
@@ -229,11 +205,5 @@ func TestMethodTable(t *testing.T) {
 		"multi-node consolidation/Underutilized/validated=true/eventual=false;single-node consolidation/Underutilized/validated=true/eventual=false"
 	if strings.Join(got, ";") != want {
 		t.Errorf("methods:\n%s\nwant\n%s", strings.Join(got, ";"), want)
-	}
-	if validates(MethodInterruption) {
-		t.Error("interruption commands act at once")
-	}
-	if err := Revalidate(context.Background(), &Command{Method: MethodInterruption}, replaceCluster(), Options{}); err == nil {
-		t.Error("an interruption command has no validation")
 	}
 }

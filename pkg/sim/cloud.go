@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -183,16 +182,20 @@ func (e *engine) bindDaemons(n *simNode) {
 }
 
 // interrupt is a spot interruption notice: two minutes later the instance
-// is gone. Joiner drains it at once and pre-launches replacement capacity.
+// is gone. As upstream's interruption controller, Joiner deletes the claim
+// at once — the node is tainted and drained, and provisioning finds the
+// evicted pods room once they pend; nothing is launched ahead of them — and
+// the cloud marks the offering unavailable for a while, as the AWS
+// provider's cache does, so the replacements go elsewhere.
 func (e *engine) interrupt(n *simNode) {
 	if n.state == nodeGone {
 		return
 	}
 	e.rep.interruption(n)
-	cmd, err := disruption.Interruption(context.Background(), e.disruptionCluster(), n.name)
-	if err == nil {
-		e.queue.Add(cmd, e.clk.now)
-		e.stepQueue()
+	e.cloud.MarkUnavailable(n.it.Name, n.offering.Zone, n.offering.CapacityType)
+	if n.drainStarted.IsZero() {
+		e.rep.disrupted(n, "Interrupted")
+		e.startDrain(n, "Interrupted")
 	}
 	e.clk.after(interruptionNotice, func() {
 		if n.state != nodeGone {
