@@ -18,7 +18,7 @@ import (
 func newExplainCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain",
-		Short: "Why Joiner would or would not act on a NodePool or a node, from a cluster's manifests",
+		Short: "Why Joiner would or would not act on a pod, a NodePool or a node, from a cluster's manifests",
 	}
 	var output, at string
 	nodepool := &cobra.Command{
@@ -98,7 +98,56 @@ cheaper replacement and what the cheapest costs, or what would be done.`,
 	}
 	node.Flags().StringVarP(&nodeOutput, "output", "o", "text", "text or json")
 	node.Flags().StringVar(&nodeAt, "at", "", "as of this RFC 3339 time; default now")
-	cmd.AddCommand(nodepool, node)
+	cmd.AddCommand(nodepool, node, newExplainPodCommand())
+	return cmd
+}
+
+func newExplainPodCommand() *cobra.Command {
+	var output, catalogFile string
+	cmd := &cobra.Command{
+		Use:   "pod [NAMESPACE/]NAME PATH...",
+		Short: "Where a pending pod would go, and what each NodePool makes of it",
+		Long: `explain pod reads a cluster's manifests or "kubectl get -o yaml" output, as plan
+does, and says where a provisioning pass puts the pod — a node already there
+or on its way, a new NodeClaim, or nowhere — and, for each NodePool in the
+order provisioning tries them (weight, then name), whether a new node of it
+could run the pod: the instance types it would get, cheapest first, and the
+price; or the first thing that stops it, with its evidence (the taint the pod
+does not tolerate, the requirement in conflict with both sides' values, the
+limit with its usage, the largest instance type with the pod's requests).`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			objs, _, err := explainInput(args[1:], "", output)
+			if err != nil {
+				return err
+			}
+			cat, err := loadCatalog(catalogFile)
+			if err != nil {
+				return err
+			}
+			its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
+			if err != nil {
+				return err
+			}
+			ns, name, found := strings.Cut(args[0], "/")
+			if !found {
+				ns, name = "", args[0]
+			}
+			ex, err := plan.ExplainPod(context.Background(), objs.Cluster(its), ns, name)
+			if err != nil {
+				return err
+			}
+			if output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(ex)
+			}
+			_, err = io.WriteString(cmd.OutOrStdout(), ex.Text())
+			return err
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
+	cmd.Flags().StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
 	return cmd
 }
 

@@ -119,3 +119,47 @@ func TestExplainNode(t *testing.T) {
 		t.Errorf("unknown node: %v", err)
 	}
 }
+
+// TestExplainPod: the example cluster's pods, each with where provisioning
+// puts it and every NodePool's verdict: a GPU pod no type of the pool can
+// hold (the largest compatible type named, with what it lacks), a pod that
+// gets a new claim, one that fits a node already there, one already bound,
+// and a pod that is not there.
+func TestExplainPod(t *testing.T) {
+	for _, tc := range []struct {
+		pod  string
+		want []string
+	}{
+		{"ml/train-1", []string{"Pod ml/train-1 (requests cpu 4, memory 16Gi, nvidia.com/gpu 1, pods 1)",
+			"Goes to        stays pending: ",
+			"general (weight 0): no — no instance type is large enough: the pod needs 1 nvidia.com/gpu, the largest compatible type, r8ib.96xlarge, has 0 allocatable"}},
+		{"jobs/batch-1", []string{"Goes to        a new NodeClaim of NodePool general (with 1 pending pod(s) in all)",
+			"general (weight 0): can run it on c6a.2xlarge, c7i-flex.2xlarge, c6i.2xlarge, m6a.2xlarge, c8i-flex.2xlarge and 233 more, from $0.3060/h"}},
+		{"shop/web-2", []string{"Goes to        fits node ip-10-0-1-23.ec2.internal, which is there or on its way: no new node"}},
+		{"shop/web-1", []string{"Goes to        bound to node ip-10-0-1-23.ec2.internal: nothing to provision"}},
+	} {
+		out, err := run(t, "explain", "pod", tc.pod, planExample)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("explain pod %s lacks %q:\n%s", tc.pod, w, out)
+			}
+		}
+	}
+	if _, err := run(t, "explain", "pod", "shop/nope", planExample); err == nil || !strings.Contains(err.Error(), "pod shop/nope is not in the manifests") {
+		t.Errorf("an unknown pod: %v", err)
+	}
+	js, err := run(t, "explain", "pod", "jobs/batch-1", planExample, "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ex plan.PodExplanation
+	if err := json.Unmarshal([]byte(js), &ex); err != nil {
+		t.Fatal(err)
+	}
+	if ex.NodeClaim == nil || ex.NodeClaim.NodePool != "general" || len(ex.Pools) != 1 || !ex.Pools[0].CanRun {
+		t.Errorf("json: %+v", ex)
+	}
+}

@@ -98,21 +98,8 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		cp.used = nil
 		s.pools = append(s.pools, &cp)
 	}
-	s.addNodes(snap.Nodes)
 	pods := append([]*corev1.Pod(nil), snap.Pods...)
-	classOf := make(map[*corev1.Pod]*podClass, len(pods))
-	for _, p := range pods {
-		if snap.IgnorePreferences {
-			classOf[p] = s.classFor(WithoutPreferences(p))
-		} else {
-			classOf[p] = s.classFor(p)
-		}
-	}
-	s.addNodeDomains()
-	for _, c := range s.sortedClasses() {
-		s.finishClass(c)
-	}
-	s.recordExisting(snap.Nodes)
+	classOf := s.prepare(snap)
 	sort.SliceStable(pods, func(i, j int) bool {
 		ci, cj := classOf[pods[i]], classOf[pods[j]]
 		if ci.ownNode != cj.ownNode {
@@ -189,6 +176,27 @@ func newScheduler(snap *Snapshot) *scheduler {
 		s.pools = append(s.pools, p)
 	}
 	return s
+}
+
+// prepare adds the snapshot's nodes as targets and its pods' classes (with
+// their topology, counted over the nodes' pods), and returns each pod's
+// class.
+func (s *scheduler) prepare(snap *Snapshot) map[*corev1.Pod]*podClass {
+	s.addNodes(snap.Nodes)
+	classOf := make(map[*corev1.Pod]*podClass, len(snap.Pods))
+	for _, p := range snap.Pods {
+		if snap.IgnorePreferences {
+			classOf[p] = s.classFor(WithoutPreferences(p))
+		} else {
+			classOf[p] = s.classFor(p)
+		}
+	}
+	s.addNodeDomains()
+	for _, c := range s.sortedClasses() {
+		s.finishClass(c)
+	}
+	s.recordExisting(snap.Nodes)
+	return classOf
 }
 
 // addNodes adds existing nodes and in-flight claims as targets.

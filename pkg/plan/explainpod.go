@@ -1,0 +1,149 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// PodExplanation says where a provisioning pass puts a pod, and what each
+// NodePool, in the order provisioning tries them, makes of it.
+type PodExplanation struct {
+	Pod      string            `json:"pod"`
+	Requests map[string]string `json:"requests"`
+	// Result is what a provisioning pass does with the pod, in words.
+	Result string `json:"result"`
+	// NodeClaim is the claim it goes on (nil when none).
+	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
+	// Node is the node (or in-flight claim) it goes to or is bound to.
+	Node  string        `json:"node,omitempty"`
+	Pools []PoolVerdict `json:"nodePools"`
+}
+
+// PoolVerdict is one NodePool's answer: a new node of it can run the pod
+// (then NodeClaim is the claim it would make for the pod alone), or Why
+// not, with the evidence.
+type PoolVerdict struct {
+	NodePool  string     `json:"nodePool"`
+	Weight    int32      `json:"weight"`
+	CanRun    bool       `json:"canRun"`
+	Why       string     `json:"why,omitempty"`
+	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
+}
+
+// ExplainPod explains the pod namespace/name ("" namespace: default) of the
+// cluster: a pod already bound, or one provisioning leaves alone, says so.
+func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (*PodExplanation, error) {
+	if namespace == "" {
+		namespace = corev1.NamespaceDefault
+	}
+	var pod *corev1.Pod
+	for _, p := range c.Pods {
+		if podutil.Namespace(p.ObjectMeta) == namespace && p.Name == name {
+			pod = p
+		}
+	}
+	if pod == nil {
+		return nil, fmt.Errorf("pod %s/%s is not in the manifests (%d pods are)", namespace, name, len(c.Pods))
+	}
+	out := &PodExplanation{Pod: namespace + "/" + name, Requests: map[string]string{}, Pools: []PoolVerdict{}}
+	for r, q := range scheduling.PodRequests(pod) {
+		out.Requests[string(r)] = q.String()
+	}
+	snap := c.ProvisioningSnapshot()
+	var pending *corev1.Pod
+	for _, p := range snap.Pods {
+		if podutil.Namespace(p.ObjectMeta) == namespace && p.Name == name {
+			pending = p
+		}
+	}
+	switch {
+	case pending == nil && pod.Spec.NodeName != "":
+		out.Node, out.Result = pod.Spec.NodeName, "bound to node "+pod.Spec.NodeName+": nothing to provision"
+		return out, nil
+	case pending == nil:
+		out.Result = "not a pod provisioning acts on: " + notProvisionable(pod)
+		return out, nil
+	}
+	ex := provisioning.ExplainPod(ctx, snap, pending)
+	switch {
+	case ex.Existing != "":
+		out.Node, out.Result = ex.Existing, "fits node "+ex.Existing+", which is there or on its way: no new node"
+	case ex.Claim != nil:
+		nc := nodeClaim(ex.Claim)
+		out.NodeClaim, out.Result = &nc, fmt.Sprintf("a new NodeClaim of NodePool %s (with %d pending pod(s) in all)", nc.NodePool, len(nc.Pods))
+	case ex.Error != nil:
+		out.Result = "stays pending: " + ex.Error.Reason
+	}
+	for _, v := range ex.Pools {
+		pv := PoolVerdict{NodePool: v.NodePool, Weight: v.Weight, CanRun: v.Plan != nil, Why: v.Reason}
+		if v.Plan != nil {
+			nc := nodeClaim(v.Plan)
+			pv.NodeClaim = &nc
+		}
+		out.Pools = append(out.Pools, pv)
+	}
+	return out, nil
+}
+
+// notProvisionable says why provisioning leaves a pod alone.
+func notProvisionable(p *corev1.Pod) string {
+	switch {
+	case !podutil.IsActive(p):
+		return "it has finished or is being deleted"
+	case podutil.IsDaemonSetPod(p):
+		return "a DaemonSet pod: it runs where its DaemonSet puts it"
+	case podutil.IsMirrorPod(p):
+		return "a static (mirror) pod"
+	case p.Status.NominatedNodeName != "":
+		return "kube-scheduler nominated it to node " + p.Status.NominatedNodeName + " (preemption): Karpenter leaves such pods alone"
+	}
+	return "kube-scheduler has not found it unschedulable"
+}
+
+// sortedRequests are the requests as "cpu 3, memory 4Gi".
+func (e *PodExplanation) sortedRequests() string {
+	var keys []string
+	for k := range e.Requests {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + " " + e.Requests[k]
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Text is the explanation for people.
+func (e *PodExplanation) Text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "Pod %s (requests %s)\n", e.Pod, e.sortedRequests())
+	fmt.Fprintf(&b, "Goes to        %s\n", e.Result)
+	if len(e.Pools) == 0 {
+		return b.String()
+	}
+	b.WriteString("NodePools, in the order provisioning tries them:\n")
+	for _, v := range e.Pools {
+		if v.CanRun {
+			nc := v.NodeClaim
+			types := nc.InstanceTypes
+			more := ""
+			if len(types) > 5 {
+				types, more = types[:5], fmt.Sprintf(" and %d more", len(nc.InstanceTypes)-5)
+			}
+			fmt.Fprintf(&b, "  %s (weight %d): can run it on %s%s, from $%.4f/h\n", v.NodePool, v.Weight, strings.Join(types, ", "), more, nc.PriceUSDPerHour)
+			continue
+		}
+		fmt.Fprintf(&b, "  %s (weight %d): no — %s\n", v.NodePool, v.Weight, v.Why)
+	}
+	return b.String()
+}

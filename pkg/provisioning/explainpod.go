@@ -1,0 +1,86 @@
+package provisioning
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// PoolVerdict is a NodePool's answer for one pod: whether a new node of it
+// could run the pod in the cluster a snapshot describes.
+type PoolVerdict struct {
+	NodePool string
+	Weight   int32
+	// Reason is the first thing that keeps the pool from running the pod
+	// (the taint it does not tolerate, the requirement in conflict with
+	// both sides' values, the limit with its usage, the largest instance
+	// type with the pod's requests, …); "" when it can.
+	Reason string
+	// Plan, when it can, is a new claim of the pool for the pod alone: its
+	// instance types cheapest first.
+	Plan *NodeClaimPlan
+}
+
+// Explanation is what ExplainPod finds for a pod.
+type Explanation struct {
+	// Result is what a provisioning pass over the snapshot does with the
+	// pod: Existing names the node (or in-flight claim) it goes to, Claim
+	// the new claim it goes on, Error why it goes nowhere (one of them).
+	Existing string
+	Claim    *NodeClaimPlan
+	Error    *PodError
+	// Pools are every NodePool's verdict, in the order provisioning tries
+	// them (weight, then name).
+	Pools []PoolVerdict
+}
+
+// ExplainPod runs a provisioning pass over the snapshot (its pending pods,
+// which must include pod) to say where pod goes, and asks each NodePool in
+// turn whether a new node of it could run the pod beside the snapshot's
+// nodes — the limits they use, the topology their pods make.
+func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanation {
+	out := &Explanation{}
+	res := Solve(ctx, snap)
+	for _, e := range res.ExistingNodes {
+		for _, p := range e.Pods {
+			if p == pod {
+				out.Existing = e.Node.Name
+			}
+		}
+	}
+	for _, cl := range res.NewNodeClaims {
+		for _, p := range cl.Pods {
+			if p == pod {
+				out.Claim = cl
+			}
+		}
+	}
+	for _, pe := range res.Unschedulable {
+		if pe.Pod == pod {
+			out.Error = pe
+		}
+	}
+
+	alone := *snap
+	alone.Pods = []*corev1.Pod{pod}
+	s := newScheduler(&alone)
+	c := s.prepare(&alone)[pod]
+	for pi, p := range s.pools {
+		v := PoolVerdict{NodePool: p.np.Name, Weight: p.np.WeightOrZero()}
+		if c.invalid != nil {
+			v.Reason = "its constraints cannot be read: " + c.invalid.Error()
+		}
+		// As Solve: preferences relaxed one at a time until the pod fits;
+		// the reason is the one left with all of them relaxed.
+		for rc := c; rc != nil && c.invalid == nil; rc = s.relaxedClass(rc) {
+			cl, err := s.newClaim(p, pi, rc, pod, false)
+			if err == nil {
+				v.Reason, v.Plan = "", s.finalize(cl)
+				break
+			}
+			v.Reason = err.Error()
+		}
+		out.Pools = append(out.Pools, v)
+	}
+	return out
+}
