@@ -170,24 +170,23 @@ func (p *Provider) boot(launched *v1.NodeClaim, b simcloud.Boot) {
 		return // the registration TTL deletes its claim, and the claim's deletion the instance
 	}
 	// Not under p.mu (see capacityAt); the steps run off the clock's
-	// goroutine, as they write to the API server.
-	timers := []clock.Timer{
-		p.opts.Clock.AfterFunc(b.Registered(), func() { go p.register(id) }),
-		p.opts.Clock.AfterFunc(b.Ready(), func() { go p.ready(id, launched.Name) }),
-	}
+	// goroutine, as they write to the API server. Ready is timed from the
+	// launch but follows the registration: a clock that jumps past both
+	// still registers the Node first.
+	readyAt := p.opts.Clock.Now().Add(b.Ready())
+	timer := p.opts.Clock.AfterFunc(b.Registered(), func() { go p.register(id, readyAt) })
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.booting[id] != bt { // deleted meanwhile
-		for _, t := range timers {
-			t.Stop()
-		}
+		timer.Stop()
 		return
 	}
-	bt.timers = timers
+	bt.timers = []clock.Timer{timer}
 }
 
-// register is the instance's kubelet registering its Node.
-func (p *Provider) register(id string) {
+// register is the instance's kubelet registering its Node, and then, at
+// readyAt, reporting it Ready.
+func (p *Provider) register(id string, readyAt time.Time) {
 	p.mu.Lock()
 	bt := p.booting[id]
 	p.mu.Unlock()
@@ -205,15 +204,30 @@ func (p *Provider) register(id string) {
 	p.mu.Unlock()
 	if deleted { // while it registered: the Node goes with the instance
 		_ = client.IgnoreNotFound(p.client.Delete(ctx, nodeFor(bt.claim)))
+		return
 	}
+	if d := readyAt.Sub(p.opts.Clock.Now()); d > 0 {
+		p.opts.Clock.AfterFunc(d, func() { go p.ready(id, bt.claim.Name) })
+		return
+	}
+	p.ready(id, bt.claim.Name)
 }
 
 // ready is the instance's kubelet reporting its Node Ready, and the node
 // lifecycle controller then lifting the not-ready taint the API server put
 // on it at registration.
 func (p *Provider) ready(id, name string) {
+	p.mu.Lock()
+	gone := p.sim.Instance(id) == nil
+	p.mu.Unlock()
+	if gone {
+		return
+	}
 	ctx := context.Background()
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// The client may read from a cache that has not seen the Node it just
+	// registered, or an older version of it: read again.
+	stale := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+	err := retry.OnError(retry.DefaultBackoff, stale, func() error {
 		node := &corev1.Node{}
 		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
 			return err
@@ -240,7 +254,7 @@ func (p *Provider) ready(id, name string) {
 		node.Spec.Taints = kept
 		return p.client.Update(ctx, node)
 	})
-	if client.IgnoreNotFound(err) != nil {
+	if err != nil {
 		log.FromContext(ctx).Error(err, "making the Node of a simulated instance Ready", "providerID", id)
 	}
 }
