@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -15,14 +14,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 )
 
 func newControllerCommand() *cobra.Command {
-	var kubeconfig, cloudProvider, catalogFile, region, metricsAddr, probeAddr string
-	var zones []string
+	var kubeconfig, metricsAddr, probeAddr string
+	var cloud cloudFlags
 	var leaderElect bool
 	var tuning controllerTuning
 	cmd := &cobra.Command{
@@ -36,6 +33,10 @@ controller rebuilds everything from the API server.
 Cloud providers (--cloud-provider):
   kwok   instances are Node objects, as a kubelet would register them, for kwok's
          controller to make Ready (offerings from the EC2 catalog, --region/--zones)
+  sim    the simulator's EC2 in-process: kwok's Nodes, registered and made Ready
+         after the simulated boot latencies, launches failing at an API error rate
+         and in insufficient-capacity windows (--seed, --api-error-rate, or the
+         cloud section of a scenario with --scenario DIR)
 
 It provisions for pending pods (batched: --batch-idle-duration after the
 last one, --batch-max-duration at most), takes NodeClaims through Launched,
@@ -60,8 +61,8 @@ flag given on the command line wins).`,
 				return err
 			}
 			ctrl.SetLogger(zap.New(zap.Level(level)))
-			if cloudProvider != "kwok" {
-				return fmt.Errorf("--cloud-provider %q: the providers are: kwok (sim and aws are still to come)", cloudProvider)
+			if err := cloud.check(); err != nil {
+				return err
 			}
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
@@ -80,15 +81,7 @@ flag given on the command line wins).`,
 			if err != nil {
 				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
-			cat, err := loadCatalog(catalogFile)
-			if err != nil {
-				return err
-			}
-			types, _, err := cat.InstanceTypes(catalog.Options{Region: region, Zones: zones})
-			if err != nil {
-				return fmt.Errorf("--region/--zones: %w", err)
-			}
-			provider, err := kwok.New(mgr.GetClient(), types, clock.RealClock{})
+			provider, err := cloud.newProvider(cmd, mgr.GetClient(), clock.RealClock{})
 			if err != nil {
 				return err
 			}
@@ -108,10 +101,7 @@ flag given on the command line wins).`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig to use (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
-	f.StringVar(&cloudProvider, "cloud-provider", "kwok", "where instances come from: "+strings.Join([]string{"kwok"}, ", "))
-	f.StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
-	f.StringVar(&region, "region", "", "the cluster's region (default us-east-1)")
-	f.StringSliceVar(&zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
+	cloud.register(cmd)
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")

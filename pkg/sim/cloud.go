@@ -83,10 +83,17 @@ func (e *engine) provision() {
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason
 	}
+	if e.opts.OnProvision != nil {
+		e.launches = []Launch{}
+	}
 	for _, plan := range res.NewNodeClaims {
 		if n, err := e.launch(plan, "provisioning"); err == nil {
 			e.launchedFor(n, plan.Pods, byPod)
 		}
+	}
+	if e.opts.OnProvision != nil {
+		e.opts.OnProvision(ProvisioningPass{At: e.clk.now, Snapshot: snap, Launches: e.launches})
+		e.launches = nil
 	}
 }
 
@@ -97,20 +104,14 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 	e.nodeSeq++
 	nc := state.NewNodeClaim(plan, fmt.Sprintf("%s-%05d", plan.NodePool.Name, e.nodeSeq), metav1.NewTime(e.clk.now))
 	created, err := e.cloud.Create(context.Background(), nc)
+	if e.launches != nil {
+		e.launches = append(e.launches, Launch{NodeClaim: nc, Launched: created, Err: err})
+	}
 	if err != nil {
 		e.armBatch()
 		return nil, err
 	}
 	return e.startInstance(plan, created, why), nil
-}
-
-func (e *engine) latency(l Latency, def time.Duration) time.Duration {
-	mean, sd := l.Mean.Duration, l.Stddev.Duration
-	if mean == 0 {
-		mean = def
-	}
-	d := time.Duration(float64(mean) + e.rng.NormFloat64()*float64(sd))
-	return max(d, time.Second)
 }
 
 func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClaim, why string) *simNode {
@@ -126,10 +127,8 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 	e.syncNode(n)
 	e.rep.nodeLaunched(n, why)
 	e.dirty = true
-	launch := e.latency(f.LaunchLatency, defaultLaunchLatency)
-	register := e.latency(f.RegistrationLatency, defaultRegistration)
-	initialize := e.latency(f.InitializationLatency, defaultInit)
-	if f.NeverRegisterRate > 0 && e.rng.Float64() < f.NeverRegisterRate {
+	boot := f.Boot().Draw(e.rng)
+	if boot.NeverRegisters {
 		// Liveness: a claim whose node never registers is deleted after the TTL.
 		e.clk.after(registrationTTL, func() {
 			if n.state == nodeLaunching {
@@ -140,13 +139,13 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 		})
 		return n
 	}
-	e.clk.after(launch+register, func() {
+	e.clk.after(boot.Registered(), func() {
 		if n.state == nodeLaunching {
 			n.state = nodeRegistered
 			e.syncNode(n)
 		}
 	})
-	e.clk.after(launch+register+initialize, func() {
+	e.clk.after(boot.Ready(), func() {
 		if n.state != nodeRegistered {
 			return
 		}
@@ -158,7 +157,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 	})
 	if o.CapacityType == v1.CapacityTypeSpot && f.SpotInterruptionsPerNodeHour > 0 {
 		wait := time.Duration(e.rng.ExpFloat64() / f.SpotInterruptionsPerNodeHour * float64(time.Hour))
-		e.clk.after(launch+wait, func() { e.interrupt(n) })
+		e.clk.after(boot.Launch+wait, func() { e.interrupt(n) })
 	}
 	return n
 }

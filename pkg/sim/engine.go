@@ -29,26 +29,51 @@ import (
 // Provisioning batches like upstream: wait for 1 s without new pending
 // pods, at most 10 s from the first.
 const (
-	batchIdle            = time.Second
-	batchMax             = 10 * time.Second
-	disruptionEvery      = 10 * time.Second
-	hpaEvery             = 15 * time.Second
-	sampleEvery          = time.Minute
-	registrationTTL      = 15 * time.Minute
-	interruptionNotice   = 2 * time.Minute
-	defaultLaunchLatency = 20 * time.Second
-	defaultRegistration  = 30 * time.Second
-	defaultInit          = 10 * time.Second
+	batchIdle          = time.Second
+	batchMax           = 10 * time.Second
+	disruptionEvery    = 10 * time.Second
+	hpaEvery           = 15 * time.Second
+	sampleEvery        = time.Minute
+	registrationTTL    = 15 * time.Minute
+	interruptionNotice = 2 * time.Minute
 )
 
 // Options tune a run.
 type Options struct {
 	// Progress, if set, is called with the fraction done as the run goes.
 	Progress func(float64)
+	// OnProvision, if set, is called after every provisioning pass that
+	// planned for pods, with what it planned over and the NodeClaims it
+	// created: a trace another host can be fed and compared with (the
+	// controller's agreement test replays it).
+	OnProvision func(ProvisioningPass)
+}
+
+// ProvisioningPass is one provisioning pass of a run.
+type ProvisioningPass struct {
+	At time.Time
+	// Snapshot is what the pass planned over: the pending pods (those the
+	// launch-loop guard gave up on left out), the nodes and in-flight
+	// claims, the NodePools and their offerings. It is the run's: callers
+	// must not change it.
+	Snapshot *provisioning.Snapshot
+	// Launches are the NodeClaims the pass created, in order.
+	Launches []Launch
+}
+
+// Launch is one NodeClaim and what the simulated cloud made of it.
+type Launch struct {
+	// NodeClaim is the claim as created, before the cloud launched it.
+	NodeClaim *v1.NodeClaim
+	// Launched is the claim as the cloud launched it (instance type, zone,
+	// capacity type resolved), or nil when Err says why it did not.
+	Launched *v1.NodeClaim
+	Err      error
 }
 
 type engine struct {
 	in    *Input
+	opts  Options
 	fsys  fs.FS
 	dir   string
 	clk   *clock
@@ -95,6 +120,8 @@ type engine struct {
 	// planner is prepared for the offerings of cloud version plannerAt.
 	planner   *provisioning.Planner
 	plannerAt int
+	// launches collects a provisioning pass's launches for OnProvision.
+	launches []Launch
 }
 
 // currentPlanner returns a provisioning planner for the current offerings.
@@ -114,6 +141,7 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	e.opts = opts
 	for _, n := range in.Notes { // what loading assumed (default settings, fields not modelled)
 		e.rep.note(n)
 	}
@@ -272,14 +300,13 @@ func (e *engine) schedule() {
 			}
 		})
 	}
-	for _, w := range e.in.Scenario.Spec.Faults.InsufficientCapacity {
-		w := w
-		e.clk.at(e.start.Add(w.From.Duration), func() { e.setCapacity(w, false) })
-		e.clk.at(e.start.Add(w.To.Duration), func() { e.setCapacity(w, true) })
+	for _, w := range e.in.Scenario.Spec.Faults.CapacityWindows() {
+		e.clk.at(e.start.Add(w.From), func() { e.setCapacity(w, false) })
+		e.clk.at(e.start.Add(w.To), func() { e.setCapacity(w, true) })
 	}
 }
 
-func (e *engine) setCapacity(w CapacityWindow, available bool) {
+func (e *engine) setCapacity(w simcloud.CapacityWindow, available bool) {
 	// The cloud knows; Joiner learns only by launching and failing.
 	e.cloud.SetCapacity(w.InstanceType, w.Zone, w.CapacityType, available)
 	e.dirty = true

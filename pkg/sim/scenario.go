@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
@@ -120,6 +121,26 @@ type Faults struct {
 	InitializationLatency Latency `json:"initializationLatency,omitempty"`
 	// NeverRegisterRate is the share of instances whose Node never appears.
 	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
+}
+
+// Boot is the simulated EC2's model of how instances come up, as these
+// faults set it.
+func (f Faults) Boot() simcloud.BootModel {
+	lat := func(l Latency) simcloud.Latency {
+		return simcloud.Latency{Mean: l.Mean.Duration, Stddev: l.Stddev.Duration}
+	}
+	return simcloud.BootModel{Launch: lat(f.LaunchLatency), Registration: lat(f.RegistrationLatency),
+		Initialization: lat(f.InitializationLatency), NeverRegisterRate: f.NeverRegisterRate}
+}
+
+// CapacityWindows are the insufficient-capacity windows as the simulated
+// EC2 takes them.
+func (f Faults) CapacityWindows() []simcloud.CapacityWindow {
+	out := make([]simcloud.CapacityWindow, len(f.InsufficientCapacity))
+	for i, w := range f.InsufficientCapacity {
+		out[i] = simcloud.CapacityWindow{InstanceType: w.InstanceType, Zone: w.Zone, CapacityType: w.CapacityType, From: w.From.Duration, To: w.To.Duration}
+	}
+	return out
 }
 
 // CapacityWindow: an offering unavailable from From to To (offsets).

@@ -3,18 +3,31 @@
 // does (from the same catalog), and "launches" an instance by creating the
 // Node a kubelet would register, annotated for kwok's controller, which
 // makes it Ready and runs its pods.
+//
+// With Options.Boot it is the simulator's EC2 in a controller (joiner
+// controller --cloud-provider sim): each instance's boot is drawn from the
+// simulator's model on an injected clock — its Node registers only after
+// the launch and registration latencies and is made Ready by the provider
+// (as its kubelet, and the node lifecycle controller lifting the not-ready
+// taint, would) after the initialization latency — and launches fail at
+// the scenario's API error rate and in its insufficient-capacity windows.
+// One provider, two timings: the Node a kubelet registers is the same.
 package kwok
 
 import (
 	"context"
 	"fmt"
+	"math/rand"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -25,12 +38,43 @@ import (
 // manageNodesWithAnnotationSelector).
 const AnnotationNode = "kwok.x-k8s.io/node"
 
+// Options configure a provider beyond New's instant Nodes.
+type Options struct {
+	// Name identifies the provider in logs and metrics ("kwok" when empty).
+	Name string
+	// Clock times launches, the insufficient-capacity cache, the capacity
+	// windows and the boots. Required.
+	Clock clock.WithDelayedExecution
+	// Boot, when set, is how instances come up (see the package comment);
+	// nil registers each Node at launch, for kwok's controller to make Ready.
+	Boot *simcloud.BootModel
+	// Rand draws the boots and the API errors; required with Boot or
+	// APIErrorRate. Seed it for a reproducible cloud.
+	Rand *rand.Rand
+	// APIErrorRate is the share of launch calls that fail outright.
+	APIErrorRate float64
+	// Capacity windows, from the provider's creation on.
+	Capacity []simcloud.CapacityWindow
+	// OnError is told every error the simulated cloud returns.
+	OnError func(operation, code string)
+}
+
 // Provider is the kwok cloud provider. It is safe for concurrent use.
 type Provider struct {
-	mu            sync.Mutex // guards sim
-	sim           *simcloud.Provider
-	client        client.Client
+	mu     sync.Mutex // guards sim, opts.Rand and booting
+	sim    *simcloud.Provider
+	client client.Client
+	opts   Options
+	// booting are the instances launched whose Node has not registered
+	// (or never will), with the timers that bring them up.
+	booting map[string]*booting
+	// interruptions are the notices Interrupt sends.
 	interruptions chan cloudprovider.Interruption
+}
+
+type booting struct {
+	claim  *v1.NodeClaim
+	timers []clock.Timer
 }
 
 var (
@@ -39,17 +83,53 @@ var (
 )
 
 // New returns a provider launching the catalog's instance types as Nodes
-// through c, timed by clk.
-func New(c client.Client, types []*cloudprovider.InstanceType, clk clock.Clock) (*Provider, error) {
-	sim, err := simcloud.New(nil, types, nil, simcloud.Options{Now: clk.Now})
+// through c, timed by clk: each Node registers at launch.
+func New(c client.Client, types []*cloudprovider.InstanceType, clk clock.WithDelayedExecution) (*Provider, error) {
+	return NewWithOptions(c, types, Options{Clock: clk})
+}
+
+// NewWithOptions returns a provider launching the catalog's instance types
+// as Nodes through c, as opts say.
+func NewWithOptions(c client.Client, types []*cloudprovider.InstanceType, opts Options) (*Provider, error) {
+	if opts.Clock == nil {
+		return nil, fmt.Errorf("kwok provider: Options.Clock is required")
+	}
+	if (opts.Boot != nil || opts.APIErrorRate > 0) && opts.Rand == nil {
+		return nil, fmt.Errorf("kwok provider: Options.Rand is required with Boot or APIErrorRate")
+	}
+	if opts.Name == "" {
+		opts.Name = "kwok"
+	}
+	sim, err := simcloud.New(nil, types, nil, simcloud.Options{Now: opts.Clock.Now, Rand: opts.Rand, APIErrorRate: opts.APIErrorRate, OnError: opts.OnError})
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{sim: sim, client: c, interruptions: make(chan cloudprovider.Interruption, 64)}, nil
+	p := &Provider{sim: sim, client: c, opts: opts, booting: map[string]*booting{}, interruptions: make(chan cloudprovider.Interruption, 64)}
+	for _, w := range opts.Capacity {
+		p.capacityAt(w, w.From, false)
+		p.capacityAt(w, w.To, true)
+	}
+	return p, nil
+}
+
+// capacityAt sets the window's capacity after d (at once when d <= 0).
+func (p *Provider) capacityAt(w simcloud.CapacityWindow, d time.Duration, available bool) {
+	set := func() {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.sim.SetCapacity(w.InstanceType, w.Zone, w.CapacityType, available)
+	}
+	if d <= 0 {
+		set()
+		return
+	}
+	// A fake clock runs AfterFunc's function while it holds its lock, and
+	// p.mu is held around calls that read the clock: not here, then.
+	p.opts.Clock.AfterFunc(d, func() { go set() })
 }
 
 // Name identifies the provider.
-func (p *Provider) Name() string { return "kwok" }
+func (p *Provider) Name() string { return p.opts.Name }
 
 // SetNodePools tells the provider the NodePools there are (see
 // simcloud.Provider.SetNodePools).
@@ -59,14 +139,22 @@ func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 	return p.sim.SetNodePools(pools)
 }
 
-// Create chooses the offering and registers the claim's Node.
+// Create chooses the offering and registers the claim's Node: at once, or
+// after the boot drawn for it.
 func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
 	p.mu.Lock()
 	launched, err := p.sim.Create(ctx, nc)
-	p.mu.Unlock()
 	if err != nil {
+		p.mu.Unlock()
 		return nil, err
 	}
+	if p.opts.Boot != nil {
+		b := p.opts.Boot.Draw(p.opts.Rand)
+		p.mu.Unlock()
+		p.boot(launched, b)
+		return launched, nil
+	}
+	p.mu.Unlock()
 	if err := p.client.Create(ctx, nodeFor(launched)); err != nil && !apierrors.IsAlreadyExists(err) {
 		p.mu.Lock()
 		_ = p.sim.Delete(ctx, launched)
@@ -74,6 +162,106 @@ func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim,
 		return nil, err
 	}
 	return launched, nil
+}
+
+// boot schedules the instance's Node: registered, then Ready.
+func (p *Provider) boot(launched *v1.NodeClaim, b simcloud.Boot) {
+	id := launched.Status.ProviderID
+	bt := &booting{claim: launched}
+	p.mu.Lock()
+	p.booting[id] = bt
+	p.mu.Unlock()
+	if b.NeverRegisters {
+		return // the registration TTL deletes its claim, and the claim's deletion the instance
+	}
+	// Not under p.mu (see capacityAt); the steps run off the clock's
+	// goroutine, as they write to the API server. Ready is timed from the
+	// launch but follows the registration: a clock that jumps past both
+	// still registers the Node first.
+	readyAt := p.opts.Clock.Now().Add(b.Ready())
+	timer := p.opts.Clock.AfterFunc(b.Registered(), func() { go p.register(id, readyAt) })
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.booting[id] != bt { // deleted meanwhile
+		timer.Stop()
+		return
+	}
+	bt.timers = []clock.Timer{timer}
+}
+
+// register is the instance's kubelet registering its Node, and then, at
+// readyAt, reporting it Ready.
+func (p *Provider) register(id string, readyAt time.Time) {
+	p.mu.Lock()
+	bt := p.booting[id]
+	p.mu.Unlock()
+	if bt == nil {
+		return // deleted while it booted
+	}
+	ctx := context.Background()
+	if err := p.client.Create(ctx, nodeFor(bt.claim)); err != nil && !apierrors.IsAlreadyExists(err) {
+		log.FromContext(ctx).Error(err, "registering the Node of a simulated instance", "providerID", id)
+		return
+	}
+	p.mu.Lock()
+	deleted := p.booting[id] != bt
+	delete(p.booting, id)
+	p.mu.Unlock()
+	if deleted { // while it registered: the Node goes with the instance
+		_ = client.IgnoreNotFound(p.client.Delete(ctx, nodeFor(bt.claim)))
+		return
+	}
+	if d := readyAt.Sub(p.opts.Clock.Now()); d > 0 {
+		p.opts.Clock.AfterFunc(d, func() { go p.ready(id, bt.claim.Name) })
+		return
+	}
+	p.ready(id, bt.claim.Name)
+}
+
+// ready is the instance's kubelet reporting its Node Ready, and the node
+// lifecycle controller then lifting the not-ready taint the API server put
+// on it at registration.
+func (p *Provider) ready(id, name string) {
+	p.mu.Lock()
+	gone := p.sim.Instance(id) == nil
+	p.mu.Unlock()
+	if gone {
+		return
+	}
+	ctx := context.Background()
+	// The client may read from a cache that has not seen the Node it just
+	// registered, or an older version of it: read again.
+	stale := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsNotFound(err) }
+	err := retry.OnError(retry.DefaultBackoff, stale, func() error {
+		node := &corev1.Node{}
+		if err := p.client.Get(ctx, client.ObjectKey{Name: name}, node); err != nil {
+			return err
+		}
+		if node.Spec.ProviderID != id {
+			return nil // another instance's Node by now
+		}
+		orig := node.DeepCopy()
+		now := metav1.NewTime(p.opts.Clock.Now())
+		node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+			LastHeartbeatTime: now, LastTransitionTime: now}}
+		if err := p.client.Status().Patch(ctx, node, client.MergeFrom(orig)); err != nil {
+			return err
+		}
+		var kept []corev1.Taint
+		for _, t := range node.Spec.Taints {
+			if t.Key != corev1.TaintNodeNotReady {
+				kept = append(kept, t)
+			}
+		}
+		if len(kept) == len(node.Spec.Taints) {
+			return nil
+		}
+		node.Spec.Taints = kept
+		return p.client.Update(ctx, node)
+	})
+	if err != nil {
+		log.FromContext(ctx).Error(err, "making the Node of a simulated instance Ready", "providerID", id)
+	}
 }
 
 // nodeFor is the Node a kubelet on the claim's instance would register:
@@ -94,7 +282,7 @@ func nodeFor(nc *v1.NodeClaim) *corev1.Node {
 }
 
 // Delete removes the claim's instance: its Node (the simulated EC2's
-// record of it too, when this process launched it).
+// record of it too, when this process launched it, and its boot).
 func (p *Provider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 	in, err := p.Get(ctx, nc.Status.ProviderID)
 	if err != nil {
@@ -102,6 +290,12 @@ func (p *Provider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 	}
 	p.mu.Lock()
 	_ = p.sim.Delete(ctx, nc) // unknown to a restarted process: fine
+	if bt := p.booting[nc.Status.ProviderID]; bt != nil {
+		for _, t := range bt.timers {
+			t.Stop()
+		}
+		delete(p.booting, nc.Status.ProviderID)
+	}
 	p.mu.Unlock()
 	return client.IgnoreNotFound(p.client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.Name}}))
 }
@@ -122,16 +316,22 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*v1.NodeClaim, e
 	return nil, cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("no kwok instance %s", providerID))
 }
 
-// List returns a claim for every instance: every Node annotated for kwok.
+// List returns a claim for every instance: every Node annotated for kwok,
+// and the instances this process launched whose Node has not registered.
 func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
+	p.mu.Lock()
+	var out []*v1.NodeClaim
+	for _, bt := range p.booting {
+		out = append(out, bt.claim.DeepCopy())
+	}
+	p.mu.Unlock()
 	var nodes corev1.NodeList
 	if err := p.client.List(ctx, &nodes); err != nil {
 		return nil, err
 	}
-	var out []*v1.NodeClaim
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
-		if _, ok := n.Annotations[AnnotationNode]; !ok || n.Spec.ProviderID == "" {
+		if _, ok := n.Annotations[AnnotationNode]; !ok || n.Spec.ProviderID == "" || p.isBooting(n.Spec.ProviderID) {
 			continue
 		}
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, CreationTimestamp: n.CreationTimestamp}}
@@ -140,6 +340,12 @@ func (p *Provider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 		out = append(out, nc)
 	}
 	return out, nil
+}
+
+func (p *Provider) isBooting(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.booting[id] != nil
 }
 
 // GetInstanceTypes returns what a NodePool may launch.

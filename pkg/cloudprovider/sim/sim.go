@@ -399,24 +399,21 @@ func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
 
 // SetCapacity makes an instance type's offerings (in a zone and capacity
 // type, "" for all) run out of capacity or have it again. Callers are not
-// told: they find out when a launch fails.
+// told: they find out when a launch fails. It is the cloud's truth, so it
+// holds for NodePools set later too.
 func (p *Provider) SetCapacity(instanceType, zone, capacityType string, available bool) {
-	seen := map[*cloudprovider.Offering]bool{}
-	for _, its := range p.byPool {
-		for _, it := range its {
-			if it.Name != instanceType {
+	for _, it := range p.types {
+		if it.Name != instanceType {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if (zone != "" && o.Zone != zone) || (capacityType != "" && o.CapacityType != capacityType) {
 				continue
 			}
-			for _, o := range it.Offerings {
-				if seen[o] || (zone != "" && o.Zone != zone) || (capacityType != "" && o.CapacityType != capacityType) {
-					continue
-				}
-				seen[o] = true
-				if available {
-					delete(p.noCapacity, o)
-				} else {
-					p.noCapacity[o] = true
-				}
+			if available {
+				delete(p.noCapacity, o)
+			} else {
+				p.noCapacity[o] = true
 			}
 		}
 	}

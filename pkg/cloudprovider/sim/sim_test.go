@@ -260,3 +260,20 @@ func TestCapacityTypePriority(t *testing.T) {
 		t.Errorf("a spot-only claim with no spot capacity: %v", err)
 	}
 }
+
+// TestCapacityIsTheCloudsBeforeAnyNodePool: a shortage set before the
+// cloud knows a NodePool (as the controller's provider is, before its
+// first NodePool sync) still fails that pool's launches.
+func TestCapacityIsTheCloudsBeforeAnyNodePool(t *testing.T) {
+	c, err := New(nil, []*cloudprovider.InstanceType{instanceType("small", 2, 0.1)}, nil, Options{Now: func() time.Time { return start }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.SetCapacity("small", "", "", false)
+	if err := c.SetNodePools([]*v1.NodePool{{ObjectMeta: metav1.ObjectMeta{Name: "general"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create(context.Background(), claim()); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("launch during a shortage set before the pool: %v, want an insufficient capacity error", err)
+	}
+}

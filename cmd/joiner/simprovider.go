@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
+)
+
+// cloudFlags choose and configure the controller's cloud provider.
+type cloudFlags struct {
+	provider, catalogFile, region, scenario string
+	zones                                   []string
+	seed                                    int64
+	apiErrorRate                            float64
+}
+
+func (f *cloudFlags) register(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.provider, "cloud-provider", "kwok", "where instances come from: kwok, sim")
+	fl.StringVar(&f.catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
+	fl.StringVar(&f.region, "region", "", "the cluster's region (default us-east-1)")
+	fl.StringSliceVar(&f.zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
+	fl.StringVar(&f.scenario, "scenario", "", "sim: take the cloud from this scenario directory's scenario.yaml (seed, region, zones, catalog, faults: latencies, API error rate, never-register rate, insufficient-capacity windows from the controller's start)")
+	fl.Int64Var(&f.seed, "seed", 1, "sim: the seed of the simulated cloud's boot latencies and API errors")
+	fl.Float64Var(&f.apiErrorRate, "api-error-rate", 0, "sim: the share of launch calls that fail outright")
+}
+
+// check says what is wrong with the flags before anything connects.
+func (f *cloudFlags) check() error {
+	switch {
+	case f.provider != "kwok" && f.provider != "sim":
+		return fmt.Errorf("--cloud-provider %q: the providers are kwok and sim (aws is still to come)", f.provider)
+	case f.provider != "sim" && f.scenario != "":
+		return fmt.Errorf("--scenario is for --cloud-provider sim")
+	}
+	return nil
+}
+
+// newProvider builds the provider the flags name, launching through c.
+func (f *cloudFlags) newProvider(cmd *cobra.Command, c client.Client, clk clock.WithDelayedExecution) (cloudprovider.CloudProvider, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
+	switch f.provider {
+	case "kwok":
+		types, err := f.instanceTypes(f.region, f.zones, f.catalogFile)
+		if err != nil {
+			return nil, err
+		}
+		return kwok.New(c, types, clk)
+	case "sim":
+		opts := kwok.Options{Name: "sim", Clock: clk, Boot: &simcloud.BootModel{}}
+		region, zones, catalogFile, seed := f.region, f.zones, f.catalogFile, f.seed
+		apiErrorRate := f.apiErrorRate
+		if f.scenario != "" {
+			abs, err := filepath.Abs(f.scenario)
+			if err != nil {
+				return nil, err
+			}
+			in, err := sim.Load(os.DirFS(abs), ".", f.scenario)
+			if err != nil {
+				return nil, fmt.Errorf("--scenario: %w", err)
+			}
+			s := in.Scenario.Spec
+			boot, windows := s.Faults.Boot(), s.Faults.CapacityWindows()
+			opts.Boot, opts.Capacity = &boot, windows
+			changed := cmd.Flags().Changed
+			if !changed("region") {
+				region = s.Region
+			}
+			if !changed("zones") {
+				zones = s.Zones
+			}
+			if !changed("catalog") && s.Catalog != "" {
+				catalogFile = filepath.Join(abs, s.Catalog)
+			}
+			if !changed("seed") {
+				seed = s.Seed
+			}
+			if !changed("api-error-rate") {
+				apiErrorRate = s.Faults.APIErrorRate
+			}
+		}
+		if apiErrorRate < 0 || apiErrorRate > 1 {
+			return nil, fmt.Errorf("--api-error-rate %v: use a share from 0 to 1", apiErrorRate)
+		}
+		types, err := f.instanceTypes(region, zones, catalogFile)
+		if err != nil {
+			return nil, err
+		}
+		opts.Rand, opts.APIErrorRate = rand.New(rand.NewSource(seed)), apiErrorRate
+		return kwok.NewWithOptions(c, types, opts)
+	}
+	return nil, f.check()
+}
+
+func (f *cloudFlags) instanceTypes(region string, zones []string, catalogFile string) ([]*cloudprovider.InstanceType, error) {
+	cat, err := loadCatalog(catalogFile)
+	if err != nil {
+		return nil, err
+	}
+	types, _, err := cat.InstanceTypes(catalog.Options{Region: region, Zones: zones})
+	if err != nil {
+		return nil, fmt.Errorf("--region/--zones: %w", err)
+	}
+	return types, nil
+}
