@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -53,12 +54,14 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		return dc
 	}
 	if !c.disrupt.queue.Validating() {
-		d := disruption.Compute(ctx, fresh(), c.disrupt.queue.Options)
+		dc := fresh()
+		d := disruption.Compute(ctx, dc, c.disrupt.queue.Options)
 		for pool, as := range d.Allowances {
 			for _, a := range as {
 				allowedDisruptions.WithLabelValues(pool, string(a.Reason)).Set(float64(a.Allowed))
 			}
 		}
+		c.blockedEvents(dc, d)
 		for _, cand := range d.Expired {
 			log.FromContext(ctx).Info("deleting an expired NodeClaim", "nodeclaim", cand.NodeClaim.Name)
 			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
@@ -91,6 +94,39 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// blockedEvents tells, as upstream's DisruptionBlocked events do, why nodes
+// the pass would have disrupted are held: on each held node's NodeClaim
+// the engine's reason, and on a NodePool whose budget holds nodes back the
+// budget, what it allows and until when. The event recorder folds the
+// repeats of later passes into one event's series.
+func (c *Controller) blockedEvents(dc *disruption.Cluster, d *disruption.Decision) {
+	claims := map[string]*v1.NodeClaim{}
+	for _, cand := range dc.Nodes {
+		claims[cand.Node.Name] = cand.NodeClaim
+	}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range dc.NodePools {
+		pools[np.Name] = np
+	}
+	byBudget := map[[2]string]bool{}
+	for _, b := range d.Blocked {
+		if nc := claims[b.Node]; nc != nil {
+			c.event(nc, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
+		}
+		if b.ByBudget != "" {
+			byBudget[[2]string{b.NodePool, string(b.ByBudget)}] = true
+		}
+	}
+	for pool, as := range d.Allowances {
+		np := pools[pool]
+		for _, a := range as {
+			if np != nil && byBudget[[2]string{pool, string(a.Reason)}] {
+				c.event(np, nil, corev1.EventTypeNormal, "DisruptionBlocked", "No allowed disruptions for reason %s: %s", a.Reason, a.Explain(np, dc.Now))
+			}
+		}
+	}
 }
 
 // drifted is the cloud provider's drift check for the Store.

@@ -162,3 +162,37 @@ func IsActive(b *v1.Budget, now time.Time) (bool, error) {
 	next := sched.Next(now.Add(-b.Duration.Duration))
 	return !next.After(now), nil
 }
+
+// DescribeBudget renders spec.disruption.budgets[i] as a person reads it.
+func DescribeBudget(np *v1.NodePool, i int) string {
+	b := np.Spec.Disruption.Budgets[i]
+	s := fmt.Sprintf("budgets[%d] (nodes %s", i, b.Nodes)
+	if len(b.Reasons) > 0 {
+		var rs []string
+		for _, r := range b.Reasons {
+			rs = append(rs, string(r))
+		}
+		s += ", reasons " + strings.Join(rs, ",")
+	}
+	if b.Schedule != nil && b.Duration != nil {
+		s += fmt.Sprintf(", from %q for %s", *b.Schedule, b.Duration.Duration)
+	}
+	return s + ")"
+}
+
+// Explain says, for people, what the allowance holds back in np at now:
+// "budgets[0] (nodes 10%, reasons Drifted) allows 0 Drifted disruptions
+// until Mon 17:00 UTC".
+func (a Allowance) Explain(np *v1.NodePool, now time.Time) string {
+	switch {
+	case a.Err != nil:
+		return fmt.Sprintf("a budget that cannot be read allows no %s disruptions: %v", a.Reason, a.Err)
+	case a.Binding < 0:
+		return fmt.Sprintf("no budget limits %s disruptions", a.Reason)
+	}
+	s := fmt.Sprintf("%s allows %d %s disruption(s)", DescribeBudget(np, a.Binding), a.Allowed, a.Reason)
+	if _, next, err := Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
+		s += " until " + next.UTC().Format("Mon 15:04 MST")
+	}
+	return s
+}

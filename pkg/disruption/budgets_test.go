@@ -135,3 +135,22 @@ func TestBudgetWindow(t *testing.T) {
 		t.Errorf("a budget without a schedule is always active: %v %s %v", active, next, err)
 	}
 }
+
+// TestAllowanceExplain: an allowance in words — the binding budget as
+// written, what it allows, and until when its window holds.
+func TestAllowanceExplain(t *testing.T) {
+	np := nodePool("p", func(np *v1.NodePool) {
+		schedule := "0 9 * * mon-fri"
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "10%"},
+			{Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}, Schedule: &schedule, Duration: &metav1.Duration{Duration: 8 * time.Hour}}}
+	})
+	monday10 := time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)
+	a := Allowed(np, v1.DisruptionReasonDrifted, PoolNodes{Total: 10}, monday10)
+	want := `budgets[1] (nodes 0, reasons Drifted, from "0 9 * * mon-fri" for 8h0m0s) allows 0 Drifted disruption(s) until Mon 17:00 UTC`
+	if got := a.Explain(np, monday10); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if got := Allowed(np, v1.DisruptionReasonEmpty, PoolNodes{Total: 10}, monday10).Explain(np, monday10); got != "budgets[0] (nodes 10%) allows 1 Empty disruption(s)" {
+		t.Errorf("got %s", got)
+	}
+}

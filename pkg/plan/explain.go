@@ -93,7 +93,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		if err != nil {
 			continue // said in Allowed
 		}
-		out.Windows = append(out.Windows, Window{Budget: describeBudget(np, i), Open: open, Next: next.UTC()})
+		out.Windows = append(out.Windows, Window{Budget: disruption.DescribeBudget(np, i), Open: open, Next: next.UTC()})
 	}
 	var keys []string
 	for k := range np.Spec.Limits {

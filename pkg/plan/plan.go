@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -203,7 +202,7 @@ func budgetOf(np *v1.NodePool, a disruption.Allowance, now time.Time) Budget {
 	case a.Binding < 0:
 		b.Allowed = -1
 	default:
-		b.Budget = describeBudget(np, a.Binding)
+		b.Budget = disruption.DescribeBudget(np, a.Binding)
 		if _, next, err := disruption.Window(&np.Spec.Disruption.Budgets[a.Binding], now); err == nil && !next.IsZero() {
 			next = next.UTC()
 			b.Until = &next
@@ -224,26 +223,9 @@ func budgetText(np *v1.NodePool, allowances []disruption.Allowance, reason v1.Di
 		if a.Binding < 0 {
 			return fmt.Sprintf("NodePool %s: no budget limits %s", np.Name, reason)
 		}
-		return fmt.Sprintf("NodePool %s: %s allows %d %s now", np.Name, describeBudget(np, a.Binding), a.Allowed, reason)
+		return fmt.Sprintf("NodePool %s: %s allows %d %s now", np.Name, disruption.DescribeBudget(np, a.Binding), a.Allowed, reason)
 	}
 	return fmt.Sprintf("NodePool %s: %s is forceful, not limited by budgets", np.Name, reason)
-}
-
-// describeBudget renders spec.disruption.budgets[i] as a person reads it.
-func describeBudget(np *v1.NodePool, i int) string {
-	b := np.Spec.Disruption.Budgets[i]
-	s := fmt.Sprintf("budgets[%d] (nodes %s", i, b.Nodes)
-	if len(b.Reasons) > 0 {
-		var rs []string
-		for _, r := range b.Reasons {
-			rs = append(rs, string(r))
-		}
-		s += ", reasons " + strings.Join(rs, ",")
-	}
-	if b.Schedule != nil && b.Duration != nil {
-		s += fmt.Sprintf(", from %q for %s", *b.Schedule, b.Duration.Duration)
-	}
-	return s + ")"
 }
 
 func nodeClaim(nc *provisioning.NodeClaimPlan) NodeClaim {

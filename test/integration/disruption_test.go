@@ -5,12 +5,14 @@ package integration
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -126,6 +128,24 @@ func TestDriftReplacesWithinBudget(t *testing.T) {
 	defer mu.Unlock()
 	if len(deleted) != 3 || most != 1 {
 		t.Fatalf("drift under a budget of one node: %d claims deleted, at most %d at once (want 3, and 1)", len(deleted), most)
+	}
+	// While one node drifted, the budget held the others: Events say so on
+	// the pool and on the held claims, in the engine's words.
+	var events eventsv1.EventList
+	if err := kc.List(ctx, &events); err != nil {
+		t.Fatal(err)
+	}
+	onPool, onClaim := false, false
+	for _, e := range events.Items {
+		if e.Reason != "DisruptionBlocked" {
+			continue
+		}
+		onPool = onPool || (e.Regarding.Kind == "NodePool" && e.Regarding.Name == pool &&
+			strings.Contains(e.Note, "No allowed disruptions for reason Drifted: budgets[0] (nodes 1) allows 0 Drifted disruption(s)"))
+		onClaim = onClaim || (e.Regarding.Kind == "NodeClaim" && strings.Contains(e.Note, "Cannot disrupt NodeClaim: NodePool "+pool+"'s budget allows no more Drifted disruptions now"))
+	}
+	if !onPool || !onClaim {
+		t.Errorf("DisruptionBlocked events: on the pool %v, on a held claim %v", onPool, onClaim)
 	}
 	cleanUpPool(t, kc, pool, ns, d)
 }
