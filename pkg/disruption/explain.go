@@ -37,108 +37,153 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 	if np == nil {
 		return nil, fmt.Errorf("node %s: its NodePool %q is gone", name, cand.NodePool)
 	}
-	var out []Answer
-	add := func(method Method, acts bool, format string, args ...any) {
-		out = append(out, Answer{Method: method, Acts: acts, Why: fmt.Sprintf(format, args...)})
-	}
-	held := func(method Method, reason v1.DisruptionReason, format string, args ...any) {
-		out = append(out, Answer{Method: method, Why: fmt.Sprintf(format, args...), ByBudget: reason})
-	}
 	switch {
 	case cand.Disrupting:
-		return append(out, Answer{Method: "any", Why: "it is already being disrupted or deleted"}), nil
+		return []Answer{{Method: "any", Why: "it is already being disrupted or deleted"}}, nil
 	case !cand.Initialized:
-		return append(out, Answer{Method: "any", Why: "it is not initialized yet: nothing disrupts a node still starting"}), nil
+		return []Answer{{Method: "any", Why: "it is not initialized yet: nothing disrupts a node still starting"}}, nil
 	}
-	p.expire()
-	expired := len(p.decision.Expired) > 0 && containsCandidate(p.decision.Expired, cand)
-	if exp := cand.NodeClaim.Spec.ExpireAfter; exp.IsNever() {
-		add("expiration", false, "expireAfter is Never")
-	} else if expired {
-		add("expiration", true, "it expired at %s (expireAfter %s): it is drained regardless of budgets and do-not-disrupt", cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
-		return out, nil
-	} else {
-		add("expiration", false, "it expires at %s (expireAfter %s)", cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
-	}
-	blocked := c.blocker(cand)
-	budget := func(reason v1.DisruptionReason) string {
-		if p.remain[cand.NodePool][reason] > 0 {
-			return ""
+	e := &explainer{ctx: ctx, p: p, cand: cand, np: np, blocked: c.blocker(cand)}
+	e.waitWhy = e.notConsolidatableWhy()
+	// Each method in turn; the first that acts ends the answer.
+	for _, method := range []func() bool{e.expiration, e.emptiness, e.drift, e.consolidation} {
+		if method() {
+			break
 		}
-		return fmt.Sprintf("NodePool %s's budget allows no %s disruption now", cand.NodePool, reason)
 	}
-	pods := p.podsOf(cand)
-	after := np.Spec.Disruption.ConsolidateAfter
-	waited := p.consolidatable(cand)
-	waitWhy := ""
+	return e.out, nil
+}
+
+// explainer gathers one node's answers, method by method.
+type explainer struct {
+	ctx  context.Context
+	p    *pass
+	cand *Candidate
+	np   *v1.NodePool
+	// blocked is what keeps graceful methods off the node ("" for none);
+	// waitWhy why consolidation may not take it yet ("" when it may).
+	blocked, waitWhy string
+	out              []Answer
+}
+
+func (e *explainer) add(method Method, acts bool, format string, args ...any) {
+	e.out = append(e.out, Answer{Method: method, Acts: acts, Why: fmt.Sprintf(format, args...)})
+}
+
+func (e *explainer) held(method Method, reason v1.DisruptionReason, format string, args ...any) {
+	e.out = append(e.out, Answer{Method: method, Why: fmt.Sprintf(format, args...), ByBudget: reason})
+}
+
+// budget says why the pool's budget allows no disruption for reason now
+// ("" when it allows one).
+func (e *explainer) budget(reason v1.DisruptionReason) string {
+	if e.p.remain[e.cand.NodePool][reason] > 0 {
+		return ""
+	}
+	return fmt.Sprintf("NodePool %s's budget allows no %s disruption now", e.cand.NodePool, reason)
+}
+
+// notConsolidatableWhy: consolidateAfter Never, a static pool, or
+// consolidateAfter not passed since the last pod change.
+func (e *explainer) notConsolidatableWhy() string {
+	after := e.np.Spec.Disruption.ConsolidateAfter
 	switch {
 	case after.IsNever():
-		waitWhy = "consolidateAfter is Never"
-	case np.IsStatic():
-		waitWhy = "a static NodePool is not consolidated"
-	case !waited:
-		last := cand.NodeClaim.Status.LastPodEventTime.Time
+		return "consolidateAfter is Never"
+	case e.np.IsStatic():
+		return "a static NodePool is not consolidated"
+	case !e.p.consolidatable(e.cand):
+		last := e.cand.NodeClaim.Status.LastPodEventTime.Time
 		if last.IsZero() {
-			last = cand.NodeClaim.CreationTimestamp.Time
+			last = e.cand.NodeClaim.CreationTimestamp.Time
 		}
-		waitWhy = fmt.Sprintf("consolidateAfter %s has not passed since its last pod change at %s (until %s)", after.Duration, last.UTC().Format(time.RFC3339), last.Add(*after.Duration).UTC().Format(time.RFC3339))
+		return fmt.Sprintf("consolidateAfter %s has not passed since its last pod change at %s (until %s)", after.Duration, last.UTC().Format(time.RFC3339), last.Add(*after.Duration).UTC().Format(time.RFC3339))
 	}
-	// gated says, for a graceful method, the first of blocker, consolidateAfter
-	// and budget that holds the node back (false when none does).
-	gated := func(method Method, reason v1.DisruptionReason) bool {
-		switch {
-		case blocked != "":
-			add(method, false, "%s", blocked)
-		case waitWhy != "":
-			add(method, false, "%s", waitWhy)
-		case budget(reason) != "":
-			held(method, reason, "%s", budget(reason))
-		default:
-			return false
-		}
+	return ""
+}
+
+// gated says, for a graceful method, the first of blocker, consolidateAfter
+// and budget that holds the node back (false when none does).
+func (e *explainer) gated(method Method, reason v1.DisruptionReason) bool {
+	switch {
+	case e.blocked != "":
+		e.add(method, false, "%s", e.blocked)
+	case e.waitWhy != "":
+		e.add(method, false, "%s", e.waitWhy)
+	case e.budget(reason) != "":
+		e.held(method, reason, "%s", e.budget(reason))
+	default:
+		return false
+	}
+	return true
+}
+
+func (e *explainer) expiration() bool {
+	e.p.expire()
+	exp := e.cand.NodeClaim.Spec.ExpireAfter
+	switch {
+	case exp.IsNever():
+		e.add("expiration", false, "expireAfter is Never")
+	case containsCandidate(e.p.decision.Expired, e.cand):
+		e.add("expiration", true, "it expired at %s (expireAfter %s): it is drained regardless of budgets and do-not-disrupt", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
+		return true
+	default:
+		e.add("expiration", false, "it expires at %s (expireAfter %s)", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
+	}
+	return false
+}
+
+func (e *explainer) emptiness() bool {
+	switch pods := e.p.podsOf(e.cand); {
+	case len(pods) > 0:
+		e.add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
+	case e.gated(MethodEmpty, v1.DisruptionReasonEmpty):
+	default:
+		e.add(MethodEmpty, true, "it is empty: it is deleted")
 		return true
 	}
-	// Emptiness.
-	switch {
-	case len(pods) > 0:
-		add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
-	case gated(MethodEmpty, v1.DisruptionReasonEmpty):
-	default:
-		add(MethodEmpty, true, "it is empty: it is deleted")
-		return out, nil
-	}
-	// Drift.
-	drift := p.driftReason(cand)
+	return false
+}
+
+func (e *explainer) drift() bool {
+	drift := e.p.driftReason(e.cand)
 	switch {
 	case drift == "":
-		add(MethodDrift, false, "it has not drifted")
-	case blocked != "" && cand.NodeClaim.Spec.TerminationGracePeriod == nil:
-		add(MethodDrift, false, "drifted (%s), but %s and its claim has no terminationGracePeriod", drift, blocked)
-	case budget(v1.DisruptionReasonDrifted) != "":
-		held(MethodDrift, v1.DisruptionReasonDrifted, "drifted (%s), but %s", drift, budget(v1.DisruptionReasonDrifted))
+		e.add(MethodDrift, false, "it has not drifted")
+	case e.blocked != "" && e.cand.NodeClaim.Spec.TerminationGracePeriod == nil:
+		e.add(MethodDrift, false, "drifted (%s), but %s and its claim has no terminationGracePeriod", drift, e.blocked)
+	case e.budget(v1.DisruptionReasonDrifted) != "":
+		e.held(MethodDrift, v1.DisruptionReasonDrifted, "drifted (%s), but %s", drift, e.budget(v1.DisruptionReasonDrifted))
 	default:
-		if _, ok := p.simulate(ctx, []*Candidate{cand}); !ok {
-			add(MethodDrift, false, "drifted (%s), but its pods would have nowhere to go", drift)
-		} else {
-			add(MethodDrift, true, "drifted (%s): it is replaced", drift)
-			return out, nil
+		if _, ok := e.p.simulate(e.ctx, []*Candidate{e.cand}); !ok {
+			e.add(MethodDrift, false, "drifted (%s), but its pods would have nowhere to go", drift)
+			return false
 		}
+		e.add(MethodDrift, true, "drifted (%s): it is replaced", drift)
+		return true
 	}
-	// Consolidation, as single-node.
+	return false
+}
+
+// consolidation answers as single-node consolidation would.
+func (e *explainer) consolidation() bool {
 	switch {
-	case np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty:
-		add(MethodSingleNode, false, "consolidationPolicy WhenEmpty: a node with pods is not consolidated")
-	case gated(MethodSingleNode, v1.DisruptionReasonUnderutilized):
+	case e.np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty:
+		e.add(MethodSingleNode, false, "consolidationPolicy WhenEmpty: a node with pods is not consolidated")
+	case e.gated(MethodSingleNode, v1.DisruptionReasonUnderutilized):
 	default:
-		if cmd, why := p.consolidateWhy(ctx, []*Candidate{cand}, MethodSingleNode); cmd == nil {
-			add(MethodSingleNode, false, "%s", why)
-		} else if len(cmd.Replacements) == 0 {
-			add(MethodSingleNode, true, "its pods fit on the other nodes: it is deleted, saving %.4f USD/h", cmd.Savings)
-		} else {
-			add(MethodSingleNode, true, "it is replaced by a cheaper %s, saving %.4f USD/h", cmd.Replacements[0].InstanceTypes[0].Name, cmd.Savings)
+		cmd, why := e.p.consolidateWhy(e.ctx, []*Candidate{e.cand}, MethodSingleNode)
+		switch {
+		case cmd == nil:
+			e.add(MethodSingleNode, false, "%s", why)
+		case len(cmd.Replacements) == 0:
+			e.add(MethodSingleNode, true, "its pods fit on the other nodes: it is deleted, saving %.4f USD/h", cmd.Savings)
+		default:
+			e.add(MethodSingleNode, true, "it is replaced by a cheaper %s, saving %.4f USD/h", cmd.Replacements[0].InstanceTypes[0].Name, cmd.Savings)
 		}
+		return cmd != nil
 	}
-	return out, nil
+	return false
 }
 
 func containsCandidate(cs []*Candidate, c *Candidate) bool {

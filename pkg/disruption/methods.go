@@ -556,64 +556,12 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 	}
 	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, Savings: price}
 	if len(res.NewNodeClaims) == 1 {
-		r := res.NewNodeClaims[0]
-		ct := r.Requirements.Get(v1.LabelCapacityType)
-		spotToSpot := allSpot && ct.Has(v1.CapacityTypeSpot)
-		if ct.Has(v1.CapacityTypeSpot) && (spotToSpot || ct.Has(v1.CapacityTypeOnDemand)) {
-			// As upstream: a spot node's replacement is spot; an on-demand
-			// node replaced by one that may be spot is priced as spot and
-			// launched only as spot, so a spot shortage fails the launch
-			// rather than replace the node by a dearer on-demand one.
-			spot := *r
-			spot.Requirements = r.Requirements.Copy()
-			spot.Requirements[v1.LabelCapacityType] = ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
-			r = &spot
+		r, why := p.replacement(cands, res, price, allSpot)
+		if r == nil {
+			return nil, why
 		}
-		// Keep only replacement types that are cheaper, and never a type a
-		// candidate already is: that would be a deletion of the others
-		// plus a pointless relaunch.
-		sameType := map[string]bool{}
-		for _, cand := range cands {
-			sameType[cand.InstanceType] = true
-		}
-		var cheaper []*cloudprovider.InstanceType
-		for _, it := range r.InstanceTypes {
-			if it.CheapestPrice(r.Requirements) < price && !sameType[it.Name] {
-				cheaper = append(cheaper, it)
-			}
-		}
-		if len(cheaper) == 0 {
-			cheapest := "none"
-			if len(r.InstanceTypes) > 0 {
-				cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
-			}
-			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
-		}
-		if spotToSpot {
-			why := ""
-			switch {
-			case !p.opts.SpotToSpot:
-				why = "spot-to-spot consolidation is off (the SpotToSpotConsolidation feature gate): a spot node is not replaced by a spot node"
-			case len(cands) == 1 && len(cheaper) < MinSpotToSpotTypes:
-				why = fmt.Sprintf("spot-to-spot consolidation needs %d cheaper spot instance types, found %d", MinSpotToSpotTypes, len(cheaper))
-			}
-			if why != "" {
-				if len(cands) == 1 { // multi-node's probes are not the node's own answer
-					p.block(cands[0], why)
-				}
-				return nil, why
-			}
-			if len(cands) == 1 {
-				// Launch only the cheapest 15, as upstream: whichever of them
-				// EC2 picks, no cheaper set remains to consolidate to at once.
-				cheaper = cheaper[:MinSpotToSpotTypes]
-			}
-		}
-		own := *r // r belongs to the (remembered) simulation
-		own.InstanceTypes = cheaper
-		r = &own
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
-		cmd.Savings -= cheaper[0].CheapestPrice(r.Requirements)
+		cmd.Savings -= r.InstanceTypes[0].CheapestPrice(r.Requirements)
 	}
 	switch {
 	case cmd.Savings <= 0:
@@ -622,6 +570,76 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 		return nil, fmt.Sprintf("the Balanced policy wants a larger saving than %.4f USD/h for the pods it would move", cmd.Savings)
 	}
 	return cmd, ""
+}
+
+// replacement is the one new claim of a simulation as consolidation
+// launches it — narrowed to spot as upstream narrows it, to the types
+// cheaper than the candidates (price) and not theirs, to the cheapest 15
+// for single-node spot-to-spot — or nil with why not.
+func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price float64, allSpot bool) (*provisioning.NodeClaimPlan, string) {
+	r := res.NewNodeClaims[0]
+	ct := r.Requirements.Get(v1.LabelCapacityType)
+	spotToSpot := allSpot && ct.Has(v1.CapacityTypeSpot)
+	if ct.Has(v1.CapacityTypeSpot) && (spotToSpot || ct.Has(v1.CapacityTypeOnDemand)) {
+		// As upstream: a spot node's replacement is spot; an on-demand
+		// node replaced by one that may be spot is priced as spot and
+		// launched only as spot, so a spot shortage fails the launch
+		// rather than replace the node by a dearer on-demand one.
+		spot := *r
+		spot.Requirements = r.Requirements.Copy()
+		spot.Requirements[v1.LabelCapacityType] = ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
+		r = &spot
+	}
+	// Keep only replacement types that are cheaper, and never a type a
+	// candidate already is: that would be a deletion of the others plus a
+	// pointless relaunch.
+	sameType := map[string]bool{}
+	for _, cand := range cands {
+		sameType[cand.InstanceType] = true
+	}
+	var cheaper []*cloudprovider.InstanceType
+	for _, it := range r.InstanceTypes {
+		if it.CheapestPrice(r.Requirements) < price && !sameType[it.Name] {
+			cheaper = append(cheaper, it)
+		}
+	}
+	if len(cheaper) == 0 {
+		cheapest := "none"
+		if len(r.InstanceTypes) > 0 {
+			cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
+		}
+		return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
+	}
+	if spotToSpot {
+		if why := p.spotToSpotWhyNot(cands, len(cheaper)); why != "" {
+			return nil, why
+		}
+		if len(cands) == 1 {
+			// Launch only the cheapest 15, as upstream: whichever of them
+			// EC2 picks, no cheaper set remains to consolidate to at once.
+			cheaper = cheaper[:MinSpotToSpotTypes]
+		}
+	}
+	own := *r // r belongs to the (remembered) simulation
+	own.InstanceTypes = cheaper
+	return &own, ""
+}
+
+// spotToSpotWhyNot says why spot nodes may not be replaced by a spot node
+// with that many cheaper types ("" when they may); a single node's own
+// answer is recorded as blocking it.
+func (p *pass) spotToSpotWhyNot(cands []*Candidate, cheaper int) string {
+	why := ""
+	switch {
+	case !p.opts.SpotToSpot:
+		why = "spot-to-spot consolidation is off (the SpotToSpotConsolidation feature gate): a spot node is not replaced by a spot node"
+	case len(cands) == 1 && cheaper < MinSpotToSpotTypes:
+		why = fmt.Sprintf("spot-to-spot consolidation needs %d cheaper spot instance types, found %d", MinSpotToSpotTypes, cheaper)
+	}
+	if why != "" && len(cands) == 1 { // multi-node's probes are not the node's own answer
+		p.block(cands[0], why)
+	}
+	return why
 }
 
 // podError is the first pod a simulation could not place, with its reason.
