@@ -27,6 +27,14 @@ func TestVersionMatchesChart(t *testing.T) {
 		t.Errorf("charts/joiner/Chart.yaml has version %q, appVersion %q; cmd/joiner's release is %q: bump them together",
 			chart.Version, chart.AppVersion, release)
 	}
+	// The Dockerfile labels its image with the version too.
+	dockerfile, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if label := `org.opencontainers.image.version="` + release + `"`; !strings.Contains(string(dockerfile), label) {
+		t.Errorf("the Dockerfile lacks the label %s", label)
+	}
 	out, err := run(t, "version")
 	if err != nil {
 		t.Fatal(err)
