@@ -18,5 +18,5 @@ version=$("$work/joiner" version | awk 'NR==1 {print $2}')
 revision=$(git -C "$root" rev-parse HEAD 2>/dev/null || true)
 rm -rf "$out"
 mkdir -p "$(dirname "$out")"
-(cd "$root/hack/image" && GOFLAGS=-mod=mod go run . -binary "$work/joiner" -out "$out" -version "$version" -revision "$revision" -arch "$(go env GOARCH)")
+(cd "$root/hack/image" && go run . -binary "$work/joiner" -out "$out" -version "$version" -revision "$revision" -arch "$(go env GOARCH)")
 echo "$out"
