@@ -8,17 +8,18 @@ package chart
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 )
 
 var (
@@ -35,7 +36,7 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	crlog.SetLogger(logr.Discard()) // the controller under test is the binary, which logs to its own output
+	crlog.SetLogger(zap.New(zap.WriteTo(io.Discard))) // the controller under test is the binary, which logs to its own output
 	helmBin = os.Getenv("HELM")
 	if helmBin == "" {
 		fmt.Fprintln(os.Stderr, "HELM is not set: run hack/test.sh, or export HELM=$(hack/helm.sh)")
