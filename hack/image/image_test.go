@@ -148,3 +148,23 @@ func TestImageIsReproducible(t *testing.T) {
 		t.Errorf("writing over an existing directory: %v", err)
 	}
 }
+
+// TestDockerfileBuildsTheSameImage: the Dockerfile's final stage is what
+// Image writes — an empty base, the binary at the entrypoint, the same user.
+// (No Docker daemon runs here to build it.)
+func TestDockerfileBuildsTheSameImage(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stages := strings.Split(string(b), "\nFROM ")
+	final := stages[len(stages)-1]
+	for _, want := range []string{"scratch\n", "COPY --from=build --chmod=0555 /out/joiner " + Entrypoint + "\n", "USER " + User + "\n", `ENTRYPOINT ["` + Entrypoint + `"]`} {
+		if !strings.Contains(final, want) {
+			t.Errorf("the Dockerfile's final stage lacks %q:\nFROM %s", want, final)
+		}
+	}
+	if !strings.Contains(string(b), "CGO_ENABLED=0") {
+		t.Error("the Dockerfile does not build a static binary (CGO_ENABLED=0)")
+	}
+}
