@@ -24,6 +24,7 @@ func newControllerCommand() *cobra.Command {
 	var kubeconfig, cloudProvider, catalogFile, region, metricsAddr, probeAddr string
 	var zones []string
 	var leaderElect bool
+	var tuning controllerTuning
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Joiner in a cluster: pending pods become NodeClaims, NodeClaims become nodes",
@@ -36,12 +37,29 @@ Cloud providers (--cloud-provider):
   kwok   instances are Node objects, as a kubelet would register them, for kwok's
          controller to make Ready (offerings from the EC2 catalog, --region/--zones)
 
-Today it provisions for pending pods (batched 1 s idle, 10 s at most) and takes
-NodeClaims through Launched, Registered and Initialized; disruption, draining
-and the NodePool status are still to come.`,
+It provisions for pending pods (batched: --batch-idle-duration after the
+last one, --batch-max-duration at most), takes NodeClaims through Launched,
+Registered and Initialized, disrupts (expiration, drift, consolidation, within
+the NodePools' budgets), drains through the Eviction API, keeps the NodePools'
+status and serves upstream Karpenter's metrics.
+
+Settings also come from the environment, as upstream Karpenter's chart sets
+them: LOG_LEVEL, BATCH_IDLE_DURATION, BATCH_MAX_DURATION, FEATURE_GATES (a
+flag given on the command line wins).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctrl.SetLogger(zap.New())
+			if err := tuning.fromEnv(cmd.Flags()); err != nil {
+				return err
+			}
+			level, err := tuning.zapLevel()
+			if err != nil {
+				return err
+			}
+			spotToSpot, err := tuning.spotToSpot()
+			if err != nil {
+				return err
+			}
+			ctrl.SetLogger(zap.New(zap.Level(level)))
 			if cloudProvider != "kwok" {
 				return fmt.Errorf("--cloud-provider %q: the providers are: kwok (sim and aws are still to come)", cloudProvider)
 			}
@@ -75,7 +93,8 @@ and the NodePool status are still to come.`,
 				return err
 			}
 			ctx := ctrl.SetupSignalHandler()
-			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider}); err != nil {
+			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
+				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot}); err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -96,5 +115,6 @@ and the NodePool status are still to come.`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
+	tuning.addFlags(f)
 	return cmd
 }

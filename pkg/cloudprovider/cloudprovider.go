@@ -39,6 +39,27 @@ type CloudProvider interface {
 	Name() string
 }
 
+// Interruption is the cloud's notice that it takes an instance away soon
+// (a spot interruption warning: two minutes on EC2).
+type Interruption struct {
+	ProviderID string
+	Kind       InterruptionKind
+}
+
+// InterruptionKind says what the notice is.
+type InterruptionKind string
+
+// SpotInterruption: the cloud reclaims a spot instance.
+const SpotInterruption InterruptionKind = "SpotInterruption"
+
+// Interrupter is a cloud provider that sends interruption notices (the
+// AWS provider reads them from its SQS queue). A provider marks a
+// reclaimed spot offering unavailable itself, as the AWS provider does, so
+// replacements go elsewhere; the controller deletes the instance's claim.
+type Interrupter interface {
+	Interruptions() <-chan Interruption
+}
+
 // DriftReason says why a NodeClaim drifted from its NodeClass; "" is none.
 type DriftReason string
 

@@ -56,6 +56,9 @@ type Options struct {
 	// RegistrationTTL: a claim whose Node has not registered by then is
 	// deleted, and provisioning tries again (15 min when 0).
 	RegistrationTTL time.Duration
+	// SpotToSpot is upstream's SpotToSpotConsolidation feature gate: spot
+	// nodes may be replaced by cheaper spot nodes (off by default).
+	SpotToSpot bool
 	// Restartable lets a process build a second Controller after the first
 	// stopped (as a test restarting Joiner does): controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -67,7 +70,7 @@ type Options struct {
 type Controller struct {
 	client  client.Client
 	store   *state.Store
-	cloud   CloudProvider
+	cloud   CloudProvider // opts.CloudProvider, metered
 	opts    Options
 	batch   *Batcher
 	disrupt disrupter
@@ -81,6 +84,7 @@ type Controller struct {
 	plannerMu sync.Mutex
 	plan      *provisioning.Planner
 	planAt    uint64
+	gauges    gauges
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -108,8 +112,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.RegistrationTTL == 0 {
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
-	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: opts.CloudProvider, opts: opts,
+	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: metered{opts.CloudProvider, opts.Clock}, opts: opts,
 		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter"), memo: disruption.NewMemo()}
+	c.disrupt.queue.Options = disruption.Options{SpotToSpot: opts.SpotToSpot}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
 		return []string{o.(*corev1.Node).Spec.ProviderID}
@@ -143,7 +148,11 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
-	for _, loop := range []func(context.Context) error{c.gcLoop, c.disruptionLoop} {
+	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
+	if i, ok := opts.CloudProvider.(cloudprovider.Interrupter); ok {
+		loops = append(loops, c.interruptionLoop(i.Interruptions()))
+	}
+	for _, loop := range loops {
 		if err := mgr.Add(manager.RunnableFunc(loop)); err != nil {
 			return nil, err
 		}
@@ -246,13 +255,14 @@ func (c *Controller) relist(ctx context.Context, mgr manager.Manager, sync func(
 }
 
 func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
+	ctx = withController(ctx, "nodepool.state")
 	var list v1.NodePoolList
 	if err := r.List(ctx, &list); err != nil {
 		return err
 	}
 	pools := pointers(list.Items)
 	var errs []error
-	if s, ok := c.cloud.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
+	if s, ok := c.opts.CloudProvider.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
 		errs = append(errs, s.SetNodePools(pools))
 	}
 	errs = append(errs, c.setOfferings(ctx, pools))
@@ -268,7 +278,7 @@ type versioned interface{ Version() int }
 // when their availability changed since the Store got them: an
 // insufficient-capacity error the provider learned is planned around.
 func (c *Controller) refreshOfferings(ctx context.Context) error {
-	v, ok := c.cloud.(versioned)
+	v, ok := c.opts.CloudProvider.(versioned)
 	if !ok {
 		return nil
 	}
@@ -285,7 +295,7 @@ func (c *Controller) refreshOfferings(ctx context.Context) error {
 func (c *Controller) setOfferings(ctx context.Context, pools []*v1.NodePool) error {
 	c.offeringsMu.Lock()
 	defer c.offeringsMu.Unlock()
-	if v, ok := c.cloud.(versioned); ok {
+	if v, ok := c.opts.CloudProvider.(versioned); ok {
 		c.offeringsAt = v.Version()
 	}
 	var errs []error
@@ -334,6 +344,7 @@ func (c *Controller) provisionLoop(ctx context.Context) error {
 // NodeClaims it plans, returning them. Each is put in the Store at once,
 // so the next pass counts it before its informer event arrives.
 func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
+	ctx = withController(ctx, "provisioner")
 	if err := c.refreshOfferings(ctx); err != nil {
 		logError(ctx, err, "refreshing instance types")
 	}
@@ -342,7 +353,9 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	if len(snap.Pods) == 0 {
 		return nil, nil
 	}
+	start := c.opts.Clock.Now()
 	res := c.planner(snap, version).Solve(ctx, snap)
+	schedulingDuration.WithLabelValues("provisioner").Observe(c.opts.Clock.Since(start).Seconds())
 	var created []*v1.NodeClaim
 	var errs []error
 	for _, plan := range res.NewNodeClaims {

@@ -43,6 +43,7 @@ func (c *Controller) disruptionLoop(ctx context.Context) error {
 func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 	c.disrupt.mu.Lock()
 	defer c.disrupt.mu.Unlock()
+	ctx = withController(ctx, "disruption")
 	var errs []error
 	fresh := func() *disruption.Cluster {
 		version := c.store.ConfigVersion()
@@ -52,7 +53,7 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		return dc
 	}
 	if !c.disrupt.queue.Validating() {
-		d := disruption.Compute(ctx, fresh(), disruption.Options{})
+		d := disruption.Compute(ctx, fresh(), c.disrupt.queue.Options)
 		for pool, as := range d.Allowances {
 			for _, a := range as {
 				allowedDisruptions.WithLabelValues(pool, string(a.Reason)).Set(float64(a.Allowed))
@@ -62,7 +63,9 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 			log.FromContext(ctx).Info("deleting an expired NodeClaim", "nodeclaim", cand.NodeClaim.Name)
 			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
+				continue
 			}
+			nodeClaimsDisrupted.WithLabelValues(cand.NodePool, "expired", cand.CapacityType).Inc()
 		}
 		for _, cmd := range d.Commands {
 			log.FromContext(ctx).Info("disruption command", "command", cmd.String())
@@ -80,7 +83,11 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 			if len(ev.Command.Replacements) > 0 {
 				decision = "replace"
 			}
-			disruptionDecisions.WithLabelValues(decision, string(ev.Command.Reason), string(ev.Command.Method)).Inc()
+			reason := snakeCase(string(ev.Command.Reason))
+			disruptionDecisions.WithLabelValues(decision, reason, consolidationType(ev.Command.Method)).Inc()
+			for _, cand := range ev.Command.Candidates {
+				nodeClaimsDisrupted.WithLabelValues(cand.NodePool, reason, cand.CapacityType).Inc()
+			}
 		}
 	}
 	return events, errors.Join(errs...)
@@ -113,9 +120,12 @@ func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 	return nc.Name, nil
 }
 
+// Replacement reads the claim from the Store, which Launch put it in: the
+// informer's cache may not have it yet, and a claim missing there is not a
+// failed one. The Store loses it when the informer sees it deleted.
 func (a apiActions) Replacement(name string) disruption.ReplacementState {
-	nc := &v1.NodeClaim{}
-	if err := a.c.client.Get(a.ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.DeletionTimestamp != nil {
+	nc := a.c.store.NodeClaim(name)
+	if nc == nil || nc.DeletionTimestamp != nil {
 		return disruption.ReplacementFailed
 	}
 	if conditionTrue(nc, v1.ConditionInitialized) {

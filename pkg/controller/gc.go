@@ -46,6 +46,7 @@ func (c *Controller) every(ctx context.Context, period time.Duration, what strin
 // deletes launched NodeClaims whose instance is gone (their Node goes with
 // them).
 func (c *Controller) CollectGarbage(ctx context.Context) error {
+	ctx = withController(ctx, "nodeclaim.garbagecollection")
 	instances, err := c.cloud.List(ctx)
 	if err != nil {
 		return fmt.Errorf("listing instances: %w", err)

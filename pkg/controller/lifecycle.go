@@ -40,8 +40,9 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {
-		return c.finalize(ctx, nc)
+		return c.finalize(withController(ctx, "nodeclaim.termination"), nc)
 	}
+	ctx = withController(ctx, "nodeclaim.lifecycle")
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
 		return reconcile.Result{}, c.client.Update(ctx, nc)
@@ -62,10 +63,8 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 // shortage and the next provisioning pass plans around it.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	launched, err := c.cloud.Create(ctx, nc)
-	if err != nil {
-		cloudProviderErrors.WithLabelValues("nodeclaim.lifecycle", "Create", c.cloud.Name(), errorKind(err)).Inc()
-	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
+		nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "insufficient_capacity", nc.Labels[v1.LabelCapacityType]).Inc()
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
 		c.event(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s event: %s", nc.Name, err)
 		return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
@@ -190,7 +189,6 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	if nc.Status.ProviderID != "" {
 		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
-			cloudProviderErrors.WithLabelValues("nodeclaim.termination", "Delete", c.cloud.Name(), errorKind(err)).Inc()
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}

@@ -1,8 +1,19 @@
 package controller
 
 import (
+	"context"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // Metrics under upstream Karpenter's names, where the meaning is the same,
@@ -40,13 +51,139 @@ var (
 	}, []string{"nodepool", "reason"})
 	disruptionDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
-		Help: "Disruption commands carried out, by decision (delete or replace), reason and method.",
+		Help: "Disruption commands carried out, by decision (delete or replace), reason and consolidation type (empty, single, multi; \"\" for drift).",
 	}, []string{"decision", "reason", "consolidation_type"})
+	nodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
+		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, spot_interruption) and capacity type.",
+	}, []string{"nodepool", "reason", "capacity_type"})
+	cloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
+		Help:    "How long cloud provider calls took, by calling controller, method and provider.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"controller", "method", "provider"})
+	schedulingDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "scheduling_duration_seconds",
+		Help:    "How long a provisioning pass's scheduling simulation took.",
+		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"controller"})
+	nodePodRequests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodes", Name: "total_pod_requests",
+		Help: "The summed requests of the pods bound to a node, by resource.",
+	}, []string{"node_name", "nodepool", "resource_type"})
+	nodePoolCost = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "joiner", Subsystem: "nodepool", Name: "cost_per_hour_usd",
+		Help: "What a NodePool's nodes cost per hour now, at their offerings' current prices (USD).",
+	}, []string{"nodepool"})
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions,
-		nodePoolUsage, nodePoolLimit, allowedDisruptions)
+		nodePoolUsage, nodePoolLimit, allowedDisruptions, nodeClaimsDisrupted, cloudProviderDuration, schedulingDuration,
+		nodePodRequests, nodePoolCost)
+}
+
+// snakeCase writes a reason as upstream's metrics label it: Underutilized
+// → underutilized, InsufficientCapacity → insufficient_capacity.
+func snakeCase(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		if unicode.IsUpper(r) {
+			if i > 0 {
+				b.WriteByte('_')
+			}
+			r = unicode.ToLower(r)
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// consolidationType is the consolidation_type label of a method, as
+// upstream's: empty, single, multi, and "" for the others.
+func consolidationType(m disruption.Method) string {
+	switch m {
+	case disruption.MethodEmpty:
+		return "empty"
+	case disruption.MethodSingleNode:
+		return "single"
+	case disruption.MethodMultiNode:
+		return "multi"
+	}
+	return ""
+}
+
+// metricsEvery is how often the gauges of nodes and NodePools are set
+// from the Store.
+const metricsEvery = 10 * time.Second
+
+// metricsLoop keeps the node and NodePool gauges until ctx ends.
+func (c *Controller) metricsLoop(ctx context.Context) error {
+	return c.every(ctx, metricsEvery, "updating metrics", func(context.Context) error {
+		c.UpdateGauges()
+		return nil
+	})
+}
+
+// gauges remembers which series UpdateGauges set last, to drop those of
+// nodes and NodePools that are gone (a Reset would leave a scrape in
+// between with none at all).
+type gauges struct {
+	mu       sync.Mutex
+	requests map[[3]string]bool
+	cost     map[string]bool
+}
+
+// UpdateGauges sets karpenter_nodes_total_pod_requests per node and
+// joiner_nodepool_cost_per_hour_usd per NodePool from the Store; the
+// series of nodes and pools that are gone are deleted.
+func (c *Controller) UpdateGauges() {
+	dc := c.store.DisruptionCluster(c.opts.Clock.Now(), nil)
+	requests, cost := map[[3]string]float64{}, map[string]float64{}
+	for _, np := range dc.NodePools {
+		cost[np.Name] = 0
+	}
+	addRequests := func(n *provisioning.Node) {
+		var reqs []corev1.ResourceList
+		for _, p := range n.Pods {
+			reqs = append(reqs, scheduling.PodRequests(p))
+		}
+		for name, q := range scheduling.Add(reqs...) {
+			requests[[3]string{n.Name, n.NodePool, string(name)}] = q.AsApproximateFloat64()
+		}
+	}
+	for _, cand := range dc.Nodes {
+		if cand.Node.InFlight {
+			continue // no pods yet, and no instance to pay for until it launches
+		}
+		addRequests(cand.Node)
+		cost[cand.NodePool] += cand.Price
+	}
+	for _, n := range dc.Unmanaged {
+		addRequests(n)
+	}
+	g := &c.gauges
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range g.requests {
+		if _, ok := requests[k]; !ok {
+			nodePodRequests.DeleteLabelValues(k[:]...)
+		}
+	}
+	for pool := range g.cost {
+		if _, ok := cost[pool]; !ok {
+			nodePoolCost.DeleteLabelValues(pool)
+		}
+	}
+	g.requests, g.cost = map[[3]string]bool{}, map[string]bool{}
+	for k, v := range requests {
+		nodePodRequests.WithLabelValues(k[:]...).Set(v)
+		g.requests[k] = true
+	}
+	for pool, v := range cost {
+		nodePoolCost.WithLabelValues(pool).Set(v)
+		g.cost[pool] = true
+	}
 }
 
 // errorKind names an error for the errors metric as upstream does.

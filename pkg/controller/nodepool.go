@@ -34,6 +34,7 @@ const (
 // capacity they add up to (what its limits count), and its conditions —
 // Ready when it validated and the cloud offers it instance types.
 func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = withController(ctx, "nodepool.status")
 	np := &v1.NodePool{}
 	if err := c.client.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // BenchmarkConsolidationPass: one disruption pass over 1,000 nodes holding
@@ -59,6 +60,29 @@ func BenchmarkConsolidationPassSingleNode(b *testing.B) {
 	}
 }
 
+// BenchmarkConsolidationPassAtRest: BenchmarkConsolidationPass's cluster
+// handed over pass after pass unchanged, with a Planner and a Memo as the
+// simulator and the controller keep them: from the second pass on, every
+// simulation's answer is remembered.
+func BenchmarkConsolidationPassAtRest(b *testing.B) {
+	r := rand.New(rand.NewSource(42))
+	np := nodePool("p")
+	its := benchTypes()
+	var nodes []*Candidate
+	for i := 0; i < 1000; i++ {
+		var pods []*corev1.Pod
+		for j := 0; j < 20; j++ {
+			pods = append(pods, podOn([]string{"100m", "250m", "500m"}[r.Intn(3)]))
+		}
+		nodes = append(nodes, node(fmt.Sprintf("n%04d", i), np, its[5], v1.CapacityTypeOnDemand, pods...))
+	}
+	benchmarkPass(b, np, its, nodes, func(c *Cluster) {
+		c.Planner = provisioning.NewPlanner(c.NodePools, c.InstanceTypes, nil)
+		c.Memo = NewMemo()
+		Compute(context.Background(), c, Options{}) // the first pass asks
+	})
+}
+
 // benchTypes: t1, t2, … t64 cores.
 func benchTypes() []*cloudprovider.InstanceType {
 	var its []*cloudprovider.InstanceType
@@ -71,7 +95,7 @@ func benchTypes() []*cloudprovider.InstanceType {
 // benchmarkPass times Compute over the nodes as a host hands them over:
 // each node with a Version and each pod with a resourceVersion (pkg/state
 // sets them), so the pass's simulations share what they derive.
-func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate) *Decision {
+func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate, setup ...func(*Cluster)) *Decision {
 	for _, n := range nodes {
 		n.Node.Version = "1"
 		for _, p := range n.Node.Pods {
@@ -79,6 +103,9 @@ func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceT
 		}
 	}
 	c := &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": its}, Nodes: nodes}
+	for _, f := range setup {
+		f(c)
+	}
 	var d *Decision
 	b.ResetTimer()
 	start := time.Now()

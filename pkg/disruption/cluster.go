@@ -49,12 +49,14 @@ type Cluster struct {
 // whether its labels satisfy its NodePool's requirements, and what
 // evicting its pods costs. It keys what it keeps by the node's Name and
 // Version (and the requirements' own key): a node without a Version is
-// never remembered.
+// never remembered. It also remembers the answers of scheduling
+// simulations, keyed by everything they depend on (see simKey).
 type Memo struct {
 	mu           sync.Mutex // passes may share a Memo
 	doNotDisrupt map[memoKey]protection
 	satisfied    map[satisfiedKey]bool
 	evictions    map[memoKey]float64
+	simulations  map[simKey]simAnswer
 }
 
 type memoKey struct{ name, version string }
@@ -84,7 +86,8 @@ func (p protection) at(now time.Time) string {
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]float64{}}
+	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]float64{},
+		simulations: map[simKey]simAnswer{}}
 }
 
 // remembered returns what compute says of node n, kept in m under n's key

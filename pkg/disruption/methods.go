@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sort"
 	"time"
@@ -166,6 +167,10 @@ type pass struct {
 	blocked        map[Blocked]bool // what block has recorded, once each
 	// consolidation: the consolidation candidates in order, once made.
 	consolidation []*Candidate
+	// world is the digest of what the pass's simulations share, once
+	// made (worldOK: every object had a content key); see simWorld.
+	world              [sha256.Size]byte
+	worldDone, worldOK bool
 }
 
 // block records that a candidate is held back, once per node and reason.
@@ -514,14 +519,16 @@ func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method Metho
 // alsoPending names the pending pods the simulation's new claims would
 // also take ("" for none): room consolidation must leave them.
 func (p *pass) alsoPending(res *provisioning.Results) string {
-	pending := make(map[*corev1.Pod]bool, len(p.c.Pending))
+	// By name: a remembered simulation holds an earlier pass's pod objects.
+	type podName struct{ namespace, name string }
+	pending := make(map[podName]bool, len(p.c.Pending))
 	for _, pod := range p.c.Pending {
-		pending[pod] = true
+		pending[podName{pod.Namespace, pod.Name}] = true
 	}
 	n := 0
 	for _, nc := range res.NewNodeClaims {
 		for _, pod := range nc.Pods {
-			if pending[pod] {
+			if pending[podName{pod.Namespace, pod.Name}] {
 				n++
 			}
 		}
@@ -602,7 +609,9 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 				cheaper = cheaper[:MinSpotToSpotTypes]
 			}
 		}
-		r.InstanceTypes = cheaper
+		own := *r // r belongs to the (remembered) simulation
+		own.InstanceTypes = cheaper
+		r = &own
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
 		cmd.Savings -= cheaper[0].CheapestPrice(r.Requirements)
 	}
@@ -660,7 +669,18 @@ func (p *pass) balancedApproves(cmd *Command) bool {
 // As upstream, the pending pods and the pods of nodes already being
 // disrupted are placed as well (unless withoutPending), and only the
 // candidates' pods must find a place.
+//
+// The answer is remembered in the cluster's Memo (see simulation): callers
+// must not modify it.
 func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
+	return p.simulation(cands, func() (*provisioning.Results, bool, bool) {
+		res, ok := p.solve(ctx, cands)
+		return res, ok, ctx.Err() == nil
+	})
+}
+
+// solve is simulate's scheduling run.
+func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
 	mustPlace := map[*corev1.Pod]bool{}

@@ -15,23 +15,19 @@ import (
 // passes, by the objects' content keys (see Node.Version). It is not safe
 // for concurrent use: its owner runs one pass at a time.
 type FilterCache struct {
-	dims    *dims
-	podVecs *podCache[vec]
-	anti    *nodeCache[bool]
-	vecs    *nodeCache[*nodeMemo]
-	keys    *podCache[uint64] // class keys of whole pods
+	dims  *dims
+	pods  *podCache[*podMemo]
+	nodes *nodeCache[*nodeMemo]
 }
 
 // NewFilterCache returns an empty FilterCache.
 func NewFilterCache() *FilterCache {
-	return &FilterCache{dims: newDims(), podVecs: newPodCache[vec](1 << 18), anti: newNodeCache[bool](math.MaxInt32),
-		vecs: newNodeCache[*nodeMemo](math.MaxInt32), keys: newPodCache[uint64](1 << 18)}
+	return &FilterCache{dims: newDims(), pods: newPodCache[*podMemo](1 << 18), nodes: newNodeCache[*nodeMemo](math.MaxInt32)}
 }
 
 // Retain forgets what was derived from nodes not in the list.
 func (fc *FilterCache) Retain(nodes []*Node) {
-	fc.anti.Retain(nodes)
-	fc.vecs.Retain(nodes)
+	fc.nodes.Retain(nodes)
 }
 
 // FilterPod is a pending pod as the filters take it.
@@ -65,10 +61,9 @@ type Class struct{ c *podClass }
 // returns each pod's Class. InFlight nodes take pods despite Joiner's
 // unregistered taint; MarkedForDeletion ones take none.
 func (fc *FilterCache) NewFilter(nodes []*Node, pods []FilterPod) (*Filter, []Class) {
-	for _, c := range []interface{ NewCall(int) }{fc.podVecs, fc.keys, fc.anti, fc.vecs} {
-		c.NewCall(0)
-	}
-	s := &scheduler{dims: fc.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podVecs: fc.podVecs, antiCache: fc.anti, nodeVecs: fc.vecs}
+	fc.pods.NewCall(0)
+	fc.nodes.NewCall(0)
+	s := &scheduler{dims: fc.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podMemos: fc.pods, nodeMemos: fc.nodes}
 	s.addNodes(nodes)
 	classes := make([]Class, len(pods))
 	for i, p := range pods {
@@ -95,12 +90,11 @@ func withoutRequiredNodeAffinity(pod *corev1.Pod) *corev1.Pod {
 // ClassKey is the class key of the whole pod, as given (preferences and
 // all): pods with equal keys are alike in every scheduling respect.
 func (f *Filter) ClassKey(pod *corev1.Pod) uint64 {
-	k, ok := f.fc.keys.Get(pod)
-	if !ok {
-		k = classKey(pod, f.s.podVec(pod))
-		f.fc.keys.Put(pod, k)
+	m := f.s.podMemoOf(pod)
+	if !m.keyKnown {
+		m.key, m.keyKnown = classKey(pod, f.s.podVecOf(pod, m)), true
 	}
-	return k
+	return m.key
 }
 
 // Prefilter rejects for the class, in one pass, the nodes it can never

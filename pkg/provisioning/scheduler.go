@@ -15,9 +15,8 @@ import (
 )
 
 type scheduler struct {
-	antiCache *nodeCache[bool]
-	nodeVecs  *nodeCache[*nodeMemo] // nil: nothing kept between runs
-	podVecs   *podCache[vec]
+	nodeMemos *nodeCache[*nodeMemo] // nil: nothing kept between runs
+	podMemos  *podCache[*podMemo]   // nil: nothing kept between runs
 	dims      *dims
 	topo      *topology
 	pools     []*poolInfo
@@ -25,9 +24,8 @@ type scheduler struct {
 	claims    []*claim
 	classes   map[uint64]*podClass
 	volumes   map[string]scheduling.Requirements
-	// keys and poolChecks are the planner's caches of class keys by pod
-	// and of class-to-pool checks by class key (nil: none).
-	keys       *podCache[uint64]
+	// poolChecks is the planner's cache of class-to-pool checks by class
+	// key (nil: none).
 	poolChecks map[uint64][]*classPool
 	// reqsByKey caches classes' node requirements by class key (nil: none).
 	reqsByKey map[uint64]scheduling.Requirements
@@ -54,13 +52,11 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // concurrent use; its Solves run one at a time.
 type Planner struct {
 	mu         sync.Mutex // Solves share the caches below: one at a time
-	antiCache  *nodeCache[bool]
-	nodeVecs   *nodeCache[*nodeMemo]
-	podVecs    *podCache[vec]
+	nodeMemos  *nodeCache[*nodeMemo]
+	podMemos   *podCache[*podMemo]
 	dims       *dims
 	pools      []*poolInfo
 	universe   map[string][]string
-	keys       *podCache[uint64]
 	poolChecks map[uint64][]*classPool
 	reqsByKey  map[uint64]scheduling.Requirements
 }
@@ -69,8 +65,7 @@ type Planner struct {
 func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
 	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
 	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe,
-		antiCache: newNodeCache[bool](1024), nodeVecs: newNodeCache[*nodeMemo](1024),
-		podVecs: newPodCache[vec](1 << 18), keys: newPodCache[uint64](1 << 18)}
+		nodeMemos: newNodeCache[*nodeMemo](1024), podMemos: newPodCache[*podMemo](1 << 18)}
 }
 
 // Solve is the package-level Solve over the planner's NodePools, instance
@@ -81,16 +76,14 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.mu.Lock()
 	defer pl.mu.Unlock()
-	pl.antiCache.NewCall(8 * len(snap.Nodes))
-	pl.nodeVecs.NewCall(8 * len(snap.Nodes))
-	pl.podVecs.NewCall(0)
-	pl.keys.NewCall(0)
+	pl.nodeMemos.NewCall(8 * len(snap.Nodes))
+	pl.podMemos.NewCall(0)
 	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
 		pl.poolChecks = map[uint64][]*classPool{}
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
 	}
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
-		podVecs: pl.podVecs, antiCache: pl.antiCache, nodeVecs: pl.nodeVecs, keys: pl.keys}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -211,7 +204,7 @@ func (s *scheduler) addNodes(nodes []*Node) {
 		if m.used == nil && n.Requested != nil {
 			m.used = d.vec(n.Requested)
 		}
-		*e = existingTarget{node: n, idx: len(s.existing), alloc: m.alloc, labels: n.Labels, used: m.used}
+		*e = existingTarget{node: n, memo: m, idx: len(s.existing), alloc: m.alloc, labels: n.Labels, used: m.used}
 		if n.Requested == nil {
 			for _, p := range n.Pods {
 				e.used = e.used.plus(d.vec(scheduling.PodRequests(p)))
@@ -230,20 +223,20 @@ func (s *scheduler) addNodes(nodes []*Node) {
 func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	// Most pods belong to a class met before: find it by the cached key
 	// before computing anything.
-	key, keyed := s.keys.Get(pod)
-	if keyed {
-		if c, ok := s.classes[key]; ok {
+	pm := s.podMemoOf(pod)
+	if pm.keyKnown {
+		if c, ok := s.classes[pm.key]; ok {
 			return c
 		}
 	}
-	requests := s.podVec(pod)
-	if !keyed {
-		key = classKey(pod, requests)
-		s.keys.Put(pod, key)
-		if c, ok := s.classes[key]; ok {
+	requests := s.podVecOf(pod, pm)
+	if !pm.keyKnown {
+		pm.key, pm.keyKnown = classKey(pod, requests), true
+		if c, ok := s.classes[pm.key]; ok {
 			return c
 		}
 	}
+	key := pm.key
 	reqs, ok := s.reqsByKey[key]
 	if !ok {
 		reqs = strictRequirements(pod, s.volumes)
@@ -316,7 +309,7 @@ func (s *scheduler) relaxedClass(c *podClass) *podClass {
 
 // recordExisting counts the pods already bound to nodes in the topology.
 func (s *scheduler) recordExisting(nodes []*Node) {
-	if len(s.topo.ordered) == 0 && !s.anyAntiAffinity(nodes) {
+	if len(s.topo.ordered) == 0 && !s.anyAntiAffinity() {
 		return // nothing to count
 	}
 	owned := map[*corev1.Pod][]*topoGroup{}
@@ -511,42 +504,56 @@ func needsOwnNode(pod *corev1.Pod) bool {
 	return false
 }
 
-func (s *scheduler) anyAntiAffinity(nodes []*Node) bool {
-	for _, n := range nodes {
-		if s.nodeHasAnti(n) {
+// anyAntiAffinity reports whether a pod on an existing target has pod
+// anti-affinity.
+func (s *scheduler) anyAntiAffinity() bool {
+	for _, e := range s.existing {
+		if hasAnti(e.node, e.memo) {
 			return true
 		}
 	}
 	return false
 }
 
-// nodeHasAnti reports whether a pod on the node has pod anti-affinity,
-// cached per node like its vectors.
-func (s *scheduler) nodeHasAnti(n *Node) bool {
-	if v, ok := s.antiCache.Get(n); ok {
-		return v
-	}
-	has := false
-	for _, p := range n.Pods {
-		if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
-			has = true
-			break
+// hasAnti reports whether a pod on the node has pod anti-affinity,
+// remembered in its memo like its vectors.
+func hasAnti(n *Node, m *nodeMemo) bool {
+	if m.anti == 0 {
+		m.anti = 1
+		for _, p := range n.Pods {
+			if p.Spec.Affinity != nil && p.Spec.Affinity.PodAntiAffinity != nil {
+				m.anti = 2
+				break
+			}
 		}
 	}
-	s.antiCache.Put(n, has)
-	return has
+	return m.anti == 2
 }
 
-// memoOf returns the node's resource vectors as the Planner or FilterCache
-// running this scheduler keeps them (a fresh slot when it keeps none).
+// memoOf returns the node's memo as the Planner or FilterCache running
+// this scheduler keeps it (a fresh one when it keeps none).
 func (s *scheduler) memoOf(n *Node) *nodeMemo {
-	if s.nodeVecs == nil {
+	if s.nodeMemos == nil {
 		return &nodeMemo{}
 	}
-	m, ok := s.nodeVecs.Get(n)
+	m, ok := s.nodeMemos.Get(n)
 	if !ok {
 		m = &nodeMemo{}
-		s.nodeVecs.Put(n, m)
+		s.nodeMemos.Put(n, m)
+	}
+	return m
+}
+
+// podMemoOf returns the pod's memo as the Planner or FilterCache running
+// this scheduler keeps it (a fresh one when it keeps none).
+func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
+	if s.podMemos == nil {
+		return &podMemo{}
+	}
+	m, ok := s.podMemos.Get(p)
+	if !ok {
+		m = &podMemo{}
+		s.podMemos.Put(p, m)
 	}
 	return m
 }
@@ -571,11 +578,12 @@ func (s *scheduler) addNodeDomains() {
 
 // podVec is the pod's requests as a vector, cached by the pod's content
 // key when the planner is reused.
-func (s *scheduler) podVec(p *corev1.Pod) vec {
-	if v, ok := s.podVecs.Get(p); ok {
-		return v
+func (s *scheduler) podVec(p *corev1.Pod) vec { return s.podVecOf(p, s.podMemoOf(p)) }
+
+// podVecOf is podVec with the pod's memo at hand.
+func (s *scheduler) podVecOf(p *corev1.Pod, m *podMemo) vec {
+	if m.vec == nil {
+		m.vec = s.dims.vec(scheduling.PodRequests(p))
 	}
-	v := s.dims.vec(scheduling.PodRequests(p))
-	s.podVecs.Put(p, v)
-	return v
+	return m.vec
 }

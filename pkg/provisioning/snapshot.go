@@ -63,9 +63,20 @@ type Node struct {
 	MarkedForDeletion bool
 }
 
-// nodeMemo is a node's resource vectors as a Planner or FilterCache keeps them.
+// nodeMemo is what a Planner or FilterCache derives from a node alone: its
+// resource vectors and whether a pod on it has pod anti-affinity. One memo
+// per node spares one cache lookup per fact.
 type nodeMemo struct {
 	alloc, used vec
+	anti        int8 // 0: not looked at yet; 1: no pod with anti-affinity; 2: some
+}
+
+// podMemo is what a Planner or FilterCache derives from a pod alone: its
+// requests as a vector and its class key (see classKey).
+type podMemo struct {
+	vec      vec
+	key      uint64
+	keyKnown bool
 }
 
 // Results is the decision: new NodeClaims, pods for existing nodes, and

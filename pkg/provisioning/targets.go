@@ -23,6 +23,7 @@ var (
 // existingTarget is an existing node or in-flight claim being filled.
 type existingTarget struct {
 	node        *Node
+	memo        *nodeMemo
 	idx         int
 	labels      map[string]string
 	alloc, used vec

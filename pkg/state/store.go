@@ -84,6 +84,9 @@ type view struct {
 	candidate disruption.Candidate
 	price     float64
 	pricedAt  int
+	// unlaunched: a claim without a size of its own yet, sized from the
+	// instance types (rebuilt when they change).
+	unlaunched bool
 }
 
 // NewStore returns an empty Store. assumeUnschedulable: see
@@ -110,6 +113,17 @@ func (s *Store) SetInstanceTypes(its map[string][]*cloudprovider.InstanceType) {
 	s.instanceTypes = its
 	s.itGen++
 	s.configGen++
+	s.unlaunchedDirty()
+}
+
+// unlaunchedDirty marks the views of claims that have not launched: their
+// size comes from the instance types (see leastOf).
+func (s *Store) unlaunchedDirty() {
+	for _, v := range s.views {
+		if v.unlaunched {
+			v.dirty = true
+		}
+	}
 }
 
 // SetDaemonSets replaces the DaemonSets.
@@ -129,6 +143,7 @@ func (s *Store) SetNodePoolsAndTypes(pools []*v1.NodePool, its map[string][]*clo
 	s.nodePools, s.instanceTypes = pools, its
 	s.itGen++
 	s.configGen++
+	s.unlaunchedDirty()
 }
 
 // ConfigVersion changes whenever the NodePools, instance types or
@@ -337,6 +352,17 @@ func (s *Store) Pod(namespace, name string) *corev1.Pod {
 	return nil
 }
 
+// NodeClaim returns the claim of that name, or nil. Callers must not
+// change it.
+func (s *Store) NodeClaim(name string) *v1.NodeClaim {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k, ok := s.claimEntry[name]; ok {
+		return s.views[k].node.NodeClaim
+	}
+	return nil
+}
+
 // build brings every dirty view up to date and returns them by name.
 func (s *Store) build() []*view {
 	if s.sorted == nil {
@@ -386,6 +412,17 @@ func (s *Store) rebuild(v *view) {
 	}
 	v.built = v.node.schedulingWith(scheduling.Add(requests...))
 	v.built.Version = version(&v.node)
+	v.unlaunched = len(v.built.Allocatable) == 0 && v.node.NodeClaim != nil
+	if v.unlaunched {
+		// A claim not launched yet will be one of its instance types: it
+		// holds at least what the least of them holds. Without that, a
+		// pass before the launch would find no room on it for the pods it
+		// was made for, and make another claim for them.
+		v.built.Allocatable, v.built.Capacity = s.leastOf(v.node.NodeClaim)
+		if v.built.Version != "" {
+			v.built.Version += "/" + strconv.Itoa(s.itGen)
+		}
+	}
 	v.reschedulable = v.reschedulable[:0]
 	for _, p := range v.built.Pods {
 		if podutil.IsReschedulable(p) {
@@ -399,6 +436,33 @@ func (s *Store) rebuild(v *view) {
 		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
 		Reschedulable: v.reschedulable}
 	v.pricedAt = -1
+}
+
+// leastOf is, resource by resource, the least allocatable and capacity
+// among the instance types a claim allows (its NodePool's that its
+// requirements admit); nil when none is known.
+func (s *Store) leastOf(nc *v1.NodeClaim) (allocatable, capacity corev1.ResourceList) {
+	reqs := scheduling.FromNodeSelectorRequirements(nc.Spec.Requirements)
+	least := func(acc, l corev1.ResourceList) corev1.ResourceList {
+		if acc == nil {
+			return l.DeepCopy()
+		}
+		for name, q := range acc {
+			if other, ok := l[name]; !ok {
+				delete(acc, name)
+			} else if other.Cmp(q) < 0 {
+				acc[name] = other.DeepCopy()
+			}
+		}
+		return acc
+	}
+	for _, it := range s.instanceTypes[nc.Labels[v1.LabelNodePool]] {
+		if !reqs.Get(v1.LabelInstanceType).Has(it.Name) {
+			continue
+		}
+		allocatable, capacity = least(allocatable, it.Allocatable()), least(capacity, it.Capacity)
+	}
+	return allocatable, capacity
 }
 
 // version is a hash of the resourceVersions the node's view is made of, or

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -179,5 +180,45 @@ func TestConfigVersion(t *testing.T) {
 		} else {
 			last = v
 		}
+	}
+}
+
+// TestUnlaunchedClaimHoldsItsPods: a pass between a claim's creation and
+// its launch (no size in its status yet) sees it as big as the least of the
+// instance types it allows, so the pods it was made for go on it rather
+// than on a second claim; once its instance types change it is resized.
+func TestUnlaunchedClaimHoldsItsPods(t *testing.T) {
+	c := cluster()
+	s := NewStore(false)
+	np := c.NodePools[0]
+	s.SetNodePoolsAndTypes([]*v1.NodePool{np}, map[string][]*cloudprovider.InstanceType{np.Name: {
+		instanceType("small", 2, 0.1), instanceType("medium", 4, 0.2), instanceType("large", 8, 0.4)}})
+	s.SetPod(pod("web-1", "", "1500m", withRV("1")))
+	s.SetPod(pod("web-2", "", "1500m", withRV("2")))
+	snap := s.ProvisioningSnapshot()
+	res := provisioning.Solve(context.Background(), snap)
+	if len(res.NewNodeClaims) != 1 {
+		t.Fatalf("want one claim for the two pods, got %d", len(res.NewNodeClaims))
+	}
+	plan := res.NewNodeClaims[0]
+	nc := NewNodeClaim(plan, "general-new", metav1.Time{})
+	nc.ResourceVersion = "3"
+	s.SetNodeClaim(nc) // created, not launched: no status
+	v := s.View("general-new")
+	if v == nil || !v.InFlight {
+		t.Fatalf("the new claim is an in-flight node: %+v", v)
+	}
+	if q := v.Allocatable[corev1.ResourceCPU]; q.Cmp(resource.MustParse("3")) < 0 {
+		t.Fatalf("the unlaunched claim allows %v, so it holds at least the least of them: %s cores", plan.InstanceTypes, q.String())
+	}
+	again := provisioning.Solve(context.Background(), s.ProvisioningSnapshot())
+	if len(again.NewNodeClaims) != 0 || len(again.ExistingNodes) != 1 || len(again.ExistingNodes[0].Pods) != 2 {
+		t.Fatalf("a pass before the launch: %d new claims, %d existing nodes used (want 0, and the new claim for both pods)", len(again.NewNodeClaims), len(again.ExistingNodes))
+	}
+	// New instance types (the least one the claim allows is gone): a new
+	// size and a new Version, so no cache keeps the old one.
+	s.SetInstanceTypes(map[string][]*cloudprovider.InstanceType{np.Name: {instanceType("small", 2, 0.1), instanceType("large", 8, 0.4)}})
+	if w := s.View("general-new"); w.Version == v.Version || w.Allocatable.Cpu().Cmp(*v.Allocatable.Cpu()) <= 0 {
+		t.Errorf("after the instance types changed: version %q (was %q), %s cores (was %s)", w.Version, v.Version, w.Allocatable.Cpu(), v.Allocatable.Cpu())
 	}
 }

@@ -223,7 +223,17 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 	}
 	eventually(t, "the metrics", func(context.Context) (bool, error) {
 		got := gathered(t)
-		return got["karpenter_nodeclaims_created_total"] >= 1 && got["karpenter_pods_startup_duration_seconds_count"] >= 1, nil
+		return got["karpenter_nodeclaims_created_total"] >= 1 && got["karpenter_pods_startup_duration_seconds_count"] >= 1 &&
+			got["karpenter_scheduler_scheduling_duration_seconds_count"] >= 1, nil
+	})
+	if n := histogramCount(t, "karpenter_cloudprovider_duration_seconds", map[string]string{"controller": "nodeclaim.lifecycle", "method": "Create", "provider": "kwok"}); n < 1 {
+		t.Errorf("karpenter_cloudprovider_duration_seconds timed %v launches", n)
+	}
+	// The node's pod requests (3 cores) and what the pool costs now.
+	eventually(t, "the node and pool gauges", func(context.Context) (bool, error) {
+		c2.UpdateGauges()
+		return gaugeValue(t, "karpenter_nodes_total_pod_requests", map[string]string{"node_name": node.Name, "nodepool": "general", "resource_type": "cpu"}) == 3 &&
+			gaugeValue(t, "joiner_nodepool_cost_per_hour_usd", map[string]string{"nodepool": "general"}) > 0, nil
 	})
 	// A pod running on the node: deleting the claim drains it first.
 	zero := int64(0)
@@ -395,6 +405,13 @@ func TestControllerConsolidatesAnEmptyNode(t *testing.T) {
 		err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &v1.NodeClaim{})
 		return err != nil && client.IgnoreNotFound(err) == nil, nil
 	})
+	// Upstream's labels: reasons in snake case, the consolidation type.
+	if n := counterValue(t, "karpenter_nodeclaims_disrupted_total", map[string]string{"nodepool": "batch", "reason": "empty", "capacity_type": nc.Labels[v1.LabelCapacityType]}); n != 1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total{nodepool=batch,reason=empty} = %v, want 1", n)
+	}
+	if n := counterValue(t, "karpenter_voluntary_disruption_decisions_total", map[string]string{"decision": "delete", "reason": "empty", "consolidation_type": "empty"}); n < 1 {
+		t.Errorf("karpenter_voluntary_disruption_decisions_total{decision=delete,reason=empty,consolidation_type=empty} = %v", n)
+	}
 }
 
 // gathered sums each metric of controller-runtime's registry (histograms by
@@ -531,6 +548,16 @@ func TestControllerPlansAroundInsufficientCapacity(t *testing.T) {
 	if err := kc.List(context.Background(), &list, client.MatchingLabels{v1.LabelNodePool: "short"}); err != nil || len(list.Items) != 0 {
 		t.Errorf("%d claims left (%v)", len(list.Items), err)
 	}
+}
+
+// histogramCount is the histograms' summed sample count for the labels.
+func histogramCount(t *testing.T, name string, labels map[string]string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, v := range metricValues(t, name, labels, func(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }) {
+		total += v
+	}
+	return total
 }
 
 // counterValue is the counters' sum for the labels (0 when absent).

@@ -36,19 +36,7 @@ import (
 // pods go (kwok finishes their deletion as a kubelet would).
 func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 	ctx := context.Background()
-	assets := requireAssets(t, "kube-scheduler", "kube-controller-manager", "kwok", "kwok-stages.yaml")
-	kubeconfig := writeKubeconfig(t)
-	startBinary(t, assets, "kube-scheduler",
-		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--secure-port=0", "-v=2")
-	startBinary(t, assets, "kube-controller-manager",
-		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--controllers=deployment,replicaset,nodelifecycle,garbagecollector",
-		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false", "-v=2")
-	// kwok with the stages and node lease kwokctl gives it.
-	startBinary(t, assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
-		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
-
+	startCluster(t)
 	scheme, kc := controllerClient(t)
 	_, stop := startController(t, scheme)
 	defer stop()
@@ -125,11 +113,20 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 			t.Errorf("node %s runs pods but is not Ready", name)
 		}
 	}
+	empty := 0
 	for _, nc := range claims.Items {
 		summary = append(summary, fmt.Sprintf("%s %s: %d pods", nc.Name, nc.Labels[v1.LabelInstanceType], podsOn[nc.Status.NodeName]))
+		if podsOn[nc.Status.NodeName] == 0 {
+			empty++
+		}
 	}
 	sort.Strings(summary)
 	t.Logf("%d NodeClaims; %v", len(claims.Items), summary)
+	// Each claim was made for pods: one that ends up running none was
+	// made twice for the same pods.
+	if empty > 0 {
+		t.Errorf("%d of %d NodeClaims run none of the pods: provisioning made claims for pods it had already planned for", empty, len(claims.Items))
+	}
 	eventually(t, "every claim of the pool initialized with a Ready kwok Node", func(ctx context.Context) (bool, error) {
 		if err := kc.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
 			return false, err
@@ -171,6 +168,27 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 	if err := kc.Delete(ctx, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}); err != nil {
 		t.Error(err)
 	}
+}
+
+// startCluster runs, until the test ends, what a cluster has besides its
+// API server and Joiner: kube-scheduler, kube-controller-manager
+// (Deployments, ReplicaSets, node lifecycle, garbage collection and the
+// disruption controller that keeps PDBs' status) and kwok's controller for
+// the kwok provider's Nodes.
+func startCluster(t *testing.T) {
+	t.Helper()
+	assets := requireAssets(t, "kube-scheduler", "kube-controller-manager", "kwok", "kwok-stages.yaml")
+	kubeconfig := writeKubeconfig(t)
+	startBinary(t, assets, "kube-scheduler",
+		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--leader-elect=false", "--secure-port=0", "-v=2")
+	startBinary(t, assets, "kube-controller-manager",
+		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
+		"--controllers=deployment,replicaset,nodelifecycle,garbagecollector,disruption",
+		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false", "-v=2")
+	// kwok with the stages and node lease kwokctl gives it.
+	startBinary(t, assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
+		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
 }
 
 func deployment(ns, name, cpu, mem string, nodeSelector map[string]string) *appsv1.Deployment {

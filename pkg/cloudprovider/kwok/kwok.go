@@ -27,12 +27,16 @@ const AnnotationNode = "kwok.x-k8s.io/node"
 
 // Provider is the kwok cloud provider. It is safe for concurrent use.
 type Provider struct {
-	mu     sync.Mutex // guards sim
-	sim    *simcloud.Provider
-	client client.Client
+	mu            sync.Mutex // guards sim
+	sim           *simcloud.Provider
+	client        client.Client
+	interruptions chan cloudprovider.Interruption
 }
 
-var _ cloudprovider.CloudProvider = (*Provider)(nil)
+var (
+	_ cloudprovider.CloudProvider = (*Provider)(nil)
+	_ cloudprovider.Interrupter   = (*Provider)(nil)
+)
 
 // New returns a provider launching the catalog's instance types as Nodes
 // through c, timed by clk.
@@ -41,7 +45,7 @@ func New(c client.Client, types []*cloudprovider.InstanceType, clk clock.Clock) 
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{sim: sim, client: c}, nil
+	return &Provider{sim: sim, client: c, interruptions: make(chan cloudprovider.Interruption, 64)}, nil
 }
 
 // Name identifies the provider.
@@ -159,6 +163,32 @@ func (p *Provider) SetCapacity(instanceType, zone, capacityType string, availabl
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.sim.SetCapacity(instanceType, zone, capacityType, available)
+}
+
+// Interruptions are the notices Interrupt sends.
+func (p *Provider) Interruptions() <-chan cloudprovider.Interruption { return p.interruptions }
+
+// Interrupt sends a spot interruption notice for an instance, as EC2 does
+// two minutes before it reclaims one, and marks its offering unavailable
+// for a while, as the AWS provider does, so replacements go elsewhere.
+// kwok's instances stay until their claim is deleted.
+func (p *Provider) Interrupt(ctx context.Context, providerID string) error {
+	in, err := p.Get(ctx, providerID)
+	if err != nil {
+		return err
+	}
+	if ct := in.Labels[v1.LabelCapacityType]; ct != v1.CapacityTypeSpot {
+		return fmt.Errorf("instance %s is %s: only spot instances are interrupted", providerID, ct)
+	}
+	p.mu.Lock()
+	p.sim.MarkUnavailable(in.Labels[v1.LabelInstanceType], in.Labels[v1.LabelZone], v1.CapacityTypeSpot)
+	p.mu.Unlock()
+	select {
+	case p.interruptions <- cloudprovider.Interruption{ProviderID: providerID, Kind: cloudprovider.SpotInterruption}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // IsDrifted: kwok instances have no image to drift from.

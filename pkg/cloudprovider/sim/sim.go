@@ -422,6 +422,23 @@ func (p *Provider) SetCapacity(instanceType, zone, capacityType string, availabl
 	}
 }
 
+// MarkUnavailable makes callers skip an offering for UnavailableFor, as
+// after a failed launch (the AWS provider does so for the offering of a
+// spot interruption too).
+func (p *Provider) MarkUnavailable(instanceType, zone, capacityType string) {
+	for _, it := range p.types {
+		if it.Name != instanceType {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.Zone == zone && o.CapacityType == capacityType {
+				p.unavailable[o] = p.opts.Now().Add(UnavailableFor)
+			}
+		}
+	}
+	p.changed()
+}
+
 // SetImage makes a node class select another image; instances on the old
 // one drift.
 func (p *Provider) SetImage(nodeClass, image string) { p.images[nodeClass] = image }

@@ -1,0 +1,113 @@
+package disruption
+
+import (
+	"crypto/sha256"
+	"hash"
+	"strconv"
+
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// A scheduling simulation's answer depends only on what it is given: the
+// planner (NodePools, instance types and their offerings, DaemonSets), the
+// nodes that stay with their pods and whether they are being disrupted,
+// the pending pods, and which candidates go. None of it depends on the
+// clock. A cluster at rest asks the same questions pass after pass — in
+// the week-long benchmark, 1901 of 2016 consolidation passes saw exactly
+// the cluster of the pass before — so the Memo keeps the answers, keyed by
+// all of that content.
+
+// simKey identifies one simulation: the planner (held by the key, so its
+// address is not reused while the entry lives; a Planner never changes
+// what it was prepared from), the digest of the cluster it runs over, and
+// the candidates that go.
+type simKey struct {
+	planner    *provisioning.Planner
+	world      [sha256.Size]byte
+	candidates string
+}
+
+type simAnswer struct {
+	res *provisioning.Results
+	ok  bool
+}
+
+// simWorld digests what every simulation of the pass shares — each node's
+// name, Version and disruption state in order, each unmanaged node, each
+// pending pod's content key, whether pending pods are placed; false when
+// some object has no content key (its answers are not remembered).
+func (p *pass) simWorld() ([sha256.Size]byte, bool) {
+	if p.worldDone {
+		return p.world, p.worldOK
+	}
+	p.worldDone = true
+	h := sha256.New()
+	field := func(h hash.Hash, s string) {
+		h.Write([]byte(strconv.Itoa(len(s))))
+		h.Write([]byte{':'})
+		h.Write([]byte(s))
+	}
+	node := func(n *provisioning.Node, flags string) bool {
+		field(h, n.Name)
+		field(h, n.Version)
+		field(h, flags)
+		return n.Version != ""
+	}
+	field(h, strconv.FormatBool(p.withoutPending))
+	for _, cand := range p.c.Nodes {
+		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion)
+		if !node(cand.Node, flags) {
+			return p.world, false
+		}
+	}
+	field(h, "unmanaged")
+	for _, n := range p.c.Unmanaged {
+		if !node(n, "") {
+			return p.world, false
+		}
+	}
+	field(h, "pending")
+	for _, pod := range p.c.Pending {
+		if pod.ResourceVersion == "" {
+			return p.world, false
+		}
+		field(h, pod.Namespace)
+		field(h, pod.Name)
+		field(h, pod.ResourceVersion)
+	}
+	copy(p.world[:], h.Sum(nil))
+	p.worldOK = true
+	return p.world, true
+}
+
+// simulation returns the remembered answer of a simulation, or runs it and
+// remembers it (when the cluster's Planner and Memo are set, every object
+// has a content key, and the run was not cut short by ctx).
+func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
+	m := p.c.Memo
+	world, keyed := p.simWorld()
+	if m == nil || p.c.Planner == nil || !keyed {
+		res, ok, _ := run()
+		return res, ok
+	}
+	k := simKey{planner: p.c.Planner, world: world}
+	for _, cand := range cands {
+		k.candidates += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
+	}
+	m.mu.Lock()
+	a, found := m.simulations[k]
+	m.mu.Unlock()
+	if found {
+		return a.res, a.ok
+	}
+	res, ok, complete := run()
+	if complete {
+		m.mu.Lock()
+		if len(m.simulations) >= 1<<12 {
+			m.simulations = map[simKey]simAnswer{}
+		}
+		m.simulations[k] = simAnswer{res, ok}
+		m.mu.Unlock()
+	}
+	return res, ok
+}
