@@ -69,7 +69,10 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, stderr, err := helmWithStderr("install", release, chartDir, "--namespace", namespace)
+	// Short batch windows: the controller provisions sooner, and the flags
+	// they become are run.
+	_, stderr, err := helmWithStderr("install", release, chartDir, "--namespace", namespace,
+		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,8 +93,9 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 	t.Run("no Secrets, no Pods", func(t *testing.T) { checkForbidden(t, admin, saClient) })
 
 	ctrl := startBinary(t, &d, sa)
-	t.Run("provisions, drains, consolidates", func(t *testing.T) { doesItsJob(t, admin) })
-	t.Run("metrics the alerts and dashboard use", func(t *testing.T) { checkMetrics(t, ctrl.metricsURL) })
+	served := metricFamilies{}
+	t.Run("provisions, drains, consolidates", func(t *testing.T) { doesItsJob(t, admin, ctrl.metricsURL, served) })
+	t.Run("metrics the alerts and dashboard use", func(t *testing.T) { checkMetrics(t, ctrl.metricsURL, served) })
 	ctrl.stop(t)
 	if n := strings.Count(strings.ToLower(ctrl.log.String()), "forbidden"); n > 0 {
 		t.Errorf("the controller was refused %d time(s) with the chart's RBAC:\n%s", n, forbiddenLines(ctrl.log.String()))
@@ -303,7 +307,7 @@ func freeAddr(t *testing.T) string {
 
 // doesItsJob: what the controller does in a cluster, each step through a
 // verb of the chart's roles.
-func doesItsJob(t *testing.T, admin client.Client) {
+func doesItsJob(t *testing.T, admin client.Client, metricsURL string, served metricFamilies) {
 	ctx := context.Background()
 	limit := resource.MustParse("100")
 	pool := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
@@ -341,6 +345,11 @@ func doesItsJob(t *testing.T, admin client.Client) {
 			return false, err
 		}
 		return claimCondition(nc, v1.ConditionInitialized), nil
+	})
+	// Series of a node go with it: scrape while this one runs a pod (the
+	// gauges are set every 10 s).
+	eventually(t, "karpenter_nodes_total_pod_requests on /metrics", func(context.Context) (bool, error) {
+		return served.scrape(metricsURL) == nil && served["karpenter_nodes_total_pod_requests"] != "", nil
 	})
 	eventually(t, "the Nominated event (events.k8s.io create)", func(ctx context.Context) (bool, error) {
 		var evs eventsv1.EventList
@@ -518,44 +527,55 @@ func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond fun
 	}
 }
 
-// checkMetrics scrapes the controller's /metrics and finds every metric
-// the chart's alerts and dashboard use (test/promrules/metrics.txt, which
-// test/promrules keeps equal to what their PromQL selects). up is
-// Prometheus's own, of every scrape target.
-func checkMetrics(t *testing.T, url string) {
-	want, err := os.ReadFile(filepath.Join("..", "promrules", "metrics.txt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+// metricFamilies are the metric families (name → type) a test has seen
+// on the controller's /metrics, over all its scrapes.
+type metricFamilies map[string]string
+
+// scrape adds what /metrics serves now, from the exposition format's TYPE
+// lines.
+func (m metricFamilies) scrape(url string) error {
 	resp, err := http.Get(url)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer resp.Body.Close()
-	// Families by name and type, from the exposition format's TYPE lines.
-	types := map[string]string{}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
-			types[f[2]] = f[3]
+			m[f[2]] = f[3]
 		}
 	}
-	if err := sc.Err(); err != nil {
+	return sc.Err()
+}
+
+// checkMetrics scrapes the controller's /metrics once more and finds, in
+// what its scrapes served, every metric the chart's alerts and dashboard
+// use (test/promrules/metrics.txt, which test/promrules keeps equal to
+// what their PromQL selects). up is Prometheus's own, of every target.
+func checkMetrics(t *testing.T, url string, served metricFamilies) {
+	want, err := os.ReadFile(filepath.Join("..", "promrules", "metrics.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := served.scrape(url); err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range strings.Fields(string(want)) {
-		if name == "up" || types[name] != "" {
+		if name == "up" || served[name] != "" {
 			continue
 		}
 		found := false
 		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-			if base, ok := strings.CutSuffix(name, suffix); ok && (types[base] == "histogram" || (suffix != "_bucket" && types[base] == "summary")) {
+			if base, ok := strings.CutSuffix(name, suffix); ok && (served[base] == "histogram" || (suffix != "_bucket" && served[base] == "summary")) {
 				found = true
 			}
 		}
 		if !found {
-			t.Errorf("the alerts or dashboard use %s, which the controller's /metrics does not serve", name)
+			t.Errorf("the alerts or dashboard use %s, which the controller's /metrics did not serve", name)
 		}
 	}
 }

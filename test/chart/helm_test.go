@@ -134,7 +134,8 @@ func TestTemplateDefaults(t *testing.T) {
 	if c.Image != "ghcr.io/joiner-autoscaler/joiner:v0.1.0" {
 		t.Errorf("image %s, want the appVersion's tag", c.Image)
 	}
-	for _, arg := range []string{"controller", "--cloud-provider=kwok", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081"} {
+	for _, arg := range []string{"controller", "--cloud-provider=kwok", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
+		"--log-level=info", "--batch-idle-duration=1s", "--batch-max-duration=10s", "--feature-gates=SpotToSpotConsolidation=false"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}
@@ -216,7 +217,8 @@ func TestTemplateProductionValues(t *testing.T) {
 	if c.Image != "registry.example.com/platform/joiner@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" {
 		t.Errorf("image %s, want the digest", c.Image)
 	}
-	for _, arg := range []string{"--region=us-west-2", "--zones=us-west-2a,us-west-2b", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091"} {
+	for _, arg := range []string{"--region=us-west-2", "--zones=us-west-2a,us-west-2b", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
+		"--log-level=debug", "--batch-idle-duration=2s", "--batch-max-duration=20s", "--feature-gates=SpotToSpotConsolidation=true"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}
@@ -242,9 +244,9 @@ func TestTemplateProductionValues(t *testing.T) {
 	checkLeastPrivilege(t, one[rbacv1.ClusterRole](t, objs, "ClusterRole").Rules, one[rbacv1.Role](t, objs, "Role").Rules)
 }
 
-// TestValuesMistakesFail: a typo in a key, a value of the wrong type or
-// outside its enum, and a value the controller cannot honour yet each fail
-// `helm install` (into the test's API server), saying what is wrong.
+// TestValuesMistakesFail: a typo in a key, a value of the wrong type,
+// pattern or enum, and replicas without leader election each fail `helm
+// install` (into the test's API server), saying what is wrong.
 func TestValuesMistakesFail(t *testing.T) {
 	for _, tc := range []struct {
 		set  string
@@ -256,9 +258,10 @@ func TestValuesMistakesFail(t *testing.T) {
 		{"replicas=two", "/replicas"},
 		{"settings.cloudProvider=aws", "/settings/cloudProvider"},
 		{"settings.batchIdleDuration=1 second", "/settings/batchIdleDuration"},
-		{"logLevel=debug", "no log-level flag"},
-		{"settings.batchMaxDuration=20s", "no batch-max-duration flag"},
-		{"settings.featureGates.nodeRepair=true", "settings.featureGates.nodeRepair: not implemented"},
+		{"logLevel=verbose", "/logLevel"},
+		{"settings.batchMaxDuration=10", "/settings/batchMaxDuration"},
+		{"settings.featureGates.nodeRepair=true", "additional properties 'nodeRepair' not allowed"},
+		{"settings.featureGates.spotToSpotConsolidation=yes please", "/settings/featureGates/spotToSpotConsolidation"},
 		{"leaderElection.enabled=false", "replicas > 1 needs leaderElection.enabled"},
 	} {
 		out, err := helm("install", "joiner", chartDir, "--namespace", "joiner-mistakes", "--create-namespace", "--set", tc.set)

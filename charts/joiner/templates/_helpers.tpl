@@ -47,25 +47,3 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 
 {{/* The Lease leader election uses: the LeaderElectionID of `joiner controller`. */}}
 {{- define "joiner.leaseName" -}}joiner-leader-election{{- end -}}
-
-{{/*
-Values `joiner controller` has no flag for yet. They are in the schema so
-users write them where they will go, but a value other than the controller's
-built-in behaviour fails rendering instead of being silently ignored.
-*/}}
-{{- define "joiner.checkUnsupported" -}}
-{{- if ne .Values.logLevel "info" -}}
-{{- fail (printf "logLevel: %q is not supported yet: joiner %s has no log-level flag and logs at info; remove logLevel or set it to info" .Values.logLevel .Chart.AppVersion) -}}
-{{- end -}}
-{{- if ne .Values.settings.batchIdleDuration "1s" -}}
-{{- fail (printf "settings.batchIdleDuration: %q is not supported yet: joiner %s has no batch-idle-duration flag and uses 1s; remove it or set it to 1s" .Values.settings.batchIdleDuration .Chart.AppVersion) -}}
-{{- end -}}
-{{- if ne .Values.settings.batchMaxDuration "10s" -}}
-{{- fail (printf "settings.batchMaxDuration: %q is not supported yet: joiner %s has no batch-max-duration flag and uses 10s; remove it or set it to 10s" .Values.settings.batchMaxDuration .Chart.AppVersion) -}}
-{{- end -}}
-{{- range $gate, $on := .Values.settings.featureGates -}}
-{{- if $on -}}
-{{- fail (printf "settings.featureGates.%s: not implemented in joiner %s; set it to false" $gate $.Chart.AppVersion) -}}
-{{- end -}}
-{{- end -}}
-{{- end -}}
