@@ -3,7 +3,10 @@
 # code up to date, unit tests, the engine under the race detector, the
 # requirements fuzz test, the HTML report in
 # headless Chromium, and integration
-# tests against a real kube-apiserver + etcd built by hack/control-plane.sh.
+# tests against a real kube-apiserver + etcd built by hack/control-plane.sh,
+# and the Helm chart under a real helm built by hack/helm.sh (linted,
+# rendered, installed, its controller run with the chart's RBAC; its alerts
+# parsed by Prometheus's libraries) and the container image (hack/image.sh).
 # Everything it needs it builds from the Go module proxy and caches.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -17,6 +20,10 @@ step "control plane (built once, cached; starts in the background)"
 cp_log=$(mktemp)
 hack/control-plane.sh >"$cp_log" 2>&1 &
 cp_pid=$!
+step "helm (built once, cached; in the background)"
+helm_log=$(mktemp)
+hack/helm.sh >"$helm_log" 2>&1 &
+helm_pid=$!
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
@@ -26,7 +33,8 @@ step "go vet"
 go vet -tags integration,browser ./...
 
 step "staticcheck"
-"$(hack/tool.sh staticcheck)" -tags integration,browser ./...
+staticcheck=$(hack/tool.sh staticcheck)
+"$staticcheck" -tags integration,browser ./...
 
 step "generated code is current"
 hack/verify-codegen.sh
@@ -48,9 +56,25 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 go test -count=1 -tags browser ./test/browser/
 
-step "integration tests (real kube-apiserver + etcd)"
+# Modules of their own (so the main go.mod takes on neither the Prometheus
+# server's module graph nor go-containerregistry): vet, staticcheck, tests.
+step "container image: hack/image.sh's OCI layout opened, its /joiner run"
+(cd hack/image && go vet ./... && "$staticcheck" ./... && go test -count=1 ./...)
+
+step "helm chart: PrometheusRule and dashboard parsed by Prometheus's libraries (real helm renders them)"
+if ! wait "$helm_pid"; then cat "$helm_log" >&2; exit 1; fi
+HELM=$(tail -1 "$helm_log")
+export HELM
+(cd test/promrules && go vet ./... && "$staticcheck" ./... && go test -count=1 ./...)
+
+step "integration tests (real kube-apiserver + etcd; the chart under real helm)"
 if ! wait "$cp_pid"; then cat "$cp_log" >&2; exit 1; fi
 KUBEBUILDER_ASSETS=$(tail -1 "$cp_log")
 export KUBEBUILDER_ASSETS
 export KUBEBUILDER_CONTROLPLANE_START_TIMEOUT=${KUBEBUILDER_CONTROLPLANE_START_TIMEOUT:-120s}
-go test -count=1 -race -tags integration ./test/...
+go test -count=1 -race -tags integration $(go list -tags integration ./test/... | grep -v '/test/chart$')
+# After the others, not beside them: it runs a second API server and the
+# controller binary, and two cores shared with the race detector make the
+# other packages' timeouts tight. No -race: the controller it checks is the
+# binary (built without), and the test itself is sequential.
+go test -count=1 -tags integration ./test/chart/

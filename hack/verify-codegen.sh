@@ -5,10 +5,10 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
-files=$(ls pkg/apis/crds/*.yaml pkg/apis/*/zz_generated.deepcopy.go pkg/apis/*/*/zz_generated.deepcopy.go 2>/dev/null)
+files=$(ls pkg/apis/crds/*.yaml charts/joiner/crds/*.yaml pkg/apis/*/zz_generated.deepcopy.go pkg/apis/*/*/zz_generated.deepcopy.go 2>/dev/null)
 before=$(sha256sum $files)
 hack/codegen.sh
-after=$(sha256sum $(ls pkg/apis/crds/*.yaml pkg/apis/*/zz_generated.deepcopy.go pkg/apis/*/*/zz_generated.deepcopy.go 2>/dev/null))
+after=$(sha256sum $(ls pkg/apis/crds/*.yaml charts/joiner/crds/*.yaml pkg/apis/*/zz_generated.deepcopy.go pkg/apis/*/*/zz_generated.deepcopy.go 2>/dev/null))
 if [ "$before" != "$after" ]; then
   echo "generated code was stale; hack/codegen.sh regenerated it:" >&2
   diff <(echo "$before") <(echo "$after") >&2 || true

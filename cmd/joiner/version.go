@@ -7,7 +7,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// version is set at link time: -ldflags "-X main.version=v0.1.0".
+// release is the version this source tree is released as. The Helm chart
+// (charts/joiner/Chart.yaml) pins the same as its version and appVersion;
+// version_test.go keeps them together.
+const release = "v0.1.0"
+
+// version, when set at link time (-ldflags "-X main.version=v0.1.0"),
+// replaces release and the VCS revision in `joiner version`.
 var version = ""
 
 func newVersionCommand() *cobra.Command {
@@ -26,11 +32,11 @@ func resolveVersion() string {
 	if version != "" {
 		return version
 	}
+	v := release
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(devel)"
+		return v
 	}
-	v := info.Main.Version
 	for _, s := range info.Settings {
 		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
 			v += " " + s.Value[:12]
