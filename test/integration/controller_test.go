@@ -101,10 +101,12 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 	}
 }
 
-// eventually polls cond every 100 ms for up to 30 s.
+// eventually polls cond every 100 ms for up to a minute: what it waits for
+// takes a second or two, but a 2-core machine under -race with
+// kube-apiserver, etcd and the controller on it can take ten times that.
 func eventually(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	eventuallyWithin(t, 30*time.Second, what, cond)
+	eventuallyWithin(t, time.Minute, what, cond)
 }
 
 func eventuallyWithin(t *testing.T, timeout time.Duration, what string, cond func(context.Context) (bool, error)) {
