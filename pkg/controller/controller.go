@@ -350,6 +350,7 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	version := c.store.ConfigVersion()
 	snap := c.store.ProvisioningSnapshot()
+	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
 	if len(snap.Pods) == 0 {
 		return nil, nil
 	}

@@ -103,7 +103,13 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		launched := conditionTime(nc, v1.ConditionLaunched)
 		if c.opts.Clock.Since(launched) >= c.opts.RegistrationTTL {
 			log.FromContext(ctx).Info("deleting a NodeClaim whose Node never registered", "nodeclaim", nc.Name, "ttl", c.opts.RegistrationTTL)
-			return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
+			c.event(nc, nil, corev1.EventTypeWarning, "FailedRegistration", "NodeClaim %s: its Node did not register within %s; deleting it so provisioning tries again", nc.Name, c.opts.RegistrationTTL)
+			if err := c.client.Delete(ctx, nc); err != nil {
+				return reconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			// Upstream's liveness check counts these under reason liveness.
+			nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "liveness", nc.Labels[v1.LabelCapacityType]).Inc()
+			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil
 	}

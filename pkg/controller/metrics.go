@@ -55,7 +55,7 @@ var (
 	}, []string{"decision", "reason", "consolidation_type"})
 	nodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, spot_interruption) and capacity type.",
+		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, liveness, spot_interruption) and capacity type.",
 	}, []string{"nodepool", "reason", "capacity_type"})
 	cloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
@@ -66,6 +66,10 @@ var (
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "scheduling_duration_seconds",
 		Help:    "How long a provisioning pass's scheduling simulation took.",
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+	}, []string{"controller"})
+	schedulingQueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "queue_depth",
+		Help: "The pods the last provisioning pass was to find room for (pending, unschedulable by kube-scheduler).",
 	}, []string{"controller"})
 	nodePodRequests = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "nodes", Name: "total_pod_requests",
@@ -80,7 +84,7 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions,
 		nodePoolUsage, nodePoolLimit, allowedDisruptions, nodeClaimsDisrupted, cloudProviderDuration, schedulingDuration,
-		nodePodRequests, nodePoolCost)
+		nodePodRequests, nodePoolCost, schedulingQueueDepth)
 }
 
 // snakeCase writes a reason as upstream's metrics label it: Underutilized

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +17,9 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
+
+// resourceNodes is the node count among a NodePool's status.resources.
+const resourceNodes corev1.ResourceName = "nodes"
 
 // NodePoolHashVersion names the scheme of the template hash Joiner writes
 // to karpenter.sh/nodepool-hash: claims hashed under another scheme are
@@ -60,6 +64,9 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 	}
 	status.Nodes = &nodes
 	status.Resources = scheduling.Add(capacity...)
+	// As upstream, the node count is one of the resources too (and so a
+	// karpenter_nodepools_usage series).
+	status.Resources[resourceNodes] = *resource.NewQuantity(nodes, resource.DecimalSI)
 	for name, q := range status.Resources {
 		nodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 	}

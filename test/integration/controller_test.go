@@ -170,8 +170,8 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		if err := kc.Get(ctx, client.ObjectKey{Name: np.Name}, np); err != nil {
 			return false, err
 		}
-		cpu := np.Status.Resources[corev1.ResourceCPU]
-		return np.Status.Nodes != nil && *np.Status.Nodes == 1 && cpu.Value() == 4 && poolCondition(np, controller.ConditionReady) &&
+		cpu, nodes := np.Status.Resources[corev1.ResourceCPU], np.Status.Resources["nodes"]
+		return np.Status.Nodes != nil && *np.Status.Nodes == 1 && cpu.Value() == 4 && nodes.Value() == 1 && poolCondition(np, controller.ConditionReady) &&
 			np.Annotations[v1.AnnotationNodePoolHash] != "" && np.Annotations[v1.AnnotationNodePoolHashVersion] == controller.NodePoolHashVersion, nil
 	})
 	if claimCondition(&nc, v1.ConditionInitialized) {
@@ -228,6 +228,12 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 		return got["karpenter_nodeclaims_created_total"] >= 1 && got["karpenter_pods_startup_duration_seconds_count"] >= 1 &&
 			got["karpenter_scheduler_scheduling_duration_seconds_count"] >= 1, nil
 	})
+	if n := gaugeValue(t, "karpenter_nodepools_usage", map[string]string{"nodepool": "general", "resource_type": "nodes"}); n != 1 {
+		t.Errorf("karpenter_nodepools_usage{resource_type=nodes} = %v, want 1", n)
+	}
+	if n := gaugeValue(t, "karpenter_scheduler_queue_depth", map[string]string{"controller": "provisioner"}); n < 0 {
+		t.Errorf("karpenter_scheduler_queue_depth is not exported")
+	}
 	if n := histogramCount(t, "karpenter_cloudprovider_duration_seconds", map[string]string{"controller": "nodeclaim.lifecycle", "method": "Create", "provider": "kwok"}); n < 1 {
 		t.Errorf("karpenter_cloudprovider_duration_seconds timed %v launches", n)
 	}
