@@ -13,6 +13,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 func newExplainCommand() *cobra.Command {
@@ -40,9 +41,7 @@ against spec.limits.`,
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(ex)
+				return writeJSON(cmd.OutOrStdout(), ex)
 			}
 			writeNodePoolExplanation(cmd.OutOrStdout(), ex)
 			return nil
@@ -62,26 +61,16 @@ it, the budget that allows none now, consolidateAfter not yet passed, no
 cheaper replacement and what the cheapest costs, or what would be done.`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			objs, now, err := explainInput(args[1:], nodeAt, nodeOutput)
+			c, now, err := explainCluster(args[1:], nodeAt, nodeOutput, "")
 			if err != nil {
 				return err
 			}
-			cat, err := loadCatalog("")
-			if err != nil {
-				return err
-			}
-			its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
-			if err != nil {
-				return err
-			}
-			ex, err := plan.ExplainNode(context.Background(), objs.Cluster(its), args[0], now)
+			ex, err := plan.ExplainNode(context.Background(), c, args[0], now)
 			if err != nil {
 				return err
 			}
 			if nodeOutput == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(ex)
+				return writeJSON(cmd.OutOrStdout(), ex)
 			}
 			w := cmd.OutOrStdout()
 			fmt.Fprintf(w, "Node %s at %s\n", ex.Node, ex.At.Format(time.RFC3339))
@@ -117,15 +106,7 @@ does not tolerate, the requirement in conflict with both sides' values, the
 limit with its usage, the largest instance type with the pod's requests).`,
 		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			objs, _, err := explainInput(args[1:], "", output)
-			if err != nil {
-				return err
-			}
-			cat, err := loadCatalog(catalogFile)
-			if err != nil {
-				return err
-			}
-			its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
+			c, _, err := explainCluster(args[1:], "", output, catalogFile)
 			if err != nil {
 				return err
 			}
@@ -133,14 +114,12 @@ limit with its usage, the largest instance type with the pod's requests).`,
 			if !found {
 				ns, name = "", args[0]
 			}
-			ex, err := plan.ExplainPod(context.Background(), objs.Cluster(its), ns, name)
+			ex, err := plan.ExplainPod(context.Background(), c, ns, name)
 			if err != nil {
 				return err
 			}
 			if output == "json" {
-				enc := json.NewEncoder(cmd.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(ex)
+				return writeJSON(cmd.OutOrStdout(), ex)
 			}
 			_, err = io.WriteString(cmd.OutOrStdout(), ex.Text())
 			return err
@@ -162,6 +141,31 @@ func explainInput(paths []string, at, output string) (*plan.Objects, time.Time, 
 	}
 	objs, err := plan.Load(paths)
 	return objs, now, err
+}
+
+// explainCluster is explainInput's cluster with the catalog's instance
+// types for its region.
+func explainCluster(paths []string, at, output, catalogFile string) (*state.Cluster, time.Time, error) {
+	objs, now, err := explainInput(paths, at, output)
+	if err != nil {
+		return nil, now, err
+	}
+	cat, err := loadCatalog(catalogFile)
+	if err != nil {
+		return nil, now, err
+	}
+	its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
+	if err != nil {
+		return nil, now, err
+	}
+	return objs.Cluster(its), now, nil
+}
+
+// writeJSON writes v as indented JSON.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // planTime reads --at (default now).

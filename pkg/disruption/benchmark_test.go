@@ -20,9 +20,18 @@ import (
 // simulate; multi-node consolidation finds a command. cluster-nodes/s is
 // the cluster's nodes over the pass's wall time.
 func BenchmarkConsolidationPass(b *testing.B) {
+	np, its := nodePool("p"), benchTypes()
+	nodes := partlyUsed(np, its)
+	d := benchmarkPass(b, np, its, nodes)
+	if d.Commands[0].Method != MethodMultiNode {
+		b.Fatalf("want multi-node, got %s", d.Commands[0])
+	}
+	b.ReportMetric(float64(len(d.Commands[0].Candidates)), "nodes-in-command")
+}
+
+// partlyUsed: 1,000 nodes of 32 cores, each with 20 pods of 100m to 500m.
+func partlyUsed(np *v1.NodePool, its []*cloudprovider.InstanceType) []*Candidate {
 	r := rand.New(rand.NewSource(42))
-	np := nodePool("p")
-	its := benchTypes()
 	var nodes []*Candidate
 	for i := 0; i < 1000; i++ {
 		var pods []*corev1.Pod
@@ -31,11 +40,7 @@ func BenchmarkConsolidationPass(b *testing.B) {
 		}
 		nodes = append(nodes, node(fmt.Sprintf("n%04d", i), np, its[5], v1.CapacityTypeOnDemand, pods...))
 	}
-	d := benchmarkPass(b, np, its, nodes)
-	if d.Commands[0].Method != MethodMultiNode {
-		b.Fatalf("want multi-node, got %s", d.Commands[0])
-	}
-	b.ReportMetric(float64(len(d.Commands[0].Candidates)), "nodes-in-command")
+	return nodes
 }
 
 // BenchmarkConsolidationPassSingleNode: 1,000 nodes of 32 cores, each
@@ -65,17 +70,8 @@ func BenchmarkConsolidationPassSingleNode(b *testing.B) {
 // simulator and the controller keep them: from the second pass on, every
 // simulation's answer is remembered.
 func BenchmarkConsolidationPassAtRest(b *testing.B) {
-	r := rand.New(rand.NewSource(42))
-	np := nodePool("p")
-	its := benchTypes()
-	var nodes []*Candidate
-	for i := 0; i < 1000; i++ {
-		var pods []*corev1.Pod
-		for j := 0; j < 20; j++ {
-			pods = append(pods, podOn([]string{"100m", "250m", "500m"}[r.Intn(3)]))
-		}
-		nodes = append(nodes, node(fmt.Sprintf("n%04d", i), np, its[5], v1.CapacityTypeOnDemand, pods...))
-	}
+	np, its := nodePool("p"), benchTypes()
+	nodes := partlyUsed(np, its)
 	benchmarkPass(b, np, its, nodes, func(c *Cluster) {
 		c.Planner = provisioning.NewPlanner(c.NodePools, c.InstanceTypes, nil)
 		c.Memo = NewMemo()

@@ -123,14 +123,7 @@ func TestSimulatorAndControllerAgree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	its, _, err := cat.InstanceTypes(catalog.Options{Region: spec.Region, Zones: spec.Zones})
-	if err != nil {
-		t.Fatal(err)
-	}
+	its := catalogTypes(t, catalog.Options{Region: spec.Region, Zones: spec.Zones})
 	boot := spec.Faults.Boot()
 	provider, err := kwok.NewWithOptions(mgr.GetClient(), its, kwok.Options{Name: "sim", Clock: clk, Boot: &boot,
 		Rand: rand.New(rand.NewSource(spec.Seed)), APIErrorRate: spec.Faults.APIErrorRate, Capacity: spec.Faults.CapacityWindows()})

@@ -71,14 +71,7 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 	if err != nil {
 		t.Fatal(err)
 	}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	types := catalogTypes(t, catalog.Options{Region: "us-east-1"})
 	provider, err := kwok.New(mgr.GetClient(), types, clock.RealClock{})
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +92,20 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 			t.Errorf("manager: %v", err)
 		}
 	}
+}
+
+// catalogTypes are the embedded EC2 catalog's instance types as opts say.
+func catalogTypes(t *testing.T, opts catalog.Options) []*cloudprovider.InstanceType {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _, err := cat.InstanceTypes(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return types
 }
 
 // eventually polls cond every 100 ms for up to a minute: what it waits for

@@ -141,33 +141,10 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 		return true, nil
 	})
 
-	for _, d := range deployments {
-		scale(t, kc, d, 0)
-	}
-	eventuallyWithin(t, 2*time.Minute, "every pod gone after the scale to 0", func(ctx context.Context) (bool, error) {
-		pods, err := podsOf(ctx, kc, ns)
-		return len(pods) == 0, err
-	})
-
-	// Leave no nodes to the tests after this one: the claims' termination
-	// drains and removes their Nodes while Joiner still runs.
-	if err := kc.DeleteAllOf(ctx, &v1.NodeClaim{}, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
-		t.Fatal(err)
-	}
-	eventuallyWithin(t, time.Minute, "the pool's claims and Nodes gone", func(ctx context.Context) (bool, error) {
-		var left v1.NodeClaimList
-		if err := kc.List(ctx, &left, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
-			return false, err
-		}
-		var nodes corev1.NodeList
-		if err := kc.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
-			return false, err
-		}
-		return len(left.Items) == 0 && len(nodes.Items) == 0, nil
-	})
-	if err := kc.Delete(ctx, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}); err != nil {
-		t.Error(err)
-	}
+	// Scaled to 0, the pods go (kwok finishes their deletion as a kubelet
+	// would); then no nodes are left to the tests after this one: the
+	// claims' termination drains and removes their Nodes while Joiner runs.
+	cleanUpPool(t, kc, pool, ns, deployments...)
 }
 
 // startCluster runs, until the test ends, what a cluster has besides its

@@ -251,7 +251,7 @@ func cleanUpPool(t *testing.T, kc client.Client, pool, ns string, deployments ..
 	for _, d := range deployments {
 		scale(t, kc, d, 0)
 	}
-	eventuallyWithin(t, time.Minute, "the pods gone", func(ctx context.Context) (bool, error) {
+	eventuallyWithin(t, 2*time.Minute, "every pod gone after the scale to 0", func(ctx context.Context) (bool, error) {
 		pods, err := podsOf(ctx, kc, ns)
 		return len(pods) == 0, err
 	})

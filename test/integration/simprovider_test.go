@@ -33,14 +33,7 @@ func TestSimProviderBootsOnItsClock(t *testing.T) {
 	_, kc := controllerClient(t)
 	start := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(start)
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	types := catalogTypes(t, catalog.Options{Region: "us-east-1"})
 	boot := simcloud.BootModel{Launch: simcloud.Latency{Mean: 10 * time.Second}, Registration: simcloud.Latency{Mean: 20 * time.Second},
 		Initialization: simcloud.Latency{Mean: 5 * time.Second}}
 	provider, err := kwok.NewWithOptions(kc, types, kwok.Options{Name: "sim", Clock: clk, Boot: &boot, Rand: rand.New(rand.NewSource(1))})
