@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/objcache"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -540,28 +541,21 @@ func hasAnti(n *Node, m *nodeMemo) bool {
 
 // memoOf returns the node's memo as the Planner or FilterCache running
 // this scheduler keeps it (a fresh one when it keeps none).
-func (s *scheduler) memoOf(n *Node) *nodeMemo {
-	if s.nodeMemos == nil {
-		return &nodeMemo{}
-	}
-	m, ok := s.nodeMemos.Get(n)
-	if !ok {
-		m = &nodeMemo{}
-		s.nodeMemos.Put(n, m)
-	}
-	return m
-}
+func (s *scheduler) memoOf(n *Node) *nodeMemo { return memoIn(s.nodeMemos, n) }
 
-// podMemoOf returns the pod's memo as the Planner or FilterCache running
-// this scheduler keeps it (a fresh one when it keeps none).
-func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
-	if s.podMemos == nil {
-		return &podMemo{}
+// podMemoOf is memoOf for a pod.
+func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo { return memoIn(s.podMemos, p) }
+
+// memoIn returns the memo a cache keeps for an object, putting a fresh one
+// there first (and only returning one when the cache is nil).
+func memoIn[P comparable, K comparable, M any](c *objcache.Cache[P, K, *M], p P) *M {
+	if c == nil {
+		return new(M)
 	}
-	m, ok := s.podMemos.Get(p)
+	m, ok := c.Get(p)
 	if !ok {
-		m = &podMemo{}
-		s.podMemos.Put(p, m)
+		m = new(M)
+		c.Put(p, m)
 	}
 	return m
 }
