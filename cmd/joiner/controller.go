@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -24,6 +25,8 @@ func newControllerCommand() *cobra.Command {
 	var kubeconfig, cloudProvider, catalogFile, region, metricsAddr, probeAddr string
 	var zones []string
 	var leaderElect bool
+	var leaderNamespace string
+	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Joiner in a cluster: pending pods become NodeClaims, NodeClaims become nodes",
@@ -58,7 +61,8 @@ and the NodePool status are still to come.`,
 				return err
 			}
 			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
-				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"})
+				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election",
+				LeaderElectionNamespace: leaderNamespace, LeaseDuration: &leaseDuration, RenewDeadline: &renewDeadline, RetryPeriod: &retryPeriod})
 			if err != nil {
 				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
@@ -96,5 +100,11 @@ and the NodePool status are still to come.`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
+	// kube-scheduler's and kube-controller-manager's names and defaults.
+	f.StringVar(&leaderNamespace, "leader-elect-resource-namespace", "", "the namespace of the leader election Lease (default: the pod's, in-cluster)")
+	f.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"how long followers wait after the leader's last renewal before they take over (a killed leader's successor acts within about this)")
+	f.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading (less than the lease duration)")
+	f.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	return cmd
 }
