@@ -27,10 +27,20 @@ const AnnotationNode = "kwok.x-k8s.io/node"
 
 // Provider is the kwok cloud provider. It is safe for concurrent use.
 type Provider struct {
-	mu     sync.Mutex // guards sim
+	mu     sync.Mutex // guards sim and simIDs
 	sim    *simcloud.Provider
+	simIDs map[string]string // provider ID → the simulated EC2's ID, for what this process launched
 	client client.Client
 }
+
+// ProviderIDPrefix begins every kwok provider ID; the claim's name follows.
+// The simulated EC2's IDs count from 1 in every process, so a restarted
+// controller would give a new instance the ID of one launched before it
+// — two Nodes, one provider ID. A claim's name is unique while it exists
+// (and its Node, the instance, is named for it), and naming the instance
+// by it makes a launch repeated after a crash find the instance the first
+// one made.
+const ProviderIDPrefix = "kwok://"
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
 
@@ -41,7 +51,7 @@ func New(c client.Client, types []*cloudprovider.InstanceType, clk clock.Clock) 
 	if err != nil {
 		return nil, err
 	}
-	return &Provider{sim: sim, client: c}, nil
+	return &Provider{sim: sim, simIDs: map[string]string{}, client: c}, nil
 }
 
 // Name identifies the provider.
@@ -55,7 +65,10 @@ func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 	return p.sim.SetNodePools(pools)
 }
 
-// Create chooses the offering and registers the claim's Node.
+// Create chooses the offering and registers the claim's Node. It is
+// idempotent: when the claim's Node exists already — launched by a
+// controller killed before it recorded the launch on the claim — that is
+// the instance, and the claim is launched as it.
 func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
 	p.mu.Lock()
 	launched, err := p.sim.Create(ctx, nc)
@@ -63,13 +76,43 @@ func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim,
 	if err != nil {
 		return nil, err
 	}
-	if err := p.client.Create(ctx, nodeFor(launched)); err != nil && !apierrors.IsAlreadyExists(err) {
+	simID := launched.Status.ProviderID
+	launched.Status.ProviderID = ProviderIDPrefix + nc.Name
+	err = p.client.Create(ctx, nodeFor(launched))
+	if err == nil {
 		p.mu.Lock()
-		_ = p.sim.Delete(ctx, launched)
+		p.simIDs[launched.Status.ProviderID] = simID
 		p.mu.Unlock()
+		return launched, nil
+	}
+	p.mu.Lock()
+	_ = p.sim.Delete(ctx, withProviderID(launched, simID))
+	p.mu.Unlock()
+	if !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	existing := &corev1.Node{}
+	if err := p.client.Get(ctx, client.ObjectKey{Name: nc.Name}, existing); err != nil {
+		return nil, fmt.Errorf("reading the Node of NodeClaim %s, launched before: %w", nc.Name, err)
+	}
+	if existing.Spec.ProviderID != launched.Status.ProviderID {
+		return nil, fmt.Errorf("launching NodeClaim %s: Node %s exists with provider ID %q, not %q", nc.Name, existing.Name, existing.Spec.ProviderID, launched.Status.ProviderID)
+	}
+	// What the earlier launch chose, as its Node says: the offering's
+	// labels, capacity and allocatable.
+	for k := range launched.Labels {
+		if v, ok := existing.Labels[k]; ok {
+			launched.Labels[k] = v
+		}
+	}
+	launched.Status.Capacity, launched.Status.Allocatable = existing.Status.Capacity, existing.Status.Allocatable
 	return launched, nil
+}
+
+func withProviderID(nc *v1.NodeClaim, id string) *v1.NodeClaim {
+	out := nc.DeepCopy()
+	out.Status.ProviderID = id
+	return out
 }
 
 // nodeFor is the Node a kubelet on the claim's instance would register:
@@ -97,7 +140,10 @@ func (p *Provider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 		return err
 	}
 	p.mu.Lock()
-	_ = p.sim.Delete(ctx, nc) // unknown to a restarted process: fine
+	if simID, ok := p.simIDs[in.Status.ProviderID]; ok { // unknown to a restarted process: fine
+		_ = p.sim.Delete(ctx, withProviderID(nc, simID))
+		delete(p.simIDs, in.Status.ProviderID)
+	}
 	p.mu.Unlock()
 	return client.IgnoreNotFound(p.client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: in.Name}}))
 }
