@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,11 +21,10 @@ import (
 )
 
 func newControllerCommand() *cobra.Command {
+	var election leaderElection
 	var kubeconfig, cloudProvider, catalogFile, region, metricsAddr, probeAddr string
 	var zones []string
 	var leaderElect bool
-	var leaderNamespace string
-	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Joiner in a cluster: pending pods become NodeClaims, NodeClaims become nodes",
@@ -60,9 +58,10 @@ and the NodePool status are still to come.`,
 			if err := v1.AddToScheme(scheme); err != nil {
 				return err
 			}
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
-				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election",
-				LeaderElectionNamespace: leaderNamespace, LeaseDuration: &leaseDuration, RenewDeadline: &renewDeadline, RetryPeriod: &retryPeriod})
+			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
+				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"}
+			election.apply(&opts)
+			mgr, err := ctrl.NewManager(cfg, opts)
 			if err != nil {
 				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
@@ -92,6 +91,7 @@ and the NodePool status are still to come.`,
 		},
 	}
 	f := cmd.Flags()
+	election.addFlags(f)
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig to use (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
 	f.StringVar(&cloudProvider, "cloud-provider", "kwok", "where instances come from: "+strings.Join([]string{"kwok"}, ", "))
 	f.StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
@@ -100,11 +100,5 @@ and the NodePool status are still to come.`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
-	// kube-scheduler's and kube-controller-manager's names and defaults.
-	f.StringVar(&leaderNamespace, "leader-elect-resource-namespace", "", "the namespace of the leader election Lease (default: the pod's, in-cluster)")
-	f.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
-		"how long followers wait after the leader's last renewal before they take over (a killed leader's successor acts within about this)")
-	f.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it stops leading (less than the lease duration)")
-	f.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second, "how often replicas try to acquire or renew the Lease")
 	return cmd
 }
