@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -120,13 +121,31 @@ func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 
 func (a apiActions) Replacement(name string) disruption.ReplacementState {
 	nc := &v1.NodeClaim{}
-	if err := a.c.client.Get(a.ctx, client.ObjectKey{Name: name}, nc); err != nil || nc.DeletionTimestamp != nil {
+	err := a.c.client.Get(a.ctx, client.ObjectKey{Name: name}, nc)
+	if apierrors.IsNotFound(err) && a.c.inStore(name) {
+		// Launched a moment ago, in the same step: the cache has not seen
+		// it yet. Taken for failed, it was deleted again at once, and the
+		// next pass launched another.
+		return disruption.ReplacementPending
+	}
+	if err != nil || nc.DeletionTimestamp != nil {
 		return disruption.ReplacementFailed
 	}
 	if conditionTrue(nc, v1.ConditionInitialized) {
 		return disruption.ReplacementInitialized
 	}
 	return disruption.ReplacementPending
+}
+
+// inStore: the Store holds the NodeClaim, not being deleted (Launch puts a
+// claim it creates there at once).
+func (c *Controller) inStore(name string) bool {
+	for _, n := range c.store.Nodes() {
+		if n.NodeClaim != nil && n.NodeClaim.Name == name {
+			return n.NodeClaim.DeletionTimestamp == nil
+		}
+	}
+	return false
 }
 
 func (a apiActions) DeleteReplacement(name string) error {
