@@ -91,7 +91,7 @@ and the NodePool status are still to come.`,
 		},
 	}
 	f := cmd.Flags()
-	election.addFlags(f)
+	election.addFlags(cmd)
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig to use (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
 	f.StringVar(&cloudProvider, "cloud-provider", "kwok", "where instances come from: "+strings.Join([]string{"kwok"}, ", "))
 	f.StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")

@@ -3,7 +3,7 @@ package main
 import (
 	"time"
 
-	"github.com/spf13/pflag"
+	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
@@ -15,7 +15,8 @@ type leaderElection struct {
 	leaseDuration, renewDeadline, retryPeriod time.Duration
 }
 
-func (l *leaderElection) addFlags(f *pflag.FlagSet) {
+func (l *leaderElection) addFlags(cmd *cobra.Command) {
+	f := cmd.Flags()
 	f.StringVar(&l.namespace, "leader-elect-resource-namespace", "", "the namespace of the leader election Lease (default: the pod's, in-cluster)")
 	f.DurationVar(&l.leaseDuration, "leader-elect-lease-duration", 15*time.Second,
 		"how long followers wait after the leader's last renewal before they take over (a killed leader's successor acts within about this)")
