@@ -18,6 +18,7 @@ import (
 )
 
 func newControllerCommand() *cobra.Command {
+	var election leaderElection
 	var kubeconfig, metricsAddr, probeAddr string
 	var cloud cloudFlags
 	var leaderElect bool
@@ -76,8 +77,10 @@ flag given on the command line wins).`,
 			if err := v1.AddToScheme(scheme); err != nil {
 				return err
 			}
-			mgr, err := ctrl.NewManager(cfg, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
-				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"})
+			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
+				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"}
+			election.apply(&opts)
+			mgr, err := ctrl.NewManager(cfg, opts)
 			if err != nil {
 				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
@@ -100,6 +103,7 @@ flag given on the command line wins).`,
 		},
 	}
 	f := cmd.Flags()
+	election.addFlags(cmd)
 	f.StringVar(&kubeconfig, "kubeconfig", "", "the kubeconfig to use (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)")
 	cloud.register(cmd)
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")

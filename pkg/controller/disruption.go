@@ -26,6 +26,10 @@ const disruptionEvery = 10 * time.Second
 type disrupter struct {
 	mu    sync.Mutex
 	queue disruption.Queue
+	// tainted are the nodes this process's queue put karpenter.sh/disrupted
+	// on and has not taken it off: any other node carrying it, its claim not
+	// being deleted, was left so by a controller that stopped mid-command.
+	tainted map[string]bool
 }
 
 // disruptionLoop runs a disruption pass every disruptionEvery until ctx ends.
@@ -53,6 +57,7 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		dc.Memo = c.memo
 		return dc
 	}
+	errs = append(errs, c.untaintStale(ctx))
 	if !c.disrupt.queue.Validating() {
 		dc := fresh()
 		d := disruption.Compute(ctx, dc, c.disrupt.queue.Options)
@@ -197,11 +202,58 @@ func (a apiActions) setDisrupted(name string, on bool) error {
 			}
 			node.Spec.Taints = kept
 		default:
+			a.c.disrupt.recordTaint(name, on)
 			return nil
 		}
-		return a.c.client.Update(a.ctx, node)
+		if err := a.c.client.Update(a.ctx, node); err != nil {
+			return err
+		}
+		a.c.disrupt.recordTaint(name, on)
+		return nil
 	}
 	return fmt.Errorf("node %s is not known", name)
+}
+
+// recordTaint notes that this process's queue tainted the node (on) or
+// untainted it.
+func (d *disrupter) recordTaint(node string, on bool) {
+	if d.tainted == nil {
+		d.tainted = map[string]bool{}
+	}
+	if on {
+		d.tainted[node] = true
+	} else {
+		delete(d.tainted, node)
+	}
+}
+
+// untaintStale takes karpenter.sh/disrupted off the nodes that carry it
+// though no command of this process's queue tainted them and their claim
+// is not being deleted, as upstream's disruption controller does before
+// every pass. The queue lives in memory: a controller killed (or a leader
+// deposed) between tainting a command's candidates and terminating them
+// leaves the taint behind, and the node would take no new pods and count
+// against its NodePool's budgets as disrupting for good — with a budget of
+// one, no other node of the pool would ever be disrupted again.
+func (c *Controller) untaintStale(ctx context.Context) error {
+	var errs []error
+	known := map[string]bool{}
+	for _, n := range c.store.Nodes() {
+		known[n.Name()] = true
+		if n.Node == nil || c.disrupt.tainted[n.Name()] || n.MarkedForDeletion() || !hasTaint(n.Node.Spec.Taints, v1.DisruptedTaint) {
+			continue
+		}
+		log.FromContext(ctx).Info("removing a disruption taint no command holds, left by a controller stopped mid-command", "node", n.Name())
+		if err := (apiActions{c, ctx}).Untaint(n.Name()); err != nil {
+			errs = append(errs, fmt.Errorf("removing the stale disruption taint of node %s: %w", n.Name(), err))
+		}
+	}
+	for name := range c.disrupt.tainted {
+		if !known[name] {
+			delete(c.disrupt.tainted, name)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // Terminate deletes the node's claim: its finalizer drains the node.

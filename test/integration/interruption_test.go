@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -27,8 +28,12 @@ func TestSpotInterruptionDeletesTheClaim(t *testing.T) {
 	createPool(t, kc, pool, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot}
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+		// Its own pods only: the pools of the tests after it must not lose
+		// theirs to it.
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: pool, Effect: corev1.TaintEffectNoSchedule}}
 	})
-	first := createPendingPod(t, kc, "spot-1", "1")
+	tolerate := corev1.Toleration{Key: pool, Operator: corev1.TolerationOpExists}
+	first := createPendingPod(t, kc, "spot-1", "1", tolerate)
 	nc := claimOfPool(t, kc, pool)
 	node := waitRegistered(t, kc, &nc)
 	becomeReady(t, kc, node)
@@ -69,7 +74,7 @@ func TestSpotInterruptionDeletesTheClaim(t *testing.T) {
 	})
 
 	// The next pod of the same shape: its claim launches elsewhere.
-	second := createPendingPod(t, kc, "spot-2", "1")
+	second := createPendingPod(t, kc, "spot-2", "1", tolerate)
 	defer func() { _ = kc.Delete(ctx, second) }()
 	var next v1.NodeClaim
 	eventually(t, "a new claim launched", func(ctx context.Context) (bool, error) {
@@ -89,6 +94,9 @@ func TestSpotInterruptionDeletesTheClaim(t *testing.T) {
 		t.Errorf("the replacement launched the reclaimed offering again (%s)", got)
 	}
 	if err := kc.Delete(ctx, &next); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Delete(ctx, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}}); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -61,8 +61,9 @@ type Options struct {
 
 // Provider is the kwok cloud provider. It is safe for concurrent use.
 type Provider struct {
-	mu     sync.Mutex // guards sim, opts.Rand and booting
+	mu     sync.Mutex // guards sim, simIDs, opts.Rand and booting
 	sim    *simcloud.Provider
+	simIDs map[string]string // provider ID → the simulated EC2's ID, for what this process launched
 	client client.Client
 	opts   Options
 	// booting are the instances launched whose Node has not registered
@@ -76,6 +77,15 @@ type booting struct {
 	claim  *v1.NodeClaim
 	timers []clock.Timer
 }
+
+// ProviderIDPrefix begins every kwok provider ID; the claim's name follows.
+// The simulated EC2's IDs count from 1 in every process, so a restarted
+// controller would give a new instance the ID of one launched before it
+// — two Nodes, one provider ID. A claim's name is unique while it exists
+// (and its Node, the instance, is named for it), and naming the instance
+// by it makes a launch repeated after a crash find the instance the first
+// one made.
+const ProviderIDPrefix = "kwok://"
 
 var (
 	_ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -104,7 +114,7 @@ func NewWithOptions(c client.Client, types []*cloudprovider.InstanceType, opts O
 	if err != nil {
 		return nil, err
 	}
-	p := &Provider{sim: sim, client: c, opts: opts, booting: map[string]*booting{}, interruptions: make(chan cloudprovider.Interruption, 64)}
+	p := &Provider{sim: sim, simIDs: map[string]string{}, client: c, opts: opts, booting: map[string]*booting{}, interruptions: make(chan cloudprovider.Interruption, 64)}
 	for _, w := range opts.Capacity {
 		p.capacityAt(w, w.From, false)
 		p.capacityAt(w, w.To, true)
@@ -140,7 +150,10 @@ func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 }
 
 // Create chooses the offering and registers the claim's Node: at once, or
-// after the boot drawn for it.
+// after the boot drawn for it. It is idempotent: when the claim's Node
+// exists already — launched by a controller killed before it recorded the
+// launch on the claim — that is the instance, and the claim is launched as
+// it.
 func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
 	p.mu.Lock()
 	launched, err := p.sim.Create(ctx, nc)
@@ -148,6 +161,9 @@ func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim,
 		p.mu.Unlock()
 		return nil, err
 	}
+	simID := launched.Status.ProviderID
+	launched.Status.ProviderID = ProviderIDPrefix + nc.Name
+	p.simIDs[launched.Status.ProviderID] = simID
 	if p.opts.Boot != nil {
 		b := p.opts.Boot.Draw(p.opts.Rand)
 		p.mu.Unlock()
@@ -155,12 +171,32 @@ func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim,
 		return launched, nil
 	}
 	p.mu.Unlock()
-	if err := p.client.Create(ctx, nodeFor(launched)); err != nil && !apierrors.IsAlreadyExists(err) {
-		p.mu.Lock()
-		_ = p.sim.Delete(ctx, launched)
-		p.mu.Unlock()
+	err = p.client.Create(ctx, nodeFor(launched))
+	if err == nil {
+		return launched, nil
+	}
+	p.mu.Lock()
+	_ = p.sim.Delete(ctx, withProviderID(launched, simID))
+	delete(p.simIDs, launched.Status.ProviderID)
+	p.mu.Unlock()
+	if !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
+	existing := &corev1.Node{}
+	if err := p.client.Get(ctx, client.ObjectKey{Name: nc.Name}, existing); err != nil {
+		return nil, fmt.Errorf("reading the Node of NodeClaim %s, launched before: %w", nc.Name, err)
+	}
+	if existing.Spec.ProviderID != launched.Status.ProviderID {
+		return nil, fmt.Errorf("launching NodeClaim %s: Node %s exists with provider ID %q, not %q", nc.Name, existing.Name, existing.Spec.ProviderID, launched.Status.ProviderID)
+	}
+	// What the earlier launch chose, as its Node says: the offering's
+	// labels, capacity and allocatable.
+	for k := range launched.Labels {
+		if v, ok := existing.Labels[k]; ok {
+			launched.Labels[k] = v
+		}
+	}
+	launched.Status.Capacity, launched.Status.Allocatable = existing.Status.Capacity, existing.Status.Allocatable
 	return launched, nil
 }
 
@@ -223,7 +259,8 @@ func (p *Provider) register(id string, readyAt time.Time) {
 // on it at registration.
 func (p *Provider) ready(id, name string) {
 	p.mu.Lock()
-	gone := p.sim.Instance(id) == nil
+	simID, ok := p.simIDs[id]
+	gone := !ok || p.sim.Instance(simID) == nil
 	p.mu.Unlock()
 	if gone {
 		return
@@ -264,6 +301,12 @@ func (p *Provider) ready(id, name string) {
 	}
 }
 
+func withProviderID(nc *v1.NodeClaim, id string) *v1.NodeClaim {
+	out := nc.DeepCopy()
+	out.Status.ProviderID = id
+	return out
+}
+
 // nodeFor is the Node a kubelet on the claim's instance would register:
 // named for the claim, its labels, taints (startup ones and Joiner's
 // unregistered taint too, until the claim registers it), capacity and
@@ -289,7 +332,10 @@ func (p *Provider) Delete(ctx context.Context, nc *v1.NodeClaim) error {
 		return err
 	}
 	p.mu.Lock()
-	_ = p.sim.Delete(ctx, nc) // unknown to a restarted process: fine
+	if simID, ok := p.simIDs[in.Status.ProviderID]; ok { // unknown to a restarted process: fine
+		_ = p.sim.Delete(ctx, withProviderID(nc, simID))
+		delete(p.simIDs, in.Status.ProviderID)
+	}
 	if bt := p.booting[nc.Status.ProviderID]; bt != nil {
 		for _, t := range bt.timers {
 			t.Stop()
