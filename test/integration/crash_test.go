@@ -106,7 +106,7 @@ func newCrashRun(t *testing.T, pool string, n int) *crashRun {
 	}
 	t.Logf("crash seed %d (JOINER_CRASH_SEED=%d repeats its kill points)", seed, seed)
 	bin := buildJoiner(t)
-	kubeconfig := startWorkloadPlane(t)
+	kubeconfig := startCluster(t)
 	_, kc := controllerClient(t)
 	r := &crashRun{t: t, kc: kc, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), pool: pool, n: n, slots: xlargeSlots(t)}
 	r.joiner = newJoiner(t, bin, "joiner", kubeconfig)

@@ -65,19 +65,7 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 		scale(t, kc, deployments[i], s.replicas)
 	}
 
-	eventuallyWithin(t, 3*time.Minute, fmt.Sprintf("%d pods bound and Running", want), func(ctx context.Context) (bool, error) {
-		pods, err := podsOf(ctx, kc, ns)
-		if err != nil {
-			return false, err
-		}
-		running := 0
-		for _, p := range pods {
-			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running++
-			}
-		}
-		return running == want && len(pods) == want, nil
-	})
+	waitRunningWithin(t, kc, ns, want, 3*time.Minute)
 	t.Logf("%d pods Running %s after the scale-up", want, time.Since(start).Round(time.Second))
 
 	var claims v1.NodeClaimList
@@ -151,8 +139,8 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 // API server and Joiner: kube-scheduler, kube-controller-manager
 // (Deployments, ReplicaSets, node lifecycle, garbage collection and the
 // disruption controller that keeps PDBs' status) and kwok's controller for
-// the kwok provider's Nodes.
-func startCluster(t *testing.T) {
+// the kwok provider's Nodes. It returns the admin kubeconfig they use.
+func startCluster(t *testing.T) string {
 	t.Helper()
 	assets := requireAssets(t, "kube-scheduler", "kube-controller-manager", "kwok", "kwok-stages.yaml")
 	kubeconfig := writeKubeconfig(t)
@@ -166,6 +154,7 @@ func startCluster(t *testing.T) {
 	// kwok with the stages and node lease kwokctl gives it.
 	startBinary(t, assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
 		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
+	return kubeconfig
 }
 
 func deployment(ns, name, cpu, mem string, nodeSelector map[string]string) *appsv1.Deployment {

@@ -43,7 +43,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		leaseName     = "joiner-leader-election"
 	)
 	bin := buildJoiner(t)
-	kubeconfig := startWorkloadPlane(t)
+	kubeconfig := startCluster(t)
 	_, kc := controllerClient(t)
 	flags := []string{"--leader-elect", "--leader-elect-resource-namespace=default",
 		"--leader-elect-lease-duration=" + leaseDuration.String(), "--leader-elect-renew-deadline=" + renewDeadline.String(),
@@ -174,7 +174,13 @@ func leaseHolder(t *testing.T, kc client.Client, name string) string {
 // and Running.
 func waitRunning(t *testing.T, kc client.Client, ns string, n int) {
 	t.Helper()
-	eventuallyWithin(t, 2*time.Minute, fmt.Sprintf("%d pods Running", n), func(ctx context.Context) (bool, error) {
+	waitRunningWithin(t, kc, ns, n, 2*time.Minute)
+}
+
+// waitRunningWithin is waitRunning with its own deadline.
+func waitRunningWithin(t *testing.T, kc client.Client, ns string, n int, timeout time.Duration) {
+	t.Helper()
+	eventuallyWithin(t, timeout, fmt.Sprintf("%d pods bound and Running", n), func(ctx context.Context) (bool, error) {
 		pods, err := podsOf(ctx, kc, ns)
 		if err != nil {
 			return false, err

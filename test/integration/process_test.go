@@ -18,8 +18,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
-
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 )
 
 // buildJoiner builds the joiner binary (cmd/joiner) for the test: the
@@ -35,26 +33,6 @@ func buildJoiner(t *testing.T) string {
 	}
 	t.Logf("built joiner in %s", time.Since(start).Round(100*time.Millisecond))
 	return bin
-}
-
-// startWorkloadPlane runs what turns Deployments into Running pods on kwok
-// Nodes: kube-scheduler, kube-controller-manager (Deployments, ReplicaSets,
-// node lifecycle, garbage collection) and kwok's controller, until the test
-// ends. It returns the admin kubeconfig they use.
-func startWorkloadPlane(t *testing.T) string {
-	t.Helper()
-	assets := requireAssets(t, "kube-scheduler", "kube-controller-manager", "kwok", "kwok-stages.yaml")
-	kubeconfig := writeKubeconfig(t)
-	startBinary(t, assets, "kube-scheduler",
-		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--secure-port=0", "-v=2")
-	startBinary(t, assets, "kube-controller-manager",
-		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--controllers=deployment,replicaset,nodelifecycle,garbagecollector",
-		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false", "-v=2")
-	startBinary(t, assets, "kwok", "--kubeconfig="+kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
-		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
-	return kubeconfig
 }
 
 // joinerProcess is `joiner controller` run as a process of its own, which
