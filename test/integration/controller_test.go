@@ -94,6 +94,24 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 	}
 }
 
+// runOn does what kube-scheduler and the kubelet do: binds the pod to the
+// node and reports it Running.
+func runOn(t *testing.T, kc client.Client, pod *corev1.Pod, node string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := kc.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.Phase = corev1.PodRunning
+	if err := kc.Status().Update(ctx, pod); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // catalogTypes are the embedded EC2 catalog's instance types as opts say.
 func catalogTypes(t *testing.T, opts catalog.Options) []*cloudprovider.InstanceType {
 	t.Helper()
@@ -219,17 +237,7 @@ func TestControllerProvisionsAndRestarts(t *testing.T) {
 	}
 
 	// What kube-scheduler and the kubelet do: the pod runs on the node.
-	if err := kc.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := kc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodRunning
-	if err := kc.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	runOn(t, kc, pod, node.Name)
 	eventually(t, "the metrics", func(context.Context) (bool, error) {
 		got := gathered(t)
 		return got["karpenter_nodeclaims_created_total"] >= 1 && got["karpenter_pods_startup_duration_seconds_count"] >= 1 &&

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -39,17 +38,7 @@ func TestControllerDriftLaunchesOneReplacement(t *testing.T) {
 	becomeReady(t, kc, node)
 	// What kube-scheduler and the kubelet do: the pod runs on the node, so
 	// drift must replace it rather than just delete it.
-	if err := kc.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
-		Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
-		t.Fatal(err)
-	}
-	if err := kc.Get(ctx, client.ObjectKeyFromObject(pod), pod); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status.Phase = corev1.PodRunning
-	if err := kc.Status().Update(ctx, pod); err != nil {
-		t.Fatal(err)
-	}
+	runOn(t, kc, pod, node.Name)
 	eventually(t, "the claim initialized and its pod seen on it", func(ctx context.Context) (bool, error) {
 		for _, n := range c.Store().Nodes() {
 			if n.Name() == node.Name && n.Initialized() && len(n.Pods) == 1 {
