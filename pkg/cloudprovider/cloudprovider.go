@@ -39,18 +39,40 @@ type CloudProvider interface {
 	Name() string
 }
 
-// Interruption is the cloud's notice that it takes an instance away soon
-// (a spot interruption warning: two minutes on EC2).
+// Interruption is the cloud's notice that something happens to an instance
+// (a spot interruption warning: two minutes on EC2; a scheduled
+// maintenance; the instance stopping or terminated outside Joiner).
 type Interruption struct {
 	ProviderID string
 	Kind       InterruptionKind
+	// Handled, when set, is called once the controller has acted on the
+	// notice (the AWS provider deletes the queue message then, so a notice
+	// is never lost to a crash between receiving and acting on it).
+	Handled func()
 }
 
 // InterruptionKind says what the notice is.
 type InterruptionKind string
 
-// SpotInterruption: the cloud reclaims a spot instance.
-const SpotInterruption InterruptionKind = "SpotInterruption"
+// The notices upstream Karpenter's interruption controller acts on.
+const (
+	// SpotInterruption: the cloud reclaims a spot instance.
+	SpotInterruption InterruptionKind = "SpotInterruption"
+	// ScheduledChange: the cloud has scheduled maintenance that takes the
+	// instance down (an AWS Health event).
+	ScheduledChange InterruptionKind = "ScheduledChange"
+	// InstanceStopping and InstanceTerminating: the instance is stopping
+	// (or stopped), or shutting down (or terminated), outside Joiner.
+	InstanceStopping    InterruptionKind = "InstanceStopping"
+	InstanceTerminating InterruptionKind = "InstanceTerminating"
+	// RebalanceRecommendation: the spot instance is at elevated risk of
+	// interruption. Upstream records an Event and does nothing else.
+	RebalanceRecommendation InterruptionKind = "RebalanceRecommendation"
+)
+
+// Disrupts reports whether the notice means the instance goes away, so
+// its claim is deleted at once (every kind but RebalanceRecommendation).
+func (k InterruptionKind) Disrupts() bool { return k != RebalanceRecommendation }
 
 // Interrupter is a cloud provider that sends interruption notices (the
 // AWS provider reads them from its SQS queue). A provider marks a

@@ -23,6 +23,10 @@ func (c *Controller) interruptionLoop(notices <-chan cloudprovider.Interruption)
 			case n := <-notices:
 				if err := c.Interrupted(ctx, n); err != nil {
 					logError(ctx, err, "handling an interruption notice")
+					continue
+				}
+				if n.Handled != nil {
+					n.Handled()
 				}
 			}
 		}
@@ -30,11 +34,14 @@ func (c *Controller) interruptionLoop(notices <-chan cloudprovider.Interruption)
 }
 
 // Interrupted handles one notice as upstream's interruption controller
-// does: the instance's NodeClaim is deleted at once — its termination
-// taints and drains the node, and provisioning finds the evicted pods a
-// place — whatever the budgets say, since the instance goes regardless.
+// does: for a notice that the instance goes away (every kind but a
+// rebalance recommendation) the instance's NodeClaim is deleted at once —
+// its termination taints and drains the node, and provisioning finds the
+// evicted pods a place — whatever the budgets say, since the instance goes
+// regardless; a rebalance recommendation is only recorded as an Event.
 // A notice for an instance no claim has, or whose claim is already going,
-// is done.
+// is done. A notice not handled (an error) is not acknowledged, so the
+// cloud sends it again.
 func (c *Controller) Interrupted(ctx context.Context, n cloudprovider.Interruption) error {
 	var claim *v1.NodeClaim
 	for _, node := range c.store.Nodes() {
@@ -45,8 +52,12 @@ func (c *Controller) Interrupted(ctx context.Context, n cloudprovider.Interrupti
 	if claim == nil || claim.DeletionTimestamp != nil {
 		return nil
 	}
+	if !n.Kind.Disrupts() {
+		c.event(claim, nil, corev1.EventTypeNormal, string(n.Kind), "%s: the cloud recommends rebalancing instance %s (no action, as upstream)", n.Kind, n.ProviderID)
+		return nil
+	}
 	log.FromContext(ctx).Info("deleting an interrupted NodeClaim", "nodeclaim", claim.Name, "kind", string(n.Kind))
-	c.event(claim, nil, corev1.EventTypeWarning, string(n.Kind), "%s: the cloud reclaims instance %s; draining its node", n.Kind, n.ProviderID)
+	c.event(claim, nil, corev1.EventTypeWarning, string(n.Kind), "%s: instance %s goes away; draining its node", n.Kind, n.ProviderID)
 	if err := c.client.Delete(ctx, claim); err != nil {
 		return client.IgnoreNotFound(err)
 	}
