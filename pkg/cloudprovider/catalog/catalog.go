@@ -89,9 +89,28 @@ type Entry struct {
 	NetworkBandwidthMbps    *int64             `json:"networkBandwidthMbps"`
 	EBSBandwidthMbps        *int64             `json:"ebsBandwidthMbps"`
 	Hypervisor              string             `json:"hypervisor"`
+	BareMetal               bool               `json:"bareMetal"`
+	Burstable               bool               `json:"burstable"`
+	// EFA is the number of Elastic Fabric Adapters the type supports.
+	EFA int64 `json:"efa"`
+	// ENI is the type's network interface limits (nil where the source had
+	// none), as DescribeInstanceTypes' NetworkInfo reports them.
+	ENI *ENI `json:"eni,omitempty"`
 	OnDemandPrice           *float64           `json:"onDemandPriceUSDPerHour"`
 	SpotPriceSynthetic      map[string]float64 `json:"spotPriceUSDPerHourSynthetic"`
 	Allocatable             Allocatable        `json:"karpenterAllocatableAL2023"`
+}
+
+// ENI is an instance type's network interface limits.
+type ENI struct {
+	MaxENIs            int64 `json:"maxENIs"`
+	MaxENIsDefaultCard int64 `json:"maxENIsDefaultCard"`
+	IPv4PerENI         int64 `json:"ipv4PerENI"`
+	// MaxPodsENI = MaxENIsDefaultCard × (IPv4PerENI − 1) + 2, the VPC CNI's
+	// pod limit without prefix delegation.
+	MaxPodsENI   int64 `json:"maxPodsENI"`
+	BranchENIs   int64 `json:"branchENIs"`
+	NetworkCards int64 `json:"networkCards"`
 }
 
 // Allocatable is Karpenter's computed allocatable for AL2023 defaults.
