@@ -68,37 +68,37 @@ type Metadata struct {
 
 // Entry is one instance type's facts.
 type Entry struct {
-	Name                    string             `json:"name"`
-	Family                  string             `json:"family"`
-	KarpenterCategory       string             `json:"karpenterCategory"`
-	Generation              int                `json:"generation"`
-	Size                    string             `json:"size"`
-	Arch                    string             `json:"arch"`
-	CPUManufacturer         string             `json:"cpuManufacturer"`
-	CPUSustainedClockMHz    *int               `json:"cpuSustainedClockMHz"`
-	VCPU                    int64              `json:"vcpu"`
-	MemoryMiB               int64              `json:"memoryMiB"`
-	GPUs                    int64              `json:"gpus"`
-	GPUModel                *string            `json:"gpuModel"`
-	GPUManufacturer         *string            `json:"gpuManufacturer"`
-	GPUMemoryMiBPerGPU      *int64             `json:"gpuMemoryMiBPerGPU"`
-	Accelerators            int64              `json:"accelerators"`
-	AcceleratorModel        *string            `json:"acceleratorModel"`
-	AcceleratorManufacturer *string            `json:"acceleratorManufacturer"`
-	LocalNVMeGiB            *int64             `json:"localNvmeGiB"`
-	NetworkBandwidthMbps    *int64             `json:"networkBandwidthMbps"`
-	EBSBandwidthMbps        *int64             `json:"ebsBandwidthMbps"`
-	Hypervisor              string             `json:"hypervisor"`
-	BareMetal               bool               `json:"bareMetal"`
-	Burstable               bool               `json:"burstable"`
+	Name                    string  `json:"name"`
+	Family                  string  `json:"family"`
+	KarpenterCategory       string  `json:"karpenterCategory"`
+	Generation              int     `json:"generation"`
+	Size                    string  `json:"size"`
+	Arch                    string  `json:"arch"`
+	CPUManufacturer         string  `json:"cpuManufacturer"`
+	CPUSustainedClockMHz    *int    `json:"cpuSustainedClockMHz"`
+	VCPU                    int64   `json:"vcpu"`
+	MemoryMiB               int64   `json:"memoryMiB"`
+	GPUs                    int64   `json:"gpus"`
+	GPUModel                *string `json:"gpuModel"`
+	GPUManufacturer         *string `json:"gpuManufacturer"`
+	GPUMemoryMiBPerGPU      *int64  `json:"gpuMemoryMiBPerGPU"`
+	Accelerators            int64   `json:"accelerators"`
+	AcceleratorModel        *string `json:"acceleratorModel"`
+	AcceleratorManufacturer *string `json:"acceleratorManufacturer"`
+	LocalNVMeGiB            *int64  `json:"localNvmeGiB"`
+	NetworkBandwidthMbps    *int64  `json:"networkBandwidthMbps"`
+	EBSBandwidthMbps        *int64  `json:"ebsBandwidthMbps"`
+	Hypervisor              string  `json:"hypervisor"`
+	BareMetal               bool    `json:"bareMetal"`
+	Burstable               bool    `json:"burstable"`
 	// EFA is the number of Elastic Fabric Adapters the type supports.
 	EFA int64 `json:"efa"`
 	// ENI is the type's network interface limits (nil where the source had
 	// none), as DescribeInstanceTypes' NetworkInfo reports them.
-	ENI *ENI `json:"eni,omitempty"`
-	OnDemandPrice           *float64           `json:"onDemandPriceUSDPerHour"`
-	SpotPriceSynthetic      map[string]float64 `json:"spotPriceUSDPerHourSynthetic"`
-	Allocatable             Allocatable        `json:"karpenterAllocatableAL2023"`
+	ENI                *ENI               `json:"eni,omitempty"`
+	OnDemandPrice      *float64           `json:"onDemandPriceUSDPerHour"`
+	SpotPriceSynthetic map[string]float64 `json:"spotPriceUSDPerHourSynthetic"`
+	Allocatable        Allocatable        `json:"karpenterAllocatableAL2023"`
 }
 
 // ENI is an instance type's network interface limits.
