@@ -46,6 +46,12 @@ const (
 // also has SetNodePools is told the NodePools whenever they change.
 type CloudProvider = cloudprovider.CloudProvider
 
+// Runner is a cloud provider with loops of its own, run while the
+// controller leads.
+type Runner interface {
+	Run(ctx context.Context) error
+}
+
 // Options configure a Controller.
 type Options struct {
 	CloudProvider CloudProvider
@@ -148,9 +154,19 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
+	if r, ok := opts.CloudProvider.(NodeClassResolver); ok {
+		if err := c.watchNodeClasses(mgr, r); err != nil {
+			return nil, err
+		}
+	}
 	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
 	if i, ok := opts.CloudProvider.(cloudprovider.Interrupter); ok {
 		loops = append(loops, c.interruptionLoop(i.Interruptions()))
+	}
+	// A provider's own loops (the AWS provider's price refreshes and
+	// interruption queue), the leader's alone like the others.
+	if r, ok := opts.CloudProvider.(Runner); ok {
+		loops = append(loops, r.Run)
 	}
 	for _, loop := range loops {
 		if err := mgr.Add(manager.RunnableFunc(loop)); err != nil {

@@ -1,0 +1,100 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+)
+
+// NodeClassResolver is a cloud provider whose EC2NodeClasses resolve to
+// cloud resources (the AWS provider's subnets, security groups, AMIs and
+// instance profile). The controller writes what it resolves as the
+// NodeClass's status, with its Ready condition, as upstream's nodeclass
+// controller does.
+type NodeClassResolver interface {
+	ResolveNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) (awsv1.EC2NodeClassStatus, error)
+}
+
+// nodeClassResync is how often a NodeClass is resolved again although it
+// did not change: the cloud's side (a new AMI behind an alias, a subnet
+// tagged) changes without an event.
+const nodeClassResync = 5 * time.Minute
+
+// watchNodeClasses registers the EC2NodeClass status reconciler; mgr's
+// scheme must know karpenter.k8s.aws/v1.
+func (c *Controller) watchNodeClasses(mgr manager.Manager, r NodeClassResolver) error {
+	return builder.ControllerManagedBy(mgr).Named("nodeclass.status").For(&awsv1.EC2NodeClass{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &c.opts.Restartable}).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(classOfPool)).
+		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+			return c.reconcileNodeClass(ctx, r, req)
+		}))
+}
+
+// reconcileNodeClass resolves an EC2NodeClass and writes the result: the
+// resolved resources and Ready True, or Ready False with the resolver's
+// error (which names the selector and the fix) and the last good
+// resources kept, so running nodes are not taken for drifted by a passing
+// API failure. A change of what a NodeClass resolves to changes the
+// instance types its NodePools offer (zones, architectures): they are
+// asked for again.
+func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver, req reconcile.Request) (reconcile.Result, error) {
+	ctx = withController(ctx, "nodeclass.status")
+	nc := &awsv1.EC2NodeClass{}
+	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	resolved, resolveErr := r.ResolveNodeClass(ctx, nc)
+	status := nc.Status.DeepCopy()
+	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: nc.Generation,
+		Message: "subnets, security groups, AMIs and instance profile resolved"}
+	if resolveErr != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, "ResolutionFailed", resolveErr.Error()
+	} else {
+		conds := status.Conditions
+		*status = resolved
+		status.Conditions = conds
+	}
+	meta.SetStatusCondition(&status.Conditions, ready)
+	if !equality.Semantic.DeepEqual(status, &nc.Status) {
+		orig := nc.DeepCopy()
+		nc.Status = *status
+		if err := c.client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
+			return reconcile.Result{}, err
+		}
+		if resolveErr == nil {
+			// The pools' instance types depend on what their class resolved to.
+			if err := c.syncNodePools(ctx, c.client); err != nil {
+				logError(ctx, err, "refreshing the NodePools' instance types")
+			}
+		}
+	}
+	if resolveErr != nil {
+		logError(ctx, resolveErr, "resolving EC2NodeClass "+nc.Name)
+		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
+	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
+}
+
+// classOfPool maps a NodePool event to its EC2NodeClass's request, so a
+// new pool finds its class resolved.
+func classOfPool(_ context.Context, o client.Object) []reconcile.Request {
+	np, ok := o.(*v1.NodePool)
+	if !ok || np.Spec.Template.Spec.NodeClassRef == nil || np.Spec.Template.Spec.NodeClassRef.Kind != "EC2NodeClass" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: np.Spec.Template.Spec.NodeClassRef.Name}}}
+}
