@@ -244,6 +244,42 @@ func TestTemplateProductionValues(t *testing.T) {
 	checkLeastPrivilege(t, one[rbacv1.ClusterRole](t, objs, "ClusterRole").Rules, one[rbacv1.Role](t, objs, "Role").Rules)
 }
 
+// TestTemplateAWSValues: docs/aws.md's values give the controller the AWS
+// provider's flags and the ClusterRole the EC2NodeClass rules — which the
+// default (kwok) install does not have.
+func TestTemplateAWSValues(t *testing.T) {
+	objs := render(t, "--values", filepath.Join("testdata", "aws.yaml"))
+	c := one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0]
+	for _, arg := range []string{"--cloud-provider=aws", "--region=us-east-1", "--cluster-name=production",
+		"--cluster-endpoint=https://ABCDEF0123456789.gr7.us-east-1.eks.amazonaws.com", "--interruption-queue=production"} {
+		if !slices.Contains(c.Args, arg) {
+			t.Errorf("args %v lack %s", c.Args, arg)
+		}
+	}
+	nodeClassRules := func(rules []rbacv1.PolicyRule) (verbs []string) {
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, "karpenter.k8s.aws") {
+				for _, res := range r.Resources {
+					for _, v := range r.Verbs {
+						verbs = append(verbs, res+":"+v)
+					}
+				}
+			}
+		}
+		slices.Sort(verbs)
+		return verbs
+	}
+	want := []string{"ec2nodeclasses/status:patch", "ec2nodeclasses:get", "ec2nodeclasses:list", "ec2nodeclasses:watch"}
+	cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole")
+	if got := nodeClassRules(cr.Rules); !slices.Equal(got, want) {
+		t.Errorf("aws ClusterRole's EC2NodeClass rules %v, want %v", got, want)
+	}
+	checkLeastPrivilege(t, cr.Rules, one[rbacv1.Role](t, objs, "Role").Rules)
+	if got := nodeClassRules(one[rbacv1.ClusterRole](t, render(t), "ClusterRole").Rules); len(got) > 0 {
+		t.Errorf("the kwok install's ClusterRole reaches EC2NodeClasses: %v", got)
+	}
+}
+
 // TestValuesMistakesFail: a typo in a key, a value of the wrong type,
 // pattern or enum, and replicas without leader election each fail `helm
 // install` (into the test's API server), saying what is wrong.
@@ -256,7 +292,9 @@ func TestValuesMistakesFail(t *testing.T) {
 		{"serviceAccount.anotations.a=b", "additional properties 'anotations' not allowed"},
 		{"settings.featureGates.spotToSpot=true", "additional properties 'spotToSpot' not allowed"},
 		{"replicas=two", "/replicas"},
-		{"settings.cloudProvider=aws", "/settings/cloudProvider"},
+		{"settings.cloudProvider=gce", "/settings/cloudProvider"},
+		{"settings.cloudProvider=aws", "/settings/aws/cluster"}, // aws without clusterName and clusterEndpoint
+		{"settings.cloudProvider=aws,settings.aws.clusterName=prod,settings.aws.clusterEndpoint=http://api", "/settings/aws/clusterEndpoint"},
 		{"settings.batchIdleDuration=1 second", "/settings/batchIdleDuration"},
 		{"logLevel=verbose", "/logLevel"},
 		{"settings.batchMaxDuration=10", "/settings/batchMaxDuration"},
