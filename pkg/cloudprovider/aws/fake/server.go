@@ -165,11 +165,11 @@ type service struct {
 	name     string
 	protocol protocol
 	// target is the X-Amz-Target prefix of a JSON service.
-	target        string
-	query         map[string]func(f *AWS, q url.Values) (any, error)
-	json          map[string]func(f *AWS, body []byte) (any, error)
-	jsonVersion   string
-	xmlNamespace  string
+	target       string
+	query        map[string]func(f *AWS, q url.Values) (any, error)
+	json         map[string]func(f *AWS, body []byte) (any, error)
+	jsonVersion  string
+	xmlNamespace string
 	queryCompat  bool
 	// throttle is the service's answer to too many requests.
 	throttleCode   string
