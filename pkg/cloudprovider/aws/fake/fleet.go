@@ -181,7 +181,7 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 	for _, o := range fl.Overrides {
 		c, code, msg := f.candidate(o, fl.TargetCapacityType)
 		if code != "" {
-			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: o.xml(),
+			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: c.Override.xml(),
 				Lifecycle: fl.TargetCapacityType, Code: code, Message: msg})
 			continue
 		}
