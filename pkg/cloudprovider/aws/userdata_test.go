@@ -110,12 +110,12 @@ func TestNodeadmUserData(t *testing.T) {
 			}
 			cfg := nodeConfigOf(t, ps[0][1])
 			for path, want := range map[string]any{
-				"kind":                              "NodeConfig",
-				"spec.cluster.name":                 "production",
-				"spec.cluster.apiServerEndpoint":    "https://api.production.example",
-				"spec.cluster.certificateAuthority": "Q0EgUEVN",
-				"spec.cluster.cidr":                 "10.100.0.0/16",
-				"spec.kubelet.config.maxPods":       float64(29),
+				"kind":                               "NodeConfig",
+				"spec.cluster.name":                  "production",
+				"spec.cluster.apiServerEndpoint":     "https://api.production.example",
+				"spec.cluster.certificateAuthority":  "Q0EgUEVN",
+				"spec.cluster.cidr":                  "10.100.0.0/16",
+				"spec.kubelet.config.maxPods":        float64(29),
 				"spec.kubelet.config.systemReserved": map[string]any{"cpu": "100m"},
 				"spec.kubelet.config.evictionHard":   map[string]any{"memory.available": "5%"},
 			} {
