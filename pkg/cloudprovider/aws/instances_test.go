@@ -6,9 +6,14 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/fake"
 )
 
 // TestDescriberCoalescesConcurrentGets: the Gets asked for while a
@@ -98,5 +103,78 @@ func TestInstanceID(t *testing.T) {
 		if (err == nil) != tt.ok || got != tt.want {
 			t.Errorf("instanceID(%q) = %q, %v; want %q, ok %v", tt.providerID, got, err, tt.want, tt.ok)
 		}
+	}
+}
+
+// TestGetListDelete: Get and List read instances back as claims; List
+// keeps to this cluster's live ones; Delete terminates, and then the
+// instance is not found.
+func TestGetListDelete(t *testing.T) {
+	e := newEnv(t, seedNodeClass(t))
+	launched, err := e.p.Create(e.ctx, claim("c1", "default", threeTypes, onDemand))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := e.aws.Instances()[0]
+	got, err := e.p.Get(e.ctx, launched.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "c1" || got.Status.ProviderID != launched.Status.ProviderID || got.Status.ImageID != in.ImageID {
+		t.Errorf("Get = %s %s %s, want c1 %s %s", got.Name, got.Status.ProviderID, got.Status.ImageID, launched.Status.ProviderID, in.ImageID)
+	}
+	for _, k := range []string{v1.LabelInstanceType, v1.LabelZone, v1.LabelCapacityType, v1.LabelArch, v1.LabelNodePool} {
+		if got.Labels[k] != launched.Labels[k] {
+			t.Errorf("Get: label %s = %q, launched %q", k, got.Labels[k], launched.Labels[k])
+		}
+	}
+	if d := got.CreationTimestamp.Sub(in.LaunchTime); d < -time.Second || d > time.Second {
+		t.Errorf("creation %v, launch time %v", got.CreationTimestamp, in.LaunchTime)
+	}
+	if !got.Status.Capacity.Cpu().Equal(*launched.Status.Capacity.Cpu()) {
+		t.Errorf("Get: capacity %v, launched %v", got.Status.Capacity, launched.Status.Capacity)
+	}
+
+	ours := map[string]string{"karpenter.sh/managed-by": "production", "kubernetes.io/cluster/production": "owned", "karpenter.sh/nodepool": "general"}
+	orphan := e.aws.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1b", SubnetID: fake.StandardSubnetPrefix + "b", Tags: ours})
+	e.aws.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1b", SubnetID: fake.StandardSubnetPrefix + "b",
+		Tags: map[string]string{"karpenter.sh/managed-by": "staging", "kubernetes.io/cluster/staging": "owned"}})
+	e.aws.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1b", SubnetID: fake.StandardSubnetPrefix + "b"})
+	listed := func() []string {
+		all, err := e.p.List(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, nc := range all {
+			ids = append(ids, nc.Status.ProviderID)
+		}
+		slices.Sort(ids)
+		return ids
+	}
+	orphanID := ProviderIDPrefix + "us-east-1b/" + orphan
+	want := []string{launched.Status.ProviderID, orphanID}
+	slices.Sort(want)
+	if got := listed(); !slices.Equal(got, want) {
+		t.Errorf("List = %v, want %v", got, want)
+	}
+
+	if err := e.p.Delete(e.ctx, launched); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if n := e.calls("TerminateInstances"); n != 1 {
+		t.Errorf("%d TerminateInstances calls, want 1", n)
+	}
+	if _, err := e.p.Get(e.ctx, launched.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get after Delete: %v, want NodeClaimNotFound", err)
+	}
+	if err := e.p.Delete(e.ctx, launched); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Delete again: %v, want NodeClaimNotFound", err)
+	}
+	if got := listed(); !slices.Equal(got, []string{orphanID}) {
+		t.Errorf("List after Delete = %v, want only the orphan", got)
+	}
+	if _, err := e.p.Get(e.ctx, ProviderIDPrefix+"us-east-1a/i-0000000000000dead"); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("Get of an unknown instance: %v, want NodeClaimNotFound", err)
 	}
 }
