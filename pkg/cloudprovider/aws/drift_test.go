@@ -42,7 +42,9 @@ func TestIsDrifted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			e := newEnv(t, nodeClassWith(t, func(nc *awsv1.EC2NodeClass) { nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}} }))
+			e := newEnv(t, nodeClassWith(t, func(nc *awsv1.EC2NodeClass) {
+				nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}}
+			}))
 			nc, err := e.p.Create(e.ctx, claim("c1", "default", x86, onDemand))
 			if err != nil {
 				t.Fatal(err)
