@@ -322,6 +322,10 @@ func (c *Catalog) InstanceTypes(opts Options) ([]*cloudprovider.InstanceType, []
 	return out, assumptions, nil
 }
 
+// Zones are the catalog's zones in region, those its spot prices name
+// (none for a region it has no spot prices for), sorted.
+func (c *Catalog) Zones(region string) []string { return c.zones(region) }
+
 // zones are the catalog's zones in region: those its spot prices name.
 func (c *Catalog) zones(region string) []string {
 	seen := map[string]bool{}
