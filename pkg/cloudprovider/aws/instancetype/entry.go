@@ -28,9 +28,9 @@ var architectures = map[ec2types.ArchitectureType]string{
 // catalog entry, so that catalog.Entry.InstanceType builds its labels,
 // capacity and overhead exactly as for the embedded catalog. known is the
 // fallback catalog's entry for the type, or nil; it supplies what the API
-// does not say: branch ENIs and trunking (upstream keeps them in a
-// generated table), the human category, and the allocatable Karpenter
-// publishes for the type. A type the catalog lacks gets the allocatable
+// does not say: branch ENIs and trunking and network bandwidth (upstream
+// keeps them in generated tables), the human category, and the
+// allocatable Karpenter publishes for the type. A type the catalog lacks gets the allocatable
 // computed as upstream does for AL2023 (allocatableAL2023).
 func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.Entry, error) {
 	name := string(info.InstanceType)
@@ -108,7 +108,9 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		e.NetworkBandwidthMbps = baselineBandwidth(n)
 		e.ENI = eniLimits(n)
 	}
-	if e.NetworkBandwidthMbps == nil && known != nil {
+	// Upstream labels network bandwidth from its generated table (which
+	// the catalog has), the API's card baselines only for other types.
+	if known != nil && known.NetworkBandwidthMbps != nil {
 		e.NetworkBandwidthMbps = known.NetworkBandwidthMbps
 	}
 	if known != nil {
@@ -151,7 +153,7 @@ func baselineBandwidth(n *ec2types.NetworkInfo) *int64 {
 // eniLimits are the type's network interface limits; the VPC CNI uses the
 // default network card's interfaces only, so its pod limit counts those.
 func eniLimits(n *ec2types.NetworkInfo) *catalog.ENI {
-	if n.MaximumNetworkInterfaces == nil || n.Ipv4AddressesPerInterface == nil {
+	if deref(n.MaximumNetworkInterfaces) <= 0 || deref(n.Ipv4AddressesPerInterface) <= 0 {
 		return nil
 	}
 	eni := &catalog.ENI{

@@ -336,13 +336,13 @@ func (p *Provider) missingPrices() []string {
 	}
 	var notes []string
 	if len(noOD) > 0 {
-		notes = append(notes, fmt.Sprintf("%d offered types have no on-demand price, so no on-demand offering (%s)", len(noOD), firstFew(noOD)))
+		notes = append(notes, fmt.Sprintf("%d offered type(s) without an on-demand price, so without on-demand offerings: %s", len(noOD), firstFew(noOD)))
 	}
 	if len(noSpot) > 0 {
-		notes = append(notes, fmt.Sprintf("%d offered type×zone pairs have no spot price, so no spot offering (%s)", len(noSpot), firstFew(noSpot)))
+		notes = append(notes, fmt.Sprintf("%d offered type×zone pair(s) without a spot price, so without a spot offering: %s", len(noSpot), firstFew(noSpot)))
 	}
 	if n := len(p.types.data.skipped); n > 0 {
-		notes = append(notes, fmt.Sprintf("%d offered types skipped (%s)", n, firstFew(p.types.data.skipped)))
+		notes = append(notes, fmt.Sprintf("%d offered type(s) skipped: %s", n, firstFew(p.types.data.skipped)))
 	}
 	return notes
 }
