@@ -5,12 +5,13 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 )
 
 // instanceTypeSource is what the provider needs of the instance types:
@@ -21,24 +22,10 @@ type instanceTypeSource interface {
 	List(ctx context.Context, zones []string) ([]*cloudprovider.InstanceType, error)
 }
 
-// newInstanceTypes is the source of instance types and prices.
-// TODO(aws-types): instancetype.New(ec2c, pricing.NewFromConfig(pricingCfg), …) once it lands.
-func newInstanceTypes(_ *ec2.Client, _ aws.Config, opts Options) instanceTypeSource {
-	return &catalogTypes{region: opts.Config.Region}
-}
-
-// catalogTypes are the embedded catalog's instance types (a stand-in).
-type catalogTypes struct{ region string }
-
-func (c *catalogTypes) Refresh(context.Context) error { return nil }
-
-func (c *catalogTypes) List(_ context.Context, zones []string) ([]*cloudprovider.InstanceType, error) {
-	cat, err := catalog.Default()
-	if err != nil {
-		return nil, err
-	}
-	its, _, err := cat.InstanceTypes(catalog.Options{Region: c.region, Zones: zones})
-	return its, err
+// newInstanceTypes is the source of instance types and prices: the EC2
+// and Pricing APIs, the embedded catalog where they fail.
+func newInstanceTypes(ec2c *ec2.Client, pricingCfg aws.Config, opts Options) instanceTypeSource {
+	return instancetype.New(ec2c, pricing.NewFromConfig(pricingCfg), instancetype.Options{Region: opts.Config.Region, Clock: opts.Clock})
 }
 
 // fixedMaxPods is spec.kubelet.maxPods when it is a number.
