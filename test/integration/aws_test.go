@@ -114,6 +114,7 @@ func TestAWSProvider(t *testing.T) {
 	defer f.Close()
 	c, kc, stop := startAWSController(t, f)
 	defer stop()
+	defer cleanUpAWS(t, kc, "aws-od", "aws-spot")
 
 	// The seeds' EC2NodeClass resolves into its status.
 	class := applySeedNodeClass(t, kc)
@@ -242,6 +243,82 @@ func TestAWSProvider(t *testing.T) {
 	}
 
 	checkPolicyCoversCalls(t, f.Calls())
+}
+
+// cleanUpAWS deletes the pools' pods, claims and pools, so the tests after
+// see none of them.
+func cleanUpAWS(t *testing.T, kc client.Client, pools ...string) {
+	t.Helper()
+	ctx := context.Background()
+	var pods corev1.PodList
+	if err := kc.List(ctx, &pods, client.InNamespace("default")); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pods.Items {
+		if strings.HasPrefix(pods.Items[i].Name, "aws-") {
+			_ = kc.Delete(ctx, &pods.Items[i])
+		}
+	}
+	for _, pool := range pools {
+		if err := kc.DeleteAllOf(ctx, &v1.NodeClaim{}, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
+			t.Error(err)
+		}
+		_ = kc.Delete(ctx, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: pool}})
+	}
+	eventually(t, "the AWS pools' claims gone", func(ctx context.Context) (bool, error) {
+		var left v1.NodeClaimList
+		if err := kc.List(ctx, &left); err != nil {
+			return false, err
+		}
+		for _, nc := range left.Items {
+			if slices.Contains(pools, nc.Labels[v1.LabelNodePool]) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// TestAWSControllerProcess: the joiner binary, `joiner controller
+// --cloud-provider aws` configured as the chart configures it (flags) and
+// pointed at the fake AWS the way the SDK's default chain allows
+// (AWS_ENDPOINT_URL, credentials and region from the environment),
+// resolves the seeds' EC2NodeClass and launches a pending pod's claim
+// through CreateFleet.
+func TestAWSControllerProcess(t *testing.T) {
+	ctx := context.Background()
+	f := fake.Standard(fake.StandardOptions{Region: "us-east-1", Cluster: awsCluster, KubernetesVersion: "1.37"})
+	defer f.Close()
+	for k, v := range map[string]string{"AWS_ENDPOINT_URL": f.URL(), "AWS_ACCESS_KEY_ID": "AKIDJOINERTEST", "AWS_SECRET_ACCESS_KEY": "secret",
+		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
+		t.Setenv(k, v)
+	}
+	scheme := controllerScheme(t)
+	if err := awsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	kc, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newJoiner(t, buildJoiner(t), "joiner-aws", writeKubeconfig(t), "--cloud-provider=aws", "--cluster-name="+awsCluster,
+		"--cluster-endpoint=https://"+awsCluster+".eks.example", "--interruption-queue="+awsCluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
+	p.start()
+	defer cleanUpAWS(t, kc, "aws-process")
+	class := applySeedNodeClass(t, kc)
+	defer func() { _ = kc.Delete(ctx, class) }()
+	createPool(t, kc, "aws-process", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "aws-process", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	createPendingPod(t, kc, "aws-process-web", "1", corev1.Toleration{Key: "aws-process", Operator: corev1.TolerationOpExists})
+	claim := *waitLaunched(t, kc, claimOfPool(t, kc, "aws-process").Name)
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil || len(class.Status.Subnets) != 3 {
+		t.Errorf("the EC2NodeClass's status has %d subnets (%v), want the three tagged", len(class.Status.Subnets), err)
+	}
+	in := instanceOf(t, f, claim.Status.ProviderID)
+	if in.Tags["karpenter.sh/nodeclaim"] != claim.Name || len(f.Fleets()) != 1 {
+		t.Errorf("instance %s tagged %v after %d CreateFleets; want one, for claim %s", in.ID, in.Tags, len(f.Fleets()), claim.Name)
+	}
 }
 
 // checkResolved: the seeds' EC2NodeClass (alias al2023@v20241011,
