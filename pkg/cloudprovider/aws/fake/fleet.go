@@ -233,6 +233,9 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 			return c, "InvalidSubnetID.NotFound", fmt.Sprintf("The subnet ID '%s' does not exist", o.SubnetID)
 		}
 		c.Zone = c.subnet.Zone
+		if c.subnet.AvailableIPs == 0 {
+			return c, "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", o.SubnetID)
+		}
 	}
 	if !contains(f.ec2.offered[o.InstanceType], c.Zone) {
 		return c, "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", o.InstanceType, c.Zone)

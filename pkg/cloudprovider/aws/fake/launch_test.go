@@ -407,3 +407,48 @@ func TestInstancesStartPending(t *testing.T) {
 		t.Errorf("state after a describe = %s, want running", s)
 	}
 }
+
+func TestSubnetAddresses(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	c := catalogFor(t)
+	f.SeedCatalog(c, []string{"us-east-1a"})
+	f.AddSubnet(Subnet{ID: "subnet-small", VPCID: "vpc-1", Zone: "us-east-1a", CIDR: "10.1.0.0/28"})
+	f.AddSubnet(Subnet{ID: "subnet-full", VPCID: "vpc-1", Zone: "us-east-1a", CIDR: "10.1.1.0/24", AvailableIPs: -1})
+	ec := ec2Client(f)
+	createTemplate(t, ec, "lt")
+	ips := func() int32 {
+		out, err := ec.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-small"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToInt32(out.Subnets[0].AvailableIpAddressCount)
+	}
+	if n := ips(); n != 11 {
+		t.Fatalf("a /28 has %d free addresses, want 11", n)
+	}
+	out, err := ec.CreateFleet(context.Background(), fleetInput("lt", "on-demand", 2,
+		[2]string{"m5.large", "subnet-full"}, [2]string{"m5.xlarge", "subnet-small"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientFreeAddressesInSubnet" ||
+		len(out.Instances) != 1 || out.Instances[0].InstanceType != "m5.xlarge" {
+		t.Fatalf("fleet = errors %+v, instances %+v", out.Errors, out.Instances)
+	}
+	if n := ips(); n != 9 {
+		t.Errorf("%d free after two launches, want 9", n)
+	}
+	if ip := f.Instances()[0].PrivateIP; ip == "" || ip[:7] != "10.1.0." {
+		t.Errorf("private IP %q, want one in 10.1.0.0/28", ip)
+	}
+	if _, err := ec.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: out.Instances[0].InstanceIds}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ec.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ips(); n != 11 {
+		t.Errorf("%d free once both are terminated, want 11", n)
+	}
+}
