@@ -163,6 +163,9 @@ type candidate struct {
 // overrides without capacity, which come back in errorSet.
 func (f *AWS) createFleet(q url.Values) (any, error) {
 	fl := parseFleet(q)
+	n := f.nextID()
+	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
+	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 	if fl.Type != "instant" {
 		return nil, badRequest("InvalidParameterValue", "the fake launches only fleets of type instant, not %q", fl.Type)
 	}
@@ -172,9 +175,6 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 	if fl.TotalCapacity < 1 {
 		return nil, badRequest("InvalidTargetCapacitySpecification", "TotalTargetCapacity must be at least 1")
 	}
-	n := f.nextID()
-	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
-	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 
 	out := createFleetOutput{FleetID: fl.ID}
 	var candidates []candidate

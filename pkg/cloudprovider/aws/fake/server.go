@@ -159,8 +159,8 @@ const (
 )
 
 // service is one AWS service: its protocol and its handlers by action. A
-// handler runs with f.mu held and returns the answer to encode (a value
-// that shares nothing with f's state) or an error.
+// handler runs with f.mu held and returns the answer to encode (sharing
+// nothing of f's state that is ever written) or an error.
 type service struct {
 	name     string
 	protocol protocol
