@@ -1,6 +1,8 @@
 package fake
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -129,13 +131,11 @@ func (f *AWS) xmlInstanceProfile(p *InstanceProfile) xmlInstanceProfile {
 	return x
 }
 
-// idSuffix makes an IAM-like unique ID suffix from a name.
+// idSuffix makes a unique-looking ID suffix from a name: 17 upper-case
+// hex digits of its hash.
 func idSuffix(name string) string {
-	s := strings.ToUpper(fmt.Sprintf("%x", name))
-	if len(s) > 17 {
-		s = s[:17]
-	}
-	return s
+	sum := sha256.Sum256([]byte(name))
+	return strings.ToUpper(hex.EncodeToString(sum[:]))[:17]
 }
 
 type getRoleOutput struct {

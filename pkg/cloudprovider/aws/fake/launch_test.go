@@ -452,3 +452,35 @@ func TestSubnetAddresses(t *testing.T) {
 		t.Errorf("%d free once both are terminated, want 11", n)
 	}
 }
+
+func TestAddInstance(t *testing.T) {
+	f := standard(t)
+	launched := releaseDate(AL2023Newest)
+	for _, tc := range []struct {
+		name string
+		in   Instance
+		want func(i types.Instance) bool
+	}{
+		{"defaults", Instance{InstanceType: "m5.large", SubnetID: subnetC}, func(i types.Instance) bool {
+			return i.State.Name == types.InstanceStateNameRunning && aws.ToString(i.Placement.AvailabilityZone) == "us-east-1c" &&
+				aws.ToString(i.VpcId) == StandardVPCID && aws.ToString(i.PrivateIpAddress) != "" && i.InstanceLifecycle == ""
+		}},
+		{"as given", Instance{ID: "i-1", InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: "spot", State: "stopped",
+			LaunchTime: launched, InstanceProfile: "profile-1"}, func(i types.Instance) bool {
+			return aws.ToString(i.InstanceId) == "i-1" && i.State.Name == types.InstanceStateNameStopped &&
+				i.InstanceLifecycle == types.InstanceLifecycleTypeSpot && aws.ToString(i.SpotInstanceRequestId) != "" &&
+				i.LaunchTime.Equal(launched) && i.Architecture == types.ArchitectureValuesArm64 && i.IamInstanceProfile != nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := f.AddInstance(tc.in)
+			out, err := ec2Client(f).DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := out.Reservations[0].Instances[0]; !tc.want(i) {
+				t.Errorf("instance = %+v", i)
+			}
+		})
+	}
+}
