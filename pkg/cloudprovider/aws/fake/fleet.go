@@ -187,14 +187,14 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 		}
 		candidates = append(candidates, c)
 	}
-	best, ok := pick(candidates, fl.TargetCapacityType, fl.AllocationStrategy)
-	if !ok {
-		return out, nil
-	}
 	launch := int(fl.TotalCapacity)
 	if p := f.faults.partial; p != nil {
 		f.faults.partial = nil
 		launch = max(min(launch, *p), 0)
+	}
+	best, ok := pick(candidates, fl.AllocationStrategy)
+	if !ok {
+		return out, nil
 	}
 	if launch < int(fl.TotalCapacity) {
 		out.Errors = append(out.Errors, iceError(best.Override, fl.TargetCapacityType))
@@ -253,7 +253,7 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 
 // pick is the pool an instant fleet launches in: the lowest priority for a
 // prioritized strategy, else the lowest price; ties go to the first.
-func pick(cs []candidate, capacityType, strategy string) (candidate, bool) {
+func pick(cs []candidate, strategy string) (candidate, bool) {
 	prioritized := strategy == "prioritized" || strategy == "capacity-optimized-prioritized"
 	key := func(c candidate) float64 {
 		if prioritized {

@@ -308,13 +308,14 @@ func writeError(w http.ResponseWriter, s *service, err error) {
 		typ := e.code
 		if s.queryCompat {
 			typ = "com.amazonaws." + s.name + "#" + e.code
-			if e.queryCode != "" {
-				fault := "Sender"
-				if e.status >= 500 {
-					fault = "Receiver"
-				}
-				w.Header().Set("X-Amzn-Query-Error", e.queryCode+";"+fault)
+			code, fault := e.queryCode, "Sender"
+			if code == "" {
+				code = e.code
 			}
+			if e.status >= 500 {
+				fault = "Receiver"
+			}
+			w.Header().Set("X-Amzn-Query-Error", code+";"+fault)
 		}
 		w.Header().Set("X-Amzn-ErrorType", typ)
 		w.WriteHeader(e.status)
