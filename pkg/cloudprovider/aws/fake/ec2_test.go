@@ -431,3 +431,27 @@ func TestStandardInAnotherRegion(t *testing.T) {
 		t.Errorf("us-west-2 m5.large = %v, want %v", p, f.ec2.onDemand["m5.large"])
 	}
 }
+
+func TestPagination(t *testing.T) {
+	f := standard(t)
+	c := ec2Client(f)
+	var got []string
+	var pages int
+	p := ec2.NewDescribeImagesPaginator(c, &ec2.DescribeImagesInput{MaxResults: aws.Int32(5), Owners: []string{"amazon"}})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, img := range out.Images {
+			got = append(got, aws.ToString(img.ImageId))
+		}
+	}
+	if want := len(f.Images()); len(got) != want || pages != (want+4)/5 || len(slices.Compact(slices.Sorted(slices.Values(got)))) != want {
+		t.Errorf("%d images (%d distinct) in %d pages, want %d in %d", len(got), len(slices.Compact(slices.Sorted(slices.Values(got)))), pages, want, (want+4)/5)
+	}
+	if _, err := c.DescribeImages(context.Background(), &ec2.DescribeImagesInput{NextToken: aws.String("bogus")}); apiCode(err) != "InvalidNextToken" {
+		t.Errorf("a bogus token: %v", err)
+	}
+}
