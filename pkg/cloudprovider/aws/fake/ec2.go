@@ -42,8 +42,8 @@ type Subnet struct {
 	ID, VPCID, Zone, ZoneID, CIDR string
 	// AvailableIPs: free addresses, one fewer per instance launched in the
 	// subnet. AddSubnet takes 0 for the CIDR's size less the five AWS
-	// reserves, and a negative number for none free (CreateFleet then
-	// answers InsufficientFreeAddressesInSubnet).
+	// reserves (8187 without a CIDR), and a negative number for none free
+	// (CreateFleet then answers InsufficientFreeAddressesInSubnet).
 	AvailableIPs int32
 	Tags         map[string]string
 }
@@ -124,7 +124,8 @@ func (f *AWS) AddSubnet(s Subnet) {
 	case s.AvailableIPs < 0:
 		s.AvailableIPs = 0
 	case s.AvailableIPs == 0:
-		if p, err := netip.ParsePrefix(s.CIDR); err == nil && p.Addr().Is4() {
+		s.AvailableIPs = 8187 // a /19's, when the CIDR does not say
+		if p, err := netip.ParsePrefix(s.CIDR); err == nil && p.Addr().Is4() && p.Bits() >= 16 {
 			s.AvailableIPs = int32(1<<(32-p.Bits())) - 5
 		}
 	}
