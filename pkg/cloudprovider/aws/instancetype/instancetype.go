@@ -113,12 +113,16 @@ func New(ec2 EC2API, pricing PricingAPI, opts Options) *Provider {
 // Refresh fetches the region's instance types, their zone offerings, and
 // on-demand and spot prices. A call that fails leaves its part as it was
 // (the last good data, or the fallback catalog's) and its error is
-// returned, joined with the others'.
+// returned, joined with the others'; Source describes the result. Types
+// offered without a price are logged.
 func (p *Provider) Refresh(ctx context.Context) error {
 	p.refreshing.Lock()
 	defer p.refreshing.Unlock()
-	logger := log.FromContext(ctx).WithValues("region", p.region)
+	return p.refresh(ctx)
+}
 
+func (p *Provider) refresh(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("region", p.region)
 	types, typesErr := p.fetchTypes(ctx)
 	onDemand, unreadable, onDemandErr := fetchOnDemand(ctx, p.pricing, p.region)
 	spot, spotErr := fetchSpot(ctx, p.ec2, p.clock.Now())
@@ -134,17 +138,13 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	update(&p.spot, spot, spotErr, now)
 	p.notes = p.missingPrices()
 	p.built = nil
-	notes, source := p.notes, p.sourceLocked()
+	notes := p.notes
 	p.mu.Unlock()
 
-	err := errors.Join(typesErr, onDemandErr, spotErr)
 	for _, n := range notes {
 		logger.Info("instance types: " + n)
 	}
-	if err != nil {
-		logger.Error(err, "refreshing instance types and prices", "source", source)
-	}
-	return err
+	return errors.Join(typesErr, onDemandErr, spotErr)
 }
 
 func update[T any](pt *part[T], data T, err error, now time.Time) {
@@ -214,13 +214,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 // (Available) and requirements; Capacity and Overhead are shared and must
 // not be changed.
 func (p *Provider) List(ctx context.Context, zones []string) ([]*cloudprovider.InstanceType, error) {
-	p.mu.Lock()
-	attempted := p.attempted
-	p.mu.Unlock()
-	if !attempted {
-		// Failures are logged and reported by Source; the fallback serves.
-		_ = p.Refresh(ctx)
-	}
+	p.refreshFirst(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -240,6 +234,28 @@ func (p *Provider) List(ctx context.Context, zones []string) ([]*cloudprovider.I
 		out[i] = copyInstanceType(it)
 	}
 	return out, nil
+}
+
+// refreshFirst refreshes unless a refresh was tried already. A failure is
+// logged (Source says what serves instead).
+func (p *Provider) refreshFirst(ctx context.Context) {
+	p.mu.Lock()
+	attempted := p.attempted
+	p.mu.Unlock()
+	if attempted {
+		return
+	}
+	p.refreshing.Lock()
+	defer p.refreshing.Unlock()
+	p.mu.Lock()
+	attempted = p.attempted
+	p.mu.Unlock()
+	if attempted {
+		return // a concurrent first List refreshed
+	}
+	if err := p.refresh(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "refreshing instance types and prices", "region", p.region, "source", p.Source())
+	}
 }
 
 // build makes the instance types for zones from the current parts.

@@ -458,3 +458,25 @@ func BenchmarkList(b *testing.B) {
 		}
 	})
 }
+
+// TestConcurrentUse: Lists while a Refresh runs (run with -race); every
+// List sees a whole data set.
+func TestConcurrentUse(t *testing.T) {
+	p := newEnv(t).provider(nil, nil)
+	ctx := context.Background()
+	done := make(chan int)
+	for range 3 {
+		go func() {
+			its, _ := p.List(ctx, zones)
+			done <- len(its)
+		}()
+	}
+	if err := p.Refresh(ctx); err != nil {
+		t.Error(err)
+	}
+	for range 3 {
+		if n := <-done; n != 1364 {
+			t.Errorf("a concurrent List had %d types", n)
+		}
+	}
+}
