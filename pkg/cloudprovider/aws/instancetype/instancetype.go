@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -266,6 +267,8 @@ func (p *Provider) build(zones []string) []*cloudprovider.InstanceType {
 	}
 	if len(zones) == 0 {
 		zones = p.allZones()
+	} else {
+		zones = compact(slices.Sorted(slices.Values(zones)))
 	}
 	onDemand := p.fallback.onDemand
 	if p.onDemand.ok {
