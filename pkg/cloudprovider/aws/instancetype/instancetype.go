@@ -91,8 +91,11 @@ type part[T any] struct {
 type typeData struct {
 	entries []catalog.Entry     // by name
 	zones   map[string][]string // type → the zones offering it
-	skipped []string            // "name: why"
+	skipped []skip
 }
+
+// skip is an offered type left out, and why.
+type skip struct{ name, why string }
 
 // New returns a provider; nothing is fetched until Refresh or List.
 func New(ec2 EC2API, pricing PricingAPI, opts Options) *Provider {
@@ -191,7 +194,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 			}
 			e, err := entryFrom(info, p.fallback.entries[string(info.InstanceType)])
 			if err != nil {
-				data.skipped = append(data.skipped, err.Error())
+				data.skipped = append(data.skipped, skip{string(info.InstanceType), err.Error()})
 				continue
 			}
 			data.entries = append(data.entries, e)
@@ -201,7 +204,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 		return typeData{}, fmt.Errorf("ec2 DescribeInstanceTypes: no instance type offered in %s (%d skipped)", p.region, len(data.skipped))
 	}
 	sort.Slice(data.entries, func(i, j int) bool { return data.entries[i].Name < data.entries[j].Name })
-	sort.Strings(data.skipped)
+	sort.Slice(data.skipped, func(i, j int) bool { return data.skipped[i].name < data.skipped[j].name })
 	return data, nil
 }
 
@@ -361,7 +364,11 @@ func (p *Provider) missingPrices() []string {
 		notes = append(notes, fmt.Sprintf("%d offered type×zone pair(s) without a spot price, so without a spot offering: %s", len(noSpot), firstFew(noSpot)))
 	}
 	if n := len(p.types.data.skipped); n > 0 {
-		notes = append(notes, fmt.Sprintf("%d offered type(s) skipped: %s", n, firstFew(p.types.data.skipped)))
+		var whys []string
+		for _, s := range p.types.data.skipped {
+			whys = append(whys, s.why)
+		}
+		notes = append(notes, fmt.Sprintf("%d offered type(s) skipped: %s", n, firstFew(whys)))
 	}
 	return notes
 }
