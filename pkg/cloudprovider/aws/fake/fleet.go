@@ -163,6 +163,9 @@ type candidate struct {
 // overrides without capacity, which come back in errorSet.
 func (f *AWS) createFleet(q url.Values) (any, error) {
 	fl := parseFleet(q)
+	n := f.nextID()
+	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
+	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 	if fl.Type != "instant" {
 		return nil, badRequest("InvalidParameterValue", "the fake launches only fleets of type instant, not %q", fl.Type)
 	}
@@ -172,16 +175,13 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 	if fl.TotalCapacity < 1 {
 		return nil, badRequest("InvalidTargetCapacitySpecification", "TotalTargetCapacity must be at least 1")
 	}
-	n := f.nextID()
-	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
-	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 
 	out := createFleetOutput{FleetID: fl.ID}
 	var candidates []candidate
 	for _, o := range fl.Overrides {
 		c, code, msg := f.candidate(o, fl.TargetCapacityType)
 		if code != "" {
-			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: o.xml(),
+			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: c.Override.xml(),
 				Lifecycle: fl.TargetCapacityType, Code: code, Message: msg})
 			continue
 		}
@@ -233,6 +233,9 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 			return c, "InvalidSubnetID.NotFound", fmt.Sprintf("The subnet ID '%s' does not exist", o.SubnetID)
 		}
 		c.Zone = c.subnet.Zone
+		if c.subnet.AvailableIPs == 0 {
+			return c, "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", o.SubnetID)
+		}
 	}
 	if !contains(f.ec2.offered[o.InstanceType], c.Zone) {
 		return c, "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", o.InstanceType, c.Zone)

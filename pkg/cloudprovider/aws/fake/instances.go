@@ -273,6 +273,9 @@ func (f *AWS) advance() {
 			in.State = "running"
 		case "shutting-down":
 			in.State, in.terminatedAt = "terminated", f.clock.Now()
+			if s := f.subnet(in.SubnetID); s != nil {
+				s.AvailableIPs++
+			}
 		}
 	}
 }

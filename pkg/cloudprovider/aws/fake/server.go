@@ -159,17 +159,17 @@ const (
 )
 
 // service is one AWS service: its protocol and its handlers by action. A
-// handler runs with f.mu held and returns the answer to encode (a value
-// that shares nothing with f's state) or an error.
+// handler runs with f.mu held and returns the answer to encode (sharing
+// nothing of f's state that is ever written) or an error.
 type service struct {
 	name     string
 	protocol protocol
 	// target is the X-Amz-Target prefix of a JSON service.
-	target        string
-	query         map[string]func(f *AWS, q url.Values) (any, error)
-	json          map[string]func(f *AWS, body []byte) (any, error)
-	jsonVersion   string
-	xmlNamespace  string
+	target       string
+	query        map[string]func(f *AWS, q url.Values) (any, error)
+	json         map[string]func(f *AWS, body []byte) (any, error)
+	jsonVersion  string
+	xmlNamespace string
 	queryCompat  bool
 	// throttle is the service's answer to too many requests.
 	throttleCode   string
