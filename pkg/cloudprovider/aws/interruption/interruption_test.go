@@ -189,3 +189,39 @@ func TestUnknownQueue(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 }
+
+// TestFakeEvents: the bodies the fake sends for the four kinds (what the
+// AWS provider's and the controller's tests use) come back as notices.
+func TestFakeEvents(t *testing.T) {
+	f := fake.New(fake.Options{})
+	defer f.Close()
+	url := f.CreateQueue("production")
+	for _, body := range []string{
+		f.SpotInterruptionWarning("i-01"),
+		f.RebalanceRecommendation("i-02"),
+		f.ScheduledChange("i-03", "i-04"),
+		f.StateChange("i-05", "stopped"),
+		f.StateChange("i-06", "shutting-down"),
+		f.StateChange("i-07", "running"),
+	} {
+		f.SendMessage(url, body)
+	}
+	got, err := interruption.New(sqs.NewFromConfig(f.Config()), url).Receive(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]cloudprovider.InterruptionKind{}
+	for _, m := range got {
+		kinds[strings.Join(m.InstanceIDs, ",")] = m.Kind
+	}
+	want := map[string]cloudprovider.InterruptionKind{
+		"i-01": cloudprovider.SpotInterruption, "i-02": cloudprovider.RebalanceRecommendation,
+		"i-03,i-04": cloudprovider.ScheduledChange, "i-05": cloudprovider.InstanceStopping, "i-06": cloudprovider.InstanceTerminating,
+	}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("got %v, want %v", kinds, want)
+	}
+	if left := f.QueueMessages(url); len(left) != 5 {
+		t.Errorf("%d left, want 5 (the running state change deleted)", len(left))
+	}
+}
