@@ -407,3 +407,80 @@ func TestInstancesStartPending(t *testing.T) {
 		t.Errorf("state after a describe = %s, want running", s)
 	}
 }
+
+func TestSubnetAddresses(t *testing.T) {
+	f := New(Options{})
+	defer f.Close()
+	c := catalogFor(t)
+	f.SeedCatalog(c, []string{"us-east-1a"})
+	f.AddSubnet(Subnet{ID: "subnet-small", VPCID: "vpc-1", Zone: "us-east-1a", CIDR: "10.1.0.0/28"})
+	f.AddSubnet(Subnet{ID: "subnet-full", VPCID: "vpc-1", Zone: "us-east-1a", CIDR: "10.1.1.0/24", AvailableIPs: -1})
+	ec := ec2Client(f)
+	createTemplate(t, ec, "lt")
+	ips := func() int32 {
+		out, err := ec.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{SubnetIds: []string{"subnet-small"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return aws.ToInt32(out.Subnets[0].AvailableIpAddressCount)
+	}
+	if n := ips(); n != 11 {
+		t.Fatalf("a /28 has %d free addresses, want 11", n)
+	}
+	out, err := ec.CreateFleet(context.Background(), fleetInput("lt", "on-demand", 2,
+		[2]string{"m5.large", "subnet-full"}, [2]string{"m5.xlarge", "subnet-small"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientFreeAddressesInSubnet" ||
+		len(out.Instances) != 1 || out.Instances[0].InstanceType != "m5.xlarge" {
+		t.Fatalf("fleet = errors %+v, instances %+v", out.Errors, out.Instances)
+	}
+	if n := ips(); n != 9 {
+		t.Errorf("%d free after two launches, want 9", n)
+	}
+	if ip := f.Instances()[0].PrivateIP; ip == "" || ip[:7] != "10.1.0." {
+		t.Errorf("private IP %q, want one in 10.1.0.0/28", ip)
+	}
+	if _, err := ec.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: out.Instances[0].InstanceIds}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ec.DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := ips(); n != 11 {
+		t.Errorf("%d free once both are terminated, want 11", n)
+	}
+}
+
+func TestAddInstance(t *testing.T) {
+	f := standard(t)
+	launched := releaseDate(AL2023Newest)
+	for _, tc := range []struct {
+		name string
+		in   Instance
+		want func(i types.Instance) bool
+	}{
+		{"defaults", Instance{InstanceType: "m5.large", SubnetID: subnetC}, func(i types.Instance) bool {
+			return i.State.Name == types.InstanceStateNameRunning && aws.ToString(i.Placement.AvailabilityZone) == "us-east-1c" &&
+				aws.ToString(i.VpcId) == StandardVPCID && aws.ToString(i.PrivateIpAddress) != "" && i.InstanceLifecycle == ""
+		}},
+		{"as given", Instance{ID: "i-1", InstanceType: "c6g.large", Zone: "us-east-1a", CapacityType: "spot", State: "stopped",
+			LaunchTime: launched, InstanceProfile: "profile-1"}, func(i types.Instance) bool {
+			return aws.ToString(i.InstanceId) == "i-1" && i.State.Name == types.InstanceStateNameStopped &&
+				i.InstanceLifecycle == types.InstanceLifecycleTypeSpot && aws.ToString(i.SpotInstanceRequestId) != "" &&
+				i.LaunchTime.Equal(launched) && i.Architecture == types.ArchitectureValuesArm64 && i.IamInstanceProfile != nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := f.AddInstance(tc.in)
+			out, err := ec2Client(f).DescribeInstances(context.Background(), &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i := out.Reservations[0].Instances[0]; !tc.want(i) {
+				t.Errorf("instance = %+v", i)
+			}
+		})
+	}
+}

@@ -140,6 +140,23 @@ func TestInstanceProfiles(t *testing.T) {
 	if ps := f.InstanceProfiles(); len(ps) != 1 || ps[0].Role != "KarpenterNodeRole-production" || ps[0].Path != "/karpenter/" || len(ps[0].Tags) != 2 {
 		t.Errorf("InstanceProfiles = %+v", ps)
 	}
+	list, err := c.ListInstanceProfiles(ctx, &iam.ListInstanceProfilesInput{PathPrefix: aws.String("/karpenter/")})
+	if err != nil || len(list.InstanceProfiles) != 1 || list.IsTruncated {
+		t.Errorf("ListInstanceProfiles = %+v, %v", list, err)
+	}
+	if _, err := c.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); !errors.As(err, new(*iamtypes.DeleteConflictException)) {
+		t.Errorf("deleting a profile with a role: %v", err)
+	}
+	if _, err := c.RemoveRoleFromInstanceProfile(ctx, &iam.RemoveRoleFromInstanceProfileInput{InstanceProfileName: aws.String(name),
+		RoleName: aws.String("KarpenterNodeRole-production")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.DeleteInstanceProfile(ctx, &iam.DeleteInstanceProfileInput{InstanceProfileName: aws.String(name)}); err != nil {
+		t.Fatal(err)
+	}
+	if ps := f.InstanceProfiles(); len(ps) != 0 {
+		t.Errorf("after delete: %+v", ps)
+	}
 	role, err := c.GetRole(ctx, &iam.GetRoleInput{RoleName: aws.String("KarpenterNodeRole-production")})
 	if err != nil || aws.ToString(role.Role.Arn) != "arn:aws:iam::"+AccountID+":role/KarpenterNodeRole-production" {
 		t.Errorf("GetRole = %+v, %v", role, err)
