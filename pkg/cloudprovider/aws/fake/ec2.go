@@ -27,10 +27,10 @@ var ec2Service = &service{
 		"DescribeInstanceTypes":         (*AWS).describeInstanceTypes,
 		"DescribeInstanceTypeOfferings": (*AWS).describeInstanceTypeOfferings,
 		"DescribeSpotPriceHistory":      (*AWS).describeSpotPriceHistory,
-		"CreateLaunchTemplate":          (*AWS).createLaunchTemplate,
+		"CreateLaunchTemplate":          idempotent("CreateLaunchTemplate", (*AWS).createLaunchTemplate),
 		"DescribeLaunchTemplates":       (*AWS).describeLaunchTemplates,
 		"DeleteLaunchTemplate":          (*AWS).deleteLaunchTemplate,
-		"CreateFleet":                   (*AWS).createFleet,
+		"CreateFleet":                   idempotent("CreateFleet", (*AWS).createFleet),
 		"DescribeInstances":             (*AWS).describeInstances,
 		"TerminateInstances":            (*AWS).terminateInstances,
 		"CreateTags":                    (*AWS).createTags,
@@ -94,15 +94,39 @@ type ec2State struct {
 	launchTemplates []*LaunchTemplate
 	instances       []*Instance
 	fleets          []Fleet
+	// answered: the answers of idempotent calls by action and ClientToken.
+	answered map[string]any
 }
 
 func (s *ec2State) init() {
+	s.answered = map[string]any{}
 	s.vpcs = map[string]string{}
 	s.zones = map[string]string{}
 	s.typeArch = map[string]string{}
 	s.offered = map[string][]string{}
 	s.onDemand = map[string]float64{}
 	s.spot = map[string]map[string]float64{}
+}
+
+// idempotent makes a call as EC2 makes CreateFleet and CreateLaunchTemplate
+// (whose ClientToken the SDK fills in once per operation, the same for its
+// retries): a request with a ClientToken answered before gets that answer
+// again and changes nothing. This matters on loopback: Go's transport may
+// fail reading a large answer when the SDK closes the request body while
+// the transport still checks it for EOF, and the SDK then retries a call
+// the fake has already carried out.
+func idempotent(action string, call func(f *AWS, q url.Values) (any, error)) func(f *AWS, q url.Values) (any, error) {
+	return func(f *AWS, q url.Values) (any, error) {
+		token := q.Get("ClientToken")
+		if out, ok := f.ec2.answered[action+"/"+token]; ok && token != "" {
+			return out, nil
+		}
+		out, err := call(f, q)
+		if err == nil && token != "" {
+			f.ec2.answered[action+"/"+token] = out
+		}
+		return out, err
+	}
 }
 
 // AddVPC adds a VPC.

@@ -484,3 +484,35 @@ func TestAddInstance(t *testing.T) {
 		})
 	}
 }
+
+// TestCreateFleetIsIdempotent: a CreateFleet repeated with its ClientToken
+// (as the SDK repeats it on a retry) gets the first answer and launches
+// nothing more; another token launches again.
+func TestCreateFleetIsIdempotent(t *testing.T) {
+	f := standard(t)
+	c := ec2Client(f)
+	createTemplate(t, c, "lt")
+	in := fleetInput("lt", "on-demand", 1, [2]string{"m5.large", subnetA})
+	in.ClientToken = aws.String("token-1")
+	first, err := c.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := c.CreateFleet(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *first.FleetId != *again.FleetId || first.Instances[0].InstanceIds[0] != again.Instances[0].InstanceIds[0] {
+		t.Errorf("the repeated request got fleet %s/%v, the first %s/%v", *again.FleetId, again.Instances[0].InstanceIds, *first.FleetId, first.Instances[0].InstanceIds)
+	}
+	if n := len(f.Instances()); n != 1 || len(f.Fleets()) != 1 {
+		t.Errorf("%d instances and %d fleets after a repeated token, want 1 and 1", n, len(f.Fleets()))
+	}
+	in.ClientToken = aws.String("token-2")
+	if _, err := c.CreateFleet(context.Background(), in); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Instances()); n != 2 {
+		t.Errorf("%d instances after a second token, want 2", n)
+	}
+}
