@@ -48,7 +48,7 @@ func cross(types []string, zones ...string) []string {
 // tagged; the claim comes back as the instance the fake launched, from
 // launch templates holding the NodeClass's settings.
 func TestCreateLaunchesOneFleet(t *testing.T) {
-	e := newEnv(t, seedNodeClass(t))
+	e := newEnvWith(t, envOptions{liveTypes: true}, seedNodeClass(t))
 	got, err := e.p.Create(e.ctx, claim("general-abc", "default", threeTypes, onDemand))
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func spotWarning(id, instance string) string {
 // message, and leaves the spot offering out of launches; a message about
 // an instance the cluster does not own is deleted without one.
 func TestInterruptionMessages(t *testing.T) {
-	e := newEnvWith(t, "production", seedNodeClass(t))
+	e := newEnvWith(t, envOptions{queue: "production"}, seedNodeClass(t))
 	spot := req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
 	launched, err := e.p.Create(e.ctx, claim("c1", "default", threeTypes, spot))
 	if err != nil {
