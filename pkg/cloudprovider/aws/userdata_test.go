@@ -166,3 +166,32 @@ func TestBottlerocketUserData(t *testing.T) {
 		t.Error("broken TOML user data was accepted")
 	}
 }
+
+// TestLaunchTemplateRequest: the template tags its instances' network
+// interfaces (CreateFleet tags instances, volumes and the fleet), and a
+// public-IP choice moves the security groups to the primary interface.
+func TestLaunchTemplateRequest(t *testing.T) {
+	yes := true
+	for _, public := range []*bool{nil, &yes} {
+		lt := &launchTemplate{ImageID: "ami-1", InstanceProfile: "p", SecurityGroupIDs: []string{"sg-1"}, AssociatePublicIP: public,
+			Metadata: metadataOptions(nil), Tags: map[string]string{"karpenter.sh/managed-by": "production"}}
+		in := lt.request(lt.name())
+		d := in.LaunchTemplateData
+		if len(d.TagSpecifications) != 1 || d.TagSpecifications[0].ResourceType != "network-interface" || len(d.TagSpecifications[0].Tags) != 1 {
+			t.Errorf("data tag specifications %+v, want the network interfaces'", d.TagSpecifications)
+		}
+		groups := d.SecurityGroupIds
+		if public != nil {
+			if len(d.NetworkInterfaces) != 1 || *d.NetworkInterfaces[0].AssociatePublicIpAddress != *public {
+				t.Fatalf("network interfaces %+v", d.NetworkInterfaces)
+			}
+			groups = d.NetworkInterfaces[0].Groups
+		}
+		if !reflect.DeepEqual(groups, []string{"sg-1"}) {
+			t.Errorf("public %v: groups %v", public, groups)
+		}
+		if *d.MetadataOptions.HttpPutResponseHopLimit != 1 || d.MetadataOptions.HttpTokens != "required" {
+			t.Errorf("metadata %+v", d.MetadataOptions)
+		}
+	}
+}
