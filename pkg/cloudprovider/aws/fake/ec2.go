@@ -3,6 +3,7 @@ package fake
 import (
 	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"sort"
 	"strconv"
@@ -39,8 +40,12 @@ var ec2Service = &service{
 // Subnet is a subnet of the fake account.
 type Subnet struct {
 	ID, VPCID, Zone, ZoneID, CIDR string
-	AvailableIPs                  int32
-	Tags                          map[string]string
+	// AvailableIPs: free addresses, one fewer per instance launched in the
+	// subnet. AddSubnet takes 0 for the CIDR's size less the five AWS
+	// reserves (8187 without a CIDR), and a negative number for none free
+	// (CreateFleet then answers InsufficientFreeAddressesInSubnet).
+	AvailableIPs int32
+	Tags         map[string]string
 }
 
 // SecurityGroup is a security group of the fake account.
@@ -114,6 +119,15 @@ func (f *AWS) AddSubnet(s Subnet) {
 	defer f.mu.Unlock()
 	if s.ZoneID == "" {
 		s.ZoneID = zoneID(s.Zone)
+	}
+	switch {
+	case s.AvailableIPs < 0:
+		s.AvailableIPs = 0
+	case s.AvailableIPs == 0:
+		s.AvailableIPs = 8187 // a /19's, when the CIDR does not say
+		if p, err := netip.ParsePrefix(s.CIDR); err == nil && p.Addr().Is4() && p.Bits() >= 16 {
+			s.AvailableIPs = int32(1<<(32-p.Bits())) - 5
+		}
 	}
 	s.Tags = copyTags(s.Tags)
 	f.ec2.subnets = append(f.ec2.subnets, &s)
@@ -538,7 +552,7 @@ func (f *AWS) SeedCatalog(c *catalog.Catalog, zones []string) {
 			spot[e.Name][z] = p
 		}
 	}
-	products := pricingProducts(c)
+	products := pricingProducts(c, f.region, onDemand)
 
 	f.mu.Lock()
 	defer f.mu.Unlock()

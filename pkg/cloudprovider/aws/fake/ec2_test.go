@@ -10,7 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/pricing"
+	pricingtypes "github.com/aws/aws-sdk-go-v2/service/pricing/types"
 	"github.com/aws/smithy-go"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // standard is the Standard account of cluster "production", closed with
@@ -361,5 +365,93 @@ func TestDescribeInstanceTypeOfferings(t *testing.T) {
 	}
 	if want := []string{"use1-az1", "use1-az2", "use1-az3"}; !slices.Equal(ids, want) {
 		t.Errorf("zone IDs = %v, want %v", ids, want)
+	}
+}
+
+func catalogFor(t *testing.T) *catalog.Catalog {
+	t.Helper()
+	c, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestNeuronInfo(t *testing.T) {
+	f := standard(t)
+	out, err := ec2Client(f).DescribeInstanceTypes(context.Background(), &ec2.DescribeInstanceTypesInput{
+		InstanceTypes: []types.InstanceType{"trn1.32xlarge", "inf1.xlarge"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range out.InstanceTypes {
+		n := it.NeuronInfo
+		if n == nil || len(n.NeuronDevices) != 1 || n.NeuronDevices[0].CoreInfo == nil || n.NeuronDevices[0].MemoryInfo == nil {
+			t.Fatalf("%s: neuron info %+v", it.InstanceType, n)
+		}
+		d := n.NeuronDevices[0]
+		want := map[types.InstanceType][3]int32{"trn1.32xlarge": {16, 2, 2}, "inf1.xlarge": {1, 4, 1}}[it.InstanceType]
+		if got := [3]int32{aws.ToInt32(d.Count), aws.ToInt32(d.CoreInfo.Count), aws.ToInt32(d.CoreInfo.Version)}; got != want {
+			t.Errorf("%s: devices, cores, version = %v, want %v", it.InstanceType, got, want)
+		}
+	}
+}
+
+func TestStandardInAnotherRegion(t *testing.T) {
+	f := Standard(StandardOptions{Region: "us-west-2"})
+	defer f.Close()
+	out, err := ec2Client(f).DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{
+		Filters: []types.Filter{ec2Filter("tag:karpenter.sh/discovery", "production")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range out.Subnets {
+		got = append(got, aws.ToString(s.AvailabilityZone)+"="+aws.ToString(s.AvailabilityZoneId))
+	}
+	if want := []string{"us-west-2a=usw2-az1", "us-west-2b=usw2-az2", "us-west-2c=usw2-az3"}; !slices.Equal(got, want) {
+		t.Errorf("subnets = %v, want %v", got, want)
+	}
+	if len(f.ec2.offered["m5.large"]) != 3 || f.ec2.spot["m5.large"]["us-west-2a"] == 0 {
+		t.Errorf("m5.large offered in %v, spot %v", f.ec2.offered["m5.large"], f.ec2.spot["m5.large"])
+	}
+	// The catalog has no us-west-2 prices: Pricing answers the ones the
+	// fake's EC2 uses (us-east-1's).
+	prices, err := pricing.NewFromConfig(f.Config()).GetProducts(context.Background(), &pricing.GetProductsInput{
+		ServiceCode: aws.String("AmazonEC2"), Filters: []pricingtypes.Filter{
+			{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String("regionCode"), Value: aws.String("us-west-2")},
+			{Type: pricingtypes.FilterTypeTermMatch, Field: aws.String("instanceType"), Value: aws.String("m5.large")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prices.PriceList) != 1 {
+		t.Fatalf("%d us-west-2 products for m5.large, want 1", len(prices.PriceList))
+	}
+	if _, p := decodePriceListItem(t, prices.PriceList[0]); p != f.ec2.onDemand["m5.large"] {
+		t.Errorf("us-west-2 m5.large = %v, want %v", p, f.ec2.onDemand["m5.large"])
+	}
+}
+
+func TestPagination(t *testing.T) {
+	f := standard(t)
+	c := ec2Client(f)
+	var got []string
+	var pages int
+	p := ec2.NewDescribeImagesPaginator(c, &ec2.DescribeImagesInput{MaxResults: aws.Int32(5), Owners: []string{"amazon"}})
+	for p.HasMorePages() {
+		out, err := p.NextPage(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, img := range out.Images {
+			got = append(got, aws.ToString(img.ImageId))
+		}
+	}
+	if want := len(f.Images()); len(got) != want || pages != (want+4)/5 || len(slices.Compact(slices.Sorted(slices.Values(got)))) != want {
+		t.Errorf("%d images (%d distinct) in %d pages, want %d in %d", len(got), len(slices.Compact(slices.Sorted(slices.Values(got)))), pages, want, (want+4)/5)
+	}
+	if _, err := c.DescribeImages(context.Background(), &ec2.DescribeImagesInput{NextToken: aws.String("bogus")}); apiCode(err) != "InvalidNextToken" {
+		t.Errorf("a bogus token: %v", err)
 	}
 }

@@ -163,6 +163,9 @@ type candidate struct {
 // overrides without capacity, which come back in errorSet.
 func (f *AWS) createFleet(q url.Values) (any, error) {
 	fl := parseFleet(q)
+	n := f.nextID()
+	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
+	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 	if fl.Type != "instant" {
 		return nil, badRequest("InvalidParameterValue", "the fake launches only fleets of type instant, not %q", fl.Type)
 	}
@@ -172,29 +175,26 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 	if fl.TotalCapacity < 1 {
 		return nil, badRequest("InvalidTargetCapacitySpecification", "TotalTargetCapacity must be at least 1")
 	}
-	n := f.nextID()
-	fl.ID = fmt.Sprintf("fleet-%08x-0000-4000-8000-%012x", n, n)
-	f.ec2.fleets = append(f.ec2.fleets, fl.clone())
 
 	out := createFleetOutput{FleetID: fl.ID}
 	var candidates []candidate
 	for _, o := range fl.Overrides {
 		c, code, msg := f.candidate(o, fl.TargetCapacityType)
 		if code != "" {
-			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: o.xml(),
+			out.Errors = append(out.Errors, xmlFleetError{TemplateAndOverrides: c.Override.xml(),
 				Lifecycle: fl.TargetCapacityType, Code: code, Message: msg})
 			continue
 		}
 		candidates = append(candidates, c)
 	}
-	best, ok := pick(candidates, fl.TargetCapacityType, fl.AllocationStrategy)
-	if !ok {
-		return out, nil
-	}
 	launch := int(fl.TotalCapacity)
 	if p := f.faults.partial; p != nil {
 		f.faults.partial = nil
 		launch = max(min(launch, *p), 0)
+	}
+	best, ok := pick(candidates, fl.AllocationStrategy)
+	if !ok {
+		return out, nil
 	}
 	if launch < int(fl.TotalCapacity) {
 		out.Errors = append(out.Errors, iceError(best.Override, fl.TargetCapacityType))
@@ -233,6 +233,9 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 			return c, "InvalidSubnetID.NotFound", fmt.Sprintf("The subnet ID '%s' does not exist", o.SubnetID)
 		}
 		c.Zone = c.subnet.Zone
+		if c.subnet.AvailableIPs == 0 {
+			return c, "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", o.SubnetID)
+		}
 	}
 	if !contains(f.ec2.offered[o.InstanceType], c.Zone) {
 		return c, "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", o.InstanceType, c.Zone)
@@ -250,7 +253,7 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 
 // pick is the pool an instant fleet launches in: the lowest priority for a
 // prioritized strategy, else the lowest price; ties go to the first.
-func pick(cs []candidate, capacityType, strategy string) (candidate, bool) {
+func pick(cs []candidate, strategy string) (candidate, bool) {
 	prioritized := strategy == "prioritized" || strategy == "capacity-optimized-prioritized"
 	key := func(c candidate) float64 {
 		if prioritized {

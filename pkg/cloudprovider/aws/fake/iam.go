@@ -1,10 +1,13 @@
 package fake
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -21,6 +24,11 @@ var iamService = &service{
 		"CreateInstanceProfile":    (*AWS).createInstanceProfile,
 		"AddRoleToInstanceProfile": (*AWS).addRoleToInstanceProfile,
 		"TagInstanceProfile":       (*AWS).tagInstanceProfile,
+		// Beyond the brief: what a provider needs to change a profile's role
+		// and to clean profiles up.
+		"RemoveRoleFromInstanceProfile": (*AWS).removeRoleFromInstanceProfile,
+		"DeleteInstanceProfile":         (*AWS).deleteInstanceProfile,
+		"ListInstanceProfiles":          (*AWS).listInstanceProfiles,
 	},
 }
 
@@ -123,13 +131,11 @@ func (f *AWS) xmlInstanceProfile(p *InstanceProfile) xmlInstanceProfile {
 	return x
 }
 
-// idSuffix makes an IAM-like unique ID suffix from a name.
+// idSuffix makes a unique-looking ID suffix from a name: 17 upper-case
+// hex digits of its hash.
 func idSuffix(name string) string {
-	s := strings.ToUpper(fmt.Sprintf("%x", name))
-	if len(s) > 17 {
-		s = s[:17]
-	}
-	return s
+	sum := sha256.Sum256([]byte(name))
+	return strings.ToUpper(hex.EncodeToString(sum[:]))[:17]
 }
 
 type getRoleOutput struct {
@@ -202,4 +208,71 @@ func (f *AWS) tagInstanceProfile(q url.Values) (any, error) {
 		p.Tags[k] = v
 	}
 	return nil, nil
+}
+
+func (f *AWS) removeRoleFromInstanceProfile(q url.Values) (any, error) {
+	name, roleName := q.Get("InstanceProfileName"), q.Get("RoleName")
+	p, ok := f.iam.profiles[name]
+	if !ok {
+		return nil, noSuchEntity("Instance Profile %s cannot be found.", name)
+	}
+	if p.Role != roleName {
+		return nil, noSuchEntity("The role with name %s cannot be found in instance profile %s.", roleName, name)
+	}
+	p.Role = ""
+	return nil, nil
+}
+
+// deleteInstanceProfile: as IAM, a profile with a role cannot be deleted.
+func (f *AWS) deleteInstanceProfile(q url.Values) (any, error) {
+	name := q.Get("InstanceProfileName")
+	p, ok := f.iam.profiles[name]
+	if !ok {
+		return nil, noSuchEntity("Instance Profile %s cannot be found.", name)
+	}
+	if p.Role != "" {
+		return nil, newError(http.StatusConflict, "DeleteConflict", "Cannot delete entity, must remove roles from instance profile first.")
+	}
+	delete(f.iam.profiles, name)
+	delete(f.iam.created, name)
+	return nil, nil
+}
+
+type listInstanceProfilesOutput struct {
+	InstanceProfiles []xmlInstanceProfile `xml:"InstanceProfiles>member"`
+	IsTruncated      bool                 `xml:"IsTruncated"`
+	Marker           string               `xml:"Marker,omitempty"`
+}
+
+// listInstanceProfiles answers the profiles under PathPrefix by name,
+// MaxItems (default 100) a page, Marker an offset.
+func (f *AWS) listInstanceProfiles(q url.Values) (any, error) {
+	prefix := q.Get("PathPrefix")
+	var names []string
+	for name, p := range f.iam.profiles {
+		if strings.HasPrefix(p.Path, prefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names)
+	size, from := 100, 0
+	if v, err := strconv.Atoi(q.Get("MaxItems")); err == nil && v > 0 {
+		size = min(v, 1000)
+	}
+	if m := q.Get("Marker"); m != "" {
+		v, err := strconv.Atoi(m)
+		if err != nil || v < 0 || v > len(names) {
+			return nil, badRequest("InvalidInput", "Invalid Marker %q", m)
+		}
+		from = v
+	}
+	to := min(from+size, len(names))
+	out := listInstanceProfilesOutput{InstanceProfiles: []xmlInstanceProfile{}}
+	for _, n := range names[from:to] {
+		out.InstanceProfiles = append(out.InstanceProfiles, f.xmlInstanceProfile(f.iam.profiles[n]))
+	}
+	if to < len(names) {
+		out.IsTruncated, out.Marker = true, strconv.Itoa(to)
+	}
+	return out, nil
 }

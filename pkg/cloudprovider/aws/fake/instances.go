@@ -229,14 +229,14 @@ func (f *AWS) xmlInstance(in *Instance) xmlInstance {
 	}
 	if in.CapacityType == "spot" {
 		x.Lifecycle = "spot"
-		x.SpotRequestID = "sir-" + strings.TrimPrefix(in.ID, "i-")[:8]
+		x.SpotRequestID = "sir-" + idSuffix(in.ID)[:8]
 	}
 	if in.InstanceProfile != "" {
 		arn := in.InstanceProfile
 		if !strings.HasPrefix(arn, "arn:") {
 			arn = fmt.Sprintf("arn:aws:iam::%s:instance-profile/%s", AccountID, in.InstanceProfile)
 		}
-		x.InstanceProfile = &xmlProfile{Arn: arn, ID: "AIPA" + strings.ToUpper(strings.TrimPrefix(in.ID, "i-"))}
+		x.InstanceProfile = &xmlProfile{Arn: arn, ID: "AIPA" + idSuffix(in.InstanceProfile)}
 	}
 	if in.State == "shutting-down" || in.State == "terminated" {
 		x.StateReason = &xmlReason{Code: "Client.UserInitiatedShutdown", Message: "Client.UserInitiatedShutdown: User initiated shutdown"}
@@ -273,6 +273,9 @@ func (f *AWS) advance() {
 			in.State = "running"
 		case "shutting-down":
 			in.State, in.terminatedAt = "terminated", f.clock.Now()
+			if s := f.subnet(in.SubnetID); s != nil {
+				s.AvailableIPs++
+			}
 		}
 	}
 }

@@ -126,12 +126,41 @@ type xmlInferenceInfo struct {
 }
 
 type xmlNeuronInfo struct {
-	Devices []xmlNeuronDevice `xml:"neuronDevices>item"`
+	Devices     []xmlNeuronDevice `xml:"neuronDevices>item"`
+	TotalMemory int64             `xml:"totalNeuronDeviceMemoryInMiB,omitempty"`
 }
 
 type xmlNeuronDevice struct {
-	Name  string `xml:"name"`
-	Count int64  `xml:"count"`
+	Name   string         `xml:"name"`
+	Count  int64          `xml:"count"`
+	Cores  *xmlNeuronCore `xml:"coreInfo,omitempty"`
+	Memory *xmlMemory     `xml:"memoryInfo,omitempty"`
+}
+
+type xmlNeuronCore struct {
+	Count   int64 `xml:"count"`
+	Version int64 `xml:"version"`
+}
+
+// neuronDevices are AWS's Neuron chips: NeuronCores per device, their
+// version, and memory per device.
+var neuronDevices = map[string]struct{ cores, version, memoryMiB int64 }{
+	"inferentia":  {4, 1, 8 * 1024},
+	"inferentia2": {2, 2, 32 * 1024},
+	"trainium":    {2, 2, 32 * 1024},
+	"trainium2":   {8, 3, 96 * 1024},
+}
+
+func neuronInfo(model string, count int64) *xmlNeuronInfo {
+	dev := xmlNeuronDevice{Name: awsName(model), Count: count}
+	info := &xmlNeuronInfo{}
+	if d, ok := neuronDevices[model]; ok {
+		dev.Cores = &xmlNeuronCore{Count: d.cores, Version: d.version}
+		dev.Memory = &xmlMemory{SizeInMiB: d.memoryMiB}
+		info.TotalMemory = d.memoryMiB * count
+	}
+	info.Devices = []xmlNeuronDevice{dev}
+	return info
 }
 
 type xmlPlacementGroupIn struct {
@@ -234,7 +263,7 @@ func describeType(e *catalog.Entry) instanceTypeInfo {
 		name, mfr := awsName(deref(e.AcceleratorModel)), awsManufacturer(deref(e.AcceleratorManufacturer))
 		t.Inference = &xmlInferenceInfo{Accelerators: []xmlDevice{{Name: name, Manufacturer: mfr, Count: e.Accelerators}}}
 		if deref(e.AcceleratorManufacturer) == "aws" {
-			t.Neuron = &xmlNeuronInfo{Devices: []xmlNeuronDevice{{Name: name, Count: e.Accelerators}}}
+			t.Neuron = neuronInfo(deref(e.AcceleratorModel), e.Accelerators)
 		}
 	}
 	return t

@@ -41,52 +41,60 @@ var regionNames = map[string]string{
 	"us-gov-west-1": "AWS GovCloud (US-West)",
 }
 
-// pricingProducts are the products for c's on-demand prices, every region
-// c has.
-func pricingProducts(c *catalog.Catalog) []product {
+// pricingProducts are the products for c's on-demand prices, in every
+// region c has, and in region (when c has no prices of its own for it) at
+// the prices onDemand gives.
+func pricingProducts(c *catalog.Catalog, region string, onDemand map[string]float64) []product {
 	var out []product
-	add := func(region, instanceType string, price float64) {
-		location := regionNames[region]
-		if location == "" {
-			location = region
-		}
-		out = append(out, product{price: price, attributes: map[string]string{
-			"servicecode":     "AmazonEC2",
-			"instanceType":    instanceType,
-			"regionCode":      region,
-			"location":        location,
-			"locationType":    "AWS Region",
-			"operatingSystem": "Linux",
-			"tenancy":         "Shared",
-			"preInstalledSw":  "NA",
-			"capacitystatus":  "Used",
-			"licenseModel":    "No License required",
-			"marketoption":    "OnDemand",
-			"operation":       "RunInstances",
-			"usagetype":       "BoxUsage:" + instanceType,
-		}})
-	}
 	for _, e := range c.Entries {
 		if e.OnDemandPrice != nil {
-			add(c.HomeRegion(), e.Name, *e.OnDemandPrice)
+			out = append(out, newProduct(c.HomeRegion(), e.Name, *e.OnDemandPrice))
 		}
 	}
-	regions := make([]string, 0, len(c.OnDemandByRegion))
-	for r := range c.OnDemandByRegion {
-		regions = append(regions, r)
-	}
-	sort.Strings(regions)
+	regions := c.Regions()
 	for _, r := range regions {
-		types := make([]string, 0, len(c.OnDemandByRegion[r]))
-		for t := range c.OnDemandByRegion[r] {
-			types = append(types, t)
-		}
-		sort.Strings(types)
-		for _, t := range types {
-			add(r, t, c.OnDemandByRegion[r][t])
-		}
+		out = append(out, regionProducts(r, c.OnDemandByRegion[r])...)
+	}
+	if !contains(regions, region) {
+		out = append(out, regionProducts(region, onDemand)...)
 	}
 	return out
+}
+
+// regionProducts are the products of a region's price table, by type.
+func regionProducts(region string, prices map[string]float64) []product {
+	types := make([]string, 0, len(prices))
+	for t := range prices {
+		types = append(types, t)
+	}
+	sort.Strings(types)
+	out := make([]product, 0, len(types))
+	for _, t := range types {
+		out = append(out, newProduct(region, t, prices[t]))
+	}
+	return out
+}
+
+func newProduct(region, instanceType string, price float64) product {
+	location := regionNames[region]
+	if location == "" {
+		location = region
+	}
+	return product{price: price, attributes: map[string]string{
+		"servicecode":     "AmazonEC2",
+		"instanceType":    instanceType,
+		"regionCode":      region,
+		"location":        location,
+		"locationType":    "AWS Region",
+		"operatingSystem": "Linux",
+		"tenancy":         "Shared",
+		"preInstalledSw":  "NA",
+		"capacitystatus":  "Used",
+		"licenseModel":    "No License required",
+		"marketoption":    "OnDemand",
+		"operation":       "RunInstances",
+		"usagetype":       "BoxUsage:" + instanceType,
+	}}
 }
 
 type pricingFilter struct {

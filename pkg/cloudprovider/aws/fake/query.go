@@ -149,15 +149,15 @@ func glob(pattern, s string) bool {
 }
 
 // page cuts n items into the page NextToken (an offset) and MaxResults
-// (default and cap max) ask for: the range [from, to) and the next token.
-func page(q url.Values, n, max int) (from, to int, next string, err error) {
-	size := max
+// (default and cap limit) ask for: the range [from, to) and the next token.
+func page(q url.Values, n, limit int) (from, to int, next string, err error) {
+	size := limit
 	if s := q.Get("MaxResults"); s != "" {
 		v, err := strconv.Atoi(s)
 		if err != nil || v < 1 {
 			return 0, 0, "", badRequest("InvalidParameterValue", "MaxResults %q is invalid", s)
 		}
-		size = min(v, max)
+		size = min(v, limit)
 	}
 	if t := q.Get("NextToken"); t != "" {
 		v, err := strconv.Atoi(t)

@@ -8,7 +8,18 @@
 //
 // A request is routed by the service in its SigV4 credential scope
 // (…/us-east-1/ec2/aws4_request) or its X-Amz-Target header; every request,
-// retries included, is recorded in Calls.
+// retries and faulted ones included, is recorded in Calls.
+//
+// What it does as AWS does, so a provider's code paths run: EC2 filters
+// (tag:, tag-key, wildcards, values ORed, an unknown filter an error) and
+// NextToken pages; NotFound errors for unknown IDs; instant fleets that
+// launch in the cheapest pool (or the first by priority), with errorSet
+// entries for what could not launch; instances pending until the next
+// DescribeInstances, shutting-down until the one after TerminateInstances,
+// terminated ones described for an hour; subnets that run out of
+// addresses; deprecated AMIs hidden unless asked for; IAM's one role per
+// instance profile; SQS visibility timeouts on the injected clock (a
+// receive never waits); Pricing's PriceList as JSON strings.
 package fake
 
 import (
@@ -159,17 +170,17 @@ const (
 )
 
 // service is one AWS service: its protocol and its handlers by action. A
-// handler runs with f.mu held and returns the answer to encode (a value
-// that shares nothing with f's state) or an error.
+// handler runs with f.mu held and returns the answer to encode (sharing
+// nothing of f's state that is ever written) or an error.
 type service struct {
 	name     string
 	protocol protocol
 	// target is the X-Amz-Target prefix of a JSON service.
-	target        string
-	query         map[string]func(f *AWS, q url.Values) (any, error)
-	json          map[string]func(f *AWS, body []byte) (any, error)
-	jsonVersion   string
-	xmlNamespace  string
+	target       string
+	query        map[string]func(f *AWS, q url.Values) (any, error)
+	json         map[string]func(f *AWS, body []byte) (any, error)
+	jsonVersion  string
+	xmlNamespace string
 	queryCompat  bool
 	// throttle is the service's answer to too many requests.
 	throttleCode   string
@@ -308,13 +319,14 @@ func writeError(w http.ResponseWriter, s *service, err error) {
 		typ := e.code
 		if s.queryCompat {
 			typ = "com.amazonaws." + s.name + "#" + e.code
-			if e.queryCode != "" {
-				fault := "Sender"
-				if e.status >= 500 {
-					fault = "Receiver"
-				}
-				w.Header().Set("X-Amzn-Query-Error", e.queryCode+";"+fault)
+			code, fault := e.queryCode, "Sender"
+			if code == "" {
+				code = e.code
 			}
+			if e.status >= 500 {
+				fault = "Receiver"
+			}
+			w.Header().Set("X-Amzn-Query-Error", code+";"+fault)
 		}
 		w.Header().Set("X-Amzn-ErrorType", typ)
 		w.WriteHeader(e.status)

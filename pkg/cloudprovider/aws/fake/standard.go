@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
@@ -35,6 +37,8 @@ type StandardOptions struct {
 	// Region, default us-east-1; Cluster, default production;
 	// KubernetesVersion, default 1.37.
 	Region, Cluster, KubernetesVersion string
+	// Clock, as Options.Clock.
+	Clock clock.PassiveClock
 }
 
 // Standard starts a fake with a realistic account for a cluster: VPC
@@ -54,7 +58,7 @@ func Standard(opts StandardOptions) *AWS {
 	if opts.KubernetesVersion == "" {
 		opts.KubernetesVersion = "1.37"
 	}
-	f := New(Options{Region: opts.Region})
+	f := New(Options{Region: opts.Region, Clock: opts.Clock})
 	discovery := map[string]string{"karpenter.sh/discovery": opts.Cluster}
 	zones := []string{f.region + "a", f.region + "b", f.region + "c"}
 
