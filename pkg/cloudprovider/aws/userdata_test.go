@@ -195,3 +195,14 @@ func TestLaunchTemplateRequest(t *testing.T) {
 		}
 	}
 }
+
+func TestUserDataFamilies(t *testing.T) {
+	if ud, err := userData(awsv1.AMIFamilyCustom, testBootstrap("#!/bin/bash\n/etc/my-bootstrap\n")); err != nil || ud != "#!/bin/bash\n/etc/my-bootstrap\n" {
+		t.Errorf("Custom: %q, %v; want the user's user data as it is", ud, err)
+	}
+	for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyWindows2022} {
+		if _, err := userData(family, testBootstrap("")); err == nil || !strings.Contains(err.Error(), "use AL2023, Bottlerocket or Custom") {
+			t.Errorf("%s: %v, want an error naming the families supported", family, err)
+		}
+	}
+}
