@@ -276,10 +276,7 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	for _, it := range its {
 		ami := amiFor(r.status.AMIs, it)
 		images[it.Name] = ami.ID
-		pods := it.Capacity.Pods().Value()
-		if n := fixedMaxPods(nc.Spec.Kubelet); n != nil {
-			pods = *n
-		}
+		pods := it.Capacity.Pods().Value() // spec.kubelet's, by withKubelet
 		key := fmt.Sprintf("%s/%d", ami.ID, pods)
 		g := byKey[key]
 		if g == nil {
