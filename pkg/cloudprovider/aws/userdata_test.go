@@ -71,7 +71,8 @@ func testBootstrap(custom string) bootstrap {
 		ClusterName: "production", Endpoint: "https://api.production.example", CABundle: "Q0EgUEVN", CIDR: "10.100.0.0/16",
 		Kubelet: &awsv1.KubeletConfiguration{
 			MaxPods:        &maxPods,
-			SystemReserved: map[string]string{"cpu": "100m"},
+			SystemReserved: map[string]string{"cpu": "100m", "memory": "self.memory_mib * 0.01"},
+			KubeReserved:   map[string]string{"cpu": "self.vcpus * 10"},
 			EvictionHard:   map[string]awsv1.EvictionThreshold{"memory.available": "5%"},
 		},
 		MaxPods: 29,
@@ -116,7 +117,8 @@ func TestNodeadmUserData(t *testing.T) {
 				"spec.cluster.certificateAuthority":  "Q0EgUEVN",
 				"spec.cluster.cidr":                  "10.100.0.0/16",
 				"spec.kubelet.config.maxPods":        float64(29),
-				"spec.kubelet.config.systemReserved": map[string]any{"cpu": "100m"},
+				"spec.kubelet.config.systemReserved": map[string]any{"cpu": "100m"}, // not the expression
+				"spec.kubelet.config.kubeReserved":   nil,
 				"spec.kubelet.config.evictionHard":   map[string]any{"memory.available": "5%"},
 			} {
 				if got := dig(cfg, strings.Split(path, ".")...); !reflect.DeepEqual(got, want) {
