@@ -3,11 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/fake"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
@@ -63,6 +65,26 @@ func TestAgainstFake(t *testing.T) {
 			t.Errorf("%s:\ngot  %+v\nwant %+v", g.Name, g, w)
 		}
 	}
+	// Loaded as a catalog, the file gives the instance types the embedded
+	// one does (the same spot prices: the fake serves the synthetic ones).
+	zones := []string{"us-east-1a", "us-east-1b", "us-east-1c"}
+	fromFile, _, err := got.InstanceTypes(catalog.Options{Region: "us-east-1", Zones: zones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	embedded, _, err := seeded.InstanceTypes(catalog.Options{Region: "us-east-1", Zones: zones})
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]string{}
+	for _, it := range embedded {
+		byName[it.Name] = fmt.Sprint(it.Requirements.String(), it.Capacity, it.Overhead, offerings(it))
+	}
+	for _, it := range fromFile {
+		if g := fmt.Sprint(it.Requirements.String(), it.Capacity, it.Overhead, offerings(it)); g != byName[it.Name] {
+			t.Errorf("%s from the file:\n%s\nembedded:\n%s", it.Name, g, byName[it.Name])
+		}
+	}
 	m := got.Metadata
 	if m.OnDemandRegion != "us-east-1" || m.Count != len(want) || m.CountWithOnDemandPrice != len(want) ||
 		!strings.Contains(m.SpotNote, "REAL spot prices") || m.Source == nil || m.Source.Region != "us-east-1" {
@@ -71,6 +93,14 @@ func TestAgainstFake(t *testing.T) {
 	if !strings.Contains(stdout.String(), "1364 instance types of us-east-1, 1364 with an on-demand price, 4092 spot prices") {
 		t.Errorf("summary %q", stdout.String())
 	}
+}
+
+func offerings(it *cloudprovider.InstanceType) []cloudprovider.Offering {
+	var out []cloudprovider.Offering
+	for _, o := range it.Offerings {
+		out = append(out, *o)
+	}
+	return out
 }
 
 func TestUsage(t *testing.T) {

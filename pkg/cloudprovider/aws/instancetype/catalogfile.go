@@ -56,6 +56,8 @@ func (p *Provider) Catalog() (*catalog.Catalog, error) {
 		c.Entries = append(c.Entries, e)
 	}
 	c.Metadata.Count = len(c.Entries)
-	c.Metadata.TypesWithoutSpecsSkipped = append([]string(nil), p.types.data.skipped...)
+	for _, s := range p.types.data.skipped {
+		c.Metadata.TypesWithoutSpecsSkipped = append(c.Metadata.TypesWithoutSpecsSkipped, s.name)
+	}
 	return c, nil
 }

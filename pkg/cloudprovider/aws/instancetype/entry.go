@@ -64,7 +64,11 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		}
 	}
 	if e.Arch == "" {
-		return e, fmt.Errorf("%s: architectures %v: neither x86_64 nor arm64", name, info.ProcessorInfo.SupportedArchitectures)
+		var archs []ec2types.ArchitectureType
+		if info.ProcessorInfo != nil {
+			archs = info.ProcessorInfo.SupportedArchitectures
+		}
+		return e, fmt.Errorf("%s: architectures %v: neither x86_64 nor arm64", name, archs)
 	}
 	// As upstream: name, manufacturer and memory labels only for a type
 	// with one kind of GPU (or accelerator).

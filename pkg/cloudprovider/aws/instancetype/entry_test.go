@@ -197,6 +197,8 @@ func TestEntryFromRejects(t *testing.T) {
 	noENI := good.info()
 	noENI.InstanceType = "m9z.large"
 	noENI.NetworkInfo = nil
+	noProcessor := good.info()
+	noProcessor.ProcessorInfo = nil
 	noName := good.info()
 	noName.InstanceType = "weird"
 	for _, tc := range []struct {
@@ -206,6 +208,7 @@ func TestEntryFromRejects(t *testing.T) {
 	}{
 		{"mac", mac.info(), "mac2.metal: architectures [arm64_mac]: neither x86_64 nor arm64"},
 		{"no ENI limits, unknown to the catalog", noENI, "m9z.large: DescribeInstanceTypes gave no network interface limits, so its pod limit is unknown"},
+		{"no processor info", noProcessor, "m6i.xlarge: architectures []: neither x86_64 nor arm64"},
 		{"not family.size", noName, `instance type "weird" is not named <family>.<size>`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -90,8 +91,11 @@ type part[T any] struct {
 type typeData struct {
 	entries []catalog.Entry     // by name
 	zones   map[string][]string // type → the zones offering it
-	skipped []string            // "name: why"
+	skipped []skip
 }
+
+// skip is an offered type left out, and why.
+type skip struct{ name, why string }
 
 // New returns a provider; nothing is fetched until Refresh or List.
 func New(ec2 EC2API, pricing PricingAPI, opts Options) *Provider {
@@ -113,12 +117,16 @@ func New(ec2 EC2API, pricing PricingAPI, opts Options) *Provider {
 // Refresh fetches the region's instance types, their zone offerings, and
 // on-demand and spot prices. A call that fails leaves its part as it was
 // (the last good data, or the fallback catalog's) and its error is
-// returned, joined with the others'.
+// returned, joined with the others'; Source describes the result. Types
+// offered without a price are logged.
 func (p *Provider) Refresh(ctx context.Context) error {
 	p.refreshing.Lock()
 	defer p.refreshing.Unlock()
-	logger := log.FromContext(ctx).WithValues("region", p.region)
+	return p.refresh(ctx)
+}
 
+func (p *Provider) refresh(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithValues("region", p.region)
 	types, typesErr := p.fetchTypes(ctx)
 	onDemand, unreadable, onDemandErr := fetchOnDemand(ctx, p.pricing, p.region)
 	spot, spotErr := fetchSpot(ctx, p.ec2, p.clock.Now())
@@ -134,17 +142,13 @@ func (p *Provider) Refresh(ctx context.Context) error {
 	update(&p.spot, spot, spotErr, now)
 	p.notes = p.missingPrices()
 	p.built = nil
-	notes, source := p.notes, p.sourceLocked()
+	notes := p.notes
 	p.mu.Unlock()
 
-	err := errors.Join(typesErr, onDemandErr, spotErr)
 	for _, n := range notes {
 		logger.Info("instance types: " + n)
 	}
-	if err != nil {
-		logger.Error(err, "refreshing instance types and prices", "source", source)
-	}
-	return err
+	return errors.Join(typesErr, onDemandErr, spotErr)
 }
 
 func update[T any](pt *part[T], data T, err error, now time.Time) {
@@ -190,7 +194,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 			}
 			e, err := entryFrom(info, p.fallback.entries[string(info.InstanceType)])
 			if err != nil {
-				data.skipped = append(data.skipped, err.Error())
+				data.skipped = append(data.skipped, skip{string(info.InstanceType), err.Error()})
 				continue
 			}
 			data.entries = append(data.entries, e)
@@ -200,7 +204,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 		return typeData{}, fmt.Errorf("ec2 DescribeInstanceTypes: no instance type offered in %s (%d skipped)", p.region, len(data.skipped))
 	}
 	sort.Slice(data.entries, func(i, j int) bool { return data.entries[i].Name < data.entries[j].Name })
-	sort.Strings(data.skipped)
+	sort.Slice(data.skipped, func(i, j int) bool { return data.skipped[i].name < data.skipped[j].name })
 	return data, nil
 }
 
@@ -214,13 +218,7 @@ func (p *Provider) fetchTypes(ctx context.Context) (typeData, error) {
 // (Available) and requirements; Capacity and Overhead are shared and must
 // not be changed.
 func (p *Provider) List(ctx context.Context, zones []string) ([]*cloudprovider.InstanceType, error) {
-	p.mu.Lock()
-	attempted := p.attempted
-	p.mu.Unlock()
-	if !attempted {
-		// Failures are logged and reported by Source; the fallback serves.
-		_ = p.Refresh(ctx)
-	}
+	p.refreshFirst(ctx)
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -242,6 +240,28 @@ func (p *Provider) List(ctx context.Context, zones []string) ([]*cloudprovider.I
 	return out, nil
 }
 
+// refreshFirst refreshes unless a refresh was tried already. A failure is
+// logged (Source says what serves instead).
+func (p *Provider) refreshFirst(ctx context.Context) {
+	p.mu.Lock()
+	attempted := p.attempted
+	p.mu.Unlock()
+	if attempted {
+		return
+	}
+	p.refreshing.Lock()
+	defer p.refreshing.Unlock()
+	p.mu.Lock()
+	attempted = p.attempted
+	p.mu.Unlock()
+	if attempted {
+		return // a concurrent first List refreshed
+	}
+	if err := p.refresh(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "refreshing instance types and prices", "region", p.region, "source", p.Source())
+	}
+}
+
 // build makes the instance types for zones from the current parts.
 func (p *Provider) build(zones []string) []*cloudprovider.InstanceType {
 	entries, offered := p.fallback.list, map[string][]string(nil)
@@ -250,6 +270,8 @@ func (p *Provider) build(zones []string) []*cloudprovider.InstanceType {
 	}
 	if len(zones) == 0 {
 		zones = p.allZones()
+	} else {
+		zones = compact(slices.Sorted(slices.Values(zones)))
 	}
 	onDemand := p.fallback.onDemand
 	if p.onDemand.ok {
@@ -342,7 +364,11 @@ func (p *Provider) missingPrices() []string {
 		notes = append(notes, fmt.Sprintf("%d offered type×zone pair(s) without a spot price, so without a spot offering: %s", len(noSpot), firstFew(noSpot)))
 	}
 	if n := len(p.types.data.skipped); n > 0 {
-		notes = append(notes, fmt.Sprintf("%d offered type(s) skipped: %s", n, firstFew(p.types.data.skipped)))
+		var whys []string
+		for _, s := range p.types.data.skipped {
+			whys = append(whys, s.why)
+		}
+		notes = append(notes, fmt.Sprintf("%d offered type(s) skipped: %s", n, firstFew(whys)))
 	}
 	return notes
 }

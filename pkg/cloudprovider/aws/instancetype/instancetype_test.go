@@ -8,10 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -457,4 +459,122 @@ func BenchmarkList(b *testing.B) {
 			_, _ = p.List(ctx, zones)
 		}
 	})
+}
+
+// TestConcurrentUse: Lists while a Refresh runs (run with -race); every
+// List sees a whole data set.
+func TestConcurrentUse(t *testing.T) {
+	p := newEnv(t).provider(nil, nil)
+	ctx := context.Background()
+	done := make(chan int)
+	for range 3 {
+		go func() {
+			its, _ := p.List(ctx, zones)
+			done <- len(its)
+		}()
+	}
+	if err := p.Refresh(ctx); err != nil {
+		t.Error(err)
+	}
+	for range 3 {
+		if n := <-done; n != 1364 {
+			t.Errorf("a concurrent List had %d types", n)
+		}
+	}
+}
+
+// extraTypes adds types DescribeInstanceTypes and the offerings (in
+// us-east-1a) report beyond the fake's, on their last pages, and an
+// on-demand price for some.
+type extraTypes struct {
+	instancetype.EC2API
+	infos []ec2types.InstanceTypeInfo
+}
+
+func (x extraTypes) DescribeInstanceTypes(ctx context.Context, in *ec2.DescribeInstanceTypesInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypesOutput, error) {
+	out, err := x.EC2API.DescribeInstanceTypes(ctx, in, opts...)
+	if err == nil && out.NextToken == nil {
+		out.InstanceTypes = append(out.InstanceTypes, x.infos...)
+	}
+	return out, err
+}
+
+func (x extraTypes) DescribeInstanceTypeOfferings(ctx context.Context, in *ec2.DescribeInstanceTypeOfferingsInput, opts ...func(*ec2.Options)) (*ec2.DescribeInstanceTypeOfferingsOutput, error) {
+	out, err := x.EC2API.DescribeInstanceTypeOfferings(ctx, in, opts...)
+	if err == nil && out.NextToken == nil {
+		for _, info := range x.infos {
+			out.InstanceTypeOfferings = append(out.InstanceTypeOfferings, ec2types.InstanceTypeOffering{
+				InstanceType: info.InstanceType, Location: aws.String("us-east-1a"), LocationType: ec2types.LocationTypeAvailabilityZone,
+			})
+		}
+	}
+	return out, err
+}
+
+type extraPrice struct {
+	instancetype.PricingAPI
+	entry string
+}
+
+func (x extraPrice) GetProducts(ctx context.Context, in *pricing.GetProductsInput, opts ...func(*pricing.Options)) (*pricing.GetProductsOutput, error) {
+	out, err := x.PricingAPI.GetProducts(ctx, in, opts...)
+	if err == nil && out.NextToken == nil {
+		out.PriceList = append(out.PriceList, x.entry)
+	}
+	return out, err
+}
+
+// TestTypeTheCatalogLacks: a type the embedded catalog does not have is
+// listed with the allocatable upstream computes for AL2023, its on-demand
+// price and, having no spot price, no spot offering; an offered Mac type
+// is skipped; Source says both.
+func TestTypeTheCatalogLacks(t *testing.T) {
+	e := newEnv(t)
+	newType := ec2types.InstanceTypeInfo{
+		InstanceType:  "m9x.large",
+		VCpuInfo:      &ec2types.VCpuInfo{DefaultVCpus: aws.Int32(2)},
+		MemoryInfo:    &ec2types.MemoryInfo{SizeInMiB: aws.Int64(8192)},
+		ProcessorInfo: &ec2types.ProcessorInfo{Manufacturer: aws.String("Intel"), SupportedArchitectures: []ec2types.ArchitectureType{"x86_64"}, SustainedClockSpeedInGhz: aws.Float64(3.9)},
+		Hypervisor:    "nitro",
+		NetworkInfo: &ec2types.NetworkInfo{MaximumNetworkInterfaces: aws.Int32(3), Ipv4AddressesPerInterface: aws.Int32(10), MaximumNetworkCards: aws.Int32(1),
+			DefaultNetworkCardIndex: aws.Int32(0), NetworkCards: []ec2types.NetworkCardInfo{{NetworkCardIndex: aws.Int32(0), MaximumNetworkInterfaces: aws.Int32(3), BaselineBandwidthInGbps: aws.Float64(0.937)}}},
+	}
+	mac := ec2types.InstanceTypeInfo{
+		InstanceType:  "mac2.metal",
+		VCpuInfo:      &ec2types.VCpuInfo{DefaultVCpus: aws.Int32(8)},
+		MemoryInfo:    &ec2types.MemoryInfo{SizeInMiB: aws.Int64(16384)},
+		ProcessorInfo: &ec2types.ProcessorInfo{Manufacturer: aws.String("Apple"), SupportedArchitectures: []ec2types.ArchitectureType{"arm64_mac"}},
+	}
+	price := `{"product":{"attributes":{"instanceType":"m9x.large","regionCode":"us-east-1"}},"terms":{"OnDemand":{"X.Y":{"priceDimensions":{"X.Y.Z":{"unit":"Hrs","pricePerUnit":{"USD":"0.1010000000"}}}}}}}`
+	p := e.provider(extraTypes{EC2API: e.ec2, infos: []ec2types.InstanceTypeInfo{newType, mac}}, extraPrice{PricingAPI: e.pricing, entry: price})
+	its, err := p.List(context.Background(), zones)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := byName(its)
+	it := got["m9x.large"]
+	if it == nil || got["mac2.metal"] != nil {
+		t.Fatalf("m9x.large listed: %v, mac2.metal listed: %v", it != nil, got["mac2.metal"] != nil)
+	}
+	alloc := it.Allocatable()
+	// 2 vCPU: 70m kube-reserved; 29 pods (3 ENIs × 9 + 2); memory 8192 −
+	// 615 (7.5 %) − (11 × 29 + 255) − 100 eviction.
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "1930m", corev1.ResourceMemory: "6903Mi", corev1.ResourcePods: "29", corev1.ResourceEphemeralStorage: "17Gi"} {
+		if q := alloc[name]; q.Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("m9x.large allocatable %s = %s, want %s", name, q.String(), want)
+		}
+	}
+	if d := describe(it); !strings.Contains(d, "offerings us-east-1a/on-demand 0.101 true\n") ||
+		!strings.Contains(d, "karpenter.k8s.aws/instance-network-bandwidth In [937]") || !strings.Contains(d, "karpenter.k8s.aws/instance-category In [m]") {
+		t.Errorf("m9x.large:\n%s", d)
+	}
+	src := p.Source()
+	for _, want := range []string{
+		"1 offered type×zone pair(s) without a spot price, so without a spot offering: m9x.large in us-east-1a",
+		"1 offered type(s) skipped: mac2.metal: architectures [arm64_mac]: neither x86_64 nor arm64",
+	} {
+		if !strings.Contains(src, want) {
+			t.Errorf("Source() = %q, want it to say %q", src, want)
+		}
+	}
 }

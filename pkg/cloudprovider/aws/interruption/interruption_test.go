@@ -148,6 +148,38 @@ func TestReceiveTakesTen(t *testing.T) {
 	}
 }
 
+// TestJunkWhoseDeleteFails: the notices are still returned; the junk comes
+// back after the visibility timeout and is deleted then.
+func TestJunkWhoseDeleteFails(t *testing.T) {
+	clock := clocktesting.NewFakeClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
+	f := fake.New(fake.Options{Clock: clock})
+	defer f.Close()
+	url := f.CreateQueue("production")
+	f.SendMessage(url, junk[0])
+	f.SendMessage(url, valid["spot"])
+	q := interruption.New(sqs.NewFromConfig(f.Config()), url)
+	ctx := context.Background()
+	f.Fail("DeleteMessage", "InternalError", 3) // every attempt of one call
+	got, err := q.Receive(ctx)
+	if err != nil || len(got) != 1 || got[0].Kind != cloudprovider.SpotInterruption {
+		t.Fatalf("received %+v, err %v; want the spot warning", got, err)
+	}
+	if left := f.QueueMessages(url); len(left) != 2 {
+		t.Fatalf("%d left, want the junk (its delete failed) and the warning", len(left))
+	}
+	clock.Step(31 * time.Second)
+	again, err := q.Receive(ctx)
+	if err != nil || len(again) != 1 {
+		t.Fatalf("received %+v again, err %v", again, err)
+	}
+	if left := f.QueueMessages(url); len(left) != 1 || left[0] != valid["spot"] {
+		t.Errorf("left %q, want the warning only", left)
+	}
+	if err := q.Delete(ctx, interruption.Message{ID: "x"}); err == nil || !strings.Contains(err.Error(), "no receipt handle") {
+		t.Errorf("Delete without a receipt handle: %v", err)
+	}
+}
+
 func TestUnknownQueue(t *testing.T) {
 	f := fake.New(fake.Options{})
 	defer f.Close()
@@ -155,5 +187,41 @@ func TestUnknownQueue(t *testing.T) {
 	_, err := q.Receive(context.Background())
 	if err == nil || !strings.Contains(err.Error(), `looking up interruption queue "nope"`) {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestFakeEvents: the bodies the fake sends for the four kinds (what the
+// AWS provider's and the controller's tests use) come back as notices.
+func TestFakeEvents(t *testing.T) {
+	f := fake.New(fake.Options{})
+	defer f.Close()
+	url := f.CreateQueue("production")
+	for _, body := range []string{
+		f.SpotInterruptionWarning("i-01"),
+		f.RebalanceRecommendation("i-02"),
+		f.ScheduledChange("i-03", "i-04"),
+		f.StateChange("i-05", "stopped"),
+		f.StateChange("i-06", "shutting-down"),
+		f.StateChange("i-07", "running"),
+	} {
+		f.SendMessage(url, body)
+	}
+	got, err := interruption.New(sqs.NewFromConfig(f.Config()), url).Receive(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]cloudprovider.InterruptionKind{}
+	for _, m := range got {
+		kinds[strings.Join(m.InstanceIDs, ",")] = m.Kind
+	}
+	want := map[string]cloudprovider.InterruptionKind{
+		"i-01": cloudprovider.SpotInterruption, "i-02": cloudprovider.RebalanceRecommendation,
+		"i-03,i-04": cloudprovider.ScheduledChange, "i-05": cloudprovider.InstanceStopping, "i-06": cloudprovider.InstanceTerminating,
+	}
+	if !reflect.DeepEqual(kinds, want) {
+		t.Errorf("got %v, want %v", kinds, want)
+	}
+	if left := f.QueueMessages(url); len(left) != 5 {
+		t.Errorf("%d left, want 5 (the running state change deleted)", len(left))
 	}
 }
