@@ -3,7 +3,7 @@ package aws
 import (
 	"context"
 	"os"
-	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +17,9 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/fake"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 )
 
 // env is a provider over the fake's Standard account for the cluster
@@ -38,11 +40,22 @@ const (
 	testCIDR     = "10.100.0.0/16"
 )
 
+// newEnv takes its instance types from the embedded catalog, the same the
+// fake's EC2 and Pricing APIs serve (instancetype's tests hold them to
+// that), without fetching them for every test.
 func newEnv(t *testing.T, classes ...*awsv1.EC2NodeClass) *env {
-	return newEnvWith(t, "", classes...)
+	return newEnvWith(t, envOptions{}, classes...)
 }
 
-func newEnvWith(t *testing.T, queue string, classes ...*awsv1.EC2NodeClass) *env {
+type envOptions struct {
+	// queue is the interruption queue.
+	queue string
+	// liveTypes: instance types and prices from the fake's APIs, through
+	// instancetype.Provider, as New makes them.
+	liveTypes bool
+}
+
+func newEnvWith(t *testing.T, o envOptions, classes ...*awsv1.EC2NodeClass) *env {
 	t.Helper()
 	f := fake.Standard(fake.StandardOptions{Cluster: "production", KubernetesVersion: "1.37"})
 	t.Cleanup(f.Close)
@@ -60,12 +73,32 @@ func newEnvWith(t *testing.T, queue string, classes ...*awsv1.EC2NodeClass) *env
 	e := &env{t: t, ctx: context.Background(), aws: f, kube: b.Build(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))}
 	p, err := New(e.ctx, Options{Config: f.Config(), Client: e.kube, ClusterName: "production", ClusterEndpoint: testEndpoint,
-		ClusterCABundle: testCA, ClusterCIDR: testCIDR, KubernetesVersion: "1.37", InterruptionQueue: queue, Clock: e.clock})
+		ClusterCABundle: testCA, ClusterCIDR: testCIDR, KubernetesVersion: "1.37", InterruptionQueue: o.queue, Clock: e.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !o.liveTypes {
+		p.types = catalogTypes{region: f.Region()}
+	}
 	e.p = p
 	return e
+}
+
+// catalogTypes are the embedded catalog's instance types.
+type catalogTypes struct{ region string }
+
+func (catalogTypes) Refresh(context.Context) error { return nil }
+
+// embeddedCatalog is parsed once for the package's tests.
+var embeddedCatalog = sync.OnceValues(catalog.Default)
+
+func (c catalogTypes) List(_ context.Context, zones []string) ([]*cloudprovider.InstanceType, error) {
+	cat, err := embeddedCatalog()
+	if err != nil {
+		return nil, err
+	}
+	its, _, err := cat.InstanceTypes(catalog.Options{Region: c.region, Zones: zones})
+	return its, err
 }
 
 // seedNodeClass is the seeds' production EC2NodeClass, as the file has it.
@@ -138,5 +171,3 @@ func (e *env) update(name string, change func(*awsv1.EC2NodeClass)) {
 	}
 	e.clock.Step(resolveTTL)
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }

@@ -66,6 +66,7 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 	if len(its) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: none of %d instance types meets its requirements with an available offering", claim.Name, len(all)))
 	}
+	its = withoutExotic(its)
 	capacityType := chooseCapacityType(its, reqs)
 	if capacityType == v1.CapacityTypeSpot && reqs.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand) {
 		its = withoutDearSpot(its, reqs)
@@ -76,16 +77,43 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 	if len(its) > maxInstanceTypes {
 		its = its[:maxInstanceTypes]
 	}
-	fleet, images, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType)
+	launched, err := p.launch(ctx, r, claim, its, reqs, capacityType)
+	if isCode(err, launchTemplateNotFound) || errors.Is(err, errLaunchTemplateGone) {
+		// Deleted behind the provider's back: launch once more, making it anew.
+		launched, err = p.launch(ctx, r, claim, its, reqs, capacityType)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
 	}
+	return launched, nil
+}
+
+// launchTemplateNotFound is CreateFleet's error for a launch template
+// that does not exist.
+const launchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
+
+// errLaunchTemplateGone: the fleet launched nothing because a launch
+// template the provider made is gone.
+var errLaunchTemplateGone = errors.New("a launch template is gone")
+
+// launch makes the launch templates and calls CreateFleet once.
+func (p *Provider) launch(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
+	reqs scheduling.Requirements, capacityType string) (*v1.NodeClaim, error) {
+	fleet, images, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType)
+	if err != nil {
+		return nil, err
+	}
 	out, err := p.ec2.CreateFleet(ctx, fleet)
 	if err != nil {
-		if isCode(err, insufficientCapacityCodes...) {
-			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: CreateFleet: %w", claim.Name, err))
+		if isCode(err, launchTemplateNotFound) {
+			for _, c := range fleet.LaunchTemplateConfigs {
+				p.forgetLaunchTemplate(aws.ToString(c.LaunchTemplateSpecification.LaunchTemplateName))
+			}
 		}
-		return nil, fmt.Errorf("launching nodeclaim %s: CreateFleet: %w", claim.Name, err)
+		if isCode(err, insufficientCapacityCodes...) {
+			return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("CreateFleet: %w", err))
+		}
+		return nil, fmt.Errorf("CreateFleet: %w", err)
 	}
 	zoneOf := map[string]string{}
 	for _, s := range r.status.Subnets {
@@ -100,7 +128,12 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 		}
 		return p.launched(claim, r, in, its, images, capacityType, zoneOf), nil
 	}
-	return nil, fleetError(claim.Name, out.Errors)
+	for _, e := range out.Errors {
+		if aws.ToString(e.ErrorCode) == launchTemplateNotFound {
+			return nil, fmt.Errorf("%w: %w", errLaunchTemplateGone, fleetError(out.Errors))
+		}
+	}
+	return nil, fleetError(out.Errors)
 }
 
 // compatibleTypes are the types whose labels the requirements allow, with
@@ -112,6 +145,31 @@ func compatibleTypes(its []*cloudprovider.InstanceType, reqs scheduling.Requirem
 		if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) && scheduling.Fits(requests, it.Allocatable()) == nil {
 			out = append(out, it)
 		}
+	}
+	return out
+}
+
+// withoutExotic leaves out metal and accelerated types (GPUs, Neuron,
+// Gaudi) when other types would do, as upstream does: a claim that allows
+// them does not need them.
+func withoutExotic(its []*cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	var out []*cloudprovider.InstanceType
+	for _, it := range its {
+		if size, _ := it.Requirements.Get(awsv1.LabelInstanceSize).Any(); strings.Contains(size, "metal") {
+			continue
+		}
+		accelerated := false
+		for _, r := range []corev1.ResourceName{awsv1.ResourceNVIDIAGPU, awsv1.ResourceAMDGPU, awsv1.ResourceAWSNeuron, awsv1.ResourceAWSNeuronCore, awsv1.ResourceHabanaGaudi} {
+			if q, ok := it.Capacity[r]; ok && !q.IsZero() {
+				accelerated = true
+			}
+		}
+		if !accelerated {
+			out = append(out, it)
+		}
+	}
+	if len(out) == 0 {
+		return its
 	}
 	return out
 }
@@ -207,13 +265,18 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	var order []string
 	images := map[string]string{}
 	zone := reqs.Get(v1.LabelZone)
+	// One subnet a zone, the one with the most free addresses (the status
+	// lists them so), as upstream launches.
+	subnetIn := map[string]awsv1.Subnet{}
+	for _, s := range r.status.Subnets {
+		if _, ok := subnetIn[s.Zone]; !ok {
+			subnetIn[s.Zone] = s
+		}
+	}
 	for _, it := range its {
 		ami := amiFor(r.status.AMIs, it)
 		images[it.Name] = ami.ID
-		pods := it.Capacity.Pods().Value()
-		if n := fixedMaxPods(nc.Spec.Kubelet); n != nil {
-			pods = *n
-		}
+		pods := it.Capacity.Pods().Value() // spec.kubelet's, by withKubelet
 		key := fmt.Sprintf("%s/%d", ami.ID, pods)
 		g := byKey[key]
 		if g == nil {
@@ -238,16 +301,13 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 			order = append(order, key)
 		}
 		for _, o := range it.Offerings {
-			if !o.Available || o.CapacityType != capacityType || !zone.Has(o.Zone) {
+			s, ok := subnetIn[o.Zone]
+			if !o.Available || o.CapacityType != capacityType || !zone.Has(o.Zone) || !ok {
 				continue
 			}
-			for _, s := range r.status.Subnets {
-				if s.Zone == o.Zone {
-					g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
-						InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(s.ID), AvailabilityZone: aws.String(s.Zone),
-					})
-				}
-			}
+			g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(s.ID), AvailabilityZone: aws.String(s.Zone), ImageId: aws.String(ami.ID),
+			})
 		}
 	}
 	in := &ec2.CreateFleetInput{
@@ -260,6 +320,9 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	}
 	for _, key := range order {
 		g := byKey[key]
+		if len(g.overrides) == 0 {
+			continue
+		}
 		in.LaunchTemplateConfigs = append(in.LaunchTemplateConfigs, ec2types.FleetLaunchTemplateConfigRequest{
 			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String(g.name), Version: aws.String("$Latest")},
 			Overrides:                   g.overrides,
@@ -272,7 +335,10 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	}
 	tags := p.baseTags(nc, nodePool)
 	tags[tagNodeClaim] = claim.Name
-	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface} {
+	// Instances, their volumes and the fleet, as upstream tags them (AWS
+	// tags an instant fleet's instances and the fleet; network interfaces
+	// are tagged by the launch template).
+	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
 		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: ec2Tags(tags)})
 	}
 	return in, images, nil
@@ -287,7 +353,7 @@ func (p *Provider) noteFleetError(e ec2types.CreateFleetError, capacityType stri
 	if e.LaunchTemplateAndOverrides != nil {
 		lt, ov = e.LaunchTemplateAndOverrides.LaunchTemplateSpecification, e.LaunchTemplateAndOverrides.Overrides
 	}
-	if strings.HasPrefix(code, "InvalidLaunchTemplateName.NotFound") && lt != nil {
+	if code == launchTemplateNotFound && lt != nil {
 		p.forgetLaunchTemplate(aws.ToString(lt.LaunchTemplateName))
 	}
 	if !slices.Contains(insufficientCapacityCodes, code) || ov == nil {
@@ -306,7 +372,7 @@ func (p *Provider) noteFleetError(e ec2types.CreateFleetError, capacityType stri
 
 // fleetError is why nothing launched: an InsufficientCapacityError when
 // every fleet error is one of capacity, as upstream decides.
-func fleetError(claim string, errs []ec2types.CreateFleetError) error {
+func fleetError(errs []ec2types.CreateFleetError) error {
 	seen := map[string]bool{}
 	var msgs []string
 	ice := 0
@@ -322,10 +388,10 @@ func fleetError(claim string, errs []ec2types.CreateFleetError) error {
 		}
 	}
 	sort.Strings(msgs)
-	err := fmt.Errorf("launching nodeclaim %s: CreateFleet launched nothing: %s", claim, strings.Join(msgs, "; "))
 	if len(errs) == 0 {
-		return errors.New("launching nodeclaim " + claim + ": CreateFleet launched nothing and said nothing")
+		return errors.New("CreateFleet launched nothing and said nothing")
 	}
+	err := fmt.Errorf("CreateFleet launched nothing: %s", strings.Join(msgs, "; "))
 	if ice == len(errs) {
 		return cloudprovider.NewInsufficientCapacityError(err)
 	}

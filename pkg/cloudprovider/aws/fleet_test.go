@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/BurntSushi/toml"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
@@ -48,7 +49,7 @@ func cross(types []string, zones ...string) []string {
 // tagged; the claim comes back as the instance the fake launched, from
 // launch templates holding the NodeClass's settings.
 func TestCreateLaunchesOneFleet(t *testing.T) {
-	e := newEnv(t, seedNodeClass(t))
+	e := newEnvWith(t, envOptions{liveTypes: true}, seedNodeClass(t))
 	got, err := e.p.Create(e.ctx, claim("general-abc", "default", threeTypes, onDemand))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestCreateLaunchesOneFleet(t *testing.T) {
 	}
 	wantTags := map[string]string{"karpenter.sh/nodepool": "general", "karpenter.sh/nodeclaim": "general-abc", "karpenter.k8s.aws/ec2nodeclass": "default",
 		"kubernetes.io/cluster/production": "owned", "karpenter.sh/managed-by": "production", "eks:eks-cluster-name": "production", "team": "platform"}
-	for _, rt := range []string{"instance", "volume", "network-interface"} {
+	for _, rt := range []string{"instance", "volume", "fleet"} {
 		if !reflect.DeepEqual(fl.TagSpecifications[rt], wantTags) {
 			t.Errorf("%s tags %v, want %v", rt, fl.TagSpecifications[rt], wantTags)
 		}
@@ -380,5 +381,29 @@ func TestBottlerocketLaunch(t *testing.T) {
 	st, _ := e.p.ResolveNodeClass(e.ctx, nc)
 	if !strings.HasPrefix(amiName(st, lt.ImageID), "bottlerocket-aws-k8s-1.37-x86_64-"+fake.BottlerocketNewest) {
 		t.Errorf("launched from %s (%s), want the newest x86_64 Bottlerocket", lt.ImageID, amiName(st, lt.ImageID))
+	}
+}
+
+// TestDeletedLaunchTemplateIsMadeAgain: a template deleted behind the
+// provider's back fails the fleet; the provider makes it again and
+// launches once more.
+func TestDeletedLaunchTemplateIsMadeAgain(t *testing.T) {
+	e := newEnv(t, seedNodeClass(t))
+	x86 := req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large")
+	if _, err := e.p.Create(e.ctx, claim("c1", "default", x86, onDemand)); err != nil {
+		t.Fatal(err)
+	}
+	name := e.aws.LaunchTemplates()[0].Name
+	if _, err := e.p.ec2.DeleteLaunchTemplate(e.ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: &name}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.p.Create(e.ctx, claim("c2", "default", x86, onDemand)); err != nil {
+		t.Fatalf("Create after the template was deleted: %v", err)
+	}
+	if fleets, creates := len(e.aws.Fleets()), e.calls("CreateLaunchTemplate"); fleets != 3 || creates != 2 {
+		t.Errorf("%d fleets and %d CreateLaunchTemplate calls, want 3 (one failed) and 2", fleets, creates)
+	}
+	if n := len(e.aws.Instances()); n != 2 {
+		t.Errorf("%d instances, want 2", n)
 	}
 }

@@ -6,10 +6,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/pricing"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
-	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/instancetype"
 )
@@ -27,14 +24,3 @@ type instanceTypeSource interface {
 func newInstanceTypes(ec2c *ec2.Client, pricingCfg aws.Config, opts Options) instanceTypeSource {
 	return instancetype.New(ec2c, pricing.NewFromConfig(pricingCfg), instancetype.Options{Region: opts.Config.Region, Clock: opts.Clock})
 }
-
-// fixedMaxPods is spec.kubelet.maxPods when it is a number.
-func fixedMaxPods(k *awsv1.KubeletConfiguration) *int64 {
-	if k == nil || k.MaxPods == nil || k.MaxPods.Type != intstr.Int {
-		return nil
-	}
-	n := int64(k.MaxPods.IntVal)
-	return &n
-}
-
-func resourcePods(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }

@@ -73,7 +73,10 @@ func (p *Provider) handleMessage(ctx context.Context, m queueMessage) {
 	var mu sync.Mutex
 	left := len(ours)
 	for _, in := range ours {
-		zone := aws.ToString(in.Placement.AvailabilityZone)
+		var zone string
+		if in.Placement != nil {
+			zone = aws.ToString(in.Placement.AvailabilityZone)
+		}
 		if m.Kind == cloudprovider.SpotInterruption {
 			p.unavailable.MarkUnavailable(string(in.InstanceType), zone, "spot")
 		}

@@ -23,7 +23,7 @@ func spotWarning(id, instance string) string {
 // message, and leaves the spot offering out of launches; a message about
 // an instance the cluster does not own is deleted without one.
 func TestInterruptionMessages(t *testing.T) {
-	e := newEnvWith(t, "production", seedNodeClass(t))
+	e := newEnvWith(t, envOptions{queue: "production"}, seedNodeClass(t))
 	spot := req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot)
 	launched, err := e.p.Create(e.ctx, claim("c1", "default", threeTypes, spot))
 	if err != nil {
@@ -73,5 +73,53 @@ func TestInterruptionMessages(t *testing.T) {
 	}
 	if n := e.calls("DeleteMessage"); n != 2 {
 		t.Errorf("%d DeleteMessage calls, want 2", n)
+	}
+}
+
+// TestScheduledChangeOfTwoInstances: one Interruption each; the message
+// is deleted once both are Handled. No offering is left out for it.
+func TestScheduledChangeOfTwoInstances(t *testing.T) {
+	e := newEnvWith(t, envOptions{queue: "production"}, seedNodeClass(t))
+	var ids, providerIDs []string
+	for i := range 2 {
+		nc, err := e.p.Create(e.ctx, claim(fmt.Sprintf("c%d", i), "default", threeTypes, onDemand))
+		if err != nil {
+			t.Fatal(err)
+		}
+		providerIDs = append(providerIDs, nc.Status.ProviderID)
+	}
+	for _, in := range e.aws.Instances() {
+		ids = append(ids, in.ID)
+	}
+	url := e.aws.CreateQueue("production")
+	body := fmt.Sprintf(`{"version":"0","id":"evt-3","detail-type":"AWS Health Event","source":"aws.health","detail":{"service":"EC2",`+
+		`"eventTypeCategory":"scheduledChange","eventTypeCode":"AWS_EC2_INSTANCE_RETIREMENT_SCHEDULED",`+
+		`"affectedEntities":[{"entityValue":%q},{"entityValue":%q}]}}`, ids[0], ids[1])
+	e.aws.SendMessage(url, body)
+	ctx, cancel := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		_ = e.p.Run(ctx)
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	first, second := <-e.p.Interruptions(), <-e.p.Interruptions()
+	got := []string{first.ProviderID, second.ProviderID}
+	slices.Sort(got)
+	slices.Sort(providerIDs)
+	if !slices.Equal(got, providerIDs) || first.Kind != cloudprovider.ScheduledChange {
+		t.Fatalf("interruptions of %v (%s), want of %v, ScheduledChange", got, first.Kind, providerIDs)
+	}
+	first.Handled()
+	if msgs := e.aws.QueueMessages(url); len(msgs) != 1 {
+		t.Errorf("the message went after one of two was handled")
+	}
+	second.Handled()
+	if msgs := e.aws.QueueMessages(url); len(msgs) != 0 {
+		t.Errorf("the message is still there after both were handled")
+	}
+	if e.p.unavailable.IsUnavailable(e.aws.Instances()[0].InstanceType, e.aws.Instances()[0].Zone, v1.CapacityTypeOnDemand) {
+		t.Error("a scheduled change left an offering out")
 	}
 }

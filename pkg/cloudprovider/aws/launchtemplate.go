@@ -168,6 +168,9 @@ func (lt *launchTemplate) request(name string) *ec2.CreateLaunchTemplateInput {
 			HttpPutResponseHopLimit: aws.Int32(lt.Metadata.HopLimit),
 		},
 		Monitoring: &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.Monitoring)},
+		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
+			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(lt.Tags)},
+		},
 	}
 	if lt.AssociatePublicIP != nil {
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
@@ -191,4 +192,41 @@ func TestAMISelection(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestInstanceProfile: spec.instanceProfile is used as it is; the profile
+// made for spec.role follows a change of the role, and gets its tags back.
+func TestInstanceProfile(t *testing.T) {
+	t.Run("given", func(t *testing.T) {
+		name := "NodesProfile"
+		nc := nodeClassWith(t, func(nc *awsv1.EC2NodeClass) { nc.Spec.Role, nc.Spec.InstanceProfile = "", &name })
+		e := newEnv(t, nc)
+		if _, err := e.p.iam.CreateInstanceProfile(e.ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: &name}); err != nil {
+			t.Fatal(err)
+		}
+		st, err := e.p.ResolveNodeClass(e.ctx, nc)
+		if err != nil || st.InstanceProfile != name {
+			t.Fatalf("instance profile %q, %v; want %s", st.InstanceProfile, err, name)
+		}
+		if n := e.calls("CreateInstanceProfile") + e.calls("AddRoleToInstanceProfile"); n != 1 {
+			t.Errorf("the provider changed a profile it was given (%d calls)", n-1)
+		}
+	})
+	t.Run("a new role", func(t *testing.T) {
+		nc := seedNodeClass(t)
+		e := newEnv(t, nc)
+		if _, err := e.p.ResolveNodeClass(e.ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		e.aws.AddRole("NewNodeRole")
+		nc.Spec.Role = "arn:aws:iam::123456789012:role/NewNodeRole"
+		nc.Spec.Tags = map[string]string{"team": "platform", "cost-center": "42"}
+		if _, err := e.p.ResolveNodeClass(e.ctx, nc); err != nil {
+			t.Fatal(err)
+		}
+		ps := e.aws.InstanceProfiles()
+		if len(ps) != 1 || ps[0].Role != "NewNodeRole" || ps[0].Tags["cost-center"] != "42" {
+			t.Errorf("profiles %+v, want one with NewNodeRole and the new tag", ps)
+		}
+	})
 }

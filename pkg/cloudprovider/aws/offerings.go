@@ -78,7 +78,6 @@ func (p *Provider) instanceTypes(ctx context.Context, r *resolvedClass) ([]*clou
 	if err != nil {
 		return nil, fmt.Errorf("listing instance types: %w", err)
 	}
-	maxPods := fixedMaxPods(r.nodeClass.Spec.Kubelet)
 	var out []*cloudprovider.InstanceType
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -100,10 +99,7 @@ func (p *Provider) instanceTypes(ctx context.Context, r *resolvedClass) ([]*clou
 			continue
 		}
 		it.Offerings = offerings
-		if maxPods != nil {
-			it.Capacity = it.Capacity.DeepCopy()
-			it.Capacity["pods"] = *resourcePods(*maxPods)
-		}
+		withKubelet(it, r.nodeClass.Spec.Kubelet)
 		p.typeInfo[it.Name] = it
 		out = append(out, it)
 	}

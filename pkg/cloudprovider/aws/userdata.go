@@ -14,6 +14,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
@@ -126,7 +127,26 @@ func kubeletConfig(b bootstrap) (map[string]any, error) {
 	}
 	delete(out, "registerWithTaints") // a flag, from the claim's taints
 	out["maxPods"] = b.MaxPods
+	// Reservations written as expressions are Joiner's to evaluate, not
+	// the kubelet's: it gets the quantities only (and reserves its own
+	// defaults for the rest).
+	for _, key := range []string{"kubeReserved", "systemReserved"} {
+		m, _ := out[key].(map[string]any)
+		for k, v := range m {
+			if s, _ := v.(string); k != "pid" && !isQuantity(s) {
+				delete(m, k)
+			}
+		}
+		if m != nil && len(m) == 0 {
+			delete(out, key)
+		}
+	}
 	return out, nil
+}
+
+func isQuantity(s string) bool {
+	_, err := resource.ParseQuantity(s)
+	return err == nil
 }
 
 func labelsArg(labels map[string]string) string {
@@ -253,6 +273,11 @@ func setStrings(k map[string]any, key string, values map[string]string) {
 	}
 	t := table(k, key)
 	for name, v := range values {
-		t[name] = v
+		if name == "pid" || isQuantity(strings.TrimSuffix(v, "%")) { // expressions are not the kubelet's
+			t[name] = v
+		}
+	}
+	if len(t) == 0 {
+		delete(k, key)
 	}
 }

@@ -71,7 +71,8 @@ func testBootstrap(custom string) bootstrap {
 		ClusterName: "production", Endpoint: "https://api.production.example", CABundle: "Q0EgUEVN", CIDR: "10.100.0.0/16",
 		Kubelet: &awsv1.KubeletConfiguration{
 			MaxPods:        &maxPods,
-			SystemReserved: map[string]string{"cpu": "100m"},
+			SystemReserved: map[string]string{"cpu": "100m", "memory": "self.memory_mib * 0.01"},
+			KubeReserved:   map[string]string{"cpu": "self.vcpus * 10"},
 			EvictionHard:   map[string]awsv1.EvictionThreshold{"memory.available": "5%"},
 		},
 		MaxPods: 29,
@@ -116,7 +117,8 @@ func TestNodeadmUserData(t *testing.T) {
 				"spec.cluster.certificateAuthority":  "Q0EgUEVN",
 				"spec.cluster.cidr":                  "10.100.0.0/16",
 				"spec.kubelet.config.maxPods":        float64(29),
-				"spec.kubelet.config.systemReserved": map[string]any{"cpu": "100m"},
+				"spec.kubelet.config.systemReserved": map[string]any{"cpu": "100m"}, // not the expression
+				"spec.kubelet.config.kubeReserved":   nil,
 				"spec.kubelet.config.evictionHard":   map[string]any{"memory.available": "5%"},
 			} {
 				if got := dig(cfg, strings.Split(path, ".")...); !reflect.DeepEqual(got, want) {
@@ -164,5 +166,45 @@ func TestBottlerocketUserData(t *testing.T) {
 	}
 	if _, err := userData(awsv1.AMIFamilyBottlerocket, testBootstrap("not = [toml")); err == nil {
 		t.Error("broken TOML user data was accepted")
+	}
+}
+
+// TestLaunchTemplateRequest: the template tags its instances' network
+// interfaces (CreateFleet tags instances, volumes and the fleet), and a
+// public-IP choice moves the security groups to the primary interface.
+func TestLaunchTemplateRequest(t *testing.T) {
+	yes := true
+	for _, public := range []*bool{nil, &yes} {
+		lt := &launchTemplate{ImageID: "ami-1", InstanceProfile: "p", SecurityGroupIDs: []string{"sg-1"}, AssociatePublicIP: public,
+			Metadata: metadataOptions(nil), Tags: map[string]string{"karpenter.sh/managed-by": "production"}}
+		in := lt.request(lt.name())
+		d := in.LaunchTemplateData
+		if len(d.TagSpecifications) != 1 || d.TagSpecifications[0].ResourceType != "network-interface" || len(d.TagSpecifications[0].Tags) != 1 {
+			t.Errorf("data tag specifications %+v, want the network interfaces'", d.TagSpecifications)
+		}
+		groups := d.SecurityGroupIds
+		if public != nil {
+			if len(d.NetworkInterfaces) != 1 || *d.NetworkInterfaces[0].AssociatePublicIpAddress != *public {
+				t.Fatalf("network interfaces %+v", d.NetworkInterfaces)
+			}
+			groups = d.NetworkInterfaces[0].Groups
+		}
+		if !reflect.DeepEqual(groups, []string{"sg-1"}) {
+			t.Errorf("public %v: groups %v", public, groups)
+		}
+		if *d.MetadataOptions.HttpPutResponseHopLimit != 1 || d.MetadataOptions.HttpTokens != "required" {
+			t.Errorf("metadata %+v", d.MetadataOptions)
+		}
+	}
+}
+
+func TestUserDataFamilies(t *testing.T) {
+	if ud, err := userData(awsv1.AMIFamilyCustom, testBootstrap("#!/bin/bash\n/etc/my-bootstrap\n")); err != nil || ud != "#!/bin/bash\n/etc/my-bootstrap\n" {
+		t.Errorf("Custom: %q, %v; want the user's user data as it is", ud, err)
+	}
+	for _, family := range []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyWindows2022} {
+		if _, err := userData(family, testBootstrap("")); err == nil || !strings.Contains(err.Error(), "use AL2023, Bottlerocket or Custom") {
+			t.Errorf("%s: %v, want an error naming the families supported", family, err)
+		}
 	}
 }
