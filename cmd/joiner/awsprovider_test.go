@@ -49,6 +49,7 @@ func TestAWSFlags(t *testing.T) {
 		{[]string{"--cloud-provider=aws", "--cluster-name=p", "--cluster-endpoint=api.example"}, `--cluster-endpoint "api.example": the API server URL, https://`},
 		{[]string{"--cloud-provider=aws", "--cluster-name=p", "--cluster-endpoint=https://a", "--cluster-ca-bundle=not base64!"}, "--cluster-ca-bundle: not base64"},
 		{[]string{"--cloud-provider=aws", "--zones=us-east-1a"}, "--catalog and --zones are for kwok and sim"},
+		{[]string{"--cloud-provider=aws", "--cluster-name=p", "--cluster-endpoint=https://a", "--cluster-cidr=10.100.0.0"}, `--cluster-cidr "10.100.0.0": a CIDR such as 10.100.0.0/16`},
 		{[]string{"--cloud-provider=gce"}, "the providers are kwok, sim and aws"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
@@ -56,5 +57,16 @@ func TestAWSFlags(t *testing.T) {
 				t.Errorf("%v: got %v, want an error with %q", tc.args, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestNetworkOf: the service CIDR assumed from the kubernetes Service's IP
+// is EKS's default size for its family.
+func TestNetworkOf(t *testing.T) {
+	for ip, want := range map[string]string{"10.100.0.1": "10.100.0.0/16", "172.20.0.1": "172.20.0.0/16", "fd12:3456:789a::1": "fd12:3456:789a::/108", "nope": ""} {
+		got, err := networkOf(ip)
+		if got != want || (want == "") != (err != nil) {
+			t.Errorf("networkOf(%q) = %q, %v; want %q", ip, got, err, want)
+		}
 	}
 }

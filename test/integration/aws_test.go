@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -57,7 +58,7 @@ func startAWSController(t *testing.T, f *fake.AWS) (*controller.Controller, clie
 	ctx, cancel := context.WithCancel(context.Background())
 	provider, err := awsprovider.New(ctx, awsprovider.Options{
 		Config: f.Config(), Client: mgr.GetClient(), Clock: clock.RealClock{},
-		ClusterName: awsCluster, ClusterEndpoint: "https://" + awsCluster + ".eks.example", ClusterCABundle: base64.StdEncoding.EncodeToString(cfg.CAData),
+		ClusterName: awsCluster, ClusterEndpoint: "https://" + awsCluster + ".eks.example", ClusterCABundle: base64.StdEncoding.EncodeToString(cfg.CAData), ClusterCIDR: "10.0.0.0/16",
 		KubernetesVersion: "1.37", InterruptionQueue: awsCluster,
 	})
 	if err != nil {
@@ -241,6 +242,29 @@ func TestAWSProvider(t *testing.T) {
 			t.Errorf("the orphan instance %s is %s after garbage collection", orphan, i.State)
 		}
 	}
+
+	// The class changes as operators change it — another node role, the
+	// AMI by an SSM parameter — and resolves again.
+	const role2 = "KarpenterNodeRole-production-v2"
+	f.AddRole(role2)
+	orig := class.DeepCopy()
+	class.Spec.Role = role2
+	class.Spec.AMIFamily = ptr.To("AL2023") // the CRD requires a family without an alias
+	class.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{SSMParameter: "/aws/service/eks/optimized-ami/1.37/amazon-linux-2023/x86_64/standard/recommended/image_id"}}
+	if err := kc.Patch(ctx, class, client.MergeFrom(orig)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the changed EC2NodeClass resolved: one AMI, the profile given the new role", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil {
+			return false, err
+		}
+		for _, p := range f.InstanceProfiles() {
+			if p.Name == class.Status.InstanceProfile && p.Role == role2 {
+				return len(class.Status.AMIs) == 1 && strings.Contains(class.Status.AMIs[0].Name, fake.AL2023Newest), nil
+			}
+		}
+		return false, nil
+	})
 
 	checkPolicyCoversCalls(t, f.Calls())
 }
