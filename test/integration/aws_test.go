@@ -181,6 +181,13 @@ func TestAWSProvider(t *testing.T) {
 	if it := next.Labels[v1.LabelInstanceType]; it != "m5.xlarge" && it != "m6i.xlarge" {
 		t.Errorf("with m6a.xlarge short, launched %s; want the next cheapest, m5.xlarge or m6i.xlarge", it)
 	}
+	// The plan after it knows: the next claim does not list the short type.
+	third := createPendingPod(t, kc, "aws-web-3", "3", tolerate("aws-od"))
+	defer func() { _ = kc.Delete(ctx, third) }()
+	after := *waitLaunched(t, kc, newClaimOfPool(t, kc, "aws-od", claim.Name, next.Name).Name)
+	if slices.Contains(claimTypes(&after), "m6a.xlarge") {
+		t.Errorf("the claim planned after m6a.xlarge ran short still allows it: %v", claimTypes(&after))
+	}
 	f.ClearInsufficientCapacity()
 
 	// A spot node is interrupted: the message drains it, a replacement

@@ -26,6 +26,8 @@ type unavailableOfferings struct {
 	clock clock.PassiveClock
 	mu    sync.Mutex
 	until map[offeringKey]time.Time
+	// version counts the changes: offerings marked, and marks expired.
+	version int
 }
 
 func newUnavailableOfferings(c clock.PassiveClock) *unavailableOfferings {
@@ -37,6 +39,22 @@ func (u *unavailableOfferings) MarkUnavailable(instanceType, zone, capacityType 
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.until[offeringKey{instanceType, zone, capacityType}] = u.clock.Now().Add(UnavailableFor)
+	u.version++
+}
+
+// Version changes whenever the offerings left out change (a mark, or a
+// mark that expired), so a controller knows to ask for them again.
+func (u *unavailableOfferings) Version() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	for k, until := range u.until {
+		if !now.Before(until) {
+			delete(u.until, k)
+			u.version++
+		}
+	}
+	return u.version
 }
 
 // IsUnavailable reports whether the offering is left out now.
@@ -47,6 +65,7 @@ func (u *unavailableOfferings) IsUnavailable(instanceType, zone, capacityType st
 	until, ok := u.until[k]
 	if ok && !u.clock.Now().Before(until) {
 		delete(u.until, k)
+		u.version++
 		return false
 	}
 	return ok

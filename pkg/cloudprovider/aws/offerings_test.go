@@ -38,6 +38,32 @@ func TestUnavailableOfferingsExpire(t *testing.T) {
 	}
 }
 
+// TestUnavailableOfferingsVersion: the version moves when an offering is
+// marked and when its mark expires (seen without anyone asking about that
+// offering), and stays while nothing changes — what the controller asks
+// the instance types again by.
+func TestUnavailableOfferingsVersion(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))
+	u := newUnavailableOfferings(clk)
+	v0 := u.Version()
+	if u.Version() != v0 {
+		t.Fatal("the version moved with nothing changed")
+	}
+	u.MarkUnavailable("m5.large", "us-east-1a", "spot")
+	v1 := u.Version()
+	if v1 == v0 {
+		t.Error("marking an offering left the version as it was")
+	}
+	clk.SetTime(clk.Now().Add(UnavailableFor - time.Second))
+	if u.Version() != v1 {
+		t.Error("the version moved before the mark expired")
+	}
+	clk.SetTime(clk.Now().Add(time.Second))
+	if u.Version() == v1 {
+		t.Error("the mark expired and the version did not move")
+	}
+}
+
 // TestGetInstanceTypes: the NodePool's NodeClass decides the zones (its
 // subnets') and the architectures (its AMIs'); spec.kubelet.maxPods the
 // pods.

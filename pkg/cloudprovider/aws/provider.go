@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -67,6 +68,9 @@ type Provider struct {
 	types       instanceTypeSource
 	queue       messageQueue // nil without an interruption queue
 	unavailable *unavailableOfferings
+	// refreshes counts the instance-type and price refreshes that
+	// succeeded, for Version.
+	refreshes atomic.Int64
 	describer   *describer
 
 	interruptions chan cloudprovider.Interruption
@@ -173,8 +177,17 @@ func (p *Provider) Run(ctx context.Context) error {
 			if err := p.types.Refresh(ctx); err != nil {
 				logError(ctx, err, "refreshing instance types and prices")
 			}
+			p.refreshes.Add(1) // even a partial refresh may have changed prices
 		}
 	}
+}
+
+// Version changes whenever what GetInstanceTypes answers may have: an
+// offering marked unavailable or back, prices refreshed. The controller
+// asks for its NodePools' instance types again then, so its plans leave
+// out what EC2 just had no capacity for.
+func (p *Provider) Version() int {
+	return p.unavailable.Version() + int(p.refreshes.Load())
 }
 
 // nodeClass reads an EC2NodeClass and resolves it (or uses its resolution
