@@ -132,9 +132,9 @@ func TestExplainPod(t *testing.T) {
 	}{
 		{"ml/train-1", []string{"Pod ml/train-1 (requests cpu 4, memory 16Gi, nvidia.com/gpu 1, pods 1)",
 			"Goes to        stays pending: ",
-			"general (weight 0): no — no instance type is large enough: the pod needs 1 nvidia.com/gpu, the largest compatible type, r8ib.96xlarge, has 0 allocatable"}},
+			"  general  weight 0  no  no instance type is large enough: the pod needs 1 nvidia.com/gpu, the largest compatible type, r8ib.96xlarge, has 0 allocatable"}},
 		{"jobs/batch-1", []string{"Goes to        a new NodeClaim of NodePool general (with 1 pending pod(s) in all)",
-			"general (weight 0): can run it on c6a.2xlarge, c7i-flex.2xlarge, c6i.2xlarge, m6a.2xlarge, c8i-flex.2xlarge and 233 more, from $0.3060/h"}},
+			"  general  weight 0  yes  on c6a.2xlarge, c7i-flex.2xlarge, c6i.2xlarge, m6a.2xlarge, c8i-flex.2xlarge and 233 more, from $0.3060/h"}},
 		{"shop/web-2", []string{"Goes to        fits node ip-10-0-1-23.ec2.internal, which is there or on its way: no new node"}},
 		{"shop/web-1", []string{"Goes to        bound to node ip-10-0-1-23.ec2.internal: nothing to provision"}},
 	} {
@@ -148,7 +148,7 @@ func TestExplainPod(t *testing.T) {
 			}
 		}
 	}
-	if _, err := run(t, "explain", "pod", "shop/nope", planExample); err == nil || !strings.Contains(err.Error(), "pod shop/nope is not in the manifests") {
+	if _, err := run(t, "explain", "pod", "shop/nope", planExample); err == nil || !strings.Contains(err.Error(), "the manifests: pod shop/nope is not there (4 pods are; pending: jobs/batch-1, ml/train-1, shop/web-2)") {
 		t.Errorf("an unknown pod: %v", err)
 	}
 	js, err := run(t, "explain", "pod", "jobs/batch-1", planExample, "-o", "json")

@@ -128,7 +128,7 @@ type Method struct {
 // ExplainNode explains the named node at now, through the same checks a
 // disruption pass makes.
 func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
-	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, nil), name, disruption.Options{})
+	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, c.Drifted), name, disruption.Options{})
 	if err != nil {
 		return nil, err
 	}

@@ -24,8 +24,11 @@ type PodExplanation struct {
 	// NodeClaim is the claim it goes on (nil when none).
 	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
 	// Node is the node (or in-flight claim) it goes to or is bound to.
-	Node  string        `json:"node,omitempty"`
-	Pools []PoolVerdict `json:"nodePools"`
+	Node string `json:"node,omitempty"`
+	// Simulator says what the simulator did that provisioning would not
+	// (it gave up launching nodes for the pod), "" for none.
+	Simulator string        `json:"simulator,omitempty"`
+	Pools     []PoolVerdict `json:"nodePools"`
 }
 
 // PoolVerdict is one NodePool's answer: a new node of it can run the pod
@@ -52,7 +55,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		}
 	}
 	if pod == nil {
-		return nil, fmt.Errorf("pod %s/%s is not in the manifests (%d pods are)", namespace, name, len(c.Pods))
+		return nil, fmt.Errorf("pod %s/%s is not there (%d pods are%s)", namespace, name, len(c.Pods), pendingHint(c))
 	}
 	out := &PodExplanation{Pod: namespace + "/" + name, Requests: map[string]string{}, Pools: []PoolVerdict{}}
 	for r, q := range scheduling.PodRequests(pod) {
@@ -94,6 +97,21 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	return out, nil
 }
 
+// pendingHint names a few pending pods, the ones worth explaining:
+// "; pending: a/x, b/y and 3 more".
+func pendingHint(c *state.Cluster) string {
+	pending := c.PendingPods()
+	if len(pending) == 0 {
+		return "; none is pending"
+	}
+	names := podNames(pending)
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return "; pending: " + strings.Join(names, ", ") + more
+}
+
 // notProvisionable says why provisioning leaves a pod alone.
 func notProvisionable(p *corev1.Pod) string {
 	switch {
@@ -109,8 +127,8 @@ func notProvisionable(p *corev1.Pod) string {
 	return "kube-scheduler has not found it unschedulable"
 }
 
-// sortedRequests are the requests as "cpu 3, memory 4Gi".
-func (e *PodExplanation) sortedRequests() string {
+// SortedRequests are the requests as "cpu 3, memory 4Gi".
+func (e *PodExplanation) SortedRequests() string {
 	var keys []string
 	for k := range e.Requests {
 		keys = append(keys, k)
@@ -121,29 +139,4 @@ func (e *PodExplanation) sortedRequests() string {
 		parts[i] = k + " " + e.Requests[k]
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Text is the explanation for people.
-func (e *PodExplanation) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Pod %s (requests %s)\n", e.Pod, e.sortedRequests())
-	fmt.Fprintf(&b, "Goes to        %s\n", e.Result)
-	if len(e.Pools) == 0 {
-		return b.String()
-	}
-	b.WriteString("NodePools, in the order provisioning tries them:\n")
-	for _, v := range e.Pools {
-		if v.CanRun {
-			nc := v.NodeClaim
-			types := nc.InstanceTypes
-			more := ""
-			if len(types) > 5 {
-				types, more = types[:5], fmt.Sprintf(" and %d more", len(nc.InstanceTypes)-5)
-			}
-			fmt.Fprintf(&b, "  %s (weight %d): can run it on %s%s, from $%.4f/h\n", v.NodePool, v.Weight, strings.Join(types, ", "), more, nc.PriceUSDPerHour)
-			continue
-		}
-		fmt.Fprintf(&b, "  %s (weight %d): no — %s\n", v.NodePool, v.Weight, v.Why)
-	}
-	return b.String()
 }

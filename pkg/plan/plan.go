@@ -131,7 +131,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
 	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
-	dc := c.DisruptionCluster(now, nil)
+	dc := c.DisruptionCluster(now, c.Drifted)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	p.Disruption = disruptionOf(d, c.NodePools, now)
 	if n := len(dc.Pending); n > 0 {
@@ -165,7 +165,7 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 		out.Expired = append(out.Expired, e.Node.Name)
 	}
 	for _, b := range d.Blocked {
-		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: b.Reason + budgetDetail(b, byName, d.Allowances, now)})
+		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: blockedReason(b, byName, d.Allowances, now, len(d.Commands) == 0)})
 	}
 	sort.SliceStable(out.Blocked, func(i, j int) bool { return out.Blocked[i].Node < out.Blocked[j].Node })
 	for _, np := range pools {
@@ -174,6 +174,28 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 		}
 	}
 	return out
+}
+
+// blockedReason says why the pass held a node back. A budget that allowed
+// some disruptions at the start of the pass blocked the node only from
+// multi-node consolidation, which takes no more nodes at once than the
+// budget allows; "allows no more" alone would read as a budget that
+// allows none.
+func blockedReason(b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time, noCommand bool) string {
+	np := pools[b.NodePool]
+	if b.ByBudget == v1.DisruptionReasonUnderutilized && np != nil {
+		for _, a := range allowances[b.NodePool] {
+			if a.Reason == b.ByBudget && a.Allowed > 0 {
+				why := fmt.Sprintf("NodePool %s's budget allows %d %s disruption(s) at once%s, too few to consolidate it together with other nodes",
+					np.Name, a.Allowed, a.Reason, budgetOf(np, a, now).detail())
+				if noCommand {
+					why += fmt.Sprintf("; alone, no consolidation was found for it (joiner explain node %s says why)", b.Node)
+				}
+				return why
+			}
+		}
+	}
+	return b.Reason + budgetDetail(b, pools, allowances, now)
 }
 
 // budgetDetail says, for a reason that a NodePool's budget holds a node
