@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -86,8 +88,15 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	case ex.Error != nil:
 		out.Result = "stays pending: " + ex.Error.Reason
 	}
+	var evidence string
 	for _, v := range ex.Pools {
 		pv := PoolVerdict{NodePool: v.NodePool, Weight: v.Weight, CanRun: v.Plan != nil, Why: v.Reason}
+		if strings.HasPrefix(v.Reason, "cannot satisfy ") || strings.Contains(v.Reason, "anti-affinity against this pod") {
+			if evidence == "" {
+				evidence = topologyEvidence(c, pending)
+			}
+			pv.Why += evidence
+		}
 		if v.Plan != nil {
 			nc := nodeClaim(v.Plan)
 			pv.NodeClaim = &nc
@@ -95,6 +104,87 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		out.Pools = append(out.Pools, pv)
 	}
 	return out, nil
+}
+
+// topologyEvidence says where the pods the pod's required topology terms
+// select run, per domain of each term's key: "; app=db by
+// topology.kubernetes.io/zone: us-east-1a 1 (default/db-0)". Pods that
+// have not been placed count nowhere.
+func topologyEvidence(c *state.Cluster, pod *corev1.Pod) string {
+	type term struct {
+		key      string
+		selector *metav1.LabelSelector
+	}
+	var terms []term
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
+			}
+		}
+	}
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			terms = append(terms, term{tsc.TopologyKey, tsc.LabelSelector})
+		}
+	}
+	labelsOf := map[string]map[string]string{}
+	for _, n := range c.StateNodes() {
+		labelsOf[n.Name()] = n.Labels()
+	}
+	var out []string
+	for _, t := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(t.selector)
+		if err != nil {
+			continue
+		}
+		count := map[string]int{}
+		names := map[string][]string{}
+		for _, p := range c.Pods {
+			if p.Spec.NodeName == "" || p == pod || podutil.Namespace(p.ObjectMeta) != podutil.Namespace(pod.ObjectMeta) ||
+				!podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			d, ok := labelsOf[p.Spec.NodeName][t.key]
+			if !ok {
+				continue
+			}
+			count[d]++
+			names[d] = append(names[d], podName(p))
+		}
+		if len(count) == 0 {
+			out = append(out, fmt.Sprintf("no running pod matches %s", sel))
+			continue
+		}
+		domains := make([]string, 0, len(count))
+		for d := range count {
+			domains = append(domains, d)
+		}
+		sort.Strings(domains)
+		parts := make([]string, len(domains))
+		for i, d := range domains {
+			sort.Strings(names[d])
+			parts[i] = fmt.Sprintf("%s %d (%s)", d, count[d], firstOf(names[d], 3))
+		}
+		out = append(out, fmt.Sprintf("pods matching %s by %s: %s", sel, t.key, strings.Join(parts, ", ")))
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
+}
+
+// firstOf shows at most n items, then how many more.
+func firstOf(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
 }
 
 // pendingHint names a few pending pods, the ones worth explaining:
