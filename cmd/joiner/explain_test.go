@@ -163,3 +163,40 @@ func TestExplainPod(t *testing.T) {
 		t.Errorf("json: %+v", ex)
 	}
 }
+
+// TestExplainScenario: explain and plan over the bundled scenario run to a
+// moment: a node that survives the run, named with what holds it; and the
+// source flags' mistakes, each answered with what to write.
+func TestExplainScenario(t *testing.T) {
+	out, err := run(t, "explain", "node", "general-00031", "--scenario", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Node general-00031 at 2026-12-01T00:00:00Z",
+		"single-node consolidation  no  no cheaper replacement: the cheapest type that holds its pods is m6i.xlarge at 0.1920 USD/h, against 0.1920 USD/h now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain node at the end of the run lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = run(t, "plan", "--scenario", "default", "--at", "+10h15m")
+	if err != nil || !strings.Contains(out, "Plan of the simulation of scenario default (bundled) at 2026-11-30T10:15:00Z") ||
+		!strings.Contains(out, "general-00028  NodePool general's budget allows 1 Underutilized disruption(s) at once: budgets[2] (nodes 20%), too few to consolidate it together with other nodes") {
+		t.Errorf("plan at 10:15: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan"}, "say where the cluster is: manifest files or directories, --kubeconfig FILE"},
+		{[]string{"plan", planExample, "--scenario", "default"}, "say where the cluster is"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+25h"}, "--at: 2026-12-01T01:00:00Z is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+ten"}, `--at "+ten"`},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--catalog", "c.json"}, "--catalog, --region and --zones do not go with --scenario"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+1h"}, "the simulation of scenario default (bundled): pod default/x is not there ("},
+		{[]string{"explain", "node", "x", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig: "},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
