@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -85,17 +86,19 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	case ex.Claim != nil:
 		nc := nodeClaim(ex.Claim)
 		out.NodeClaim, out.Result = &nc, fmt.Sprintf("a new NodeClaim of NodePool %s (with %d pending pod(s) in all)", nc.NodePool, len(nc.Pods))
+	case ex.Error != nil && sameVerdicts(ex):
+		out.Result = "stays pending: no NodePool can run it"
 	case ex.Error != nil:
 		out.Result = "stays pending: " + ex.Error.Reason
 	}
-	var evidence string
+	pools := map[string]*v1.NodePool{}
+	for _, np := range c.NodePools {
+		pools[np.Name] = np
+	}
 	for _, v := range ex.Pools {
 		pv := PoolVerdict{NodePool: v.NodePool, Weight: v.Weight, CanRun: v.Plan != nil, Why: v.Reason}
 		if strings.HasPrefix(v.Reason, "cannot satisfy ") || strings.Contains(v.Reason, "anti-affinity against this pod") {
-			if evidence == "" {
-				evidence = topologyEvidence(c, pending)
-			}
-			pv.Why += evidence
+			pv.Why += topologyEvidence(c, pending, pools[v.NodePool])
 		}
 		if v.Plan != nil {
 			nc := nodeClaim(v.Plan)
@@ -106,11 +109,29 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	return out, nil
 }
 
+// sameVerdicts: the pass left the pod pending for the reasons each pool
+// gives it alone, so the pools' verdicts say it all. (With other pending
+// pods in the pass a pool may refuse it for another reason — a limit they
+// used up — and then the pass's reason is worth its own line.)
+func sameVerdicts(ex *provisioning.Explanation) bool {
+	if len(ex.Pools) == 0 || len(ex.Error.ByNodePool) != len(ex.Pools) {
+		return false
+	}
+	for _, v := range ex.Pools {
+		if v.Plan != nil || ex.Error.ByNodePool[v.NodePool] != v.Reason {
+			return false
+		}
+	}
+	return true
+}
+
 // topologyEvidence says where the pods the pod's required topology terms
-// select run, per domain of each term's key: "; app=db by
-// topology.kubernetes.io/zone: us-east-1a 1 (default/db-0)". Pods that
+// select run, per domain of each term's key, and which domains of the key
+// the NodePool allows: "; pods matching app=db by
+// topology.kubernetes.io/zone: us-east-1a 1 (default/db-0); NodePool
+// general allows topology.kubernetes.io/zone In [us-east-1a]". Pods that
 // have not been placed count nowhere.
-func topologyEvidence(c *state.Cluster, pod *corev1.Pod) string {
+func topologyEvidence(c *state.Cluster, pod *corev1.Pod, np *v1.NodePool) string {
 	type term struct {
 		key      string
 		selector *metav1.LabelSelector
@@ -172,6 +193,18 @@ func topologyEvidence(c *state.Cluster, pod *corev1.Pod) string {
 			parts[i] = fmt.Sprintf("%s %d (%s)", d, count[d], firstOf(names[d], 3))
 		}
 		out = append(out, fmt.Sprintf("pods matching %s by %s: %s", sel, t.key, strings.Join(parts, ", ")))
+	}
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if np == nil || seen[t.key] {
+			continue
+		}
+		seen[t.key] = true
+		for _, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key == t.key {
+				out = append(out, fmt.Sprintf("NodePool %s allows %s %s %v", np.Name, r.Key, r.Operator, r.Values))
+			}
+		}
 	}
 	if len(out) == 0 {
 		return ""

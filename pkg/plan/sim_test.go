@@ -95,6 +95,7 @@ func simulated(t *testing.T, at time.Duration, docs ...string) *sim.Moment {
 func TestExplainPodInSimulation(t *testing.T) {
 	tainted := "      taints: [{key: dedicated, value: infra, effect: NoSchedule}]"
 	zoneA := "        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}"
+	const pending = "stays pending: no NodePool can run it"
 	for _, tc := range []struct {
 		name string
 		docs []string
@@ -119,35 +120,50 @@ func TestExplainPodInSimulation(t *testing.T) {
 		{
 			name: "untolerated taint",
 			docs: []string{pool("infra", "10", tainted, "", ""), pod("web", "500m", "", "", "")},
-			pod:  "web", result: `stays pending: NodePool "infra": does not tolerate taint dedicated=infra:NoSchedule`,
+			pod:  "web", result: pending,
 			pools: []string{"infra: does not tolerate taint dedicated=infra:NoSchedule"},
 		},
 		{
 			name: "conflicting requirement",
 			docs: []string{pool("general", "1", zoneA, "", ""),
 				pod("web", "500m", "", "", "  nodeSelector: {topology.kubernetes.io/zone: us-east-1b}")},
-			pod: "web", result: `stays pending: NodePool "general": requires topology.kubernetes.io/zone In [us-east-1b], but only topology.kubernetes.io/zone In [us-east-1a] is allowed`,
+			pod: "web", result: pending,
 			pools: []string{"general: requires topology.kubernetes.io/zone In [us-east-1b], but only topology.kubernetes.io/zone In [us-east-1a] is allowed"},
 		},
 		{
 			name: "exhausted limit",
 			docs: []string{pool("general", "1", "", "", `cpu: "4"`), pod("big", "3", "", "", ""),
 				pod("late", "2", "", "", "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: big}}}]}}")},
-			pod: "late", result: `stays pending: NodePool "general": would exceed the NodePool's limits (cpu 4 of 4 used)`,
+			pod: "late", result: pending,
 			pools: []string{"general: would exceed the NodePool's limits (cpu 4 of 4 used)"},
 		},
 		{
 			name: "largest instance type",
 			docs: []string{pool("general", "1", "", "", ""), pod("huge", "6", "", "", "")},
-			pod:  "huge", result: `stays pending: NodePool "general": no instance type is large enough: the pod needs 6 cpu, the largest compatible type, m6i.xlarge, has 3920m allocatable`,
+			pod:  "huge", result: pending,
 			pools: []string{"general: no instance type is large enough: the pod needs 6 cpu, the largest compatible type, m6i.xlarge, has 3920m allocatable"},
 		},
 		{
 			name: "pod anti-affinity that cannot be met",
 			docs: []string{pool("general", "1", zoneA, "", ""), pod("db-0", "500m", "app: db", "", ""),
 				pod("db-1", "500m", "app: db", "", "  affinity: {podAntiAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: topology.kubernetes.io/zone, labelSelector: {matchLabels: {app: db}}}]}}")},
-			pod: "db-1", result: `stays pending: NodePool "general": cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db)`,
-			pools: []string{"general: cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db); pods matching app=db by topology.kubernetes.io/zone: us-east-1a 1 (default/db-0)"},
+			pod: "db-1", result: pending,
+			pools: []string{"general: cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db); pods matching app=db by topology.kubernetes.io/zone: us-east-1a 1 (default/db-0); NodePool general allows topology.kubernetes.io/zone In [us-east-1a]"},
+		},
+		{
+			name: "topology spread that cannot be met",
+			docs: []string{pool("general", "1", zoneA, "", ""), pod("web-0", "3500m", "app: web", "", "  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}"),
+				pod("web-1", "500m", "app: web", "", "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]")},
+			pod: "web-1", result: pending,
+			pools: []string{"general: cannot satisfy topology spread on topology.kubernetes.io/zone, maxSkew 1 (app=web); " +
+				"pods matching app=web by topology.kubernetes.io/zone: us-east-1a 1 (default/web-0); NodePool general allows topology.kubernetes.io/zone In [us-east-1a]"},
+		},
+		{
+			name: "pod affinity to pods that run nowhere",
+			docs: []string{pool("general", "1", "", "", ""),
+				pod("web", "500m", "", "", "  affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: kubernetes.io/hostname, labelSelector: {matchLabels: {app: cache}}}]}}")},
+			pod: "web", result: pending,
+			pools: []string{"general: cannot satisfy pod affinity on kubernetes.io/hostname (app=cache); no running pod matches app=cache"},
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -209,7 +209,7 @@ func TestExplainLive(t *testing.T) {
 		{"zone-b", "ex-zone", "requires topology.kubernetes.io/zone In [us-east-1b], but only topology.kubernetes.io/zone In [us-east-1a] is allowed"},
 		{"zone-b", "ex-limited", "would exceed the NodePool's limits (cpu 4 of 4 used)"},
 		{"huge", "ex-slow", "no instance type is large enough: the pod needs 6 cpu, the largest compatible type, m6i.xlarge, has 3920m allocatable"},
-		{"db-1", "ex-zone", "cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db); pods matching app=db by topology.kubernetes.io/zone: us-east-1a 1 (explain/db-0)"},
+		{"db-1", "ex-zone", "cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db); pods matching app=db by topology.kubernetes.io/zone: us-east-1a 1 (explain/db-0); NodePool ex-zone allows topology.kubernetes.io/zone In [us-east-1a]"},
 	} {
 		ex, err := plan.ExplainPod(ctx, cluster, c.ns, tc.pod)
 		if err != nil {
