@@ -72,7 +72,7 @@ against spec.limits.
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			writeNodePoolExplanation(cmd.OutOrStdout(), ex)
+			writeNodePoolExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
 			return nil
 		},
 	}
@@ -104,7 +104,7 @@ cheaper replacement and what the cheapest costs, or what would be done.
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			writeNodeExplanation(cmd.OutOrStdout(), ex)
+			writeNodeExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
 			return nil
 		},
 	}
@@ -144,7 +144,7 @@ topology spread or pod (anti-)affinity it cannot meet).
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			return writePodExplanation(cmd.OutOrStdout(), ex)
+			return writePodExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
 		},
 	}
 	f.register(cmd)
@@ -170,8 +170,7 @@ func planTime(at string) (time.Time, error) {
 	return t, nil
 }
 
-func writePodExplanation(w io.Writer, e *plan.PodExplanation) error {
-	pal := paletteFor(w)
+func writePodExplanation(w io.Writer, e *plan.PodExplanation, pal palette) error {
 	fmt.Fprintf(w, "Pod %s (requests %s)\n", pal.head(e.Pod), e.SortedRequests())
 	fmt.Fprintf(w, "Goes to        %s\n", e.Result)
 	if e.Simulator != "" {
@@ -198,8 +197,7 @@ func writePodExplanation(w io.Writer, e *plan.PodExplanation) error {
 	return tw.Flush()
 }
 
-func writeNodeExplanation(w io.Writer, ex *plan.NodeExplanation) {
-	pal := paletteFor(w)
+func writeNodeExplanation(w io.Writer, ex *plan.NodeExplanation, pal palette) {
 	fmt.Fprintf(w, "Node %s at %s\n", pal.head(ex.Node), ex.At.Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for _, m := range ex.Methods {
@@ -212,9 +210,8 @@ func writeNodeExplanation(w io.Writer, ex *plan.NodeExplanation) {
 	_ = tw.Flush()
 }
 
-func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation) {
+func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation, pal palette) {
 	const when = "Mon 15:04 MST"
-	pal := paletteFor(w)
 	fmt.Fprintf(w, "NodePool %s at %s\n", pal.head(ex.NodePool), ex.At.Format(time.RFC3339))
 	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready)\n", ex.Nodes, ex.Initialized, ex.Disrupting)
 	for i, b := range ex.Allowed {

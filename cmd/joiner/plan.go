@@ -67,7 +67,7 @@ func writePlanAs(w io.Writer, p *plan.Plan, in *clusterInput, output string) err
 		_, err = w.Write(b)
 		return err
 	}
-	writePlan(w, p, in)
+	writePlan(w, p, in, paletteFor(w))
 	return nil
 }
 
@@ -83,8 +83,7 @@ func loadCatalog(file string) (*catalog.Catalog, error) {
 }
 
 // writePlan prints the plan for people: one aligned section each.
-func writePlan(w io.Writer, p *plan.Plan, in *clusterInput) {
-	pal := paletteFor(w)
+func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 	fmt.Fprintf(w, "Plan of %s at %s (a dry run: nothing is changed)\n", in.where, p.At.Format(time.RFC3339))
 	for _, a := range in.notes {
 		fmt.Fprintf(w, "note: %s\n", a)
