@@ -213,7 +213,11 @@ func writeNodeExplanation(w io.Writer, ex *plan.NodeExplanation, pal palette) {
 func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation, pal palette) {
 	const when = "Mon 15:04 MST"
 	fmt.Fprintf(w, "NodePool %s at %s\n", pal.head(ex.NodePool), ex.At.Format(time.RFC3339))
-	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready)\n", ex.Nodes, ex.Initialized, ex.Disrupting)
+	disrupting := ""
+	if len(ex.DisruptingNodes) > 0 {
+		disrupting = ": " + list(ex.DisruptingNodes, 5)
+	}
+	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready%s)\n", ex.Nodes, ex.Initialized, ex.Disrupting, disrupting)
 	for i, b := range ex.Allowed {
 		label := "               "
 		if i == 0 {

@@ -178,6 +178,18 @@ func TestExplainScenario(t *testing.T) {
 			t.Errorf("explain node at the end of the run lacks %q:\n%s", want, out)
 		}
 	}
+	// Half a minute after the AMI change: one general node drains, so the
+	// drift budget of 10 % (one node) allows no other.
+	out, err = run(t, "explain", "node", "general-00005", "--scenario", "default", "--at", "+10h00m30s")
+	if want := `drift                      no  drifted (node class: AMIDrift), but NodePool general's budget allows no Drifted disruption now: ` +
+		`budgets[0] (nodes 10%, reasons Drifted, from "0 9 * * mon-fri" for 8h0m0s), until Mon 17:00 UTC, ` +
+		`which allows 1 of the pool's 4 initialized node(s) at once, and general-00004 is being disrupted or not Ready`; err != nil || !strings.Contains(out, want) {
+		t.Errorf("explain node during drift: %v, want %q:\n%s", err, want, out)
+	}
+	out, err = run(t, "explain", "nodepool", "general", "--scenario", "default", "--at", "+10h00m30s")
+	if want := "Nodes          5 (4 initialized, 1 of them disrupting or not Ready: general-00004)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("explain nodepool during drift: %v, want %q:\n%s", err, want, out)
+	}
 	out, err = run(t, "plan", "--scenario", "default", "--at", "+10h15m")
 	if err != nil || !strings.Contains(out, "Plan of the simulation of scenario default (bundled) at 2026-11-30T10:15:00Z") ||
 		!strings.Contains(out, "general-00028  NodePool general's budget allows 1 Underutilized disruption(s) at once: budgets[2] (nodes 20%), too few to consolidate it together with other nodes") {
