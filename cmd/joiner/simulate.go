@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -77,23 +74,13 @@ Karpenter course over one simulated Monday.`,
 }
 
 func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report, error) {
-	var fsys fs.FS
-	var dir, name string
-	if len(args) == 0 {
-		fsys, dir, name = examples.Scenarios, "scenarios/default", "default (bundled)"
-	} else {
-		abs, err := filepath.Abs(args[0])
-		if err != nil {
-			return nil, err
-		}
-		st, err := os.Stat(abs)
-		if err != nil {
-			return nil, fmt.Errorf("scenario: %w", err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("scenario %s is not a directory: give the directory holding the manifests and scenario.yaml", args[0])
-		}
-		fsys, dir, name = os.DirFS(abs), ".", args[0]
+	arg := ""
+	if len(args) > 0 {
+		arg = args[0]
+	}
+	fsys, dir, name, err := scenarioFS(arg)
+	if err != nil {
+		return nil, err
 	}
 	in, err := sim.Load(fsys, dir, name)
 	if err != nil {
