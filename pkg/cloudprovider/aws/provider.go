@@ -71,7 +71,7 @@ type Provider struct {
 	// refreshes counts the instance-type and price refreshes that
 	// succeeded, for Version.
 	refreshes atomic.Int64
-	describer   *describer
+	describer *describer
 
 	interruptions chan cloudprovider.Interruption
 
