@@ -85,7 +85,11 @@ func (p *Provider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 	if in == nil || in.State == nil || in.State.Name == ec2types.InstanceStateNameTerminated {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of nodeclaim %s is terminated", id, claim.Name))
 	}
-	if _, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+	termErr, err := p.terminator.get(ctx, id)
+	if err == nil {
+		err = termErr
+	}
+	if err != nil {
 		if isCode(err, "InvalidInstanceID.NotFound") {
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of nodeclaim %s: %w", id, claim.Name, err))
 		}
@@ -155,6 +159,29 @@ func (p *Provider) typeNamed(ctx context.Context, name, zone string) *cloudprovi
 	return p.typeInfo[name]
 }
 
+// terminateInstances terminates instances by ID, each ID's error in the
+// map. An unknown ID fails a TerminateInstances of many; those are
+// terminated one by one then, so one gone instance does not hold back the
+// others.
+func (p *Provider) terminateInstances(ctx context.Context, ids []string) (map[string]error, error) {
+	_, err := p.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: ids})
+	out := map[string]error{}
+	if err == nil {
+		return out, nil
+	}
+	if len(ids) == 1 || !isCode(err, "InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed") {
+		for _, id := range ids {
+			out[id] = err
+		}
+		return out, nil
+	}
+	for _, id := range ids {
+		one, _ := p.terminateInstances(ctx, []string{id})
+		out[id] = one[id]
+	}
+	return out, nil
+}
+
 // describeInstances describes instances by ID. An unknown ID fails a
 // DescribeInstances of many; those are described one by one then.
 func (p *Provider) describeInstances(ctx context.Context, ids []string) (map[string]*ec2types.Instance, error) {
@@ -187,67 +214,75 @@ func (p *Provider) describeInstances(ctx context.Context, ids []string) (map[str
 	return out, nil
 }
 
-// describer coalesces DescribeInstances calls: the IDs asked for while a
-// call is in flight are described together by the next one, so many
-// concurrent Gets (the controller's liveness and GC loops) cost a few
-// calls, as upstream's batcher saves them, without a timer to wait on.
-type describer struct {
-	describe func(ctx context.Context, ids []string) (map[string]*ec2types.Instance, error)
+// batcher coalesces calls over instance IDs (DescribeInstances,
+// TerminateInstances): the IDs asked for while a call is in flight go
+// together into the next one, so many concurrent Gets and Deletes (the
+// controller's liveness, termination and GC loops) cost a few calls, as
+// upstream's batchers save them, without a timer to wait on.
+type batcher[R any] struct {
+	do func(ctx context.Context, ids []string) (map[string]R, error)
 
 	mu      sync.Mutex
-	pending []describeRequest
+	pending []batchRequest[R]
 	running bool
 }
 
-type describeRequest struct {
+type batchRequest[R any] struct {
 	id  string
-	out chan describeResult
+	out chan batchResult[R]
 }
 
-type describeResult struct {
-	instance *ec2types.Instance
-	err      error
+type batchResult[R any] struct {
+	value R
+	err   error
 }
 
-// maxDescribeBatch is the most IDs one DescribeInstances asks for.
-const maxDescribeBatch = 500
+// maxBatch is the most IDs one call asks for.
+const maxBatch = 500
 
-func newDescriber(describe func(ctx context.Context, ids []string) (map[string]*ec2types.Instance, error)) *describer {
-	return &describer{describe: describe}
+func newBatcher[R any](do func(ctx context.Context, ids []string) (map[string]R, error)) *batcher[R] {
+	return &batcher[R]{do: do}
 }
 
-// get describes one instance; nil when EC2 does not know it.
-func (d *describer) get(ctx context.Context, id string) (*ec2types.Instance, error) {
-	req := describeRequest{id: id, out: make(chan describeResult, 1)}
-	d.mu.Lock()
-	d.pending = append(d.pending, req)
-	if !d.running {
-		d.running = true
-		go d.run(context.WithoutCancel(ctx))
+// newDescriber describes instances in batches; an instance EC2 does not
+// know is nil.
+func newDescriber(describe func(ctx context.Context, ids []string) (map[string]*ec2types.Instance, error)) *batcher[*ec2types.Instance] {
+	return newBatcher(describe)
+}
+
+// get asks for one ID, in the next batch.
+func (b *batcher[R]) get(ctx context.Context, id string) (R, error) {
+	req := batchRequest[R]{id: id, out: make(chan batchResult[R], 1)}
+	b.mu.Lock()
+	b.pending = append(b.pending, req)
+	if !b.running {
+		b.running = true
+		go b.run(context.WithoutCancel(ctx))
 	}
-	d.mu.Unlock()
+	b.mu.Unlock()
 	select {
 	case r := <-req.out:
-		return r.instance, r.err
+		return r.value, r.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		var zero R
+		return zero, ctx.Err()
 	}
 }
 
-// run describes what is pending, batch after batch, until nothing is.
-func (d *describer) run(ctx context.Context) {
+// run calls for what is pending, batch after batch, until nothing is.
+func (b *batcher[R]) run(ctx context.Context) {
 	for {
-		d.mu.Lock()
-		n := min(len(d.pending), maxDescribeBatch)
-		batch := d.pending[:n:n]
-		d.pending = d.pending[n:]
+		b.mu.Lock()
+		n := min(len(b.pending), maxBatch)
+		batch := b.pending[:n:n]
+		b.pending = b.pending[n:]
 		if n == 0 {
-			d.running = false
-			d.pending = nil
-			d.mu.Unlock()
+			b.running = false
+			b.pending = nil
+			b.mu.Unlock()
 			return
 		}
-		d.mu.Unlock()
+		b.mu.Unlock()
 		seen := map[string]bool{}
 		var ids []string
 		for _, r := range batch {
@@ -256,9 +291,9 @@ func (d *describer) run(ctx context.Context) {
 				ids = append(ids, r.id)
 			}
 		}
-		found, err := d.describe(ctx, ids)
+		found, err := b.do(ctx, ids)
 		for _, r := range batch {
-			r.out <- describeResult{instance: found[r.id], err: err}
+			r.out <- batchResult[R]{value: found[r.id], err: err}
 		}
 	}
 }

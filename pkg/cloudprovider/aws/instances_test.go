@@ -178,3 +178,32 @@ func TestGetListDelete(t *testing.T) {
 		t.Errorf("Get of an unknown instance: %v, want NodeClaimNotFound", err)
 	}
 }
+
+// TestTerminationsAreBatched: terminating many instances, one of them
+// unknown to EC2, costs one TerminateInstances for the batch and one per
+// ID after the batch failed — each known instance is terminated, the
+// unknown one alone gets EC2's NotFound.
+func TestTerminationsAreBatched(t *testing.T) {
+	e := newEnv(t)
+	tags := map[string]string{"kubernetes.io/cluster/production": "owned"}
+	a := e.aws.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1a", SubnetID: fake.StandardSubnetPrefix + "a", Tags: tags})
+	b := e.aws.AddInstance(fake.Instance{InstanceType: "m5.large", Zone: "us-east-1b", SubnetID: fake.StandardSubnetPrefix + "b", Tags: tags})
+	errs, err := e.p.terminateInstances(context.Background(), []string{a, "i-0000000000000dead", b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs[a] != nil || errs[b] != nil || !isCode(errs["i-0000000000000dead"], "InvalidInstanceID.NotFound") {
+		t.Errorf("per-ID errors %v: want none for %s and %s, NotFound for the unknown one", errs, a, b)
+	}
+	for _, in := range e.aws.Instances() {
+		if (in.ID == a || in.ID == b) && in.State != "shutting-down" && in.State != "terminated" {
+			t.Errorf("instance %s is %s", in.ID, in.State)
+		}
+	}
+	if n := e.calls("TerminateInstances"); n != 4 {
+		t.Errorf("%d TerminateInstances calls, want 1 for the batch and 3 for its IDs one by one", n)
+	}
+	if errs, _ := e.p.terminateInstances(context.Background(), []string{a, b}); len(errs) != 0 || e.calls("TerminateInstances") != 5 {
+		t.Errorf("terminating two known instances: errors %v after %d calls, want none after one more", errs, e.calls("TerminateInstances"))
+	}
+}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
 	corev1 "k8s.io/api/core/v1"
@@ -71,7 +72,9 @@ type Provider struct {
 	// refreshes counts the instance-type and price refreshes that
 	// succeeded, for Version.
 	refreshes atomic.Int64
-	describer *describer
+	describer *batcher[*ec2types.Instance]
+	// terminator batches TerminateInstances; each ID's error is its own.
+	terminator *batcher[error]
 
 	interruptions chan cloudprovider.Interruption
 
@@ -132,6 +135,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		typeInfo:      map[string]*cloudprovider.InstanceType{},
 	}
 	p.describer = newDescriber(p.describeInstances)
+	p.terminator = newBatcher(p.terminateInstances)
 	if opts.InterruptionQueue != "" {
 		p.queue = newQueue(opts.Config, opts.InterruptionQueue)
 	}
