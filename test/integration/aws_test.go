@@ -18,13 +18,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/yaml"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
@@ -38,9 +36,9 @@ import (
 // cluster, its EC2NodeClass unchanged.
 const awsCluster = "production"
 
-// startAWSController runs a controller with --cloud-provider aws's
-// provider against the fake AWS endpoint and the test's API server.
-func startAWSController(t *testing.T, f *fake.AWS) (*controller.Controller, client.Client, func()) {
+// awsClient is the controller's scheme with karpenter.k8s.aws/v1, and a
+// client of the test's API server that knows it.
+func awsClient(t *testing.T) (*runtime.Scheme, client.Client) {
 	t.Helper()
 	scheme := controllerScheme(t)
 	if err := awsv1.AddToScheme(scheme); err != nil {
@@ -50,35 +48,22 @@ func startAWSController(t *testing.T, f *fake.AWS) (*controller.Controller, clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
-	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	provider, err := awsprovider.New(ctx, awsprovider.Options{
-		Config: f.Config(), Client: mgr.GetClient(), Clock: clock.RealClock{},
-		ClusterName: awsCluster, ClusterEndpoint: "https://" + awsCluster + ".eks.example", ClusterCABundle: base64.StdEncoding.EncodeToString(cfg.CAData), ClusterCIDR: "10.0.0.0/16",
-		KubernetesVersion: "1.37", InterruptionQueue: awsCluster,
+	return scheme, kc
+}
+
+// startAWSController runs a controller with --cloud-provider aws's
+// provider against the fake AWS endpoint and the test's API server.
+func startAWSController(t *testing.T, f *fake.AWS) (*controller.Controller, client.Client, func()) {
+	t.Helper()
+	scheme, kc := awsClient(t)
+	c, stop := runController(t, scheme, func(ctx context.Context, mgr manager.Manager) (controller.CloudProvider, error) {
+		return awsprovider.New(ctx, awsprovider.Options{
+			Config: f.Config(), Client: mgr.GetClient(), Clock: clock.RealClock{},
+			ClusterName: awsCluster, ClusterEndpoint: "https://" + awsCluster + ".eks.example", ClusterCABundle: base64.StdEncoding.EncodeToString(cfg.CAData), ClusterCIDR: "10.0.0.0/16",
+			KubernetesVersion: "1.37", InterruptionQueue: awsCluster,
+		})
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider, BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Restartable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	if !mgr.GetCache().WaitForCacheSync(ctx) {
-		t.Fatal("the controller's caches did not sync")
-	}
-	return c, kc, func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}
+	return c, kc, stop
 }
 
 // applySeedNodeClass creates the production cluster's EC2NodeClass from
@@ -324,14 +309,7 @@ func TestAWSControllerProcess(t *testing.T) {
 		"AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": "/dev/null", "AWS_SHARED_CREDENTIALS_FILE": "/dev/null"} {
 		t.Setenv(k, v)
 	}
-	scheme := controllerScheme(t)
-	if err := awsv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	kc, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, kc := awsClient(t)
 	p := newJoiner(t, buildJoiner(t), "joiner-aws", writeKubeconfig(t), "--cloud-provider=aws", "--cluster-name="+awsCluster,
 		"--cluster-endpoint=https://"+awsCluster+".eks.example", "--interruption-queue="+awsCluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
 	p.start()
