@@ -9,7 +9,10 @@ import (
 
 func main() {
 	if err := newRootCommand(os.Stdout, os.Stderr).Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "joiner:", err)
-		os.Exit(1)
+		code, say := exitCode(err)
+		if say {
+			fmt.Fprintln(os.Stderr, "joiner:", err)
+		}
+		os.Exit(code)
 	}
 }

@@ -11,14 +11,20 @@ import (
 // prints it: a.b[2].c[key]) in a YAML document, falling back to the deepest
 // ancestor that exists.
 func lineOf(doc *yamlv3.Node, path string) int {
+	line, _ := positionOf(doc, path)
+	return line
+}
+
+// positionOf is lineOf with the column (1-based) of the same node.
+func positionOf(doc *yamlv3.Node, path string) (line, column int) {
 	n := doc
 	if n == nil {
-		return 0
+		return 0, 0
 	}
 	if n.Kind == yamlv3.DocumentNode && len(n.Content) > 0 {
 		n = n.Content[0]
 	}
-	line := n.Line
+	line, column = n.Line, n.Column
 	segs := splitPath(path)
 	for i := 0; i < len(segs); i++ {
 		next, at := child(n, segs[i])
@@ -30,30 +36,30 @@ func lineOf(doc *yamlv3.Node, path string) int {
 			next, at = child(n, strings.Join(segs[i:j+1], "."))
 		}
 		if next == nil {
-			return line
+			return line, column
 		}
 		i = j
-		n, line = next, at
+		n, line, column = next, at.Line, at.Column
 	}
-	return line
+	return line, column
 }
 
-// child returns the node under seg and the line a person would look at for
-// it: the key's line for a mapping entry, the item's line for a list item.
-func child(n *yamlv3.Node, seg string) (*yamlv3.Node, int) {
+// child returns the node under seg and the node a person would look at for
+// it: the key for a mapping entry, the item for a list item.
+func child(n *yamlv3.Node, seg string) (value, at *yamlv3.Node) {
 	switch n.Kind {
 	case yamlv3.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if n.Content[i].Value == seg {
-				return n.Content[i+1], n.Content[i].Line
+				return n.Content[i+1], n.Content[i]
 			}
 		}
 	case yamlv3.SequenceNode:
 		if i, err := strconv.Atoi(seg); err == nil && i >= 0 && i < len(n.Content) {
-			return n.Content[i], n.Content[i].Line
+			return n.Content[i], n.Content[i]
 		}
 	}
-	return nil, 0
+	return nil, nil
 }
 
 // splitPath turns "spec.a[0].labels[x.io/y]" into [spec a 0 labels x.io/y].

@@ -47,6 +47,9 @@ func (d *Document) Header() *Document {
 // existing ancestor.
 func (d *Document) LineOf(path string) int { return lineOf(d.tree(), path) }
 
+// PositionOf is LineOf with the 1-based column of the same key or item.
+func (d *Document) PositionOf(path string) (line, column int) { return positionOf(d.tree(), path) }
+
 func (d *Document) problem(field, msg, fix string) Problem {
 	return Problem{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name,
 		Field: field, Message: msg, Fix: fix}

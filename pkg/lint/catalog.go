@@ -1,0 +1,67 @@
+package lint
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// catalogTypes are the embedded EC2 catalog's instance types as a pool's
+// requirements select them.
+type catalogTypes struct {
+	types []catalogType
+	// defined are the label keys some type sets: a pool requiring one of
+	// them selects only the types that set it.
+	defined map[string]bool
+}
+
+type catalogType struct {
+	name        string
+	reqs        scheduling.Requirements
+	accelerated bool // GPUs or other accelerators (Inferentia, Trainium, …)
+}
+
+func loadCatalogTypes() (*catalogTypes, error) {
+	c, err := catalog.Default()
+	if err != nil {
+		return nil, err
+	}
+	its, _, err := c.InstanceTypes(catalog.Options{})
+	if err != nil {
+		return nil, err
+	}
+	ct := &catalogTypes{defined: map[string]bool{}}
+	for i, it := range its {
+		e := c.Entries[i]
+		ct.types = append(ct.types, catalogType{it.Name, it.Requirements, e.GPUs > 0 || e.Accelerators > 0})
+		for _, k := range it.Requirements.Keys() {
+			ct.defined[k] = true
+		}
+	}
+	return ct, nil
+}
+
+// matching returns the types that can satisfy reqs.
+func (ct *catalogTypes) matching(reqs scheduling.Requirements) []catalogType {
+	var out []catalogType
+	for _, t := range ct.types {
+		if t.reqs.Compatible(reqs, func(k string) bool { return !ct.defined[k] }) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// poolRequirements are what a pool's nodes may be: its requirements and
+// template labels, with on-demand only when it says nothing of capacity
+// type, as Karpenter defaults.
+func poolRequirements(np *v1.NodePool) scheduling.Requirements {
+	reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+	if !reqs.Has(v1.LabelCapacityType) {
+		reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
+	}
+	return reqs
+}

@@ -1,0 +1,259 @@
+package lint
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	policyv1 "k8s.io/api/policy/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+)
+
+// Linter runs the rules. It holds the CRD validators and the instance-type
+// catalog, both built once.
+type Linter struct {
+	v     *manifest.Validator
+	types *catalogTypes
+}
+
+// New builds a Linter from the embedded CRDs and instance-type catalog.
+func New() (*Linter, error) {
+	v, err := manifest.NewValidator()
+	if err != nil {
+		return nil, err
+	}
+	types, err := loadCatalogTypes()
+	if err != nil {
+		return nil, err
+	}
+	return &Linter{v: v, types: types}, nil
+}
+
+// object is one document as the rules see it.
+type object struct {
+	doc     *manifest.Document
+	ignores []string
+	pool    *v1.NodePool // set for a NodePool that decoded
+	pdb     *policyv1.PodDisruptionBudget
+	// replicas and labels of a Deployment or StatefulSet, for PDBs.
+	workload *workload
+}
+
+type workload struct {
+	namespace string
+	labels    map[string]string
+	replicas  int32
+}
+
+// set is the manifests that are applied together: cross-object rules
+// (references, equal weights, PDBs, duplicates) look only within one.
+type set struct {
+	name    string
+	objects []*object
+}
+
+// Lint checks the files and directories in paths. Files named directly
+// form one set together; a directory is a set of its own, split again at
+// every directory below it that holds a scenario.yaml or
+// kustomization.yaml (one cluster's manifests). An error means the run
+// could not be made (a path that does not exist).
+func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
+	res := &Result{}
+	fileOrder := map[string]int{}
+	sets := map[string]*set{}
+	var setOrder []string
+	var findings []Finding
+	for _, arg := range paths {
+		files, err := manifest.ManifestFiles(arg)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (fix: name the files or directories that hold your NodePools)", arg, err)
+		}
+		st, _ := os.Stat(arg)
+		for _, f := range files {
+			if _, seen := fileOrder[f]; seen {
+				continue
+			}
+			fileOrder[f] = len(fileOrder)
+			res.Files++
+			docs, err := manifest.ParseFile(f)
+			var ps manifest.Problems
+			if errors.As(err, &ps) {
+				for _, p := range ps {
+					findings = append(findings, fromProblem(nil, p))
+				}
+				continue
+			} else if err != nil {
+				return nil, err
+			}
+			name := "the files named"
+			if st.IsDir() {
+				name = setOf(arg, f)
+			}
+			s := sets[name]
+			if s == nil {
+				s = &set{name: name}
+				sets[name] = s
+				setOrder = append(setOrder, name)
+			}
+			for _, d := range docs {
+				o, fs := l.object(d)
+				if o == nil {
+					continue
+				}
+				res.Objects++
+				s.objects = append(s.objects, o)
+				findings = append(findings, fs...)
+			}
+		}
+	}
+	for _, name := range setOrder {
+		findings = append(findings, l.setFindings(sets[name])...)
+	}
+	ignores := map[*manifest.Document][]string{}
+	for _, s := range sets {
+		for _, o := range s.objects {
+			ignores[o.doc] = o.ignores
+		}
+	}
+	findings = dropCovered(findings)
+	for _, f := range findings {
+		if cfg.apply(&f, ignoresAt(ignores, f)) {
+			res.Silenced++
+			continue
+		}
+		res.Findings = append(res.Findings, f)
+	}
+	sortFindings(res.Findings, fileOrder)
+	return res, nil
+}
+
+// ignoresAt finds the annotation of the object a finding is on.
+func ignoresAt(ignores map[*manifest.Document][]string, f Finding) []string {
+	for d, ids := range ignores {
+		if d.File == f.File && d.Name == f.Name && d.Kind == f.Kind {
+			return ids
+		}
+	}
+	return nil
+}
+
+// setOf is the set a file found below the directory arg belongs to.
+func setOf(arg, file string) string {
+	root := filepath.Clean(arg)
+	for d := filepath.Dir(file); strings.HasPrefix(d, root); d = filepath.Dir(d) {
+		for _, marker := range []string{"scenario.yaml", "kustomization.yaml"} {
+			if _, err := os.Stat(filepath.Join(d, marker)); err == nil {
+				return d
+			}
+		}
+		if d == root || d == filepath.Dir(d) {
+			break
+		}
+	}
+	return root
+}
+
+// object validates one document and runs the rules that need only it.
+// Documents of kinds Joiner does not read are skipped (nil).
+func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
+	o := &object{doc: d, ignores: annotatedIgnores(d.Object)}
+	var fs []Finding
+	switch {
+	case manifest.IsKarpenter(d):
+		for _, p := range l.v.Validate(d) {
+			fs = append(fs, fromProblem(d, p))
+		}
+		if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {
+			// The rules read what the API server would store: the object
+			// migrated and defaulted, even when something else is wrong
+			// with it, so every finding shows at once.
+			var np v1.NodePool
+			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &np) == nil {
+				o.pool = &np
+				fs = append(fs, l.poolFindings(d, &np)...)
+			}
+		}
+	case manifest.IsBuiltin(d):
+		obj, ps := manifest.DecodeBuiltin(d)
+		for _, p := range ps {
+			fs = append(fs, fromProblem(d, p))
+		}
+		switch t := obj.(type) {
+		case *policyv1.PodDisruptionBudget:
+			o.pdb = t
+		case *appsv1.Deployment:
+			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+		case *appsv1.StatefulSet:
+			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+		}
+	default:
+		return nil, nil
+	}
+	return o, fs
+}
+
+func replicasOr1(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+// fromProblem turns pkg/manifest's answer into a finding: deprecated input
+// is JNR002, everything else the API server would reject JNR001, and what
+// upstream accepts but Joiner does not model a note.
+func fromProblem(d *manifest.Document, p manifest.Problem) Finding {
+	f := Finding{Rule: RuleInvalid, Severity: Error, File: p.File, Line: p.Line, Column: 1,
+		Kind: p.Kind, Name: p.Name, Field: p.Field, Message: p.Message, Fix: p.Fix, Replacement: p.Replacement}
+	if p.Deprecated {
+		f.Rule, f.Fixable = RuleDeprecated, true
+	}
+	if p.Warning {
+		f.Severity = Note
+	}
+	if d != nil && p.Field != "" {
+		if line, col := d.PositionOf(p.Field); line == p.Line {
+			f.Column = col
+		}
+	} else if d != nil && p.Line == d.Line {
+		_, f.Column = d.PositionOf("")
+	}
+	if f.Line == 0 {
+		f.Line = 1
+	}
+	return f
+}
+
+// finding is a rule's finding at a field of d.
+func finding(d *manifest.Document, rule, field, msg, fix string) Finding {
+	r, _ := RuleByID(rule)
+	line, col := d.PositionOf(field)
+	return Finding{Rule: rule, Severity: r.Severity, File: d.File, Line: line, Column: col,
+		Kind: d.Kind, Name: d.Name, Field: field, Message: msg, Fix: fix}
+}
+
+// dropCovered removes the schema's finding where a rule says the same
+// thing with its fix: the CRD's CEL rule for a schedule without duration.
+func dropCovered(fs []Finding) []Finding {
+	type at struct{ file, name string }
+	noDuration := map[at]bool{}
+	for _, f := range fs {
+		if f.Rule == RuleScheduleNoDuration {
+			noDuration[at{f.File, f.Name}] = true
+		}
+	}
+	out := fs[:0]
+	for _, f := range fs {
+		if f.Rule == RuleInvalid && noDuration[at{f.File, f.Name}] && strings.Contains(f.Message, "'schedule' must be set with 'duration'") {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
