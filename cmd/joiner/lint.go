@@ -31,6 +31,7 @@ func couldNotRun(err error) error { return &exitError{code: 2, err: err} }
 
 type lintFlags struct {
 	output, failOn, config string
+	fix                    bool
 }
 
 func newLintCommand() *cobra.Command {
@@ -55,7 +56,10 @@ Silencing: .joiner-lint.yaml in the working directory (or --config FILE):
   rules: {JNR006: off}                                  # everywhere
   ignore: [{rules: [JNR007], kind: NodePool, name: spot, files: "clusters/staging/*"}]
 or on the resource itself:
-  metadata.annotations: {joiner.sh/lint-ignore: "JNR004,JNR005"}`,
+  metadata.annotations: {joiner.sh/lint-ignore: "JNR004,JNR005"}
+
+--fix rewrites old-API input (JNR002) to its v1 form in place, keeping
+comments and order; what it cannot rewrite stays reported.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runLint(cmd.OutOrStdout(), cmd.ErrOrStderr(), args, f)
@@ -64,6 +68,7 @@ or on the resource itself:
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text, json or sarif")
 	cmd.Flags().StringVar(&f.failOn, "fail-on", "error", "exit 1 on findings at or above this severity: error, warning, note, or none")
 	cmd.Flags().StringVar(&f.config, "config", "", "lint config file (default "+lint.DefaultConfigFile+" in the working directory, if there is one)")
+	cmd.Flags().BoolVar(&f.fix, "fix", false, "rewrite old-API fields to their v1 form in the files, keeping comments")
 	return cmd
 }
 
@@ -75,7 +80,7 @@ func ruleList() string {
 	return s
 }
 
-func runLint(out, _ io.Writer, args []string, f lintFlags) error {
+func runLint(out, errOut io.Writer, args []string, f lintFlags) error {
 	failOn, ok := lint.ParseSeverity(f.failOn)
 	if !ok && f.failOn != "none" {
 		return couldNotRun(fmt.Errorf("--fail-on %q: use error, warning, note or none", f.failOn))
@@ -94,6 +99,21 @@ func runLint(out, _ io.Writer, args []string, f lintFlags) error {
 	l, err := lint.New()
 	if err != nil {
 		return couldNotRun(err)
+	}
+	if f.fix {
+		fixed, err := l.Fix(args)
+		if err != nil {
+			return couldNotRun(err)
+		}
+		for _, fx := range fixed {
+			fmt.Fprintf(errOut, "fixed %s:\n", fx.File)
+			for _, a := range fx.Applied {
+				fmt.Fprintf(errOut, "    %s\n", a)
+			}
+			for _, a := range fx.Left {
+				fmt.Fprintf(errOut, "    left: %s\n", a)
+			}
+		}
 	}
 	res, err := l.Lint(args, cfg)
 	if err != nil {

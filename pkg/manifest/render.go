@@ -73,3 +73,15 @@ func indentYAML(v any, indent string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// PlaceholderNote is the comment renderYAML puts on a line of a migrated
+// document ("key: value") whose value a migration had to invent or that
+// should be pinned, or "".
+func PlaceholderNote(line string) string {
+	for _, n := range placeholderNotes {
+		if strings.Contains(line, n.contains) {
+			return n.note
+		}
+	}
+	return ""
+}
