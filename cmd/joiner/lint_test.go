@@ -68,3 +68,32 @@ func TestLintExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffCommand: exit 1 on differences, 0 on a cluster against itself,
+// 2 when a side cannot be read; -o json.
+func TestDiffCommand(t *testing.T) {
+	root := filepath.Join("..", "..", "examples", "clusters")
+	staging, production := filepath.Join(root, "staging"), filepath.Join(root, "production")
+	cases := []struct {
+		args []string
+		code int
+		out  string
+	}{
+		{[]string{staging, production}, 1, "NodePool      general  spec.limits.cpu"},
+		{[]string{production, production}, 0, "0 field differences"},
+		{[]string{"-o", "json", staging, production}, 1, `"field": "spec.template.spec.terminationGracePeriod"`},
+		{[]string{staging, filepath.Join(root, "nope")}, 2, ""},
+	}
+	for _, c := range cases {
+		var out, errOut bytes.Buffer
+		cmd := newRootCommand(&out, &errOut)
+		cmd.SetArgs(append([]string{"diff"}, c.args...))
+		code := 0
+		if err := cmd.Execute(); err != nil {
+			code, _ = exitCode(err)
+		}
+		if code != c.code || !strings.Contains(out.String(), c.out) {
+			t.Errorf("diff %v: exit %d, want %d; output:\n%s", c.args, code, c.code, out.String())
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"text/tabwriter"
 )
 
 // WriteText writes one finding a line, file:line:column: severity ID
@@ -162,4 +163,41 @@ func WriteSARIF(w io.Writer, r *Result, version string) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// WriteDiffTable writes a cluster diff as aligned columns: resources in
+// one cluster only, names that are not uniform, then field differences.
+func WriteDiffTable(w io.Writer, d *ClusterDiff) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "KIND\tNAME\tFIELD\t%s\t%s\n", d.A, d.B)
+	for _, r := range d.OnlyInA {
+		fmt.Fprintf(tw, "%s\t%s\t(only in %s, %s:%d)\tpresent\t-\n", r.Kind, r.Name, d.A, r.File, r.Line)
+	}
+	for _, r := range d.OnlyInB {
+		fmt.Fprintf(tw, "%s\t%s\t(only in %s, %s:%d)\t-\tpresent\n", r.Kind, r.Name, d.B, r.File, r.Line)
+	}
+	for _, p := range d.NonUniformNames {
+		fmt.Fprintf(tw, "%s\t%s / %s\t(non-uniform names: %s)\t%s\t%s\n", p.Kind, p.A, p.B, p.Why, p.A, p.B)
+	}
+	for _, f := range d.Fields {
+		name := f.Name
+		if f.NameB != "" {
+			name += " / " + f.NameB
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Kind, name, f.Field, Value(f.A), Value(f.B))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s only in %s, %s only in %s, %s, %s\n",
+		plural(len(d.OnlyInA), "resource"), d.A, plural(len(d.OnlyInB), "resource"), d.B,
+		plural(len(d.NonUniformNames), "non-uniform name"), plural(len(d.Fields), "field difference"))
+	return err
+}
+
+// WriteDiffJSON writes a cluster diff as one JSON object.
+func WriteDiffJSON(w io.Writer, d *ClusterDiff) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(d)
 }
