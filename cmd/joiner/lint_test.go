@@ -97,3 +97,20 @@ func TestDiffCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestDriftCommandCannotRun: without a cluster to compare, exit 2.
+func TestDriftCommandCannotRun(t *testing.T) {
+	for _, args := range [][]string{
+		{"drift", "."},
+		{"drift", ".", "--kubeconfig", filepath.Join(t.TempDir(), "none")},
+		{"drift", ".", "--kubeconfig", "x", "-o", "yaml"},
+	} {
+		var out, errOut bytes.Buffer
+		cmd := newRootCommand(&out, &errOut)
+		cmd.SetArgs(args)
+		err := cmd.Execute()
+		if code, _ := exitCode(err); err == nil || code != 2 {
+			t.Errorf("%v: exit %d (%v), want 2", args, code, err)
+		}
+	}
+}
