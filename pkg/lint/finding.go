@@ -3,6 +3,8 @@ package lint
 import (
 	"cmp"
 	"slices"
+
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
 // Finding is one rule's verdict on one place of one file.
@@ -22,6 +24,9 @@ type Finding struct {
 	Replacement string `json:"replacement,omitempty"`
 	// Fixable: `joiner lint --fix` rewrites it.
 	Fixable bool `json:"fixable,omitempty"`
+	// doc is the document the finding is on, for its annotation; nil for
+	// a file that did not parse.
+	doc *manifest.Document
 }
 
 // Result is one lint run.

@@ -117,7 +117,7 @@ func fixDocument(file string, chunk []byte) (body []byte, applied, left []string
 	}
 	migrated, _ := manifest.Migrate(d)
 	for _, p := range problems {
-		if how, ok := handMoves[d.Kind+"/"+p.Field]; ok || (p.Field == "spec.template.spec.kubelet" && d.Kind == "NodePool") {
+		if how, ok := handMoves[d.Kind+"/"+p.Field]; ok {
 			left = append(left, fmt.Sprintf("%s %q: %s: %s", d.Kind, d.Name, p.Field, how))
 			restore(migrated, d.Object, p.Field)
 			continue

@@ -123,7 +123,7 @@ func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
 	}
 	findings = dropCovered(findings)
 	for _, f := range findings {
-		if cfg.apply(&f, ignoresAt(ignores, f)) {
+		if cfg.apply(&f, ignores[f.doc]) {
 			res.Silenced++
 			continue
 		}
@@ -131,16 +131,6 @@ func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
 	}
 	sortFindings(res.Findings, fileOrder)
 	return res, nil
-}
-
-// ignoresAt finds the annotation of the object a finding is on.
-func ignoresAt(ignores map[*manifest.Document][]string, f Finding) []string {
-	for d, ids := range ignores {
-		if d.File == f.File && d.Name == f.Name && d.Kind == f.Kind {
-			return ids
-		}
-	}
-	return nil
 }
 
 // setOf is the set a file found below the directory arg belongs to.
@@ -210,7 +200,7 @@ func replicasOr1(r *int32) int32 {
 // upstream accepts but Joiner does not model a note.
 func fromProblem(d *manifest.Document, p manifest.Problem) Finding {
 	f := Finding{Rule: RuleInvalid, Severity: Error, File: p.File, Line: p.Line, Column: 1,
-		Kind: p.Kind, Name: p.Name, Field: p.Field, Message: p.Message, Fix: p.Fix, Replacement: p.Replacement}
+		Kind: p.Kind, Name: p.Name, Field: p.Field, Message: p.Message, Fix: p.Fix, Replacement: p.Replacement, doc: d}
 	if p.Deprecated {
 		f.Rule, f.Fixable = RuleDeprecated, true
 	}
@@ -235,7 +225,7 @@ func finding(d *manifest.Document, rule, field, msg, fix string) Finding {
 	r, _ := RuleByID(rule)
 	line, col := d.PositionOf(field)
 	return Finding{Rule: rule, Severity: r.Severity, File: d.File, Line: line, Column: col,
-		Kind: d.Kind, Name: d.Name, Field: field, Message: msg, Fix: fix}
+		Kind: d.Kind, Name: d.Name, Field: field, Message: msg, Fix: fix, doc: d}
 }
 
 // dropCovered removes the schema's finding where a rule says the same

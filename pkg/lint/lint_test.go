@@ -330,3 +330,17 @@ func TestSARIF(t *testing.T) {
 		}
 	}
 }
+
+// TestInventedRefIsNotDangling: a NodePool without nodeClassRef is JNR002
+// (with the ref to add); the ref the migration invents is not also JNR012.
+func TestInventedRefIsNotDangling(t *testing.T) {
+	noRef := strings.Replace(pool{}.yaml(), "      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}\n", "", 1)
+	r := lintFiles(t, nil, map[string]string{"p.yaml": noRef})
+	if got := rulesOf(r); !slices.Equal(got, []string{RuleDeprecated}) {
+		t.Errorf("rules %v, want only %s: %v", got, RuleDeprecated, r.Findings)
+	}
+	r = lintFiles(t, nil, map[string]string{"p.yaml": pool{}.yaml()})
+	if got := rulesOf(r); !slices.Equal(got, []string{RuleDanglingNodeClassRef}) {
+		t.Errorf("rules %v, want only %s", got, RuleDanglingNodeClassRef)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -158,11 +159,22 @@ func WriteSARIF(w io.Writer, r *Result, version string) error {
 		}
 		run.Results = append(run.Results, sarifResult{RuleID: f.Rule, RuleIndex: index[f.Rule], Level: f.Severity.String(),
 			Message:   sarifMessage{msg},
-			Locations: []sarifLocation{{sarifPhysical{sarifArtifact{filepath.ToSlash(f.File)}, sarifRegion{f.Line, f.Column}}}}})
+			Locations: []sarifLocation{{sarifPhysical{sarifArtifact{artifactURI(f.File)}, sarifRegion{f.Line, f.Column}}}}})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(sarifLog{Schema: "https://json.schemastore.org/sarif-2.1.0.json", Version: "2.1.0", Runs: []sarifRun{run}})
+}
+
+// artifactURI is a file as SARIF names it: a relative path as a relative
+// URI reference (to the repository root code scanning resolves it from),
+// an absolute one as a file:// URI.
+func artifactURI(file string) string {
+	p := filepath.ToSlash(file)
+	if filepath.IsAbs(file) {
+		return (&url.URL{Scheme: "file", Path: p}).String()
+	}
+	return (&url.URL{Path: p}).String()
 }
 
 // WriteDiffTable writes a cluster diff as aligned columns: resources in

@@ -67,7 +67,7 @@ func (l *Linter) poolFindings(d *manifest.Document, np *v1.NodePool) []Finding {
 		spot.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
 		if n := len(l.types.matching(spot)); n < minSpotInstanceTypes {
 			fs = append(fs, finding(d, RuleSpotFewTypes, requirementPath(spec.Requirements, v1.LabelCapacityType),
-				fmt.Sprintf("spot is allowed, but only %d of the catalog's instance types with spot offerings match the requirements (fewer than %d): no spot-to-spot consolidation, and an interruption has few pools to fall back on", n, minSpotInstanceTypes),
+				fmt.Sprintf("spot is allowed, but the requirements match only %s with spot offerings in the catalog (fewer than %d): no spot-to-spot consolidation, and an interruption has few pools to fall back on", plural(n, "instance type"), minSpotInstanceTypes),
 				"widen the requirements (instance families or categories rather than instance types, e.g. karpenter.k8s.aws/instance-category In [c, m, r])"))
 		}
 	}
@@ -97,7 +97,7 @@ func (l *Linter) poolFindings(d *manifest.Document, np *v1.NodePool) []Finding {
 	if dis.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmptyOrUnderutilized && dis.ConsolidateAfter.Duration != nil &&
 		*dis.ConsolidateAfter.Duration < minConsolidateAfterSecond*time.Second {
 		value := dis.ConsolidateAfter.Duration.String()
-		if l1, _ := d.PositionOf("spec.disruption.consolidateAfter"); l1 == d.LineOf("spec.disruption") || l1 == d.LineOf("spec") {
+		if !written(d, "spec.disruption.consolidateAfter") {
 			value += " (the default: it is not set)"
 		}
 		fs = append(fs, finding(d, RuleConsolidateTooSoon, "spec.disruption.consolidateAfter",

@@ -45,7 +45,7 @@ type Rule struct {
 	ID       string
 	Name     string
 	Severity Severity
-	// Summary says what the rule finds, for `joiner lint --rules` and SARIF.
+	// Summary says what the rule finds, for `joiner lint --help` and SARIF.
 	Summary string
 }
 

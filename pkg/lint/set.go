@@ -22,7 +22,7 @@ func (l *Linter) setFindings(s *set) []Finding {
 		docs = append(docs, o.doc)
 	}
 	for _, p := range manifest.Duplicates(docs) {
-		f := fromProblem(nil, p)
+		f := fromProblem(docAt(s, p), p)
 		f.Rule = RuleDuplicate
 		fs = append(fs, f)
 	}
@@ -30,6 +30,25 @@ func (l *Linter) setFindings(s *set) []Finding {
 	fs = append(fs, danglingRefs(s)...)
 	fs = append(fs, blockingPDBs(s)...)
 	return fs
+}
+
+// written reports whether the field is in the document as written, not
+// only in its migrated or defaulted form.
+func written(d *manifest.Document, field string) bool {
+	l1, c1 := d.PositionOf(field)
+	parent := field[:strings.LastIndex(field, ".")]
+	l2, c2 := d.PositionOf(parent)
+	return l1 != l2 || c1 != c2
+}
+
+// docAt is the document of the set a problem names (by file and document).
+func docAt(s *set, p manifest.Problem) *manifest.Document {
+	for _, o := range s.objects {
+		if o.doc.File == p.File && o.doc.Doc == p.Doc && o.doc.Name == p.Name {
+			return o.doc
+		}
+	}
+	return nil
 }
 
 // overlaps: two pools of equal weight that the same pods can use — a type
@@ -96,8 +115,8 @@ func danglingRefs(s *set) []Finding {
 			continue
 		}
 		ref := o.pool.Spec.Template.Spec.NodeClassRef
-		if ref == nil || ref.Name == "" || have[ref.Kind+"/"+ref.Name] {
-			continue
+		if ref == nil || ref.Name == "" || have[ref.Kind+"/"+ref.Name] || !written(o.doc, "spec.template.spec.nodeClassRef") {
+			continue // a ref the migration had to invent is JNR002's
 		}
 		fix := "add the " + ref.Kind + " manifest beside this NodePool"
 		if len(names) > 0 {
