@@ -41,6 +41,7 @@ func TestLintExitCodes(t *testing.T) {
 		{"fail on warning", []string{"--fail-on", "warning", dir}, 1, "warning JNR006"},
 		{"silenced by config", []string{"--fail-on", "warning", "--config", offConfig, dir}, 0, "2 silenced"},
 		{"missing path", []string{filepath.Join(dir, "nope")}, 2, ""},
+		{"no Karpenter object", []string{cfgDir}, 2, ""},
 		{"bad config", []string{"--config", badConfig, dir}, 2, ""},
 		{"bad fail-on", []string{"--fail-on", "sometimes", dir}, 2, ""},
 		{"json", []string{"-o", "json", poolFile}, 1, `"rule": "JNR006"`},

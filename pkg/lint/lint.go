@@ -75,6 +75,7 @@ func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
 			return nil, fmt.Errorf("%s: %w (fix: name the files or directories that hold your NodePools)", arg, err)
 		}
 		st, _ := os.Stat(arg)
+		karpenter, unparsed := 0, false
 		for _, f := range files {
 			if _, seen := fileOrder[f]; seen {
 				continue
@@ -87,6 +88,7 @@ func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
 				for _, p := range ps {
 					findings = append(findings, fromProblem(nil, p))
 				}
+				unparsed = true
 				continue
 			} else if err != nil {
 				return nil, err
@@ -107,9 +109,16 @@ func (l *Linter) Lint(paths []string, cfg *Config) (*Result, error) {
 					continue
 				}
 				res.Objects++
+				if manifest.IsKarpenter(d) {
+					karpenter++
+				}
 				s.objects = append(s.objects, o)
 				findings = append(findings, fs...)
 			}
+		}
+		// A CI job pointed at the wrong directory must not pass.
+		if karpenter == 0 && !unparsed {
+			return nil, fmt.Errorf("%s: no NodePool, EC2NodeClass or older Karpenter object in %s (fix: name the files or directories that hold your NodePools)", arg, plural(len(files), "file"))
 		}
 	}
 	for _, name := range setOrder {
