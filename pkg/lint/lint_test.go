@@ -100,16 +100,16 @@ func rulesOf(r *Result) []string {
 }
 
 const (
-	gpuReqs   = "      requirements:\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [g5.xlarge, g5.2xlarge]\n"
-	gpuTaint  = "      taints:\n        - {key: nvidia.com/gpu, effect: NoSchedule}\n"
-	zoneReqs  = "      requirements:\n        - key: topology.kubernetes.io/zone\n          operator: In\n          values: [us-east-1a]\n"
-	spotFew   = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [spot]\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [m5.large, m5.xlarge]\n"
-	spotWide  = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [spot]\n        - key: karpenter.k8s.aws/instance-category\n          operator: In\n          values: [c, m, r]\n"
-	blockPDB  = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: api, namespace: shop}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: api}}\n"
-	minAvPDB  = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: api, namespace: shop}\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: api}}\n"
-	okPDB     = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: shop}\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: api}}\n"
-	twoAPI    = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api, namespace: shop}\nspec:\n  replicas: %s\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec:\n      containers: [{name: api, image: api}]\n"
-	budgetsOf = "  disruption:\n    consolidationPolicy: WhenEmptyOrUnderutilized\n    consolidateAfter: 5m\n    budgets:\n      - nodes: \"10%%\"\n        schedule: %q\n%s"
+	gpuReqs  = "      requirements:\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [g5.xlarge, g5.2xlarge]\n"
+	gpuTaint = "      taints:\n        - {key: nvidia.com/gpu, effect: NoSchedule}\n"
+	zoneReqs = "      requirements:\n        - key: topology.kubernetes.io/zone\n          operator: In\n          values: [us-east-1a]\n"
+	spotFew  = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [spot]\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [m5.large, m5.xlarge]\n"
+	spotWide = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [spot]\n        - key: karpenter.k8s.aws/instance-category\n          operator: In\n          values: [c, m, r]\n"
+	blockPDB = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: api, namespace: shop}\nspec:\n  maxUnavailable: 0\n  selector: {matchLabels: {app: api}}\n"
+	minAvPDB = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: api, namespace: shop}\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: api}}\n"
+	okPDB    = "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: web, namespace: shop}\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: api}}\n"
+	// twoAPI is a Deployment of app: api; REPLICAS is its replica count.
+	twoAPI = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: api, namespace: shop}\nspec:\n  replicas: REPLICAS\n  selector: {matchLabels: {app: api}}\n  template:\n    metadata: {labels: {app: api}}\n    spec:\n      containers: [{name: api, image: api}]\n"
 )
 
 // TestRules: each rule, a manifest set that triggers it and one that does
@@ -140,10 +140,10 @@ func TestRules(t *testing.T) {
 			[]string{pool{disruption: "  disruption:\n    consolidationPolicy: WhenEmpty\n    consolidateAfter: 30s\n"}.yaml()}, "spec.disruption.consolidateAfter"},
 		{RuleNoGracePeriodWithPDB, []string{pool{}.yaml(), blockPDB},
 			[]string{pool{templateExtra: "      terminationGracePeriod: 48h\n"}.yaml(), blockPDB}, "spec.template.spec"},
-		{RuleNoGracePeriodWithPDB, []string{pool{}.yaml(), minAvPDB, strings.Replace(twoAPI, "%s", "2", 1)},
-			[]string{pool{}.yaml(), minAvPDB, strings.Replace(twoAPI, "%s", "3", 1), okPDB}, "spec.template.spec"},
+		{RuleNoGracePeriodWithPDB, []string{pool{}.yaml(), minAvPDB, strings.Replace(twoAPI, "REPLICAS", "2", 1)},
+			[]string{pool{}.yaml(), minAvPDB, strings.Replace(twoAPI, "REPLICAS", "3", 1), okPDB}, "spec.template.spec"},
 		{RuleDanglingNodeClassRef, []string{pool{nodeClass: "gpu"}.yaml()}, []string{pool{}.yaml()}, "spec.template.spec.nodeClassRef.name"},
-		{RuleDuplicate, []string{pool{}.yaml(), pool{}.yaml()}, []string{pool{}.yaml(), second.yaml()[:0] + pool{name: "b", weight: "  weight: 1\n"}.yaml()}, "metadata.name"},
+		{RuleDuplicate, []string{pool{}.yaml(), pool{}.yaml()}, []string{pool{}.yaml(), pool{name: "b", weight: "  weight: 1\n"}.yaml()}, "metadata.name"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -244,11 +244,7 @@ func TestLoadConfig(t *testing.T) {
 // testdata/legacy.txt, byte for byte.
 func TestLegacyGolden(t *testing.T) {
 	wd, _ := os.Getwd()
-	root := filepath.Join(wd, "..", "..")
-	if err := os.Chdir(root); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = os.Chdir(wd) }()
+	t.Chdir(filepath.Join(wd, "..", ".."))
 	res, err := testLinter(t).Lint([]string{"examples/legacy"}, nil)
 	if err != nil {
 		t.Fatal(err)
