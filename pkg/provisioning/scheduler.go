@@ -159,21 +159,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
-		for k, r := range p.reqs {
-			if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool {
-				s.topo.addDomains(k, vals...)
-			}
-		}
-		for _, it := range p.its {
-			for _, key := range []string{v1.LabelZone, v1.LabelCapacityType} {
-				s.topo.addDomains(key, it.it.Requirements.Get(key).Values()...)
-			}
-			for k, r := range it.it.Requirements {
-				if vals := r.Values(); len(vals) > 0 && k != v1.LabelZone && k != v1.LabelCapacityType {
-					s.topo.addDomains(k, vals...)
-				}
-			}
-		}
+		s.topo.addPoolDomains(p)
 		s.pools = append(s.pools, p)
 	}
 	return s

@@ -427,3 +427,41 @@ func contains(s []string, v string) bool {
 	i := sort.SearchStrings(s, v)
 	return i < len(s) && s[i] == v
 }
+
+// addPoolDomains adds the domains a new node of the pool can be in: for
+// zone and capacity type, those of the available offerings its
+// requirements allow; for other labels its instance types define, their
+// values the pool allows; for labels only the pool sets, its own values.
+// A value the pool lists but nothing can provide (a zone without
+// offerings, capacity type reserved without a reservation) is no domain,
+// or a spread would send pods there that no node can take.
+func (t *topology) addPoolDomains(p *poolInfo) {
+	if len(p.its) == 0 {
+		return // the pool can launch nothing
+	}
+	typeKeys := map[string]bool{v1.LabelZone: true, v1.LabelCapacityType: true}
+	for _, it := range p.its {
+		for _, o := range it.it.Offerings {
+			if o.Available && p.reqs.Get(v1.LabelZone).Has(o.Zone) && p.reqs.Get(v1.LabelCapacityType).Has(o.CapacityType) {
+				t.addDomains(v1.LabelZone, o.Zone)
+				t.addDomains(v1.LabelCapacityType, o.CapacityType)
+			}
+		}
+		for k, r := range it.it.Requirements {
+			typeKeys[k] = true
+			if k == v1.LabelZone || k == v1.LabelCapacityType {
+				continue
+			}
+			for _, v := range r.Values() {
+				if p.reqs.Get(k).Has(v) {
+					t.addDomains(k, v)
+				}
+			}
+		}
+	}
+	for k, r := range p.reqs {
+		if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool && !typeKeys[k] && !p.wellKnown[k] {
+			t.addDomains(k, vals...)
+		}
+	}
+}
