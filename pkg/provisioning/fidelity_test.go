@@ -1,9 +1,15 @@
 package provisioning
 
 import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -70,5 +76,140 @@ func TestSpreadDomainsComeFromOfferings(t *testing.T) {
 				t.Errorf("%d claims, want %d", len(res.NewNodeClaims), tc.claims)
 			}
 		})
+	}
+}
+
+// TestRetryWhileTheBatchProgresses: as upstream, a pod that fits nowhere
+// is tried again after others are placed, in both decision modes.
+func TestRetryWhileTheBatchProgresses(t *testing.T) {
+	affineTo := func(app, key string) podOpt {
+		return affinity(&corev1.Affinity{PodAffinity: &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
+			{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: key}}}})
+	}
+	ignore := corev1.NodeInclusionPolicyIgnore
+	alternating := func(zone string) func() *corev1.Pod {
+		cpu := map[string]string{"zone-a": "2", "zone-b": "1"}[zone] // zone-a's pods come first
+		return func() *corev1.Pod {
+			return pod(cpu, "1Gi", label("app", "ab"), nodeSelector(v1.LabelZone, zone),
+				spread(v1.LabelZone, 1, func(c *corev1.TopologySpreadConstraint) { c.NodeAffinityPolicy = &ignore }))
+		}
+	}
+	ab := pool("p", requirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-a", "zone-b"))
+	tests := []struct {
+		name      string
+		pool      *v1.NodePool
+		pods      func() []*corev1.Pod
+		wantZones string
+		claims    int
+	}{
+		{"required affinity on hostname to a smaller pod later in the batch", pool("p"), func() []*corev1.Pod {
+			return []*corev1.Pod{pod("2", "1Gi", affineTo("b", v1.LabelHostname)), pod("500m", "1Gi", label("app", "b"))}
+		}, "", 1},
+		{"required affinity on zone to a pod pinned to zone-b", pool("p"), func() []*corev1.Pod {
+			return []*corev1.Pod{pod("2", "1Gi", affineTo("b", v1.LabelZone)), pod("500m", "1Gi", label("app", "b"), nodeSelector(v1.LabelZone, "zone-b"))}
+		}, "zone-b=2", 1},
+		{"a zone spread whose pods must alternate between zones", ab, func() []*corev1.Pod {
+			return append(times(4, alternating("zone-a")), times(4, alternating("zone-b"))...)
+		}, "zone-a=4 zone-b=4", 2},
+	}
+	for _, tc := range tests {
+		for _, d := range DecisionsValues {
+			t.Run(tc.name+"/"+string(d), func(t *testing.T) {
+				res := solve(t, []*v1.NodePool{tc.pool}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Decisions = d })
+				requireAllPlaced(t, res)
+				if tc.wantZones != "" {
+					if got := zoneCounts(res); got != tc.wantZones {
+						t.Errorf("zones %s, want %s", got, tc.wantZones)
+					}
+				}
+				if len(res.NewNodeClaims) != tc.claims {
+					t.Errorf("%d claims, want %d", len(res.NewNodeClaims), tc.claims)
+				}
+			})
+		}
+	}
+	// A pod that fits nowhere still says why, once the queue stops moving.
+	res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), []*corev1.Pod{pod("2", "1Gi", affineTo("nobody", v1.LabelHostname)), pod("1", "1Gi")})
+	if len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, "pod affinity") {
+		t.Errorf("want the affine pod unschedulable for its pod affinity, got %v", res.Unschedulable)
+	}
+}
+
+// TestClaimChoice: Karpenter's decisions put a pod on the open claim with
+// the fewest pods; Joiner's keep the cheaper of that and first fit.
+func TestClaimChoice(t *testing.T) {
+	apart := antiAffinityHostname("x")
+	tests := []struct {
+		name string
+		pods func() []*corev1.Pod
+		// claim sizes (pods per claim, in order) and price per decisions
+		sizes map[Decisions]string
+		price map[Decisions]float64
+	}{
+		{"first fit would stack onto a claim that then needs a larger type",
+			func() []*corev1.Pod {
+				return append(times(2, func() *corev1.Pod { return pod("3", "1Gi", label("app", "x"), apart) }), times(2, func() *corev1.Pod { return pod("1", "1Gi") })...)
+			},
+			map[Decisions]string{DecisionsJoiner: "2 2", DecisionsKarpenter: "2 2"},
+			map[Decisions]float64{DecisionsJoiner: 0.4 * 0.3, DecisionsKarpenter: 0.4 * 0.3}},
+		{"first fit is cheaper: two small pods share the claim with room",
+			func() []*corev1.Pod {
+				return append(times(2, func() *corev1.Pod { return pod("4", "1Gi", label("app", "x"), apart) }), times(2, func() *corev1.Pod { return pod("1", "1Gi") })...)
+			},
+			map[Decisions]string{DecisionsJoiner: "3 1", DecisionsKarpenter: "2 2"},
+			map[Decisions]float64{DecisionsJoiner: 0.6 * 0.3, DecisionsKarpenter: 0.8 * 0.3}},
+	}
+	for _, tc := range tests {
+		for _, d := range DecisionsValues {
+			t.Run(tc.name+"/"+string(d), func(t *testing.T) {
+				res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Decisions = d })
+				requireAllPlaced(t, res)
+				var sizes []string
+				for _, nc := range res.NewNodeClaims {
+					sizes = append(sizes, strconv.Itoa(len(nc.Pods)))
+				}
+				if got := strings.Join(sizes, " "); got != tc.sizes[d] {
+					t.Errorf("pods per claim %s, want %s", got, tc.sizes[d])
+				}
+				if got := res.Price(); math.Abs(got-tc.price[d]) > 1e-9 {
+					t.Errorf("price %.4f, want %.4f", got, tc.price[d])
+				}
+			})
+		}
+	}
+}
+
+// TestKarpenterPodOrder: upstream takes equal pods oldest first.
+func TestKarpenterPodOrder(t *testing.T) {
+	base := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	var pods []*corev1.Pod
+	for i := 3; i >= 1; i-- {
+		p := pod("1", "1Gi")
+		p.Name = fmt.Sprintf("made-%d", i)
+		p.CreationTimestamp = metav1.NewTime(base.Add(time.Duration(i) * time.Minute))
+		pods = append(pods, p)
+	}
+	want := map[Decisions]string{DecisionsJoiner: "made-3 made-2 made-1", DecisionsKarpenter: "made-1 made-2 made-3"}
+	for _, d := range DecisionsValues {
+		res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), pods, func(s *Snapshot) { s.Decisions = d })
+		if len(res.NewNodeClaims) != 1 {
+			t.Fatalf("%s: %d claims, want 1", d, len(res.NewNodeClaims))
+		}
+		var names []string
+		for _, p := range res.NewNodeClaims[0].Pods {
+			names = append(names, p.Name)
+		}
+		if got := strings.Join(names, " "); got != want[d] {
+			t.Errorf("%s: pods placed %s, want %s", d, got, want[d])
+		}
+	}
+}
+
+func TestParseDecisions(t *testing.T) {
+	for in, want := range map[string]Decisions{"": DecisionsJoiner, "joiner": DecisionsJoiner, "karpenter": DecisionsKarpenter, "Karpenter": ""} {
+		got, err := ParseDecisions(in)
+		if got != want || (err != nil) != (want == "") {
+			t.Errorf("ParseDecisions(%q) = %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

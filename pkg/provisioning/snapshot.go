@@ -32,6 +32,9 @@ type Snapshot struct {
 	// PreferencePolicy=Ignore does; the default respects them, relaxing
 	// them one at a time where they cannot be met.
 	IgnorePreferences bool
+	// Decisions says whose choices to make where Joiner and upstream
+	// differ: "" or DecisionsJoiner, or DecisionsKarpenter.
+	Decisions Decisions
 }
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.

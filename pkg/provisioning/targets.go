@@ -371,6 +371,9 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		return nil, err
 	}
 	s.claims = append(s.claims, cl)
+	if s.upstream {
+		s.addClaimUpstream(len(s.claims) - 1)
+	}
 	if p.hasLimits {
 		var largest vec
 		cl.candidates.each(func(i int) bool { largest = maxInto(largest, p.its[i].capacity); return true })
