@@ -16,10 +16,11 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 func newPlanCommand() *cobra.Command {
-	var output, catalogFile, region, at string
+	var output, catalogFile, region, at, decisions string
 	var zones []string
 	cmd := &cobra.Command{
 		Use:   "plan PATH...",
@@ -50,7 +51,11 @@ catalog are synthetic.`,
 			default:
 				return fmt.Errorf("-o %q: use table, json or yaml", output)
 			}
-			return runPlan(cmd.OutOrStdout(), args, planOptions{output: output, catalog: catalogFile, region: region, zones: zones, now: now})
+			d, err := provisioning.ParseDecisions(decisions)
+			if err != nil {
+				return fmt.Errorf("--decisions: %w", err)
+			}
+			return runPlan(cmd.OutOrStdout(), args, planOptions{output: output, catalog: catalogFile, region: region, zones: zones, now: now, decisions: d})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
@@ -58,6 +63,7 @@ catalog are synthetic.`,
 	cmd.Flags().StringVar(&region, "region", "", "the cluster's region (default: the nodes' topology.kubernetes.io/region, else us-east-1)")
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
 	cmd.Flags().StringVar(&at, "at", "", "plan as of this RFC 3339 time (budget windows, consolidateAfter, expiry); default now")
+	cmd.Flags().StringVar(&decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
 	return cmd
 }
 
@@ -65,6 +71,7 @@ type planOptions struct {
 	output, catalog, region string
 	zones                   []string
 	now                     time.Time
+	decisions               provisioning.Decisions
 }
 
 func runPlan(w io.Writer, paths []string, opts planOptions) error {
@@ -83,7 +90,7 @@ func runPlan(w io.Writer, paths []string, opts planOptions) error {
 	if err != nil {
 		return fmt.Errorf("--region/--zones: %w", err)
 	}
-	p := plan.Run(context.Background(), objs.Cluster(its), opts.now)
+	p := plan.Run(context.Background(), objs.Cluster(its), opts.now, plan.Options{Decisions: opts.decisions})
 	switch opts.output {
 	case "json":
 		enc := json.NewEncoder(w)
@@ -115,6 +122,9 @@ func loadCatalog(file string) (*catalog.Catalog, error) {
 // writePlan prints the plan for people: one aligned section each.
 func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[string]int) {
 	fmt.Fprintf(w, "Plan at %s (a dry run: nothing is changed)\n", p.At.Format(time.RFC3339))
+	if p.Decisions != "" {
+		fmt.Fprintf(w, "note: decisions %s: upstream Karpenter's choices, to predict what it will do\n", p.Decisions)
+	}
 	for _, a := range assumptions {
 		fmt.Fprintf(w, "note: catalog: %s\n", a)
 	}

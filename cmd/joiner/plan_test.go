@@ -115,3 +115,34 @@ func TestPlanBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionsFlag: plan and simulate take --decisions joiner|karpenter,
+// say when they make Karpenter's choices, and refuse anything else.
+func TestDecisionsFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{[]string{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--decisions", "karpenter"}, "note: decisions karpenter: upstream Karpenter's choices", ""},
+		{[]string{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--decisions", "joiner"}, "NodeClaims to create: 1", ""},
+		{[]string{"plan", planExample, "--decisions", "upstream"}, "", `--decisions: unknown decisions "upstream"`},
+		{[]string{"simulate", "--quiet", "--decisions", "karpenter", "../../examples/scenarios/gpu-inference-limits"}, "decisions: karpenter", ""},
+		{[]string{"simulate", "--decisions", "kar"}, "", `--decisions: unknown decisions "kar"`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := run(t, tc.args...)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !strings.Contains(out, tc.want):
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}

@@ -13,12 +13,13 @@ import (
 	"golang.org/x/term"
 
 	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var jsonOut, quiet bool
-	var reportFile, compare string
+	var reportFile, compare, decisions string
 	cmd := &cobra.Command{
 		Use:   "simulate [SCENARIO_DIR]",
 		Short: "Simulate what a set of NodePools would do: cost, pod start latency, disruption",
@@ -31,13 +32,17 @@ Karpenter course over one simulated Monday.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			a, err := runScenario(args, quiet || jsonOut, cmd.ErrOrStderr())
+			d, err := provisioning.ParseDecisions(decisions)
+			if err != nil {
+				return fmt.Errorf("--decisions: %w", err)
+			}
+			a, err := runScenario(args, d, quiet || jsonOut, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var b *sim.Report
 			if compare != "" {
-				b, err = runScenario([]string{compare}, quiet || jsonOut, cmd.ErrOrStderr())
+				b, err = runScenario([]string{compare}, d, quiet || jsonOut, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -73,10 +78,14 @@ Karpenter course over one simulated Monday.`,
 	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
 	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	cmd.Flags().StringVar(&decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
 	return cmd
 }
 
-func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+// decisionsHelp is the --decisions flag's help, the same for every command.
+const decisionsHelp = "whose choices to make where Joiner and Karpenter differ: joiner (never dearer than Karpenter's on a batch) or karpenter (upstream's, to predict what Karpenter will do)"
+
+func runScenario(args []string, decisions provisioning.Decisions, quiet bool, progressOut io.Writer) (*sim.Report, error) {
 	var fsys fs.FS
 	var dir, name string
 	if len(args) == 0 {
@@ -99,7 +108,7 @@ func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report,
 	if err != nil {
 		return nil, err
 	}
-	var opts sim.Options
+	opts := sim.Options{Decisions: decisions}
 	if !quiet && isTerminal(progressOut) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))

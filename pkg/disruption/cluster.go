@@ -41,6 +41,9 @@ type Cluster struct {
 	// change between them (callers reuse the same *provisioning.Node while
 	// a node and its pods stay the same).
 	Memo *Memo
+	// Decisions are the scheduling simulations' (see
+	// provisioning.Snapshot.Decisions).
+	Decisions provisioning.Decisions
 }
 
 // A Memo is safe for concurrent use.

@@ -22,6 +22,9 @@ import (
 // Plan is what would happen next. Its JSON is deterministic.
 type Plan struct {
 	At time.Time `json:"at"`
+	// Decisions is "karpenter" when the plan makes upstream's choices
+	// (empty for Joiner's).
+	Decisions string `json:"decisions,omitempty"`
 	// NodeClaims provisioning would create.
 	NodeClaims []NodeClaim `json:"nodeClaims"`
 	// Bindings of pending pods to existing nodes or in-flight claims.
@@ -115,10 +118,22 @@ type Budget struct {
 	Until *time.Time `json:"until,omitempty"`
 }
 
+// Options are a plan's choices.
+type Options struct {
+	// Decisions are provisioning's and disruption's (see
+	// provisioning.Snapshot.Decisions).
+	Decisions provisioning.Decisions
+}
+
 // Run makes the plan at now.
-func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
+func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Plan {
 	p := &Plan{At: now.UTC(), NodeClaims: []NodeClaim{}, Bindings: []Binding{}, Pending: []Pending{}}
-	res := provisioning.Solve(ctx, c.ProvisioningSnapshot())
+	if opts.Decisions == provisioning.DecisionsKarpenter {
+		p.Decisions = string(opts.Decisions)
+	}
+	snap := c.ProvisioningSnapshot()
+	snap.Decisions = opts.Decisions
+	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
 		p.NodeClaims = append(p.NodeClaims, nodeClaim(nc))
 	}
@@ -132,6 +147,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
 	dc := c.DisruptionCluster(now, nil)
+	dc.Decisions = opts.Decisions
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	p.Disruption = disruptionOf(d, c.NodePools, now)
 	if n := len(dc.Pending); n > 0 {

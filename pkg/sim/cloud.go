@@ -79,6 +79,7 @@ func (e *engine) provision() {
 	if len(snap.Pods) == 0 {
 		return
 	}
+	snap.Decisions = e.opts.Decisions
 	res := e.currentPlanner().Solve(context.Background(), snap)
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason

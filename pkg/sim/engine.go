@@ -47,6 +47,10 @@ type Options struct {
 	// created: a trace another host can be fed and compared with (the
 	// controller's agreement test replays it).
 	OnProvision func(ProvisioningPass)
+	// Decisions are provisioning's and disruption's (see
+	// provisioning.Snapshot.Decisions): DecisionsKarpenter predicts what
+	// Karpenter would do with the scenario.
+	Decisions provisioning.Decisions
 }
 
 // ProvisioningPass is one provisioning pass of a run.
@@ -142,6 +146,9 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	e.opts = opts
+	if opts.Decisions == provisioning.DecisionsKarpenter {
+		e.rep.note("decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
+	}
 	for _, n := range in.Notes { // what loading assumed (default settings, fields not modelled)
 		e.rep.note(n)
 	}
