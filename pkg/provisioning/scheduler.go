@@ -2,7 +2,6 @@ package provisioning
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -543,8 +542,8 @@ func (s *scheduler) reject(c *podClass, idx int, err error, permanent bool) {
 		c.rejected.set(idx)
 		return
 	}
-	var te *topologyError
-	if errors.As(err, &te) && te.waitFor != "" {
+	// topology.check's errors come unwrapped: no errors.As on this path.
+	if te, ok := err.(*topologyError); ok && te.waitFor != "" {
 		s.topo.wait(te.group, te.waitFor, c, idx)
 	}
 }

@@ -285,6 +285,18 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 	cand.and(poolCand)
 	var maxAlloc vec
 	fitAny := false
+	// Zone and capacity type are rechecked against the pool's cached
+	// answer for the pair; other keys type by type.
+	var offerable bitset
+	var others []string
+	if recheck {
+		offerable = cl.pool.offerable(reqs)
+		for _, k := range recheckKeys {
+			if k != v1.LabelZone && k != v1.LabelCapacityType {
+				others = append(others, k)
+			}
+		}
+	}
 	cand.each(func(i int) bool {
 		it := cl.pool.its[i]
 		if !total.fitsIn(it.alloc) {
@@ -292,7 +304,7 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 			return true
 		}
 		fitAny = true
-		if recheck && (!keysIntersect(it.it.Requirements, reqs, recheckKeys) || !it.it.Offerings.HasCompatible(reqs)) {
+		if recheck && (!offerable.has(i) || len(others) > 0 && !keysIntersect(it.it.Requirements, reqs, others)) {
 			cand.clear(i)
 			return true
 		}
