@@ -20,7 +20,7 @@ import (
 )
 
 func newPlanCommand() *cobra.Command {
-	var output, catalogFile, region, at, decisions string
+	var output, catalogFile, region, at, decisions, minValuesPolicy string
 	var zones []string
 	cmd := &cobra.Command{
 		Use:   "plan PATH...",
@@ -51,11 +51,11 @@ catalog are synthetic.`,
 			default:
 				return fmt.Errorf("-o %q: use table, json or yaml", output)
 			}
-			d, err := provisioning.ParseDecisions(decisions)
+			c, err := parseChoices(decisions, minValuesPolicy)
 			if err != nil {
-				return fmt.Errorf("--decisions: %w", err)
+				return err
 			}
-			return runPlan(cmd.OutOrStdout(), args, planOptions{output: output, catalog: catalogFile, region: region, zones: zones, now: now, decisions: d})
+			return runPlan(cmd.OutOrStdout(), args, planOptions{output: output, catalog: catalogFile, region: region, zones: zones, now: now, choices: c})
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
@@ -64,6 +64,7 @@ catalog are synthetic.`,
 	cmd.Flags().StringSliceVar(&zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
 	cmd.Flags().StringVar(&at, "at", "", "plan as of this RFC 3339 time (budget windows, consolidateAfter, expiry); default now")
 	cmd.Flags().StringVar(&decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
+	cmd.Flags().StringVar(&minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
 	return cmd
 }
 
@@ -71,7 +72,7 @@ type planOptions struct {
 	output, catalog, region string
 	zones                   []string
 	now                     time.Time
-	decisions               provisioning.Decisions
+	choices                 choices
 }
 
 func runPlan(w io.Writer, paths []string, opts planOptions) error {
@@ -90,7 +91,7 @@ func runPlan(w io.Writer, paths []string, opts planOptions) error {
 	if err != nil {
 		return fmt.Errorf("--region/--zones: %w", err)
 	}
-	p := plan.Run(context.Background(), objs.Cluster(its), opts.now, plan.Options{Decisions: opts.decisions})
+	p := plan.Run(context.Background(), objs.Cluster(its), opts.now, plan.Options{Decisions: opts.choices.decisions, MinValuesPolicy: opts.choices.minValues})
 	switch opts.output {
 	case "json":
 		enc := json.NewEncoder(w)

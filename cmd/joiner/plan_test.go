@@ -146,3 +146,17 @@ func TestDecisionsFlag(t *testing.T) {
 		})
 	}
 }
+
+func TestMinValuesPolicyFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--min-values-policy", "BestEffort"},
+		{"simulate", "--quiet", "--min-values-policy", "BestEffort", "../../examples/scenarios/gpu-inference-limits"},
+	} {
+		if _, err := run(t, args...); err != nil {
+			t.Errorf("%s: %v", strings.Join(args, " "), err)
+		}
+	}
+	if _, err := run(t, "plan", planExample, "--min-values-policy", "Loose"); err == nil || !strings.Contains(err.Error(), `--min-values-policy: unknown minValues policy "Loose"`) {
+		t.Errorf("an unknown policy: %v", err)
+	}
+}

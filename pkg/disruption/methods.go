@@ -712,7 +712,8 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Res
 	if !p.withoutPending {
 		pods = append(pods, p.c.Pending...)
 	}
-	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets, Decisions: p.c.Decisions}
+	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets,
+		Decisions: p.c.Decisions, MinValuesPolicy: p.c.MinValuesPolicy}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue

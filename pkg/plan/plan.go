@@ -46,6 +46,8 @@ type NodeClaim struct {
 	// PriceUSDPerHour of the cheapest allowed offering.
 	PriceUSDPerHour float64  `json:"priceUSDPerHour"`
 	Pods            []string `json:"pods"`
+	// MinValuesRelaxed: minValues policy BestEffort lowered a minValues.
+	MinValuesRelaxed bool `json:"minValuesRelaxed,omitempty"`
 }
 
 // Binding is pending pods that fit a node that exists or is on its way.
@@ -123,6 +125,9 @@ type Options struct {
 	// Decisions are provisioning's and disruption's (see
 	// provisioning.Snapshot.Decisions).
 	Decisions provisioning.Decisions
+	// MinValuesPolicy is upstream's operator option (see
+	// provisioning.Snapshot.MinValuesPolicy).
+	MinValuesPolicy provisioning.MinValuesPolicy
 }
 
 // Run makes the plan at now.
@@ -132,7 +137,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		p.Decisions = string(opts.Decisions)
 	}
 	snap := c.ProvisioningSnapshot()
-	snap.Decisions = opts.Decisions
+	snap.Decisions, snap.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
 		p.NodeClaims = append(p.NodeClaims, nodeClaim(nc))
@@ -147,7 +152,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
 	dc := c.DisruptionCluster(now, nil)
-	dc.Decisions = opts.Decisions
+	dc.Decisions, dc.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	p.Disruption = disruptionOf(d, c.NodePools, now)
 	if n := len(dc.Pending); n > 0 {
@@ -245,7 +250,7 @@ func budgetText(np *v1.NodePool, allowances []disruption.Allowance, reason v1.Di
 }
 
 func nodeClaim(nc *provisioning.NodeClaimPlan) NodeClaim {
-	out := NodeClaim{NodePool: nc.NodePool.Name, PriceUSDPerHour: round(nc.Price()), Pods: podNames(nc.Pods),
+	out := NodeClaim{NodePool: nc.NodePool.Name, PriceUSDPerHour: round(nc.Price()), Pods: podNames(nc.Pods), MinValuesRelaxed: nc.MinValuesRelaxed,
 		Zones: nc.Requirements.Get(v1.LabelZone).Values(), CapacityTypes: nc.Requirements.Get(v1.LabelCapacityType).Values()}
 	for _, it := range nc.InstanceTypes {
 		out.InstanceTypes = append(out.InstanceTypes, it.Name)

@@ -38,6 +38,27 @@ func ParseDecisions(s string) (Decisions, error) {
 	return "", fmt.Errorf("unknown decisions %q: want %q (the default: Joiner's choices, never dearer than Karpenter's) or %q (Karpenter's choices, to predict it)", s, DecisionsJoiner, DecisionsKarpenter)
 }
 
+// MinValuesPolicy is upstream's operator option of that name.
+type MinValuesPolicy string
+
+const (
+	// MinValuesStrict (the default, also ""): a claim keeps every minValues.
+	MinValuesStrict MinValuesPolicy = "Strict"
+	// MinValuesBestEffort lowers a minValues the types that fit cannot meet.
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// ParseMinValuesPolicy reads a --min-values-policy value ("" is Strict).
+func ParseMinValuesPolicy(s string) (MinValuesPolicy, error) {
+	switch MinValuesPolicy(s) {
+	case "", MinValuesStrict:
+		return MinValuesStrict, nil
+	case MinValuesBestEffort:
+		return MinValuesBestEffort, nil
+	}
+	return "", fmt.Errorf("unknown minValues policy %q: want %q (the default) or %q", s, MinValuesStrict, MinValuesBestEffort)
+}
+
 // joinerPodOrder: pods that need a node of their own first (see
 // needsOwnNode), then by cpu, then memory, largest first; the rest as given.
 func joinerPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) func(i, j int) bool {

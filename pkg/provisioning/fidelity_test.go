@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // TestSpreadDomainsComeFromOfferings: a value a NodePool lists that no
@@ -210,6 +211,56 @@ func TestParseDecisions(t *testing.T) {
 		got, err := ParseDecisions(in)
 		if got != want || (err != nil) != (want == "") {
 			t.Errorf("ParseDecisions(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
+
+// TestMinValuesPolicy: Strict leaves a pod whose claim cannot keep a
+// pool's minValues to the next pool; BestEffort keeps the pool, lowers the
+// minimum to what the types that fit allow, and marks the claim.
+func TestMinValuesPolicy(t *testing.T) {
+	its := []*cloudprovider.InstanceType{it("m", 4), it("c", 4), it("r", 4), it("m", 8)}
+	flex := pool("flex", weight(10), minValues("family", 3, "m", "c", "r"))
+	tests := []struct {
+		name        string
+		pools       []*v1.NodePool
+		policy      MinValuesPolicy
+		cpu         string // 6: only m.8x holds it, one family
+		wantPool    string // "" for unschedulable
+		wantMin     int
+		wantRelaxed bool
+	}{
+		{"strict, no other pool", []*v1.NodePool{flex}, MinValuesStrict, "6", "", 0, false},
+		{"strict falls back to the next pool", []*v1.NodePool{flex, pool("plain")}, MinValuesStrict, "6", "plain", 0, false},
+		{"best effort keeps the pool with one family", []*v1.NodePool{flex, pool("plain")}, MinValuesBestEffort, "6", "flex", 1, true},
+		{"best effort with nothing to relax", []*v1.NodePool{flex}, MinValuesBestEffort, "2", "flex", 3, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			res := solve(t, tc.pools, its, []*corev1.Pod{pod(tc.cpu, "1Gi")}, func(s *Snapshot) { s.MinValuesPolicy = tc.policy })
+			if tc.wantPool == "" {
+				if len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, "minValues: family needs 3") {
+					t.Fatalf("want the pod pending for minValues, got %+v", res.Unschedulable)
+				}
+				return
+			}
+			requireAllPlaced(t, res)
+			nc := res.NewNodeClaims[0]
+			if nc.NodePool.Name != tc.wantPool || nc.MinValuesRelaxed != tc.wantRelaxed {
+				t.Fatalf("claim of %s, relaxed %v; want %s, %v", nc.NodePool.Name, nc.MinValuesRelaxed, tc.wantPool, tc.wantRelaxed)
+			}
+			if r := nc.Requirements.Get("family"); tc.wantMin > 0 && (r.MinValues == nil || *r.MinValues != tc.wantMin) {
+				t.Errorf("family minValues %v, want %d", r.MinValues, tc.wantMin)
+			}
+		})
+	}
+	// The pool's own requirement is untouched by a claim's relaxation.
+	if r := scheduling.FromNodeSelectorRequirements(flex.Spec.Template.Spec.Requirements).Get("family"); *r.MinValues != 3 {
+		t.Errorf("the NodePool's minValues changed to %d", *r.MinValues)
+	}
+	for in, want := range map[string]MinValuesPolicy{"": MinValuesStrict, "Strict": MinValuesStrict, "BestEffort": MinValuesBestEffort, "besteffort": ""} {
+		if got, err := ParseMinValuesPolicy(in); got != want || (err != nil) != (want == "") {
+			t.Errorf("ParseMinValuesPolicy(%q) = %q, %v", in, got, err)
 		}
 	}
 }

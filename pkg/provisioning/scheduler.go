@@ -35,6 +35,8 @@ type scheduler struct {
 	initialFree []int64
 	// upstream: choose as upstream does (emptiest open claim first).
 	upstream bool
+	// minValues is the snapshot's MinValuesPolicy.
+	minValues MinValuesPolicy
 	// byPods orders the claims by their pod count, then creation, for
 	// upstream's choice.
 	byPods []int
@@ -114,7 +116,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 // emptiest claim first) or Joiner's.
 func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) *Results {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
-		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -601,7 +603,7 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 		}
 	}
 	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
-		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name}
+		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
 }
 
 // needsOwnNode: a pod with required pod anti-affinity on hostname against

@@ -149,6 +149,8 @@ type claim struct {
 	maxAlloc   vec
 	pods       []*corev1.Pod
 	ports      []hostPort
+	// minRelaxed: BestEffort lowered a minValues to what the types allow.
+	minRelaxed bool
 }
 
 func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]string) domainsOf {
@@ -176,6 +178,7 @@ type claimUpdate struct {
 	total      vec
 	candidates bitset
 	maxAlloc   vec
+	minRelaxed bool // reqs' minValues were lowered (BestEffort)
 }
 
 func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
@@ -187,6 +190,7 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 	cl.requests = u.total
 	cl.candidates = u.candidates
 	cl.maxAlloc = u.maxAlloc
+	cl.minRelaxed = cl.minRelaxed || u.minRelaxed
 	cl.pods = append(cl.pods, pod)
 	cl.ports = append(cl.ports, c.hostPorts...)
 	s.topo.record(c, cl.domains(u.reqs, s.topo.universe))
@@ -225,10 +229,11 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 		}
 		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
 	}
-	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
+	reqs, relaxed, err := checkMinValues(reqs, cand, cl.pool, s.minValues == MinValuesBestEffort)
+	if err != nil {
 		return nil, err, true
 	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc}, nil, false
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed}, nil, false
 }
 
 // joinedReqs are the claim's requirements with the class's merged in, or
@@ -316,14 +321,18 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 
 // checkMinValues: each requirement with minValues must still be spanned by
 // at least that many distinct values among the candidate instance types.
-func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) error {
+// With bestEffort one that is not is lowered to the values that remain,
+// as upstream's MinValuesPolicy BestEffort does (reqs copied; relaxed
+// says so), instead of failing.
+func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, bestEffort bool) (scheduling.Requirements, bool, error) {
 	wanted := false
 	for _, r := range reqs {
 		wanted = wanted || r.MinValues != nil
 	}
 	if !wanted {
-		return nil
+		return reqs, false, nil
 	}
+	out, relaxed := reqs, false
 	for _, k := range reqs.Keys() {
 		r := reqs[k]
 		if r.MinValues == nil {
@@ -338,11 +347,21 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) erro
 			}
 			return len(seen) < *r.MinValues
 		})
-		if len(seen) < *r.MinValues {
-			return fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+		if len(seen) >= *r.MinValues {
+			continue
 		}
+		if !bestEffort {
+			return nil, false, fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+		}
+		if !relaxed {
+			out, relaxed = reqs.Copy(), true
+		}
+		lowered := *r // requirements are shared: a new one with the lower minimum
+		n := len(seen)
+		lowered.MinValues = &n
+		out[k] = &lowered
 	}
-	return nil
+	return out, relaxed, nil
 }
 
 // newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
