@@ -86,7 +86,9 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 // upstream's (see DecisionsKarpenter), and keeps the plan that places more
 // pods, then the cheaper one, then Joiner's: so it never costs more than
 // upstream's choices on the same batch. A batch Joiner's way places whole
-// without a new node is not planned again: nothing is cheaper.
+// without a new node is not planned again: nothing is cheaper; nor is a
+// batch of alike pods free of topology (one Deployment scaling up): the
+// two ways' orders and choices come to the same there.
 //
 // When ctx ends, the pods not placed by then are unschedulable with its
 // error as the reason.
@@ -100,21 +102,23 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
 	}
 	if snap.Decisions == DecisionsKarpenter {
-		return pl.solveAs(ctx, snap, true)
-	}
-	res := pl.solveAs(ctx, snap, false)
-	if len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0 || ctx.Err() != nil {
+		res, _ := pl.solveAs(ctx, snap, true)
 		return res
 	}
-	if alt := pl.solveAs(ctx, snap, true); better(alt, res) {
+	res, alike := pl.solveAs(ctx, snap, false)
+	if alike || len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0 || ctx.Err() != nil {
+		return res
+	}
+	if alt, _ := pl.solveAs(ctx, snap, true); better(alt, res) {
 		return alt
 	}
 	return res
 }
 
 // solveAs is one plan of the batch, upstream's way (pod order, node order,
-// emptiest claim first) or Joiner's.
-func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) *Results {
+// emptiest claim first) or Joiner's; alike says every pod is of one class
+// that no topology constrains or counts.
+func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
 		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
 	if len(snap.VolumeRequirements) == 0 {
@@ -142,7 +146,8 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) *
 	} else {
 		sort.SliceStable(pods, joinerPodOrder(pods, classOf))
 	}
-	res := &Results{}
+	alike = bareAndAlike(pods, classOf)
+	res = &Results{}
 	failed := s.schedule(ctx, pods, classOf)
 	explained := map[*podClass]*PodError{}
 	for i, pod := range pods {
@@ -171,7 +176,24 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) *
 	for _, cl := range s.claims {
 		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
 	}
-	return res
+	return res, alike
+}
+
+// bareAndAlike: the pods are all of one class, which no topology group
+// constrains, counts or keeps away (so no order of them and of the nodes
+// they go to places more of them or fewer).
+func bareAndAlike(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) bool {
+	var only *podClass
+	for _, p := range pods {
+		c := classOf[p]
+		if only == nil {
+			only = c
+		}
+		if c != only {
+			return false
+		}
+	}
+	return only != nil && only.invalid == nil && len(only.owned) == 0 && len(only.matchedBy) == 0 && len(only.antiMatchedBy) == 0
 }
 
 // schedule places the pods in order, as upstream does: a pod that fits
