@@ -264,3 +264,37 @@ func TestMinValuesPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestStaticNodePools: as upstream, a NodePool with replicas is never
+// launched for pending pods (the next pool is), its nodes still take pods,
+// and its offerings are no spread domains.
+func TestStaticNodePools(t *testing.T) {
+	static := pool("static", weight(50), requirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-c"))
+	static.Spec.Replicas = ptrTo[int64](2)
+	dynamic := pool("dynamic", requirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-a", "zone-b"))
+	web := func() *corev1.Pod { return pod("1", "1Gi", label("app", "web"), spread(v1.LabelZone, 1)) }
+
+	res := solve(t, []*v1.NodePool{static, dynamic}, standardTypes(), times(4, web))
+	requireAllPlaced(t, res)
+	for _, nc := range res.NewNodeClaims {
+		if nc.NodePool.Name != "dynamic" {
+			t.Errorf("a claim of NodePool %s", nc.NodePool.Name)
+		}
+	}
+	if got := zoneCounts(res); got != "zone-a=2 zone-b=2" {
+		t.Errorf("zones %s, want zone-a=2 zone-b=2 (the static pool's zone-c is no domain)", got)
+	}
+
+	res = solve(t, []*v1.NodePool{static}, standardTypes(), []*corev1.Pod{pod("1", "1Gi")})
+	if len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, StaticReasonPrefix+" (replicas 2)") {
+		t.Fatalf("only a static pool: want the pod pending for it, got %+v", res.Unschedulable)
+	}
+
+	node := readyNode("static-1", "zone-c", 4)
+	node.NodePool = "static"
+	res = solve(t, []*v1.NodePool{static}, standardTypes(), []*corev1.Pod{pod("1", "1Gi")}, func(s *Snapshot) { s.Nodes = []*Node{node} })
+	requireAllPlaced(t, res)
+	if len(res.ExistingNodes) != 1 || len(res.NewNodeClaims) != 0 {
+		t.Errorf("the static pool's node takes the pod: %d existing, %d new", len(res.ExistingNodes), len(res.NewNodeClaims))
+	}
+}

@@ -364,9 +364,15 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, best
 	return out, relaxed, nil
 }
 
+// StaticReasonPrefix starts the reason a static NodePool gives a pod.
+const StaticReasonPrefix = "a static NodePool"
+
 // newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
 // reports why it cannot.
 func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, dryRun bool) (*claim, error) {
+	if p.np.IsStatic() {
+		return nil, fmt.Errorf("%s (replicas %d): it keeps its own nodes and launches none for pending pods", StaticReasonPrefix, *p.np.Spec.Replicas)
+	}
 	cp := s.poolCheck(c, p, pi)
 	if cp.err != nil {
 		return nil, cp.err

@@ -471,8 +471,8 @@ func contains(s []string, v string) bool {
 // offerings, capacity type reserved without a reservation) is no domain,
 // or a spread would send pods there that no node can take.
 func (t *topology) addPoolDomains(p *poolInfo) {
-	if len(p.its) == 0 {
-		return // the pool can launch nothing
+	if len(p.its) == 0 || p.np.IsStatic() {
+		return // the pool launches nothing for pods
 	}
 	typeKeys := map[string]bool{v1.LabelZone: true, v1.LabelCapacityType: true}
 	for _, it := range p.its {
