@@ -151,6 +151,16 @@ func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[stri
 			fmt.Fprintf(tw, "  %s\t%s\n", b.Node, list(b.Pods, 5))
 		}
 	}
+	for _, s := range p.Static {
+		switch {
+		case s.Launch > 0 && s.NodeClaim != nil:
+			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): launch %d\t%s\t%.4f USD/h each\n", s.NodePool, s.Replicas, s.Launch, list(s.NodeClaim.InstanceTypes, 4), s.NodeClaim.PriceUSDPerHour)
+		case s.Launch > 0:
+			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): %d short, and no instance type it allows can be launched\n", s.NodePool, s.Replicas, s.Launch)
+		default:
+			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): remove %s\n", s.NodePool, s.Replicas, strings.Join(s.Remove, ", "))
+		}
+	}
 	fmt.Fprintf(tw, "\nPods that stay pending: %d\n", len(p.Pending))
 	for _, pe := range p.Pending {
 		fmt.Fprintf(tw, "  %s\t%s\n", pe.Pod, pe.Reason)

@@ -160,3 +160,39 @@ func TestMinValuesPolicyFlag(t *testing.T) {
 		t.Errorf("an unknown policy: %v", err)
 	}
 }
+
+// TestPlanStaticNodePool: a static NodePool short of its replicas is
+// launched for in the plan, and takes none of the pending pods.
+func TestPlanStaticNodePool(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := `- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata:
+    name: fixed
+  spec:
+    replicas: 2
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`
+	text := strings.Replace(string(b), "items:\n", "items:\n"+static, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "plan", dir, "--at", "2026-11-30T20:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Static NodePool fixed (replicas 2): launch 2  m6i.large", "NodeClaims to create: 1", `NodePool "fixed": a static NodePool (replicas 2)`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}

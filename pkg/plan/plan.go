@@ -33,6 +33,20 @@ type Plan struct {
 	Pending []Pending `json:"pending"`
 	// Disruption is the next pass's decision.
 	Disruption Disruption `json:"disruption"`
+	// Static is what keeps each static NodePool at its replicas, for
+	// those not there (omitted when none).
+	Static []StaticScaling `json:"static,omitempty"`
+}
+
+// StaticScaling is a static NodePool's launches or removals.
+type StaticScaling struct {
+	NodePool string `json:"nodePool"`
+	Replicas int64  `json:"replicas"`
+	// Launch so many NodeClaims like NodeClaim.
+	Launch    int        `json:"launch,omitempty"`
+	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
+	// Remove these nodes.
+	Remove []string `json:"remove,omitempty"`
 }
 
 // NodeClaim is one NodeClaim to create.
@@ -154,6 +168,17 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	dc := c.DisruptionCluster(now, nil)
 	dc.Decisions, dc.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	d := disruption.Compute(ctx, dc, disruption.Options{})
+	for _, s := range disruption.StaticScale(dc) {
+		out := StaticScaling{NodePool: s.NodePool.Name, Replicas: *s.NodePool.Spec.Replicas, Launch: s.Launch}
+		if s.Plan != nil && s.Launch > 0 {
+			nc := nodeClaim(s.Plan)
+			out.NodeClaim = &nc
+		}
+		for _, cand := range s.Remove {
+			out.Remove = append(out.Remove, cand.Node.Name)
+		}
+		p.Static = append(p.Static, out)
+	}
 	p.Disruption = disruptionOf(d, c.NodePools, now)
 	if n := len(dc.Pending); n > 0 {
 		p.Disruption.PendingNote = fmt.Sprintf("%d pod(s) pending: every disruption simulation places them too, so no command takes away room they need", n)
