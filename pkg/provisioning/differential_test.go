@@ -26,13 +26,15 @@ import (
 // NodePool's limits bind, or pods need room beside their affinity targets,
 // a tighter packing places pods a looser one strands.
 func TestDecisionsDifferential(t *testing.T) {
+	const batches = 48
 	cheaper, more := 0, 0
-	for seed := int64(1); seed <= 48; seed++ {
+	for seed := int64(1); seed <= batches; seed++ {
 		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) {
 			b := generateBatch(rand.New(rand.NewSource(seed)))
 			joiner, karpenter := b.solve(DecisionsJoiner), b.solve(DecisionsKarpenter)
 			for d, res := range map[Decisions]*Results{DecisionsJoiner: joiner, DecisionsKarpenter: karpenter} {
 				requireEachPodOnce(t, d, b.snap.Pods, res)
+				requireFeasible(t, d, res)
 			}
 			nj, nk := len(joiner.Unschedulable), len(karpenter.Unschedulable)
 			switch jp, kp := joiner.Price(), karpenter.Price(); {
@@ -56,7 +58,7 @@ func TestDecisionsDifferential(t *testing.T) {
 			}
 		})
 	}
-	t.Logf("of 48 batches, joiner's decisions placed more pods in %d and the same pods more cheaply in %d", more, cheaper)
+	t.Logf("of %d batches, joiner's decisions placed more pods in %d and the same pods more cheaply in %d", batches, more, cheaper)
 }
 
 // limitsBind says a NodePool's limits left some pod of the plan pending.
@@ -107,6 +109,53 @@ func requireEachPodOnce(t *testing.T, d Decisions, pods []*corev1.Pod, res *Resu
 	for _, p := range pods {
 		if seen[p] != 1 {
 			t.Errorf("%s: pod %s accounted for %d times", d, p.Name, seen[p])
+		}
+	}
+}
+
+// requireFeasible: every instance type a claim lists holds its pods (the
+// cheapest with its DaemonSets too), satisfies their node selectors, and no two pods that keep
+// apart by hostname share it.
+func requireFeasible(t *testing.T, d Decisions, res *Results) {
+	t.Helper()
+	for _, nc := range res.NewNodeClaims {
+		apps := map[string]int{}
+		for _, p := range nc.Pods {
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
+				if apps[p.Labels["app"]]++; apps[p.Labels["app"]] > 1 {
+					t.Errorf("%s: claim %s holds two %s pods that keep apart by hostname", d, nc.Hostname, p.Labels["app"])
+				}
+			}
+		}
+		pods := corev1.ResourceList{}
+		for _, p := range nc.Pods {
+			for k, q := range scheduling.PodRequests(p) {
+				sum := pods[k]
+				sum.Add(q)
+				pods[k] = sum
+			}
+		}
+		for i, it := range nc.InstanceTypes {
+			asks := pods // the DaemonSets' overhead is the cheapest type's in Requests
+			if i == 0 {
+				asks = nc.Requests
+			}
+			if err := scheduling.Fits(asks, it.Allocatable()); err != nil {
+				t.Errorf("%s: claim %s on %s: %v", d, nc.Hostname, it.Name, err)
+			}
+			labels := nc.Requirements.Labels()
+			for k, r := range it.Requirements {
+				if r.Len() == 1 {
+					labels[k] = r.Values()[0]
+				}
+			}
+			for _, p := range nc.Pods {
+				for k, v := range p.Spec.NodeSelector {
+					if got, ok := labels[k]; !ok && !nc.Requirements.Get(k).Has(v) || ok && got != v {
+						t.Errorf("%s: pod %s selects %s=%s, claim %s as %s has %q", d, p.Name, k, v, nc.Hostname, it.Name, got)
+					}
+				}
+			}
 		}
 	}
 }
