@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 )
@@ -38,6 +39,12 @@ Cloud providers (--cloud-provider):
          after the simulated boot latencies, launches failing at an API error rate
          and in insufficient-capacity windows (--seed, --api-error-rate, or the
          cloud section of a scenario with --scenario DIR)
+  aws    real EC2 instances from the EC2NodeClasses (subnets, security groups,
+         AMIs, instance profile resolved into their status), launched by
+         CreateFleet; instance types and prices from EC2 and the Pricing API;
+         interruptions from an SQS queue (--interruption-queue). Credentials and
+         region from the AWS SDK's default chain (IRSA, EKS Pod Identity, …);
+         needs --cluster-name and --cluster-endpoint
 
 It provisions for pending pods (batched: --batch-idle-duration after the
 last one, --batch-max-duration at most), takes NodeClaims through Launched,
@@ -47,9 +54,11 @@ status and serves upstream Karpenter's metrics.
 
 Settings also come from the environment, as upstream Karpenter's chart sets
 them: LOG_LEVEL, BATCH_IDLE_DURATION, BATCH_MAX_DURATION, FEATURE_GATES (a
-flag given on the command line wins).`,
+flag given on the command line wins), and for aws CLUSTER_NAME,
+CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			scheme := runtime.NewScheme()
 			if err := tuning.fromEnv(cmd.Flags()); err != nil {
 				return err
 			}
@@ -65,12 +74,14 @@ flag given on the command line wins).`,
 			if err := cloud.check(); err != nil {
 				return err
 			}
+			if err := awsv1.AddToScheme(scheme); err != nil {
+				return err
+			}
 			cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(
 				&clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}, &clientcmd.ConfigOverrides{}).ClientConfig()
 			if err != nil {
 				return fmt.Errorf("--kubeconfig: %w", err)
 			}
-			scheme := runtime.NewScheme()
 			if err := clientgoscheme.AddToScheme(scheme); err != nil {
 				return err
 			}
@@ -84,11 +95,12 @@ flag given on the command line wins).`,
 			if err != nil {
 				return fmt.Errorf("connecting to the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
-			provider, err := cloud.newProvider(cmd, mgr.GetClient(), clock.RealClock{})
+			ctx := ctrl.SetupSignalHandler()
+			cmd.SetContext(ctx)
+			provider, err := cloud.newProvider(cmd, cfg, mgr.GetClient(), clock.RealClock{})
 			if err != nil {
 				return err
 			}
-			ctx := ctrl.SetupSignalHandler()
 			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
 				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot}); err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)

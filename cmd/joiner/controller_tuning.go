@@ -29,6 +29,9 @@ var tuningEnv = []struct{ flag, env string }{
 	{"batch-idle-duration", "BATCH_IDLE_DURATION"},
 	{"batch-max-duration", "BATCH_MAX_DURATION"},
 	{"feature-gates", "FEATURE_GATES"},
+	{"cluster-name", "CLUSTER_NAME"},
+	{"cluster-endpoint", "CLUSTER_ENDPOINT"},
+	{"interruption-queue", "INTERRUPTION_QUEUE"},
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).

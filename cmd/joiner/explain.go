@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,102 +10,125 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
-	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
+
+// sources is the help every explain command shares on where it reads.
+const sources = `
+The cluster comes from one of: manifest files and directories (PATH...),
+as written or as "kubectl get nodepools,nodeclaims,nodes,pods,daemonsets,pdb
+-A -o yaml" prints them; a live cluster (--kubeconfig FILE), only read; or a
+simulation (--scenario DIR, "default" for the bundled one) run up to --at,
+RFC 3339 or +DURATION from its start (default its end).`
 
 func newExplainCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "explain",
-		Short: "Why Joiner would or would not act on a pod, a NodePool or a node, from a cluster's manifests",
+		Short: "Why Joiner would or would not act on a pod, a NodePool or a node: from manifests, a live cluster or a simulation",
 	}
-	var output, at string
-	nodepool := &cobra.Command{
-		Use:   "nodepool NAME PATH...",
+	cmd.AddCommand(newExplainNodePoolCommand(), newExplainNodeCommand(), newExplainPodCommand())
+	return cmd
+}
+
+// explainFlags are every explain command's flags.
+type explainFlags struct {
+	src    clusterSource
+	output string
+}
+
+func (f *explainFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
+	f.src.register(cmd, false)
+}
+
+// read checks -o and reads the cluster.
+func (f *explainFlags) read(cmd *cobra.Command, paths []string) (*clusterInput, error) {
+	if f.output != "text" && f.output != "json" {
+		return nil, fmt.Errorf("-o %q: use text or json", f.output)
+	}
+	return f.src.read(cmd.Context(), paths)
+}
+
+func newExplainNodePoolCommand() *cobra.Command {
+	var f explainFlags
+	cmd := &cobra.Command{
+		Use:   "nodepool NAME [PATH...]",
 		Short: "A NodePool's allowed disruptions by reason now, its budget windows, and its usage against limits",
-		Long: `explain nodepool reads a cluster's manifests or "kubectl get -o yaml" output, as
-plan does, and says for the NodePool: how many of its nodes may be disrupted
+		Long: `explain nodepool says for the NodePool: how many of its nodes may be disrupted
 now for each reason and which budget decides it (and until when), when each
 scheduled budget's window next opens or closes, and what its nodes hold
-against spec.limits.`,
-		Args: cobra.MinimumNArgs(2),
+against spec.limits.
+` + sources,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			objs, now, err := explainInput(args[1:], at, output)
+			in, err := f.read(cmd, args[1:])
 			if err != nil {
 				return err
 			}
-			ex, err := plan.ExplainNodePool(objs.Cluster(nil), args[0], now)
+			ex, err := plan.ExplainNodePool(in.cluster, args[0], in.now)
 			if err != nil {
 				return err
 			}
-			if output == "json" {
+			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			writeNodePoolExplanation(cmd.OutOrStdout(), ex)
+			writeNodePoolExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
 			return nil
 		},
 	}
-	nodepool.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	nodepool.Flags().StringVar(&at, "at", "", "as of this RFC 3339 time; default now")
-	var nodeOutput, nodeAt string
-	node := &cobra.Command{
-		Use:   "node NAME PATH...",
+	f.register(cmd)
+	return cmd
+}
+
+func newExplainNodeCommand() *cobra.Command {
+	var f explainFlags
+	cmd := &cobra.Command{
+		Use:   "node NAME [PATH...]",
 		Short: "Why a node is or is not being disrupted: each method's answer, with its evidence",
-		Long: `explain node reads a cluster's manifests or "kubectl get -o yaml" output, as plan
-does, and says for the node what each disruption method makes of it, in the
+		Long: `explain node says for the node what each disruption method makes of it, in the
 order a pass tries them — expiration, emptiness, drift, consolidation (as
 single-node) — with the evidence: the do-not-disrupt pod or PDB that blocks
 it, the budget that allows none now, consolidateAfter not yet passed, no
-cheaper replacement and what the cheapest costs, or what would be done.`,
-		Args: cobra.MinimumNArgs(2),
+cheaper replacement and what the cheapest costs, or what would be done.
+` + sources,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, now, err := explainCluster(args[1:], nodeAt, nodeOutput, "")
+			in, err := f.read(cmd, args[1:])
 			if err != nil {
 				return err
 			}
-			ex, err := plan.ExplainNode(context.Background(), c, args[0], now)
+			ex, err := plan.ExplainNode(cmd.Context(), in.cluster, args[0], in.now)
 			if err != nil {
 				return err
 			}
-			if nodeOutput == "json" {
+			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			w := cmd.OutOrStdout()
-			fmt.Fprintf(w, "Node %s at %s\n", ex.Node, ex.At.Format(time.RFC3339))
-			tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-			for _, m := range ex.Methods {
-				verdict := "no"
-				if m.Acts {
-					verdict = "ACTS"
-				}
-				fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Method, verdict, m.Why)
-			}
-			return tw.Flush()
+			writeNodeExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
+			return nil
 		},
 	}
-	node.Flags().StringVarP(&nodeOutput, "output", "o", "text", "text or json")
-	node.Flags().StringVar(&nodeAt, "at", "", "as of this RFC 3339 time; default now")
-	cmd.AddCommand(nodepool, node, newExplainPodCommand())
+	f.register(cmd)
 	return cmd
 }
 
 func newExplainPodCommand() *cobra.Command {
-	var output, catalogFile string
+	var f explainFlags
 	cmd := &cobra.Command{
-		Use:   "pod [NAMESPACE/]NAME PATH...",
+		Use:   "pod [NAMESPACE/]NAME [PATH...]",
 		Short: "Where a pending pod would go, and what each NodePool makes of it",
-		Long: `explain pod reads a cluster's manifests or "kubectl get -o yaml" output, as plan
-does, and says where a provisioning pass puts the pod — a node already there
+		Long: `explain pod says where a provisioning pass puts the pod — a node already there
 or on its way, a new NodeClaim, or nowhere — and, for each NodePool in the
 order provisioning tries them (weight, then name), whether a new node of it
 could run the pod: the instance types it would get, cheapest first, and the
 price; or the first thing that stops it, with its evidence (the taint the pod
 does not tolerate, the requirement in conflict with both sides' values, the
-limit with its usage, the largest instance type with the pod's requests).`,
-		Args: cobra.MinimumNArgs(2),
+limit with its usage, the largest instance type with the pod's requests, the
+topology spread or pod (anti-)affinity it cannot meet).
+` + sources,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			c, _, err := explainCluster(args[1:], "", output, catalogFile)
+			in, err := f.read(cmd, args[1:])
 			if err != nil {
 				return err
 			}
@@ -114,51 +136,19 @@ limit with its usage, the largest instance type with the pod's requests).`,
 			if !found {
 				ns, name = "", args[0]
 			}
-			ex, err := plan.ExplainPod(context.Background(), c, ns, name)
+			ex, err := plan.ExplainPod(cmd.Context(), in.cluster, ns, name)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: %w", in.where, err)
 			}
-			if output == "json" {
+			ex.Simulator = in.gaveUp[ex.Pod]
+			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			_, err = io.WriteString(cmd.OutOrStdout(), ex.Text())
-			return err
+			return writePodExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
 		},
 	}
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "text or json")
-	cmd.Flags().StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
+	f.register(cmd)
 	return cmd
-}
-
-// explainInput checks an explain command's flags and loads its paths.
-func explainInput(paths []string, at, output string) (*plan.Objects, time.Time, error) {
-	now, err := planTime(at)
-	if err != nil {
-		return nil, now, err
-	}
-	if output != "text" && output != "json" {
-		return nil, now, fmt.Errorf("-o %q: use text or json", output)
-	}
-	objs, err := plan.Load(paths)
-	return objs, now, err
-}
-
-// explainCluster is explainInput's cluster with the catalog's instance
-// types for its region.
-func explainCluster(paths []string, at, output, catalogFile string) (*state.Cluster, time.Time, error) {
-	objs, now, err := explainInput(paths, at, output)
-	if err != nil {
-		return nil, now, err
-	}
-	cat, err := loadCatalog(catalogFile)
-	if err != nil {
-		return nil, now, err
-	}
-	its, _, err := cat.InstanceTypes(catalog.Options{Region: objs.Region()})
-	if err != nil {
-		return nil, now, err
-	}
-	return objs.Cluster(its), now, nil
 }
 
 // writeJSON writes v as indented JSON.
@@ -180,10 +170,54 @@ func planTime(at string) (time.Time, error) {
 	return t, nil
 }
 
-func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation) {
+func writePodExplanation(w io.Writer, e *plan.PodExplanation, pal palette) error {
+	fmt.Fprintf(w, "Pod %s (requests %s)\n", pal.head(e.Pod), e.SortedRequests())
+	fmt.Fprintf(w, "Goes to        %s\n", e.Result)
+	if e.Simulator != "" {
+		fmt.Fprintf(w, "Simulator      %s\n", e.Simulator)
+	}
+	if len(e.Pools) == 0 {
+		return nil
+	}
+	fmt.Fprintln(w, "NodePools, in the order provisioning tries them:")
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, v := range e.Pools {
+		if !v.CanRun {
+			fmt.Fprintf(tw, "  %s\tweight %d\t%s\t%s\n", v.NodePool, v.Weight, pal.bad("no"), v.Why)
+			continue
+		}
+		nc := v.NodeClaim
+		types := nc.InstanceTypes
+		more := ""
+		if len(types) > 5 {
+			types, more = types[:5], fmt.Sprintf(" and %d more", len(nc.InstanceTypes)-5)
+		}
+		fmt.Fprintf(tw, "  %s\tweight %d\t%s\ton %s%s, from $%.4f/h\n", v.NodePool, v.Weight, pal.good("yes"), strings.Join(types, ", "), more, nc.PriceUSDPerHour)
+	}
+	return tw.Flush()
+}
+
+func writeNodeExplanation(w io.Writer, ex *plan.NodeExplanation, pal palette) {
+	fmt.Fprintf(w, "Node %s at %s\n", pal.head(ex.Node), ex.At.Format(time.RFC3339))
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+	for _, m := range ex.Methods {
+		verdict := pal.bad("no")
+		if m.Acts {
+			verdict = pal.good("ACTS")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", m.Method, verdict, m.Why)
+	}
+	_ = tw.Flush()
+}
+
+func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation, pal palette) {
 	const when = "Mon 15:04 MST"
-	fmt.Fprintf(w, "NodePool %s at %s\n", ex.NodePool, ex.At.Format(time.RFC3339))
-	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready)\n", ex.Nodes, ex.Initialized, ex.Disrupting)
+	fmt.Fprintf(w, "NodePool %s at %s\n", pal.head(ex.NodePool), ex.At.Format(time.RFC3339))
+	disrupting := ""
+	if len(ex.DisruptingNodes) > 0 {
+		disrupting = ": " + list(ex.DisruptingNodes, 5)
+	}
+	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready%s)\n", ex.Nodes, ex.Initialized, ex.Disrupting, disrupting)
 	for i, b := range ex.Allowed {
 		label := "               "
 		if i == 0 {
@@ -217,7 +251,7 @@ func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation) {
 	for _, u := range ex.Usage {
 		s := fmt.Sprintf("%s %s of %s", u.Resource, u.Used, u.Limit)
 		if u.AtLimit {
-			s += " (at the limit: no new node launches)"
+			s += pal.bad(" (at the limit: no new node launches)")
 		}
 		us = append(us, s)
 	}

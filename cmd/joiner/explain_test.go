@@ -132,9 +132,9 @@ func TestExplainPod(t *testing.T) {
 	}{
 		{"ml/train-1", []string{"Pod ml/train-1 (requests cpu 4, memory 16Gi, nvidia.com/gpu 1, pods 1)",
 			"Goes to        stays pending: ",
-			"general (weight 0): no — no instance type is large enough: the pod needs 1 nvidia.com/gpu, the largest compatible type, r8ib.96xlarge, has 0 allocatable"}},
+			"  general  weight 0  no  no instance type is large enough: the pod needs 1 nvidia.com/gpu, the largest compatible type, r8ib.96xlarge, has 0 allocatable"}},
 		{"jobs/batch-1", []string{"Goes to        a new NodeClaim of NodePool general (with 1 pending pod(s) in all)",
-			"general (weight 0): can run it on c6a.2xlarge, c7i-flex.2xlarge, c6i.2xlarge, m6a.2xlarge, c8i-flex.2xlarge and 233 more, from $0.3060/h"}},
+			"  general  weight 0  yes  on c6a.2xlarge, c7i-flex.2xlarge, c6i.2xlarge, m6a.2xlarge, c8i-flex.2xlarge and 233 more, from $0.3060/h"}},
 		{"shop/web-2", []string{"Goes to        fits node ip-10-0-1-23.ec2.internal, which is there or on its way: no new node"}},
 		{"shop/web-1", []string{"Goes to        bound to node ip-10-0-1-23.ec2.internal: nothing to provision"}},
 	} {
@@ -148,7 +148,7 @@ func TestExplainPod(t *testing.T) {
 			}
 		}
 	}
-	if _, err := run(t, "explain", "pod", "shop/nope", planExample); err == nil || !strings.Contains(err.Error(), "pod shop/nope is not in the manifests") {
+	if _, err := run(t, "explain", "pod", "shop/nope", planExample); err == nil || !strings.Contains(err.Error(), "the manifests: pod shop/nope is not there (4 pods are; pending: jobs/batch-1, ml/train-1, shop/web-2)") {
 		t.Errorf("an unknown pod: %v", err)
 	}
 	js, err := run(t, "explain", "pod", "jobs/batch-1", planExample, "-o", "json")
@@ -161,5 +161,54 @@ func TestExplainPod(t *testing.T) {
 	}
 	if ex.NodeClaim == nil || ex.NodeClaim.NodePool != "general" || len(ex.Pools) != 1 || !ex.Pools[0].CanRun {
 		t.Errorf("json: %+v", ex)
+	}
+}
+
+// TestExplainScenario: explain and plan over the bundled scenario run to a
+// moment: a node that survives the run, named with what holds it; and the
+// source flags' mistakes, each answered with what to write.
+func TestExplainScenario(t *testing.T) {
+	out, err := run(t, "explain", "node", "general-00031", "--scenario", "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Node general-00031 at 2026-12-01T00:00:00Z",
+		"single-node consolidation  no  no cheaper replacement: the cheapest type that holds its pods is m6i.xlarge at 0.1920 USD/h, against 0.1920 USD/h now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("explain node at the end of the run lacks %q:\n%s", want, out)
+		}
+	}
+	// Half a minute after the AMI change: one general node drains, so the
+	// drift budget of 10 % (one node) allows no other.
+	out, err = run(t, "explain", "node", "general-00005", "--scenario", "default", "--at", "+10h00m30s")
+	if want := `drift                      no  drifted (node class: AMIDrift), but NodePool general's budget allows no Drifted disruption now: ` +
+		`budgets[0] (nodes 10%, reasons Drifted, from "0 9 * * mon-fri" for 8h0m0s), until Mon 17:00 UTC, ` +
+		`which allows 1 of the pool's 4 initialized node(s) at once, and general-00004 is being disrupted or not Ready`; err != nil || !strings.Contains(out, want) {
+		t.Errorf("explain node during drift: %v, want %q:\n%s", err, want, out)
+	}
+	out, err = run(t, "explain", "nodepool", "general", "--scenario", "default", "--at", "+10h00m30s")
+	if want := "Nodes          5 (4 initialized, 1 of them disrupting or not Ready: general-00004)"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("explain nodepool during drift: %v, want %q:\n%s", err, want, out)
+	}
+	out, err = run(t, "plan", "--scenario", "default", "--at", "+10h15m")
+	if err != nil || !strings.Contains(out, "Plan of the simulation of scenario default (bundled) at 2026-11-30T10:15:00Z") ||
+		!strings.Contains(out, "general-00028  NodePool general's budget allows 1 Underutilized disruption(s) at once: budgets[2] (nodes 20%), too few to consolidate it together with other nodes") {
+		t.Errorf("plan at 10:15: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan"}, "say where the cluster is: manifest files or directories, --kubeconfig FILE"},
+		{[]string{"plan", planExample, "--scenario", "default"}, "say where the cluster is"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+25h"}, "--at: 2026-12-01T01:00:00Z is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+ten"}, `--at "+ten"`},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--catalog", "c.json"}, "--catalog, --region and --zones do not go with --scenario"},
+		{[]string{"explain", "pod", "x", "--scenario", "default", "--at", "+1h"}, "the simulation of scenario default (bundled): pod default/x is not there ("},
+		{[]string{"explain", "node", "x", "--kubeconfig", "/nonexistent/kubeconfig"}, "--kubeconfig: "},
+	} {
+		if _, err := run(t, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
 	}
 }

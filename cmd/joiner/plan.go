@@ -1,8 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -16,36 +14,30 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
-	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 func newPlanCommand() *cobra.Command {
-	var output, catalogFile, region, at, decisions, minValuesPolicy string
-	var zones []string
+	var output, decisions, minValuesPolicy string
+	var src clusterSource
 	cmd := &cobra.Command{
-		Use:   "plan PATH...",
-		Short: "What Joiner would do next to a cluster, as a dry run over its manifests",
-		Long: `plan runs one provisioning pass and one disruption pass over the cluster the
-files and directories describe — NodePools, EC2NodeClasses, NodeClaims, Nodes,
-Pods, DaemonSets and PodDisruptionBudgets, as written or as
-"kubectl get nodepools,nodeclaims,nodes,pods,daemonsets,pdb -A -o yaml" prints
-them — with the instance types of the EC2 catalog (embedded, or --catalog),
-and prints what it would do: the NodeClaims it would create (pool, instance
-types cheapest first, zone, capacity type, price, pods), pending pods that
-fit a node already there or on its way, pods no NodePool can take with the
-reason per NodePool, and the disruption commands of the next pass with the
-budget that allows them and the nodes held back and why. It changes nothing.
+		Use:   "plan [PATH...]",
+		Short: "What Joiner would do next to a cluster, as a dry run over its manifests, the live cluster or a simulation",
+		Long: `plan runs one provisioning pass and one disruption pass over the cluster —
+NodePools, EC2NodeClasses, NodeClaims, Nodes, Pods, DaemonSets and
+PodDisruptionBudgets — with the instance types of the EC2 catalog (embedded,
+or --catalog), and prints what it would do: the NodeClaims it would create
+(pool, instance types cheapest first, zone, capacity type, price, pods),
+pending pods that fit a node already there or on its way, pods no NodePool
+can take with the reason per NodePool, and the disruption commands of the
+next pass with the budget that allows them and the nodes held back and why.
+It changes nothing.
+` + sources + `
 
 Pods with no PodScheduled condition (never seen by a scheduler) count as
 pending, like those kube-scheduler marked unschedulable; pods nominated to a
 node are left to kube-scheduler's preemption. Spot prices in the embedded
 catalog are synthetic.`,
-		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			now, err := planTime(at)
-			if err != nil {
-				return err
-			}
 			switch output {
 			case "table", "json", "yaml":
 			default:
@@ -55,48 +47,24 @@ catalog are synthetic.`,
 			if err != nil {
 				return err
 			}
-			return runPlan(cmd.OutOrStdout(), args, planOptions{output: output, catalog: catalogFile, region: region, zones: zones, now: now, choices: c})
+			in, err := src.read(cmd.Context(), args)
+			if err != nil {
+				return err
+			}
+			p := plan.Run(cmd.Context(), in.cluster, in.now, plan.Options{Decisions: c.decisions, MinValuesPolicy: c.minValues})
+			return writePlanAs(cmd.OutOrStdout(), p, in, output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
-	cmd.Flags().StringVar(&catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
-	cmd.Flags().StringVar(&region, "region", "", "the cluster's region (default: the nodes' topology.kubernetes.io/region, else us-east-1)")
-	cmd.Flags().StringSliceVar(&zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
-	cmd.Flags().StringVar(&at, "at", "", "plan as of this RFC 3339 time (budget windows, consolidateAfter, expiry); default now")
-	cmd.Flags().StringVar(&decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
-	cmd.Flags().StringVar(&minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
+	src.register(cmd, true)
+	registerChoices(cmd, &decisions, &minValuesPolicy)
 	return cmd
 }
 
-type planOptions struct {
-	output, catalog, region string
-	zones                   []string
-	now                     time.Time
-	choices                 choices
-}
-
-func runPlan(w io.Writer, paths []string, opts planOptions) error {
-	objs, err := plan.Load(paths)
-	if err != nil {
-		return err
-	}
-	cat, err := loadCatalog(opts.catalog)
-	if err != nil {
-		return err
-	}
-	if opts.region == "" {
-		opts.region = objs.Region()
-	}
-	its, assumptions, err := cat.InstanceTypes(catalog.Options{Region: opts.region, Zones: opts.zones})
-	if err != nil {
-		return fmt.Errorf("--region/--zones: %w", err)
-	}
-	p := plan.Run(context.Background(), objs.Cluster(its), opts.now, plan.Options{Decisions: opts.choices.decisions, MinValuesPolicy: opts.choices.minValues})
-	switch opts.output {
+func writePlanAs(w io.Writer, p *plan.Plan, in *clusterInput, output string) error {
+	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(p)
+		return writeJSON(w, p)
 	case "yaml":
 		b, err := yaml.Marshal(p)
 		if err != nil {
@@ -105,7 +73,7 @@ func runPlan(w io.Writer, paths []string, opts planOptions) error {
 		_, err = w.Write(b)
 		return err
 	}
-	writePlan(w, p, assumptions, objs.Skipped)
+	writePlan(w, p, in, paletteFor(w))
 	return nil
 }
 
@@ -121,24 +89,32 @@ func loadCatalog(file string) (*catalog.Catalog, error) {
 }
 
 // writePlan prints the plan for people: one aligned section each.
-func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[string]int) {
-	fmt.Fprintf(w, "Plan at %s (a dry run: nothing is changed)\n", p.At.Format(time.RFC3339))
+func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
+	fmt.Fprintf(w, "Plan of %s at %s (a dry run: nothing is changed)\n", in.where, p.At.Format(time.RFC3339))
 	if p.Decisions != "" {
 		fmt.Fprintf(w, "note: decisions %s: upstream Karpenter's choices, to predict what it will do\n", p.Decisions)
 	}
-	for _, a := range assumptions {
-		fmt.Fprintf(w, "note: catalog: %s\n", a)
+	for _, a := range in.notes {
+		fmt.Fprintf(w, "note: %s\n", a)
 	}
-	if len(skipped) > 0 {
+	if len(in.skipped) > 0 {
 		var kinds []string
-		for k, n := range skipped {
+		for k, n := range in.skipped {
 			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
 		}
 		sort.Strings(kinds)
 		fmt.Fprintf(w, "note: not read (a plan has no use for them): %s\n", strings.Join(kinds, ", "))
 	}
+	if len(in.gaveUp) > 0 {
+		pods := make([]string, 0, len(in.gaveUp))
+		for p := range in.gaveUp {
+			pods = append(pods, p)
+		}
+		sort.Strings(pods)
+		fmt.Fprintf(w, "note: the simulator launches no more nodes for %d pod(s) that never bound to those launched for them: %s (joiner explain pod says why)\n", len(pods), list(pods, 5))
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nNodeClaims to create: %d\n", len(p.NodeClaims))
+	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("NodeClaims to create: %d", len(p.NodeClaims))))
 	if len(p.NodeClaims) > 0 {
 		fmt.Fprintln(tw, "  NODEPOOL\tINSTANCE TYPES (cheapest first)\tZONE\tCAPACITY\tUSD/H\tPODS")
 		for _, nc := range p.NodeClaims {
@@ -146,28 +122,30 @@ func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[stri
 		}
 	}
 	if len(p.Bindings) > 0 {
-		fmt.Fprintf(tw, "\nPending pods that fit a node already there or on its way: %d\n", podCount(p.Bindings))
+		fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Pending pods that fit a node already there or on its way: %d", podCount(p.Bindings))))
 		for _, b := range p.Bindings {
 			fmt.Fprintf(tw, "  %s\t%s\n", b.Node, list(b.Pods, 5))
 		}
 	}
 	for _, s := range p.Static {
+		var what string
 		switch {
 		case s.Launch > 0 && s.NodeClaim != nil:
-			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): launch %d\t%s\t%.4f USD/h each\n", s.NodePool, s.Replicas, s.Launch, list(s.NodeClaim.InstanceTypes, 4), s.NodeClaim.PriceUSDPerHour)
+			what = fmt.Sprintf("launch %d\t%s\t%.4f USD/h each", s.Launch, list(s.NodeClaim.InstanceTypes, 4), s.NodeClaim.PriceUSDPerHour)
 		case s.Launch > 0:
-			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): %d short, and no instance type it allows can be launched\n", s.NodePool, s.Replicas, s.Launch)
+			what = fmt.Sprintf("%d short, and no instance type it allows can be launched", s.Launch)
 		default:
-			fmt.Fprintf(tw, "\nStatic NodePool %s (replicas %d): remove %s\n", s.NodePool, s.Replicas, strings.Join(s.Remove, ", "))
+			what = "remove " + strings.Join(s.Remove, ", ")
 		}
+		fmt.Fprintf(tw, "\n%s: %s\n", pal.head(fmt.Sprintf("Static NodePool %s (replicas %d)", s.NodePool, s.Replicas)), what)
 	}
-	fmt.Fprintf(tw, "\nPods that stay pending: %d\n", len(p.Pending))
+	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Pods that stay pending: %d", len(p.Pending))))
 	for _, pe := range p.Pending {
 		fmt.Fprintf(tw, "  %s\t%s\n", pe.Pod, pe.Reason)
 	}
 	_ = tw.Flush()
 	d := p.Disruption
-	fmt.Fprintf(w, "\nDisruption, next pass: %d command(s)\n", len(d.Commands))
+	fmt.Fprintf(w, "\n%s\n", pal.head(fmt.Sprintf("Disruption, next pass: %d command(s)", len(d.Commands))))
 	for _, c := range d.Commands {
 		fmt.Fprintf(w, "  %s (%s): %s, saves %.4f USD/h\n", c.Method, c.Reason, strings.Join(c.Nodes, ", "), c.SavingsUSDPerHour)
 		for _, r := range c.Replacements {
@@ -199,7 +177,7 @@ func writePlan(w io.Writer, p *plan.Plan, assumptions []string, skipped map[stri
 	}
 	if len(d.Blocked) > 0 {
 		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-		fmt.Fprintf(tw, "\nNodes held back: %d\n", len(d.Blocked))
+		fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Nodes held back: %d", len(d.Blocked))))
 		for _, b := range d.Blocked {
 			fmt.Fprintf(tw, "  %s\t%s\n", b.Node, b.Reason)
 		}

@@ -20,7 +20,7 @@ func TestPlanExample(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"Plan at 2026-11-30T20:00:00Z (a dry run: nothing is changed)",
+		"Plan of the manifests at 2026-11-30T20:00:00Z (a dry run: nothing is changed)",
 		"NodeClaims to create: 1", "us-east-1b  on-demand", "jobs/batch-1",
 		"Pending pods that fit a node already there or on its way: 1", "ip-10-0-1-23.ec2.internal  shop/web-2",
 		"Pods that stay pending: 1", `ml/train-1  NodePool "general": no instance type is large enough: the pod needs 1 nvidia.com/gpu`,

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,36 +24,44 @@ type cloudFlags struct {
 	zones                                   []string
 	seed                                    int64
 	apiErrorRate                            float64
+	aws                                     awsFlags
 }
 
 func (f *cloudFlags) register(cmd *cobra.Command) {
 	fl := cmd.Flags()
-	fl.StringVar(&f.provider, "cloud-provider", "kwok", "where instances come from: kwok, sim")
+	fl.StringVar(&f.provider, "cloud-provider", "kwok", "where instances come from: kwok, sim, aws")
 	fl.StringVar(&f.catalogFile, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one")
 	fl.StringVar(&f.region, "region", "", "the cluster's region (default us-east-1)")
 	fl.StringSliceVar(&f.zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
 	fl.StringVar(&f.scenario, "scenario", "", "sim: take the cloud from this scenario directory's scenario.yaml (seed, region, zones, catalog, faults: latencies, API error rate, never-register rate, insufficient-capacity windows from the controller's start)")
 	fl.Int64Var(&f.seed, "seed", 1, "sim: the seed of the simulated cloud's boot latencies and API errors")
 	fl.Float64Var(&f.apiErrorRate, "api-error-rate", 0, "sim: the share of launch calls that fail outright")
+	f.aws.register(cmd)
 }
 
 // check says what is wrong with the flags before anything connects.
 func (f *cloudFlags) check() error {
 	switch {
-	case f.provider != "kwok" && f.provider != "sim":
-		return fmt.Errorf("--cloud-provider %q: the providers are kwok and sim (aws is still to come)", f.provider)
+	case f.provider != "kwok" && f.provider != "sim" && f.provider != "aws":
+		return fmt.Errorf("--cloud-provider %q: the providers are kwok, sim and aws", f.provider)
 	case f.provider != "sim" && f.scenario != "":
 		return fmt.Errorf("--scenario is for --cloud-provider sim")
+	case f.provider == "aws" && (f.catalogFile != "" || len(f.zones) > 0):
+		return fmt.Errorf("--catalog and --zones are for kwok and sim: with aws, instance types and prices come from EC2 and the Pricing API (the embedded catalog when they cannot be reached), and zones from the EC2NodeClass's subnets")
+	case f.provider == "aws":
+		return f.aws.check()
 	}
 	return nil
 }
 
 // newProvider builds the provider the flags name, launching through c.
-func (f *cloudFlags) newProvider(cmd *cobra.Command, c client.Client, clk clock.WithDelayedExecution) (cloudprovider.CloudProvider, error) {
+func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.Client, clk clock.WithTickerAndDelayedExecution) (cloudprovider.CloudProvider, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
 	switch f.provider {
+	case "aws":
+		return newAWSProvider(cmd.Context(), &f.aws, f.region, cfg, c, clk)
 	case "kwok":
 		types, err := f.instanceTypes(f.region, f.zones, f.catalogFile)
 		if err != nil {

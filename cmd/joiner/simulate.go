@@ -4,15 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
-	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
@@ -78,8 +75,7 @@ Karpenter course over one simulated Monday.`,
 	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
 	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-	cmd.Flags().StringVar(&decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
-	cmd.Flags().StringVar(&minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
+	registerChoices(cmd, &decisions, &minValuesPolicy)
 	return cmd
 }
 
@@ -89,6 +85,12 @@ const (
 	decisionsHelp = "whose choices to make where Joiner and Karpenter differ: joiner (never dearer than Karpenter's on a batch) or karpenter (upstream's, to predict what Karpenter will do)"
 	minValuesHelp = "upstream's MIN_VALUES_POLICY: Strict (a NodePool whose minValues a claim cannot keep leaves the pod to the next) or BestEffort (the minimum is lowered and the NodeClaim marked)"
 )
+
+// registerChoices adds --decisions and --min-values-policy.
+func registerChoices(cmd *cobra.Command, decisions, minValuesPolicy *string) {
+	cmd.Flags().StringVar(decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
+	cmd.Flags().StringVar(minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
+}
 
 // choices are the engine's options the flags set.
 type choices struct {
@@ -109,23 +111,13 @@ func parseChoices(decisions, minValuesPolicy string) (choices, error) {
 }
 
 func runScenario(args []string, c choices, quiet bool, progressOut io.Writer) (*sim.Report, error) {
-	var fsys fs.FS
-	var dir, name string
-	if len(args) == 0 {
-		fsys, dir, name = examples.Scenarios, "scenarios/default", "default (bundled)"
-	} else {
-		abs, err := filepath.Abs(args[0])
-		if err != nil {
-			return nil, err
-		}
-		st, err := os.Stat(abs)
-		if err != nil {
-			return nil, fmt.Errorf("scenario: %w", err)
-		}
-		if !st.IsDir() {
-			return nil, fmt.Errorf("scenario %s is not a directory: give the directory holding the manifests and scenario.yaml", args[0])
-		}
-		fsys, dir, name = os.DirFS(abs), ".", args[0]
+	arg := ""
+	if len(args) > 0 {
+		arg = args[0]
+	}
+	fsys, dir, name, err := scenarioFS(arg)
+	if err != nil {
+		return nil, err
 	}
 	in, err := sim.Load(fsys, dir, name)
 	if err != nil {

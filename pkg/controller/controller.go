@@ -91,6 +91,8 @@ type Controller struct {
 	plan      *provisioning.Planner
 	planAt    uint64
 	gauges    gauges
+	// launches are the instances launched whose claim has not recorded them.
+	launches launchCache
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +63,17 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 // offering the claim is deleted, as upstream: the provider remembers the
 // shortage and the next provisioning pass plans around it.
 func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	launched, err := c.cloud.Create(ctx, nc)
+	// A launch whose result could not be written (a conflict with a stale
+	// cache, say) is not launched again when the claim is retried: the
+	// instance exists. Upstream keeps the same cache, by claim UID.
+	now := c.opts.Clock.Now()
+	launched, err := c.launches.get(nc.UID), error(nil)
+	if launched == nil {
+		launched, err = c.cloud.Create(ctx, nc)
+		if err == nil {
+			c.launches.put(nc.UID, launched, now)
+		}
+	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
 		nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "insufficient_capacity", nc.Labels[v1.LabelCapacityType]).Inc()
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
@@ -88,6 +99,44 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.Allocatable = launched.Status.Allocatable
 	c.setCondition(nc, v1.ConditionLaunched, "Launched", "")
 	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+}
+
+// launchCacheTTL is how long a launch is remembered: a claim records it
+// long before, but the informer's copy of the claim may lag behind the
+// write, and a reconcile of that copy must not launch again.
+const launchCacheTTL = 10 * time.Minute
+
+// launchCache remembers what was launched for a claim (by UID) for
+// launchCacheTTL. It is safe for concurrent use.
+type launchCache struct {
+	mu sync.Mutex
+	m  map[types.UID]launchEntry
+}
+
+type launchEntry struct {
+	claim *v1.NodeClaim
+	at    time.Time
+}
+
+func (l *launchCache) get(uid types.UID) *v1.NodeClaim {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[uid].claim
+}
+
+// put remembers a launch made at now, and forgets those older than the TTL.
+func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.m == nil {
+		l.m = map[types.UID]launchEntry{}
+	}
+	for k, e := range l.m {
+		if now.Sub(e.at) > launchCacheTTL {
+			delete(l.m, k)
+		}
+	}
+	l.m[uid] = launchEntry{nc, now}
 }
 
 // register finds the claim's Node by providerID and makes it the claim's:

@@ -23,6 +23,8 @@ type NodePoolExplanation struct {
 	Nodes       int `json:"nodes"`
 	Initialized int `json:"initialized"`
 	Disrupting  int `json:"disrupting"`
+	// DisruptingNodes names them.
+	DisruptingNodes []string `json:"disruptingNodes"`
 	// Allowed disruptions by reason now, with the binding budget.
 	Allowed []Budget `json:"allowed"`
 	// Windows of the budgets with a schedule: open now or not, and when
@@ -61,7 +63,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 	if np == nil {
 		return nil, fmt.Errorf("no NodePool %q here (there are: %v)", name, names)
 	}
-	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}}
+	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}, DisruptingNodes: []string{}}
 	used := corev1.ResourceList{}
 	for _, n := range c.StateNodes() {
 		if n.NodePool() != name {
@@ -79,6 +81,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		out.Initialized++
 		if n.Disrupting() || !n.Ready() {
 			out.Disrupting++
+			out.DisruptingNodes = append(out.DisruptingNodes, n.Name())
 		}
 	}
 	for _, a := range disruption.AllowedByReason(np, disruption.PoolNodes{Total: out.Initialized, Disrupting: out.Disrupting}, now) {
@@ -111,6 +114,15 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 	return out, nil
 }
 
+// poolNodes counts the pool's nodes as its budgets do.
+func poolNodes(c *state.Cluster, pool string, now time.Time) disruption.PoolNodes {
+	ex, err := ExplainNodePool(c, pool, now)
+	if err != nil {
+		return disruption.PoolNodes{}
+	}
+	return disruption.PoolNodes{Total: ex.Initialized, Disrupting: ex.Disrupting}
+}
+
 // NodeExplanation is what each disruption method makes of a node now.
 type NodeExplanation struct {
 	Node    string    `json:"node"`
@@ -128,25 +140,28 @@ type Method struct {
 // ExplainNode explains the named node at now, through the same checks a
 // disruption pass makes.
 func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
-	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, nil), name, disruption.Options{})
+	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, c.Drifted), name, disruption.Options{})
 	if err != nil {
 		return nil, err
 	}
 	out := &NodeExplanation{Node: name, At: now.UTC(), Methods: []Method{}}
-	var pool *NodePoolExplanation
+	var np *v1.NodePool
 	for _, n := range c.StateNodes() {
 		if n.Name() == name {
-			pool, _ = ExplainNodePool(c, n.NodePool(), now)
+			for _, p := range c.NodePools {
+				if p.Name == n.NodePool() {
+					np = p
+				}
+			}
 		}
 	}
 	for _, a := range answers {
 		m := Method{Method: string(a.Method), Acts: a.Acts, Why: a.Why}
-		if a.ByBudget != "" && pool != nil {
-			for _, b := range pool.Allowed {
-				if b.Reason == string(a.ByBudget) {
-					m.Why += b.detail()
-				}
-			}
+		if a.ByBudget != "" && np != nil {
+			m.Why += heldDetail(c, np, disruption.Allowed(np, a.ByBudget, poolNodes(c, np.Name, now), now), now)
+		}
+		if a.Method == disruption.MethodDrift && !a.Acts && c.Drifted == nil {
+			m.Why += " (NodePool drift only: without the cloud provider to ask, node-class drift such as a new AMI is not checked)"
 		}
 		out.Methods = append(out.Methods, m)
 	}

@@ -7,7 +7,10 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -24,8 +27,11 @@ type PodExplanation struct {
 	// NodeClaim is the claim it goes on (nil when none).
 	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
 	// Node is the node (or in-flight claim) it goes to or is bound to.
-	Node  string        `json:"node,omitempty"`
-	Pools []PoolVerdict `json:"nodePools"`
+	Node string `json:"node,omitempty"`
+	// Simulator says what the simulator did that provisioning would not
+	// (it gave up launching nodes for the pod), "" for none.
+	Simulator string        `json:"simulator,omitempty"`
+	Pools     []PoolVerdict `json:"nodePools"`
 }
 
 // PoolVerdict is one NodePool's answer: a new node of it can run the pod
@@ -52,7 +58,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		}
 	}
 	if pod == nil {
-		return nil, fmt.Errorf("pod %s/%s is not in the manifests (%d pods are)", namespace, name, len(c.Pods))
+		return nil, fmt.Errorf("pod %s/%s is not there (%d pods are%s)", namespace, name, len(c.Pods), pendingHint(c))
 	}
 	out := &PodExplanation{Pod: namespace + "/" + name, Requests: map[string]string{}, Pools: []PoolVerdict{}}
 	for r, q := range scheduling.PodRequests(pod) {
@@ -80,11 +86,20 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	case ex.Claim != nil:
 		nc := nodeClaim(ex.Claim)
 		out.NodeClaim, out.Result = &nc, fmt.Sprintf("a new NodeClaim of NodePool %s (with %d pending pod(s) in all)", nc.NodePool, len(nc.Pods))
+	case ex.Error != nil && sameVerdicts(ex):
+		out.Result = "stays pending: no NodePool can run it"
 	case ex.Error != nil:
 		out.Result = "stays pending: " + ex.Error.Reason
 	}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range c.NodePools {
+		pools[np.Name] = np
+	}
 	for _, v := range ex.Pools {
 		pv := PoolVerdict{NodePool: v.NodePool, Weight: v.Weight, CanRun: v.Plan != nil, Why: v.Reason}
+		if strings.HasPrefix(v.Reason, "cannot satisfy ") || strings.Contains(v.Reason, "anti-affinity against this pod") {
+			pv.Why += topologyEvidence(c, pending, pools[v.NodePool])
+		}
 		if v.Plan != nil {
 			nc := nodeClaim(v.Plan)
 			pv.NodeClaim = &nc
@@ -92,6 +107,132 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		out.Pools = append(out.Pools, pv)
 	}
 	return out, nil
+}
+
+// sameVerdicts: the pass left the pod pending for the reasons each pool
+// gives it alone, so the pools' verdicts say it all. (With other pending
+// pods in the pass a pool may refuse it for another reason — a limit they
+// used up — and then the pass's reason is worth its own line.)
+func sameVerdicts(ex *provisioning.Explanation) bool {
+	if len(ex.Pools) == 0 || len(ex.Error.ByNodePool) != len(ex.Pools) {
+		return false
+	}
+	for _, v := range ex.Pools {
+		if v.Plan != nil || ex.Error.ByNodePool[v.NodePool] != v.Reason {
+			return false
+		}
+	}
+	return true
+}
+
+// topologyEvidence says where the pods the pod's required topology terms
+// select run, per domain of each term's key, and which domains of the key
+// the NodePool allows: "; pods matching app=db by
+// topology.kubernetes.io/zone: us-east-1a 1 (default/db-0); NodePool
+// general allows topology.kubernetes.io/zone In [us-east-1a]". Pods that
+// have not been placed count nowhere.
+func topologyEvidence(c *state.Cluster, pod *corev1.Pod, np *v1.NodePool) string {
+	type term struct {
+		key      string
+		selector *metav1.LabelSelector
+	}
+	var terms []term
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
+			}
+		}
+	}
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			terms = append(terms, term{tsc.TopologyKey, tsc.LabelSelector})
+		}
+	}
+	labelsOf := map[string]map[string]string{}
+	for _, n := range c.StateNodes() {
+		labelsOf[n.Name()] = n.Labels()
+	}
+	var out []string
+	for _, t := range terms {
+		sel, err := metav1.LabelSelectorAsSelector(t.selector)
+		if err != nil {
+			continue
+		}
+		count := map[string]int{}
+		names := map[string][]string{}
+		for _, p := range c.Pods {
+			if p.Spec.NodeName == "" || p == pod || podutil.Namespace(p.ObjectMeta) != podutil.Namespace(pod.ObjectMeta) ||
+				!podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+				continue
+			}
+			d, ok := labelsOf[p.Spec.NodeName][t.key]
+			if !ok {
+				continue
+			}
+			count[d]++
+			names[d] = append(names[d], podName(p))
+		}
+		if len(count) == 0 {
+			out = append(out, fmt.Sprintf("no running pod matches %s", sel))
+			continue
+		}
+		domains := make([]string, 0, len(count))
+		for d := range count {
+			domains = append(domains, d)
+		}
+		sort.Strings(domains)
+		parts := make([]string, len(domains))
+		for i, d := range domains {
+			sort.Strings(names[d])
+			parts[i] = fmt.Sprintf("%s %d (%s)", d, count[d], firstOf(names[d], 3))
+		}
+		out = append(out, fmt.Sprintf("pods matching %s by %s: %s", sel, t.key, strings.Join(parts, ", ")))
+	}
+	seen := map[string]bool{}
+	for _, t := range terms {
+		if np == nil || seen[t.key] {
+			continue
+		}
+		seen[t.key] = true
+		for _, r := range np.Spec.Template.Spec.Requirements {
+			if r.Key == t.key {
+				out = append(out, fmt.Sprintf("NodePool %s allows %s %s %v", np.Name, r.Key, r.Operator, r.Values))
+			}
+		}
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
+}
+
+// firstOf shows at most n items, then how many more.
+func firstOf(items []string, n int) string {
+	if len(items) <= n {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:n], ", ") + fmt.Sprintf(" and %d more", len(items)-n)
+}
+
+// pendingHint names a few pending pods, the ones worth explaining:
+// "; pending: a/x, b/y and 3 more".
+func pendingHint(c *state.Cluster) string {
+	pending := c.PendingPods()
+	if len(pending) == 0 {
+		return "; none is pending"
+	}
+	names := podNames(pending)
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(names)-5)
+	}
+	return "; pending: " + strings.Join(names, ", ") + more
 }
 
 // notProvisionable says why provisioning leaves a pod alone.
@@ -109,8 +250,8 @@ func notProvisionable(p *corev1.Pod) string {
 	return "kube-scheduler has not found it unschedulable"
 }
 
-// sortedRequests are the requests as "cpu 3, memory 4Gi".
-func (e *PodExplanation) sortedRequests() string {
+// SortedRequests are the requests as "cpu 3, memory 4Gi".
+func (e *PodExplanation) SortedRequests() string {
 	var keys []string
 	for k := range e.Requests {
 		keys = append(keys, k)
@@ -121,29 +262,4 @@ func (e *PodExplanation) sortedRequests() string {
 		parts[i] = k + " " + e.Requests[k]
 	}
 	return strings.Join(parts, ", ")
-}
-
-// Text is the explanation for people.
-func (e *PodExplanation) Text() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "Pod %s (requests %s)\n", e.Pod, e.sortedRequests())
-	fmt.Fprintf(&b, "Goes to        %s\n", e.Result)
-	if len(e.Pools) == 0 {
-		return b.String()
-	}
-	b.WriteString("NodePools, in the order provisioning tries them:\n")
-	for _, v := range e.Pools {
-		if v.CanRun {
-			nc := v.NodeClaim
-			types := nc.InstanceTypes
-			more := ""
-			if len(types) > 5 {
-				types, more = types[:5], fmt.Sprintf(" and %d more", len(nc.InstanceTypes)-5)
-			}
-			fmt.Fprintf(&b, "  %s (weight %d): can run it on %s%s, from $%.4f/h\n", v.NodePool, v.Weight, strings.Join(types, ", "), more, nc.PriceUSDPerHour)
-			continue
-		}
-		fmt.Fprintf(&b, "  %s (weight %d): no — %s\n", v.NodePool, v.Weight, v.Why)
-	}
-	return b.String()
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -165,7 +166,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
-	dc := c.DisruptionCluster(now, nil)
+	dc := c.DisruptionCluster(now, c.Drifted)
 	dc.Decisions, dc.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	for _, s := range disruption.StaticScale(dc) {
@@ -179,14 +180,15 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		}
 		p.Static = append(p.Static, out)
 	}
-	p.Disruption = disruptionOf(d, c.NodePools, now)
+	p.Disruption = disruptionOf(d, c, now)
 	if n := len(dc.Pending); n > 0 {
 		p.Disruption.PendingNote = fmt.Sprintf("%d pod(s) pending: every disruption simulation places them too, so no command takes away room they need", n)
 	}
 	return p
 }
 
-func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) Disruption {
+func disruptionOf(d *disruption.Decision, c *state.Cluster, now time.Time) Disruption {
+	pools := c.NodePools
 	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}}
 	byName := map[string]*v1.NodePool{}
 	for _, np := range pools {
@@ -211,7 +213,7 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 		out.Expired = append(out.Expired, e.Node.Name)
 	}
 	for _, b := range d.Blocked {
-		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: b.Reason + budgetDetail(b, byName, d.Allowances, now)})
+		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: blockedReason(c, b, byName, d.Allowances, now, len(d.Commands) == 0)})
 	}
 	sort.SliceStable(out.Blocked, func(i, j int) bool { return out.Blocked[i].Node < out.Blocked[j].Node })
 	for _, np := range pools {
@@ -222,20 +224,72 @@ func disruptionOf(d *disruption.Decision, pools []*v1.NodePool, now time.Time) D
 	return out
 }
 
+// blockedReason says why the pass held a node back. A budget that allowed
+// some disruptions at the start of the pass blocked the node only from
+// multi-node consolidation, which takes no more nodes at once than the
+// budget allows; "allows no more" alone would read as a budget that
+// allows none.
+func blockedReason(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time, noCommand bool) string {
+	np := pools[b.NodePool]
+	if b.ByBudget == v1.DisruptionReasonUnderutilized && np != nil {
+		for _, a := range allowances[b.NodePool] {
+			if a.Reason == b.ByBudget && a.Allowed > 0 {
+				why := fmt.Sprintf("NodePool %s's budget allows %d %s disruption(s) at once%s, too few to consolidate it together with other nodes",
+					np.Name, a.Allowed, a.Reason, budgetOf(np, a, now).detail())
+				if noCommand {
+					why += fmt.Sprintf("; alone, no consolidation was found for it (joiner explain node %s says why)", b.Node)
+				}
+				return why
+			}
+		}
+	}
+	return b.Reason + budgetDetail(c, b, pools, allowances, now)
+}
+
 // budgetDetail says, for a reason that a NodePool's budget holds a node
-// back, which budget and until when: ": budgets[1] (nodes 0, reasons
-// Underutilized, …), until 17:00 UTC".
-func budgetDetail(b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time) string {
+// back, which budget and until when, and how many nodes it allows of how
+// many: ": budgets[1] (nodes 10%, …), until Mon 17:00 UTC, which allows 1
+// of the pool's 6 nodes at once: 1 is being disrupted or not Ready".
+func budgetDetail(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time) string {
 	np := pools[b.NodePool]
 	if b.ByBudget == "" || np == nil {
 		return ""
 	}
 	for _, a := range allowances[b.NodePool] {
 		if a.Reason == b.ByBudget {
-			return budgetOf(np, a, now).detail()
+			return heldDetail(c, np, a, now)
 		}
 	}
 	return ""
+}
+
+// heldDetail is an allowance's detail, with the counts behind an
+// allowance of none.
+func heldDetail(c *state.Cluster, np *v1.NodePool, a disruption.Allowance, now time.Time) string {
+	s := budgetOf(np, a, now).detail()
+	if a.Allowed != 0 || a.Binding < 0 || a.Err != nil {
+		return s
+	}
+	ex, err := ExplainNodePool(c, np.Name, now)
+	if err != nil {
+		return s
+	}
+	most := disruption.Allowed(np, a.Reason, disruption.PoolNodes{Total: ex.Initialized}, now).Allowed
+	switch {
+	case ex.Disrupting > 0 && most > 0:
+		return s + fmt.Sprintf(", which allows %d of the pool's %d initialized node(s) at once, and %s being disrupted or not Ready",
+			most, ex.Initialized, firstOf(ex.DisruptingNodes, 3)+isAre(len(ex.DisruptingNodes)))
+	case strings.HasSuffix(np.Spec.Disruption.Budgets[a.Binding].Nodes, "%"):
+		return s + fmt.Sprintf(", which allows %d of the pool's %d initialized node(s)", most, ex.Initialized)
+	}
+	return s
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return " is"
+	}
+	return " are"
 }
 
 // budgetOf is an allowance as a plan shows it: the binding budget and

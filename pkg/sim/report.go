@@ -110,17 +110,28 @@ type PodStats struct {
 	Ran            int            `json:"ran"`
 	NeverRan       int            `json:"neverRan"`
 	NeverRanReason map[string]int `json:"neverRanReasons,omitempty"`
-	Evictions      int            `json:"evictions"`
-	StartupP50     *float64       `json:"startupSecondsP50,omitempty"`
-	StartupP90     *float64       `json:"startupSecondsP90,omitempty"`
-	StartupP99     *float64       `json:"startupSecondsP99,omitempty"`
-	StartupMax     *float64       `json:"startupSecondsMax,omitempty"`
-	Histogram      []Bucket       `json:"startupHistogram"`
+	// NeverRanPods are the pods that never ran by workload and reason.
+	NeverRanPods []NeverRan `json:"neverRanPods,omitempty"`
+	Evictions    int        `json:"evictions"`
+	StartupP50   *float64   `json:"startupSecondsP50,omitempty"`
+	StartupP90   *float64   `json:"startupSecondsP90,omitempty"`
+	StartupP99   *float64   `json:"startupSecondsP99,omitempty"`
+	StartupMax   *float64   `json:"startupSecondsMax,omitempty"`
+	Histogram    []Bucket   `json:"startupHistogram"`
 	// ByWorkload breaks startup down by controller ("Deployment/web",
 	// "CronJob/nightly", "Pod/debug"), so placeholder pods and batch jobs
 	// do not hide how fast a service's pods start. A workload that
 	// created pods of which none ran is listed with Ran 0.
 	ByWorkload map[string]Startup `json:"byWorkload"`
+}
+
+// NeverRan is one workload's pods that never ran for one reason: how many,
+// and the first few by name.
+type NeverRan struct {
+	Workload string   `json:"workload"`
+	Reason   string   `json:"reason"`
+	Pods     int      `json:"pods"`
+	Names    []string `json:"names"`
 }
 
 // Startup is one workload's pod startup latency, pending → running; the
@@ -370,6 +381,9 @@ func percentile(sorted []float64, p float64) *float64 {
 	return &v
 }
 
+// neverRanNames is how many pods of a NeverRan are named.
+const neverRanNames = 5
+
 func (e *engine) finish() *Report {
 	r := e.rep
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
@@ -445,17 +459,37 @@ func (e *engine) finish() *Report {
 		rep.Pods.Histogram = append(rep.Pods.Histogram, Bucket{UpTo: upTo, Count: n})
 	}
 	reasons := map[string]int{}
-	for p := range e.pending {
+	never := map[[2]string]*NeverRan{}
+	pending, byPod := e.pendingPods() // oldest first, then by name
+	for _, pp := range pending {
+		p := byPod[pp]
 		reason := p.reason
 		if reason == "" {
 			reason = "still waiting for a node at the end of the run"
 		}
 		reasons[reason]++
 		rep.Pods.NeverRan++
+		k := [2]string{workloadKey(p), reason}
+		if never[k] == nil {
+			never[k] = &NeverRan{Workload: k[0], Reason: reason}
+		}
+		never[k].Pods++
+		never[k].Names = append(never[k].Names, p.pod.Namespace+"/"+p.pod.Name)
 	}
 	if len(reasons) > 0 {
 		rep.Pods.NeverRanReason = reasons
 	}
+	for _, n := range never {
+		n.Names = n.Names[:min(len(n.Names), neverRanNames)]
+		rep.Pods.NeverRanPods = append(rep.Pods.NeverRanPods, *n)
+	}
+	sort.Slice(rep.Pods.NeverRanPods, func(i, j int) bool {
+		a, b := rep.Pods.NeverRanPods[i], rep.Pods.NeverRanPods[j]
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		return a.Reason < b.Reason
+	})
 	for k, c := range r.disruptions {
 		rep.Disruptions = append(rep.Disruptions, Disruptions{NodePool: k[0], Reason: k[1], Count: c})
 	}

@@ -46,8 +46,20 @@ func WriteSummary(w io.Writer, r *Report) {
 	}
 	if r.Pods.NeverRan > 0 {
 		fmt.Fprintf(w, "Never ran      %d pods\n", r.Pods.NeverRan)
-		for _, reason := range sortedKeys(r.Pods.NeverRanReason) {
-			fmt.Fprintf(w, "               %d × %s\n", r.Pods.NeverRanReason[reason], reason)
+		for _, n := range r.Pods.NeverRanPods {
+			names := strings.Join(n.Names, ", ")
+			if n.Pods > len(n.Names) {
+				names += fmt.Sprintf(" and %d more", n.Pods-len(n.Names))
+			}
+			fmt.Fprintf(w, "               %d × %s (%s): %s\n", n.Pods, n.Workload, names, n.Reason)
+		}
+		if len(r.Pods.NeverRanPods) > 0 {
+			dir := r.Scenario
+			if name, bundled := strings.CutSuffix(dir, " (bundled)"); bundled {
+				dir = name
+			}
+			fmt.Fprintf(w, "               joiner explain pod %s --scenario %s --at %s: each NodePool's verdict on it\n",
+				r.Pods.NeverRanPods[0].Names[0], dir, r.End.Format(time.RFC3339))
 		}
 	} else {
 		fmt.Fprintf(w, "Never ran      none\n")

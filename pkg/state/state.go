@@ -40,6 +40,10 @@ type Cluster struct {
 	// met a cluster. A controller leaves it false and, as upstream, waits
 	// for kube-scheduler to give up on a pod first.
 	AssumeUnschedulable bool
+	// Drifted is the cloud provider's drift check of a claim ("" for
+	// none), when the host has a cloud to ask (the simulator's EC2); nil
+	// when it has not, and only NodePool drift is seen.
+	Drifted func(*v1.NodeClaim) cloudprovider.DriftReason
 }
 
 // Node is a Node and its NodeClaim, joined by providerID. Node is nil while

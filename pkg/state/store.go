@@ -622,3 +622,37 @@ func (s *Store) DaemonSetPods() []*corev1.Pod {
 	defer s.mu.Unlock()
 	return s.dsPods
 }
+
+// Cluster is a copy of what the Store holds, as a Cluster: for a host that
+// hands its state to code reading a Cluster (plan and explain over a
+// simulated cluster at a moment of a run). Objects are listed by name
+// (pods by namespace, then name) and shared with the Store: callers must
+// not change them.
+func (s *Store) Cluster() *Cluster {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := &Cluster{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
+		AssumeUnschedulable: s.assumeUnschedulable}
+	for _, nc := range s.claims {
+		c.NodeClaims = append(c.NodeClaims, nc)
+	}
+	sort.Slice(c.NodeClaims, func(i, j int) bool { return c.NodeClaims[i].Name < c.NodeClaims[j].Name })
+	for _, n := range s.nodes {
+		c.Nodes = append(c.Nodes, n)
+	}
+	sort.Slice(c.Nodes, func(i, j int) bool { return c.Nodes[i].Name < c.Nodes[j].Name })
+	refs := make([]podRef, 0, len(s.pods))
+	for ref := range s.pods {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].namespace != refs[j].namespace {
+			return refs[i].namespace < refs[j].namespace
+		}
+		return refs[i].name < refs[j].name
+	})
+	for _, ref := range refs {
+		c.Pods = append(c.Pods, s.pods[ref].pod)
+	}
+	return c
+}

@@ -230,3 +230,34 @@ func TestUnlaunchedClaimHoldsItsPods(t *testing.T) {
 		t.Errorf("after the instance types changed: version %q (was %q), %s cores (was %s)", w.Version, v.Version, w.Allocatable.Cpu(), v.Allocatable.Cpu())
 	}
 }
+
+// TestStoreCluster: what a Store holds, handed back as a Cluster, is the
+// same cluster to every decision — nodes, pending pods, the disruption
+// candidates — with its objects listed by name; an object the Store was
+// told is gone is not in it.
+func TestStoreCluster(t *testing.T) {
+	c := cluster()
+	s := c.Store()
+	back := s.Cluster()
+	if !equalJSON(t, back.StateNodes(), c.StateNodes()) {
+		t.Error("the nodes differ")
+	}
+	if got, want := names(back.PendingPods()), names(c.PendingPods()); got != want {
+		t.Errorf("pending %s, want %s", got, want)
+	}
+	if !equalJSON(t, back.DisruptionCluster(t0, nil).Nodes, c.DisruptionCluster(t0, nil).Nodes) {
+		t.Error("the disruption candidates differ")
+	}
+	if got := names(back.Pods); got != "agent-x,coredns,done,fresh,leaving,nominated,pending,web-1" {
+		t.Errorf("pods %s, want them by name", got)
+	}
+	if back.NodeClaims[0].Name != "general-abc" || back.Nodes[0].Name != "ip-10-0-0-1" || back.AssumeUnschedulable != c.AssumeUnschedulable {
+		t.Errorf("claims %s…, nodes %s…: want them by name", back.NodeClaims[0].Name, back.Nodes[0].Name)
+	}
+	s.DeletePod("", "pending")
+	s.DeleteNode("system-0")
+	gone := s.Cluster()
+	if strings.Contains(names(gone.Pods), "pending") || len(gone.Nodes) != 1 {
+		t.Errorf("after deletes: pods %s, %d nodes", names(gone.Pods), len(gone.Nodes))
+	}
+}

@@ -244,11 +244,28 @@ func TestTemplateProductionValues(t *testing.T) {
 	checkLeastPrivilege(t, one[rbacv1.ClusterRole](t, objs, "ClusterRole").Rules, one[rbacv1.Role](t, objs, "Role").Rules)
 }
 
-// TestTemplateAWSValues: docs/aws.md's values give the controller the AWS
+// TestTemplateAWSValues: the values docs/aws.md tells an operator to
+// install with on EKS (its first yaml block) give the controller the AWS
 // provider's flags and the ClusterRole the EC2NodeClass rules — which the
 // default (kwok) install does not have.
 func TestTemplateAWSValues(t *testing.T) {
-	objs := render(t, "--values", filepath.Join("testdata", "aws.yaml"))
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "aws.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, found := strings.Cut(string(doc), "```yaml\n")
+	block, _, closed := strings.Cut(block, "```")
+	if !found || !closed {
+		t.Fatal("docs/aws.md has no yaml block of Helm values")
+	}
+	values := filepath.Join(t.TempDir(), "aws-values.yaml")
+	if err := os.WriteFile(values, []byte(block), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs := render(t, "--values", values)
+	if sa := one[corev1.ServiceAccount](t, objs, "ServiceAccount"); sa.Name != "joiner" || sa.Annotations["eks.amazonaws.com/role-arn"] == "" {
+		t.Errorf("ServiceAccount %s with annotations %v: docs/aws.md's IRSA and Pod Identity commands name joiner-system/joiner", sa.Name, sa.Annotations)
+	}
 	c := one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0]
 	for _, arg := range []string{"--cloud-provider=aws", "--region=us-east-1", "--cluster-name=production",
 		"--cluster-endpoint=https://ABCDEF0123456789.gr7.us-east-1.eks.amazonaws.com", "--interruption-queue=production"} {

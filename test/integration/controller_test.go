@@ -66,19 +66,34 @@ func startController(t *testing.T, scheme *runtime.Scheme) (*controller.Controll
 // startControllerWithProvider is startController, with its kwok provider.
 func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*controller.Controller, *kwok.Provider, func()) {
 	t.Helper()
+	var provider *kwok.Provider
+	c, stop := runController(t, scheme, func(_ context.Context, mgr manager.Manager) (controller.CloudProvider, error) {
+		var err error
+		provider, err = kwok.New(mgr.GetClient(), catalogTypes(t, catalog.Options{Region: "us-east-1"}), clock.RealClock{})
+		return provider, err
+	})
+	return c, provider, stop
+}
+
+// runController runs a Joiner controller against the test's API server,
+// launching through the provider newProvider makes for its manager, until
+// the returned stop is called.
+func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(context.Context, manager.Manager) (controller.CloudProvider, error)) (*controller.Controller, func()) {
+	t.Helper()
 	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
 	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	types := catalogTypes(t, catalog.Options{Region: "us-east-1"})
-	provider, err := kwok.New(mgr.GetClient(), types, clock.RealClock{})
+	ctx, cancel := context.WithCancel(context.Background())
+	provider, err := newProvider(ctx, mgr)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider, BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Restartable: true})
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -86,7 +101,7 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the controller's caches did not sync")
 	}
-	return c, provider, func() {
+	return c, func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("manager: %v", err)

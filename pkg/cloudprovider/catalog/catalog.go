@@ -1,17 +1,22 @@
 // Package catalog turns the EC2 instance-type catalog (facts about real
 // instance types: vCPUs, memory, GPUs, ENI limits, on-demand prices, and
-// SYNTHETIC spot prices) into cloudprovider.InstanceTypes carrying the
-// well-known labels Karpenter uses. The catalog file is embedded as the
-// default; another can be loaded at run time.
+// spot prices) into cloudprovider.InstanceTypes carrying the well-known
+// labels Karpenter uses. The catalog file is embedded as the default;
+// another can be loaded at run time, such as one hack/gen-catalog wrote
+// from a region's EC2 and Pricing APIs. Entry.InstanceType is the one
+// builder of labels, capacity and overhead, shared with the AWS provider's
+// live instance types.
 //
 // On-demand prices are per region: the catalog's own region
 // (metadata.onDemandRegion, us-east-1 for the embedded file) from each
 // entry, other regions from onDemandPricesUSDPerHourByRegion (the embedded
 // catalog adds ondemand-prices-by-region.json, upstream Karpenter's GovCloud
 // prices). For a region without prices the home region's are used and
-// InstanceTypes says so in its assumptions. Spot prices are synthetic
-// everywhere: 25–65 % of the region's on-demand price, deterministic per
-// type and zone.
+// InstanceTypes says so in its assumptions. The embedded file's spot prices
+// are SYNTHETIC: 25–65 % of the region's on-demand price, deterministic per
+// type and zone, and so is every spot price of a zone a file does not name;
+// a file hack/gen-catalog wrote has DescribeSpotPriceHistory's (its
+// metadata.spotNote says which).
 package catalog
 
 //go:generate go run gen_regional_prices.go -repo $KARPENTER_PROVIDER_AWS -commit 1d927085dd81a9df9301e613f371dac5b4d16bfe
@@ -61,15 +66,37 @@ type Catalog struct {
 
 // Metadata says where the numbers come from.
 type Metadata struct {
-	OnDemandRegion string `json:"onDemandRegion"`
-	SpotNote       string `json:"spotNote"`
-	GeneratedAt    string `json:"generatedAt"`
+	Source         *Source `json:"source,omitempty"`
+	GeneratedAt    string  `json:"generatedAt"`
+	OnDemandRegion string  `json:"onDemandRegion"`
+	OnDemandNote   string  `json:"onDemandNote,omitempty"`
+	MemoryNote     string  `json:"memoryNote,omitempty"`
+	ENINote        string  `json:"eniNote,omitempty"`
+	// SpotNote says what the spot prices are: synthetic in the embedded
+	// file, DescribeSpotPriceHistory's in one hack/gen-catalog wrote.
+	SpotNote                 string   `json:"spotNote"`
+	TypesWithoutSpecsSkipped []string `json:"typesWithoutSpecsSkipped,omitempty"`
+	Count                    int      `json:"count,omitempty"`
+	CountWithOnDemandPrice   int      `json:"countWithOnDemandPrice,omitempty"`
+}
+
+// Source names what the file was made from: upstream Karpenter's
+// repository for the embedded file, the AWS APIs of a region for one
+// hack/gen-catalog wrote.
+type Source struct {
+	Repository string   `json:"repository,omitempty"`
+	Commit     string   `json:"commit,omitempty"`
+	Paths      []string `json:"paths,omitempty"`
+	License    string   `json:"license,omitempty"`
+	Region     string   `json:"region,omitempty"`
+	APIs       []string `json:"apis,omitempty"`
 }
 
 // Entry is one instance type's facts.
 type Entry struct {
 	Name                    string  `json:"name"`
 	Family                  string  `json:"family"`
+	Category                string  `json:"category"`
 	KarpenterCategory       string  `json:"karpenterCategory"`
 	Generation              int     `json:"generation"`
 	Size                    string  `json:"size"`
@@ -97,8 +124,11 @@ type Entry struct {
 	// none), as DescribeInstanceTypes' NetworkInfo reports them.
 	ENI                *ENI               `json:"eni,omitempty"`
 	OnDemandPrice      *float64           `json:"onDemandPriceUSDPerHour"`
-	SpotPriceSynthetic map[string]float64 `json:"spotPriceUSDPerHourSynthetic"`
+	SpotPriceSynthetic map[string]float64 `json:"spotPriceUSDPerHourSynthetic,omitempty"`
 	Allocatable        Allocatable        `json:"karpenterAllocatableAL2023"`
+	// SpecSource says where the entry's facts come from (a Karpenter docs
+	// version, or DescribeInstanceTypes).
+	SpecSource string `json:"specSource,omitempty"`
 }
 
 // ENI is an instance type's network interface limits.
@@ -108,9 +138,10 @@ type ENI struct {
 	IPv4PerENI         int64 `json:"ipv4PerENI"`
 	// MaxPodsENI = MaxENIsDefaultCard × (IPv4PerENI − 1) + 2, the VPC CNI's
 	// pod limit without prefix delegation.
-	MaxPodsENI   int64 `json:"maxPodsENI"`
-	BranchENIs   int64 `json:"branchENIs"`
-	NetworkCards int64 `json:"networkCards"`
+	MaxPodsENI         int64 `json:"maxPodsENI"`
+	BranchENIs         int64 `json:"branchENIs"`
+	TrunkingCompatible bool  `json:"trunkingCompatible"`
+	NetworkCards       int64 `json:"networkCards"`
 }
 
 // Allocatable is Karpenter's computed allocatable for AL2023 defaults.
@@ -119,6 +150,9 @@ type Allocatable struct {
 	MemoryMiB        int64  `json:"memoryMiB"`
 	Pods             int64  `json:"pods"`
 	EphemeralStorage string `json:"ephemeralStorage"`
+	// PodENI is the vpc.amazonaws.com/pod-eni count (branch interfaces of
+	// a trunking-compatible type), nil where there is none.
+	PodENI *int64 `json:"podENI"`
 }
 
 // Default returns the embedded catalog, with the embedded per-region
@@ -273,7 +307,6 @@ func (c *Catalog) InstanceTypes(opts Options) ([]*cloudprovider.InstanceType, []
 				region, strings.Join(c.Regions(), ", "), home+"'s", home, region))
 		}
 	}
-	opts = Options{Region: region, Zones: zones}
 	out := make([]*cloudprovider.InstanceType, 0, len(c.Entries))
 	for i := range c.Entries {
 		e := &c.Entries[i]
@@ -284,10 +317,14 @@ func (c *Catalog) InstanceTypes(opts Options) ([]*cloudprovider.InstanceType, []
 				price = &p
 			}
 		}
-		out = append(out, e.instanceType(opts, price))
+		out = append(out, e.InstanceType(region, e.offerings(zones, price)))
 	}
 	return out, assumptions, nil
 }
+
+// Zones are the catalog's zones in region, those its spot prices name
+// (none for a region it has no spot prices for), sorted.
+func (c *Catalog) Zones(region string) []string { return c.zones(region) }
 
 // zones are the catalog's zones in region: those its spot prices name.
 func (c *Catalog) zones(region string) []string {
@@ -312,9 +349,32 @@ func SyntheticSpotPrice(instanceType, zone string, onDemand float64) float64 {
 	return math.Round(onDemand*(0.25+0.40*f)*1e6) / 1e6
 }
 
-// instanceType builds e's instance type, offered in opts.Zones at the
-// on-demand price given (nil: not offered in the region).
-func (e *Entry) instanceType(opts Options, onDemand *float64) *cloudprovider.InstanceType {
+// offerings are e's offerings in zones: on demand at the price given (nil:
+// not offered in the region, so no offerings at all), spot at the
+// catalog's price for a zone it names, else SyntheticSpotPrice.
+func (e *Entry) offerings(zones []string, onDemand *float64) cloudprovider.Offerings {
+	if onDemand == nil {
+		return nil
+	}
+	var offerings cloudprovider.Offerings
+	for _, z := range zones {
+		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: *onDemand, Available: true})
+		spot, ok := e.SpotPriceSynthetic[z]
+		if !ok {
+			spot = SyntheticSpotPrice(e.Name, z, *onDemand)
+		}
+		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true})
+	}
+	return offerings
+}
+
+// InstanceType builds e's instance type in region with the offerings
+// given: the labels, capacity and overhead Karpenter gives the type (from
+// the entry's facts and its AL2023 allocatable), and zone and capacity-type
+// requirements spanning the offerings. Both the catalog and the AWS
+// provider's live instance types (built from DescribeInstanceTypes into
+// Entry values) are made here, so they cannot drift apart.
+func (e *Entry) InstanceType(region string, offerings cloudprovider.Offerings) *cloudprovider.InstanceType {
 	capMemMiB := e.MemoryMiB - int64(math.Ceil(float64(e.MemoryMiB)*vmMemoryOverheadPercent))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(e.VCPU, resource.DecimalSI),
@@ -347,24 +407,11 @@ func (e *Entry) instanceType(opts Options, onDemand *float64) *cloudprovider.Ins
 	storage.Sub(ephemeral)
 	kubeReserved[corev1.ResourceEphemeralStorage] = storage
 
-	var offerings cloudprovider.Offerings
-	for _, z := range opts.Zones {
-		if onDemand == nil {
-			break
-		}
-		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeOnDemand, Price: *onDemand, Available: true})
-		spot, ok := e.SpotPriceSynthetic[z]
-		if !ok {
-			spot = SyntheticSpotPrice(e.Name, z, *onDemand)
-		}
-		offerings = append(offerings, &cloudprovider.Offering{Zone: z, CapacityType: v1.CapacityTypeSpot, Price: spot, Available: true})
-	}
-
 	labels := map[string]string{
 		v1.LabelInstanceType:               e.Name,
 		v1.LabelArch:                       e.Arch,
 		v1.LabelOS:                         "linux",
-		v1.LabelRegion:                     opts.Region,
+		v1.LabelRegion:                     region,
 		awsv1.LabelInstanceFamily:          e.Family,
 		awsv1.LabelInstanceCategory:        e.KarpenterCategory,
 		awsv1.LabelInstanceGeneration:      strconv.Itoa(e.Generation),

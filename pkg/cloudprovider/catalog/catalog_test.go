@@ -1,6 +1,8 @@
 package catalog
 
 import (
+	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -134,5 +136,46 @@ func TestParseRejectsIncompleteEntries(t *testing.T) {
 	}
 	if _, err := Parse([]byte(`{`), "broken.json"); err == nil || !strings.HasPrefix(err.Error(), "broken.json:") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestEntriesRoundTrip: Catalog holds every field of the embedded file, so
+// a file written from it (hack/gen-catalog) has the same fields.
+func TestEntriesRoundTrip(t *testing.T) {
+	c, err := Parse(embedded, "embedded")
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got map[string]any
+	if err := json.Unmarshal(embedded, &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(written, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got["metadata"], want["metadata"]) {
+		t.Errorf("metadata written back differs:\ngot  %v\nwant %v", got["metadata"], want["metadata"])
+	}
+	ge, we := got["instanceTypes"].([]any), want["instanceTypes"].([]any)
+	if len(ge) != len(we) {
+		t.Fatalf("%d entries written back, want %d", len(ge), len(we))
+	}
+	for i := range we {
+		// Hypervisor is a string: the file's null (bare metal) comes back
+		// ""; eni null comes back absent.
+		w := we[i].(map[string]any)
+		if w["hypervisor"] == nil {
+			w["hypervisor"] = ""
+		}
+		if w["eni"] == nil {
+			delete(w, "eni")
+		}
+		if !reflect.DeepEqual(ge[i], we[i]) {
+			t.Errorf("entry %d written back differs:\ngot  %v\nwant %v", i, ge[i], we[i])
+		}
 	}
 }

@@ -1,0 +1,89 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// ErrNoCRD is returned (wrapped) when the cluster does not serve
+// karpenter.sh/v1 NodePools or NodeClaims.
+var ErrNoCRD = errors.New("the cluster does not serve karpenter.sh/v1 NodePools and NodeClaims: install the CRDs first (kubectl apply -f pkg/apis/crds/, or the Helm chart)")
+
+// Read lists the objects a plan reads from a live cluster: NodePools,
+// NodeClaims, EC2NodeClasses (when the cluster serves them), Nodes, Pods,
+// DaemonSets and PodDisruptionBudgets. It only reads. r's scheme must know
+// the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.
+func Read(ctx context.Context, r client.Reader) (*Objects, error) {
+	out := &Objects{Skipped: map[string]int{}}
+	pools := &v1.NodePoolList{}
+	if err := list(ctx, r, "NodePools", pools); err != nil {
+		return nil, err
+	}
+	claims := &v1.NodeClaimList{}
+	if err := list(ctx, r, "NodeClaims", claims); err != nil {
+		return nil, err
+	}
+	classes := &awsv1.EC2NodeClassList{}
+	if err := list(ctx, r, "EC2NodeClasses", classes); err != nil && !errors.Is(err, ErrNoCRD) {
+		return nil, err
+	}
+	nodes, pods, dss, pdbs := &corev1.NodeList{}, &corev1.PodList{}, &appsv1.DaemonSetList{}, &policyv1.PodDisruptionBudgetList{}
+	for _, l := range []struct {
+		what string
+		list client.ObjectList
+	}{{"Nodes", nodes}, {"Pods", pods}, {"DaemonSets", dss}, {"PodDisruptionBudgets", pdbs}} {
+		if err := list(ctx, r, l.what, l.list); err != nil {
+			return nil, err
+		}
+	}
+	for i := range pools.Items {
+		out.NodePools = append(out.NodePools, &pools.Items[i])
+	}
+	if len(out.NodePools) == 0 {
+		return nil, errors.New("the cluster has no NodePool: a plan needs at least one (kubectl get nodepools)")
+	}
+	for i := range claims.Items {
+		out.NodeClaims = append(out.NodeClaims, &claims.Items[i])
+	}
+	for i := range classes.Items {
+		out.NodeClasses = append(out.NodeClasses, &classes.Items[i])
+	}
+	for i := range nodes.Items {
+		out.Nodes = append(out.Nodes, &nodes.Items[i])
+	}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		scheduling.DefaultRequestsFromLimits(&p.Spec) // as Load does; the API server has done so already
+		out.Pods = append(out.Pods, p)
+	}
+	for i := range dss.Items {
+		out.DaemonSets = append(out.DaemonSets, &dss.Items[i])
+	}
+	for i := range pdbs.Items {
+		out.PDBs = append(out.PDBs, &pdbs.Items[i])
+	}
+	return out, nil
+}
+
+// list lists one kind in every namespace, saying what failed.
+func list(ctx context.Context, r client.Reader, what string, l client.ObjectList) error {
+	err := r.List(ctx, l)
+	switch {
+	case err == nil:
+		return nil
+	case meta.IsNoMatchError(err):
+		return fmt.Errorf("listing %s: %w", what, ErrNoCRD)
+	}
+	return fmt.Errorf("listing %s: %w", what, err)
+}
