@@ -24,6 +24,7 @@ func newControllerCommand() *cobra.Command {
 	var cloud cloudFlags
 	var leaderElect bool
 	var tuning controllerTuning
+	var decisions, minValuesPolicy string
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Joiner in a cluster: pending pods become NodeClaims, NodeClaims become nodes",
@@ -53,7 +54,8 @@ the NodePools' budgets), drains through the Eviction API, keeps the NodePools'
 status and serves upstream Karpenter's metrics.
 
 Settings also come from the environment, as upstream Karpenter's chart sets
-them: LOG_LEVEL, BATCH_IDLE_DURATION, BATCH_MAX_DURATION, FEATURE_GATES (a
+them: LOG_LEVEL, BATCH_IDLE_DURATION, BATCH_MAX_DURATION, FEATURE_GATES,
+MIN_VALUES_POLICY (a
 flag given on the command line wins), and for aws CLUSTER_NAME,
 CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 		Args: cobra.NoArgs,
@@ -67,6 +69,10 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			spotToSpot, err := tuning.spotToSpot()
+			if err != nil {
+				return err
+			}
+			engine, err := parseChoices(decisions, minValuesPolicy)
 			if err != nil {
 				return err
 			}
@@ -102,7 +108,8 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
-				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot}); err != nil {
+				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot,
+				Decisions: engine.decisions, MinValuesPolicy: engine.minValues}); err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
@@ -122,5 +129,6 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
 	tuning.addFlags(f)
+	registerChoices(cmd, &decisions, &minValuesPolicy)
 	return cmd
 }

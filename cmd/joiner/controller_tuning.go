@@ -32,6 +32,7 @@ var tuningEnv = []struct{ flag, env string }{
 	{"cluster-name", "CLUSTER_NAME"},
 	{"cluster-endpoint", "CLUSTER_ENDPOINT"},
 	{"interruption-queue", "INTERRUPTION_QUEUE"},
+	{"min-values-policy", "MIN_VALUES_POLICY"},
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).

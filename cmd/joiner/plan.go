@@ -17,7 +17,7 @@ import (
 )
 
 func newPlanCommand() *cobra.Command {
-	var output string
+	var output, decisions, minValuesPolicy string
 	var src clusterSource
 	cmd := &cobra.Command{
 		Use:   "plan [PATH...]",
@@ -43,15 +43,21 @@ catalog are synthetic.`,
 			default:
 				return fmt.Errorf("-o %q: use table, json or yaml", output)
 			}
+			c, err := parseChoices(decisions, minValuesPolicy)
+			if err != nil {
+				return err
+			}
 			in, err := src.read(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
-			return writePlanAs(cmd.OutOrStdout(), plan.Run(cmd.Context(), in.cluster, in.now), in, output)
+			p := plan.Run(cmd.Context(), in.cluster, in.now, plan.Options{Decisions: c.decisions, MinValuesPolicy: c.minValues})
+			return writePlanAs(cmd.OutOrStdout(), p, in, output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
 	src.register(cmd, true)
+	registerChoices(cmd, &decisions, &minValuesPolicy)
 	return cmd
 }
 
@@ -85,6 +91,9 @@ func loadCatalog(file string) (*catalog.Catalog, error) {
 // writePlan prints the plan for people: one aligned section each.
 func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 	fmt.Fprintf(w, "Plan of %s at %s (a dry run: nothing is changed)\n", in.where, p.At.Format(time.RFC3339))
+	if p.Decisions != "" {
+		fmt.Fprintf(w, "note: decisions %s: upstream Karpenter's choices, to predict what it will do\n", p.Decisions)
+	}
 	for _, a := range in.notes {
 		fmt.Fprintf(w, "note: %s\n", a)
 	}
@@ -117,6 +126,18 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 		for _, b := range p.Bindings {
 			fmt.Fprintf(tw, "  %s\t%s\n", b.Node, list(b.Pods, 5))
 		}
+	}
+	for _, s := range p.Static {
+		var what string
+		switch {
+		case s.Launch > 0 && s.NodeClaim != nil:
+			what = fmt.Sprintf("launch %d\t%s\t%.4f USD/h each", s.Launch, list(s.NodeClaim.InstanceTypes, 4), s.NodeClaim.PriceUSDPerHour)
+		case s.Launch > 0:
+			what = fmt.Sprintf("%d short, and no instance type it allows can be launched", s.Launch)
+		default:
+			what = "remove " + strings.Join(s.Remove, ", ")
+		}
+		fmt.Fprintf(tw, "\n%s: %s\n", pal.head(fmt.Sprintf("Static NodePool %s (replicas %d)", s.NodePool, s.Replicas)), what)
 	}
 	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Pods that stay pending: %d", len(p.Pending))))
 	for _, pe := range p.Pending {

@@ -115,3 +115,84 @@ func TestPlanBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestDecisionsFlag: plan and simulate take --decisions joiner|karpenter,
+// say when they make Karpenter's choices, and refuse anything else.
+func TestDecisionsFlag(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    string
+		wantErr string
+	}{
+		{[]string{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--decisions", "karpenter"}, "note: decisions karpenter: upstream Karpenter's choices", ""},
+		{[]string{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--decisions", "joiner"}, "NodeClaims to create: 1", ""},
+		{[]string{"plan", planExample, "--decisions", "upstream"}, "", `--decisions: unknown decisions "upstream"`},
+		{[]string{"simulate", "--quiet", "--decisions", "karpenter", "../../examples/scenarios/gpu-inference-limits"}, "decisions: karpenter", ""},
+		{[]string{"simulate", "--decisions", "kar"}, "", `--decisions: unknown decisions "kar"`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out, err := run(t, tc.args...)
+			switch {
+			case tc.wantErr != "":
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+			case err != nil:
+				t.Fatal(err)
+			case !strings.Contains(out, tc.want):
+				t.Errorf("output lacks %q:\n%s", tc.want, out)
+			}
+		})
+	}
+}
+
+func TestMinValuesPolicyFlag(t *testing.T) {
+	for _, args := range [][]string{
+		{"plan", planExample, "--at", "2026-11-30T20:00:00Z", "--min-values-policy", "BestEffort"},
+		{"simulate", "--quiet", "--min-values-policy", "BestEffort", "../../examples/scenarios/gpu-inference-limits"},
+	} {
+		if _, err := run(t, args...); err != nil {
+			t.Errorf("%s: %v", strings.Join(args, " "), err)
+		}
+	}
+	if _, err := run(t, "plan", planExample, "--min-values-policy", "Loose"); err == nil || !strings.Contains(err.Error(), `--min-values-policy: unknown minValues policy "Loose"`) {
+		t.Errorf("an unknown policy: %v", err)
+	}
+}
+
+// TestPlanStaticNodePool: a static NodePool short of its replicas is
+// launched for in the plan, and takes none of the pending pods.
+func TestPlanStaticNodePool(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := `- apiVersion: karpenter.sh/v1
+  kind: NodePool
+  metadata:
+    name: fixed
+  spec:
+    replicas: 2
+    template:
+      spec:
+        nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+        requirements:
+        - {key: node.kubernetes.io/instance-type, operator: In, values: [m6i.large]}
+        - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`
+	text := strings.Replace(string(b), "items:\n", "items:\n"+static, 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := run(t, "plan", dir, "--at", "2026-11-30T20:00:00Z")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Static NodePool fixed (replicas 2): launch 2  m6i.large", "NodeClaims to create: 1", `NodePool "fixed": a static NodePool (replicas 2)`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("plan lacks %q:\n%s", want, out)
+		}
+	}
+}

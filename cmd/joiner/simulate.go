@@ -10,12 +10,13 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
 
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var jsonOut, quiet bool
-	var reportFile, compare string
+	var reportFile, compare, decisions, minValuesPolicy string
 	cmd := &cobra.Command{
 		Use:   "simulate [SCENARIO_DIR]",
 		Short: "Simulate what a set of NodePools would do: cost, pod start latency, disruption",
@@ -28,13 +29,17 @@ Karpenter course over one simulated Monday.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			a, err := runScenario(args, quiet || jsonOut, cmd.ErrOrStderr())
+			choices, err := parseChoices(decisions, minValuesPolicy)
+			if err != nil {
+				return err
+			}
+			a, err := runScenario(args, choices, quiet || jsonOut, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var b *sim.Report
 			if compare != "" {
-				b, err = runScenario([]string{compare}, quiet || jsonOut, cmd.ErrOrStderr())
+				b, err = runScenario([]string{compare}, choices, quiet || jsonOut, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -70,10 +75,42 @@ Karpenter course over one simulated Monday.`,
 	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
 	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	registerChoices(cmd, &decisions, &minValuesPolicy)
 	return cmd
 }
 
-func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+// The --decisions and --min-values-policy flags' help, the same for every
+// command.
+const (
+	decisionsHelp = "whose choices to make where Joiner and Karpenter differ: joiner (never dearer than Karpenter's on a batch) or karpenter (upstream's, to predict what Karpenter will do)"
+	minValuesHelp = "upstream's MIN_VALUES_POLICY: Strict (a NodePool whose minValues a claim cannot keep leaves the pod to the next) or BestEffort (the minimum is lowered and the NodeClaim marked)"
+)
+
+// registerChoices adds --decisions and --min-values-policy.
+func registerChoices(cmd *cobra.Command, decisions, minValuesPolicy *string) {
+	cmd.Flags().StringVar(decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
+	cmd.Flags().StringVar(minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
+}
+
+// choices are the engine's options the flags set.
+type choices struct {
+	decisions provisioning.Decisions
+	minValues provisioning.MinValuesPolicy
+}
+
+func parseChoices(decisions, minValuesPolicy string) (choices, error) {
+	d, err := provisioning.ParseDecisions(decisions)
+	if err != nil {
+		return choices{}, fmt.Errorf("--decisions: %w", err)
+	}
+	m, err := provisioning.ParseMinValuesPolicy(minValuesPolicy)
+	if err != nil {
+		return choices{}, fmt.Errorf("--min-values-policy: %w", err)
+	}
+	return choices{decisions: d, minValues: m}, nil
+}
+
+func runScenario(args []string, c choices, quiet bool, progressOut io.Writer) (*sim.Report, error) {
 	arg := ""
 	if len(args) > 0 {
 		arg = args[0]
@@ -86,7 +123,7 @@ func runScenario(args []string, quiet bool, progressOut io.Writer) (*sim.Report,
 	if err != nil {
 		return nil, err
 	}
-	var opts sim.Options
+	opts := sim.Options{Decisions: c.decisions, MinValuesPolicy: c.minValues}
 	if !quiet && isTerminal(progressOut) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))

@@ -65,6 +65,11 @@ type Options struct {
 	// SpotToSpot is upstream's SpotToSpotConsolidation feature gate: spot
 	// nodes may be replaced by cheaper spot nodes (off by default).
 	SpotToSpot bool
+	// Decisions and MinValuesPolicy are the engine's choices where Joiner
+	// and upstream differ (--decisions, --min-values-policy): "" is
+	// Joiner's (never dearer than upstream's on a batch) and Strict.
+	Decisions       provisioning.Decisions
+	MinValuesPolicy provisioning.MinValuesPolicy
 	// Restartable lets a process build a second Controller after the first
 	// stopped (as a test restarting Joiner does): controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -368,6 +373,7 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	version := c.store.ConfigVersion()
 	snap := c.store.ProvisioningSnapshot()
+	snap.Decisions, snap.MinValuesPolicy = c.opts.Decisions, c.opts.MinValuesPolicy
 	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
 	if len(snap.Pods) == 0 {
 		return nil, nil

@@ -55,6 +55,7 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		dc := c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx))
 		dc.Planner = c.planner(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
 		dc.Memo = c.memo
+		dc.Decisions, dc.MinValuesPolicy = c.opts.Decisions, c.opts.MinValuesPolicy
 		return dc
 	}
 	errs = append(errs, c.untaintStale(ctx))
@@ -79,6 +80,7 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 			log.FromContext(ctx).Info("disruption command", "command", cmd.String())
 			c.disrupt.queue.Add(cmd, c.opts.Clock.Now())
 		}
+		errs = append(errs, c.scaleStatic(ctx, dc))
 	}
 	events := c.disrupt.queue.Step(ctx, c.opts.Clock.Now(), apiActions{c, ctx}, fresh)
 	for _, ev := range events {
@@ -99,6 +101,35 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// scaleStatic keeps static NodePools (spec.replicas) at their replicas,
+// as upstream's static provisioning and deprovisioning controllers: claims
+// created for the missing nodes, the surplus claims deleted (their
+// termination drains them).
+func (c *Controller) scaleStatic(ctx context.Context, dc *disruption.Cluster) error {
+	var errs []error
+	for _, s := range disruption.StaticScale(dc) {
+		for i := 0; i < s.Launch && s.Plan != nil; i++ {
+			nc := state.NewNodeClaim(s.Plan, "", metav1.Time{})
+			if err := c.client.Create(ctx, nc); err != nil {
+				errs = append(errs, fmt.Errorf("creating a NodeClaim of static NodePool %s: %w", s.NodePool.Name, err))
+				break
+			}
+			c.store.SetNodeClaim(nc)
+			nodeClaimsCreated.WithLabelValues(s.NodePool.Name, "static").Inc()
+		}
+		for _, cand := range s.Remove {
+			if cand.NodeClaim == nil {
+				continue
+			}
+			log.FromContext(ctx).Info("deleting a static NodePool's surplus NodeClaim", "nodeclaim", cand.NodeClaim.Name, "replicas", *s.NodePool.Spec.Replicas)
+			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // blockedEvents tells, as upstream's DisruptionBlocked events do, why nodes

@@ -41,6 +41,10 @@ type Cluster struct {
 	// change between them (callers reuse the same *provisioning.Node while
 	// a node and its pods stay the same).
 	Memo *Memo
+	// Decisions and MinValuesPolicy are the scheduling simulations' (see
+	// provisioning.Snapshot).
+	Decisions       provisioning.Decisions
+	MinValuesPolicy provisioning.MinValuesPolicy
 }
 
 // A Memo is safe for concurrent use.

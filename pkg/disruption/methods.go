@@ -356,6 +356,12 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 		if p.driftReason(cand) == "" {
 			continue
 		}
+		if np := p.pools[cand.NodePool]; np.IsStatic() {
+			if cmd := p.staticDrift(cand, np); cmd != nil {
+				return []*Command{cmd}
+			}
+			continue
+		}
 		res, ok := p.simulate(p.ctx, []*Candidate{cand})
 		if !ok {
 			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its pods would have nowhere to go"})
@@ -371,6 +377,23 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 		return []*Command{cmd}
 	}
 	return nil
+}
+
+// staticDrift replaces a drifted node of a static NodePool with a node of
+// the pool as it is now, as upstream's static drift does: one for one, no
+// scheduling simulation (the pool is never launched for pods, and its
+// replica count is kept either way).
+func (p *pass) staticDrift(cand *Candidate, np *v1.NodePool) *Command {
+	r := provisioning.StaticPlan(np, p.c.InstanceTypes[np.Name], p.c.DaemonSets)
+	if r == nil {
+		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its static NodePool can launch no instance type"})
+		return nil
+	}
+	if !p.take(cand, v1.DisruptionReasonDrifted) {
+		return nil
+	}
+	return &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Candidate{cand},
+		Replacements: []*provisioning.NodeClaimPlan{r}, Savings: cand.Price - r.Price()}
 }
 
 // consolidationCandidates are sorted by upstream's disruption cost, the
@@ -712,7 +735,8 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Res
 	if !p.withoutPending {
 		pods = append(pods, p.c.Pending...)
 	}
-	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets}
+	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets,
+		Decisions: p.c.Decisions, MinValuesPolicy: p.c.MinValuesPolicy}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue

@@ -23,6 +23,8 @@ import (
 // the candidates that go.
 type simKey struct {
 	planner    *provisioning.Planner
+	decisions  provisioning.Decisions
+	minValues  provisioning.MinValuesPolicy
 	world      [sha256.Size]byte
 	candidates string
 }
@@ -90,7 +92,7 @@ func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results,
 		res, ok, _ := run()
 		return res, ok
 	}
-	k := simKey{planner: p.c.Planner, world: world}
+	k := simKey{planner: p.c.Planner, decisions: p.c.Decisions, minValues: p.c.MinValuesPolicy, world: world}
 	for _, cand := range cands {
 		k.candidates += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
 	}

@@ -23,6 +23,9 @@ import (
 // Plan is what would happen next. Its JSON is deterministic.
 type Plan struct {
 	At time.Time `json:"at"`
+	// Decisions is "karpenter" when the plan makes upstream's choices
+	// (empty for Joiner's).
+	Decisions string `json:"decisions,omitempty"`
 	// NodeClaims provisioning would create.
 	NodeClaims []NodeClaim `json:"nodeClaims"`
 	// Bindings of pending pods to existing nodes or in-flight claims.
@@ -31,6 +34,20 @@ type Plan struct {
 	Pending []Pending `json:"pending"`
 	// Disruption is the next pass's decision.
 	Disruption Disruption `json:"disruption"`
+	// Static is what keeps each static NodePool at its replicas, for
+	// those not there (omitted when none).
+	Static []StaticScaling `json:"static,omitempty"`
+}
+
+// StaticScaling is a static NodePool's launches or removals.
+type StaticScaling struct {
+	NodePool string `json:"nodePool"`
+	Replicas int64  `json:"replicas"`
+	// Launch so many NodeClaims like NodeClaim.
+	Launch    int        `json:"launch,omitempty"`
+	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
+	// Remove these nodes.
+	Remove []string `json:"remove,omitempty"`
 }
 
 // NodeClaim is one NodeClaim to create.
@@ -44,6 +61,8 @@ type NodeClaim struct {
 	// PriceUSDPerHour of the cheapest allowed offering.
 	PriceUSDPerHour float64  `json:"priceUSDPerHour"`
 	Pods            []string `json:"pods"`
+	// MinValuesRelaxed: minValues policy BestEffort lowered a minValues.
+	MinValuesRelaxed bool `json:"minValuesRelaxed,omitempty"`
 }
 
 // Binding is pending pods that fit a node that exists or is on its way.
@@ -116,10 +135,25 @@ type Budget struct {
 	Until *time.Time `json:"until,omitempty"`
 }
 
+// Options are a plan's choices.
+type Options struct {
+	// Decisions are provisioning's and disruption's (see
+	// provisioning.Snapshot.Decisions).
+	Decisions provisioning.Decisions
+	// MinValuesPolicy is upstream's operator option (see
+	// provisioning.Snapshot.MinValuesPolicy).
+	MinValuesPolicy provisioning.MinValuesPolicy
+}
+
 // Run makes the plan at now.
-func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
+func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Plan {
 	p := &Plan{At: now.UTC(), NodeClaims: []NodeClaim{}, Bindings: []Binding{}, Pending: []Pending{}}
-	res := provisioning.Solve(ctx, c.ProvisioningSnapshot())
+	if opts.Decisions == provisioning.DecisionsKarpenter {
+		p.Decisions = string(opts.Decisions)
+	}
+	snap := c.ProvisioningSnapshot()
+	snap.Decisions, snap.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
+	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
 		p.NodeClaims = append(p.NodeClaims, nodeClaim(nc))
 	}
@@ -133,7 +167,19 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time) *Plan {
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
 	dc := c.DisruptionCluster(now, c.Drifted)
+	dc.Decisions, dc.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	d := disruption.Compute(ctx, dc, disruption.Options{})
+	for _, s := range disruption.StaticScale(dc) {
+		out := StaticScaling{NodePool: s.NodePool.Name, Replicas: *s.NodePool.Spec.Replicas, Launch: s.Launch}
+		if s.Plan != nil && s.Launch > 0 {
+			nc := nodeClaim(s.Plan)
+			out.NodeClaim = &nc
+		}
+		for _, cand := range s.Remove {
+			out.Remove = append(out.Remove, cand.Node.Name)
+		}
+		p.Static = append(p.Static, out)
+	}
 	p.Disruption = disruptionOf(d, c, now)
 	if n := len(dc.Pending); n > 0 {
 		p.Disruption.PendingNote = fmt.Sprintf("%d pod(s) pending: every disruption simulation places them too, so no command takes away room they need", n)
@@ -283,7 +329,7 @@ func budgetText(np *v1.NodePool, allowances []disruption.Allowance, reason v1.Di
 }
 
 func nodeClaim(nc *provisioning.NodeClaimPlan) NodeClaim {
-	out := NodeClaim{NodePool: nc.NodePool.Name, PriceUSDPerHour: round(nc.Price()), Pods: podNames(nc.Pods),
+	out := NodeClaim{NodePool: nc.NodePool.Name, PriceUSDPerHour: round(nc.Price()), Pods: podNames(nc.Pods), MinValuesRelaxed: nc.MinValuesRelaxed,
 		Zones: nc.Requirements.Get(v1.LabelZone).Values(), CapacityTypes: nc.Requirements.Get(v1.LabelCapacityType).Values()}
 	for _, it := range nc.InstanceTypes {
 		out.InstanceTypes = append(out.InstanceTypes, it.Name)

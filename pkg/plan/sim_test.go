@@ -95,6 +95,7 @@ func simulated(t *testing.T, at time.Duration, docs ...string) *sim.Moment {
 func TestExplainPodInSimulation(t *testing.T) {
 	tainted := "      taints: [{key: dedicated, value: infra, effect: NoSchedule}]"
 	zoneA := "        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a]}"
+	zoneAB := "        - {key: topology.kubernetes.io/zone, operator: In, values: [us-east-1a, us-east-1b]}"
 	const pending = "stays pending: no NodePool can run it"
 	for _, tc := range []struct {
 		name string
@@ -152,11 +153,13 @@ func TestExplainPodInSimulation(t *testing.T) {
 		},
 		{
 			name: "topology spread that cannot be met",
-			docs: []string{pool("general", "1", zoneA, "", ""), pod("web-0", "3500m", "app: web", "", "  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}"),
-				pod("web-1", "500m", "app: web", "", "  topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}]")},
+			// The pool allows us-east-1b too, which web-1 counts (nodeAffinityPolicy
+			// Ignore) and cannot go to: a second pod in us-east-1a is a skew of 2.
+			docs: []string{pool("general", "1", zoneAB, "", ""), pod("web-0", "3500m", "app: web", "", "  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}"),
+				pod("web-1", "500m", "app: web", "", "  nodeSelector: {topology.kubernetes.io/zone: us-east-1a}\n  topologySpreadConstraints: [{maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, nodeAffinityPolicy: Ignore, labelSelector: {matchLabels: {app: web}}}]")},
 			pod: "web-1", result: pending,
 			pools: []string{"general: cannot satisfy topology spread on topology.kubernetes.io/zone, maxSkew 1 (app=web); " +
-				"pods matching app=web by topology.kubernetes.io/zone: us-east-1a 1 (default/web-0); NodePool general allows topology.kubernetes.io/zone In [us-east-1a]"},
+				"pods matching app=web by topology.kubernetes.io/zone: us-east-1a 1 (default/web-0); NodePool general allows topology.kubernetes.io/zone In [us-east-1a us-east-1b]"},
 		},
 		{
 			name: "pod affinity to pods that run nowhere",

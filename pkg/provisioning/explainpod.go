@@ -64,7 +64,7 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 	alone := *snap
 	alone.Pods = []*corev1.Pod{pod}
 	s := newScheduler(&alone)
-	c := s.prepare(&alone)[pod]
+	c := s.prepare(&alone, alone.Nodes)[pod]
 	for pi, p := range s.pools {
 		v := PoolVerdict{NodePool: p.np.Name, Weight: p.np.WeightOrZero()}
 		if c.invalid != nil {

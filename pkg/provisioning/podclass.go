@@ -48,6 +48,9 @@ type podClass struct {
 	prefiltered bool // rejected holds the existing nodes without room
 	// pools caches the class's fit against each NodePool.
 	pools []*classPool
+	// failedAt is the scheduler's progress, plus one, when a pod of the
+	// class last fit nowhere (0: never).
+	failedAt int
 }
 
 type hostPort struct {

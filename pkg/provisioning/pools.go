@@ -34,6 +34,29 @@ type poolInfo struct {
 	orders map[string][]int
 	// multiKeys are the labels some instance type allows several values of.
 	multiKeys []string
+	// offer caches offerable by zone and capacity-type requirement.
+	offer map[string]bitset
+}
+
+// offerable is the set of the pool's types whose zone and capacity-type
+// labels meet reqs' and that have an available offering reqs allow.
+func (p *poolInfo) offerable(reqs scheduling.Requirements) bitset {
+	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	key := zone.CacheKey() + "|" + ct.CacheKey()
+	if b, ok := p.offer[key]; ok {
+		return b
+	}
+	b := newBitset(len(p.its))
+	for i, it := range p.its {
+		if keysIntersect(it.it.Requirements, reqs, []string{v1.LabelZone, v1.LabelCapacityType}) && it.it.Offerings.HasCompatible(reqs) {
+			b.set(i)
+		}
+	}
+	if p.offer == nil {
+		p.offer = map[string]bitset{}
+	}
+	p.offer[key] = b
+	return b
 }
 
 // priceOrder returns the pool's instance types that can be bought under
@@ -82,7 +105,7 @@ type itInfo struct {
 // newPoolInfo prepares a NodePool's instance types, each with the overhead
 // of the DaemonSets (pod templates) that would run on it.
 func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) *poolInfo {
-	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{},
+	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{}, offer: map[string]bitset{},
 		wellKnown: map[string]bool{v1.LabelHostname: true}}
 	p.reqs = scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
 	p.reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))

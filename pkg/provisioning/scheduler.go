@@ -33,6 +33,16 @@ type scheduler struct {
 	// byFree orders existing targets by the cpu they had free at the start.
 	byFree      []int
 	initialFree []int64
+	// upstream: choose as upstream does (emptiest open claim first).
+	upstream bool
+	// minValues is the snapshot's MinValuesPolicy.
+	minValues MinValuesPolicy
+	// byPods orders the claims by their pod count, then creation, for
+	// upstream's choice.
+	byPods []int
+	// progress counts the pods placed; placed marks them by queue index.
+	progress int
+	placed   []bool
 }
 
 // Solve places the snapshot's pending pods: first on existing nodes and
@@ -72,6 +82,14 @@ func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.
 // Solve is the package-level Solve over the planner's NodePools, instance
 // types and DaemonSets, with the snapshot's nodes and pods.
 //
+// Under the default Decisions it plans the batch twice, Joiner's way and
+// upstream's (see DecisionsKarpenter), and keeps the plan that places more
+// pods, then the cheaper one, then Joiner's: so it never costs more than
+// upstream's choices on the same batch. A batch Joiner's way places whole
+// without a new node is not planned again: nothing is cheaper; nor is a
+// batch of alike pods free of topology (one Deployment scaling up): the
+// two ways' orders and choices come to the same there.
+//
 // When ctx ends, the pods not placed by then are unschedulable with its
 // error as the reason.
 func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
@@ -83,8 +101,26 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		pl.poolChecks = map[uint64][]*classPool{}
 		pl.reqsByKey = map[uint64]scheduling.Requirements{}
 	}
+	if snap.Decisions == DecisionsKarpenter {
+		res, _ := pl.solveAs(ctx, snap, true)
+		return res
+	}
+	res, alike := pl.solveAs(ctx, snap, false)
+	if alike || len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0 || ctx.Err() != nil {
+		return res
+	}
+	if alt, _ := pl.solveAs(ctx, snap, true); better(alt, res) {
+		return alt
+	}
+	return res
+}
+
+// solveAs is one plan of the batch, upstream's way (pod order, node order,
+// emptiest claim first) or Joiner's; alike says every pod is of one class
+// that no topology constrains or counts.
+func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
-		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
 	if len(snap.VolumeRequirements) == 0 {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -99,43 +135,37 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		cp.used = nil
 		s.pools = append(s.pools, &cp)
 	}
+	nodes := snap.Nodes
+	if upstream {
+		nodes = upstreamNodeOrder(nodes)
+	}
 	pods := append([]*corev1.Pod(nil), snap.Pods...)
-	classOf := s.prepare(snap)
-	sort.SliceStable(pods, func(i, j int) bool {
-		ci, cj := classOf[pods[i]], classOf[pods[j]]
-		if ci.ownNode != cj.ownNode {
-			return ci.ownNode
-		}
-		a, b := ci.requests, cj.requests
-		if a.get(0) != b.get(0) {
-			return a.get(0) > b.get(0)
-		}
-		return a.get(1) > b.get(1)
-	})
-	res := &Results{}
+	classOf := s.prepare(snap, nodes)
+	if upstream {
+		sort.SliceStable(pods, upstreamPodOrder(pods, classOf))
+	} else {
+		sort.SliceStable(pods, joinerPodOrder(pods, classOf))
+	}
+	alike = bareAndAlike(pods, classOf)
+	res = &Results{}
+	failed := s.schedule(ctx, pods, classOf)
+	explained := map[*podClass]*PodError{}
 	for i, pod := range pods {
-		if err := ctx.Err(); err != nil {
-			for _, rest := range pods[i:] {
-				res.Unschedulable = append(res.Unschedulable, &PodError{Pod: rest, Reason: "the scheduling pass stopped before it: " + err.Error()})
-			}
-			break
-		}
 		c := classOf[pod]
-		if c.invalid != nil {
+		switch {
+		case c.invalid != nil:
 			res.Unschedulable = append(res.Unschedulable, invalidPod(pod, c, s.pools))
-			continue
-		}
-		placed := false
-		var last *podClass
-		for ; c != nil; c = s.relaxedClass(c) {
-			last = c
-			if s.place(c, pod) {
-				placed = true
-				break
+		case failed[i] != nil:
+			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: pod, Reason: "the scheduling pass stopped before it: " + failed[i].Error()})
+		case !s.placed[i]:
+			// Nothing changes once the pass ends: a class's reasons are
+			// the same for each of its pods.
+			e, ok := explained[c]
+			if !ok {
+				e = s.explain(pod, s.lastRelaxed(c))
+				explained[c] = e
 			}
-		}
-		if !placed {
-			res.Unschedulable = append(res.Unschedulable, s.explain(pod, last))
+			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: pod, ByNodePool: e.ByNodePool, Reason: e.Reason})
 		}
 	}
 	for _, e := range s.existing {
@@ -146,7 +176,106 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	for _, cl := range s.claims {
 		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
 	}
-	return res
+	return res, alike
+}
+
+// bareAndAlike: the pods are all of one class, which no topology group
+// constrains, counts or keeps away (so no order of them and of the nodes
+// they go to places more of them or fewer).
+func bareAndAlike(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) bool {
+	var only *podClass
+	for _, p := range pods {
+		c := classOf[p]
+		if only == nil {
+			only = c
+		}
+		if c != only {
+			return false
+		}
+	}
+	return only != nil && only.invalid == nil && len(only.owned) == 0 && len(only.matchedBy) == 0 && len(only.antiMatchedBy) == 0
+}
+
+// schedule places the pods in order, as upstream does: a pod that fits
+// nowhere goes to the back of the queue and is tried again while the
+// batch makes progress, so a pod whose required affinity target comes
+// later in the batch finds it, and pods that must alternate between
+// domains do. It returns, per pod, ctx's error if the pass stopped before
+// the pod was tried; s.placed says which were placed.
+func (s *scheduler) schedule(ctx context.Context, pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) []error {
+	stopped := make([]error, len(pods))
+	s.placed = make([]bool, len(pods))
+	queue := make([]int, 0, len(pods))
+	for i, pod := range pods {
+		if classOf[pod].invalid == nil {
+			queue = append(queue, i)
+		}
+	}
+	// lastLen[i] is the queue's length when pod i went back into it: met
+	// again at that length, the queue went round without progress.
+	lastLen := make([]int, len(pods))
+	for len(queue) > 0 {
+		i := queue[0]
+		if lastLen[i] == len(queue) {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			for _, j := range queue {
+				stopped[j] = err
+			}
+			break
+		}
+		queue = queue[1:]
+		if s.try(classOf[pods[i]], pods[i]) {
+			s.placed[i] = true
+			s.progress++
+			continue
+		}
+		queue = append(queue, i)
+		lastLen[i] = len(queue)
+	}
+	return stopped
+}
+
+// try places the pod as its class, or relaxed one preference at a time.
+// A class that failed since the last placement fails again: nothing it
+// was checked against has changed.
+func (s *scheduler) try(c *podClass, pod *corev1.Pod) bool {
+	if c.failedAt == s.progress+1 {
+		return false
+	}
+	for r := c; r != nil; r = s.relaxedClass(r) {
+		if s.place(r, pod) {
+			return true
+		}
+	}
+	c.failedAt = s.progress + 1
+	return false
+}
+
+// lastRelaxed is the class with every preference it can lose relaxed.
+func (s *scheduler) lastRelaxed(c *podClass) *podClass {
+	for r := s.relaxedClass(c); r != nil; r = s.relaxedClass(c) {
+		c = r
+	}
+	return c
+}
+
+// better says plan a places more pods than b, or as many more cheaply.
+func better(a, b *Results) bool {
+	if len(a.Unschedulable) != len(b.Unschedulable) {
+		return len(a.Unschedulable) < len(b.Unschedulable)
+	}
+	return a.Price() < b.Price()-1e-9
+}
+
+// Price is the hourly price of the plan's new NodeClaims.
+func (r *Results) Price() float64 {
+	total := 0.0
+	for _, nc := range r.NewNodeClaims {
+		total += nc.Price()
+	}
+	return total
 }
 
 func newScheduler(snap *Snapshot) *scheduler {
@@ -159,21 +288,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
-		for k, r := range p.reqs {
-			if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool {
-				s.topo.addDomains(k, vals...)
-			}
-		}
-		for _, it := range p.its {
-			for _, key := range []string{v1.LabelZone, v1.LabelCapacityType} {
-				s.topo.addDomains(key, it.it.Requirements.Get(key).Values()...)
-			}
-			for k, r := range it.it.Requirements {
-				if vals := r.Values(); len(vals) > 0 && k != v1.LabelZone && k != v1.LabelCapacityType {
-					s.topo.addDomains(k, vals...)
-				}
-			}
-		}
+		s.topo.addPoolDomains(p)
 		s.pools = append(s.pools, p)
 	}
 	return s
@@ -182,8 +297,8 @@ func newScheduler(snap *Snapshot) *scheduler {
 // prepare adds the snapshot's nodes as targets and its pods' classes (with
 // their topology, counted over the nodes' pods), and returns each pod's
 // class.
-func (s *scheduler) prepare(snap *Snapshot) map[*corev1.Pod]*podClass {
-	s.addNodes(snap.Nodes)
+func (s *scheduler) prepare(snap *Snapshot, nodes []*Node) map[*corev1.Pod]*podClass {
+	s.addNodes(nodes)
 	classOf := make(map[*corev1.Pod]*podClass, len(snap.Pods))
 	for _, p := range snap.Pods {
 		if snap.IgnorePreferences {
@@ -196,7 +311,7 @@ func (s *scheduler) prepare(snap *Snapshot) map[*corev1.Pod]*podClass {
 	for _, c := range s.sortedClasses() {
 		s.finishClass(c)
 	}
-	s.recordExisting(snap.Nodes)
+	s.recordExisting(nodes)
 	return classOf
 }
 
@@ -407,6 +522,9 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 	n := len(s.existing) + len(s.claims)
 	s.prefilter(c)
 	c.rejected.grow(n)
+	if s.upstream {
+		n = len(s.existing) // claims come after, the emptiest first
+	}
 	for wi := 0; wi*64 < n; wi++ {
 		w := ^c.rejected[wi]
 		for w != 0 {
@@ -426,10 +544,11 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 			if err == nil {
 				return true
 			}
-			if permanent {
-				c.rejected.set(idx)
-			}
+			s.reject(c, idx, err, permanent)
 		}
+	}
+	if s.upstream && s.placeUpstream(c, pod) {
+		return true
 	}
 	for pi, p := range s.pools {
 		if _, err := s.newClaim(p, pi, c, pod, false); err == nil {
@@ -437,6 +556,20 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// reject keeps target idx from class c after a failed check: for good
+// when the failure is permanent, or until the pod a required pod affinity
+// waits for lands in the target's domain.
+func (s *scheduler) reject(c *podClass, idx int, err error, permanent bool) {
+	if permanent {
+		c.rejected.set(idx)
+		return
+	}
+	// topology.check's errors come unwrapped: no errors.As on this path.
+	if te, ok := err.(*topologyError); ok && te.waitFor != "" {
+		s.topo.wait(te.group, te.waitFor, c, idx)
+	}
 }
 
 // invalidPod is the answer for a pod whose constraints cannot be read.
@@ -492,7 +625,7 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 		}
 	}
 	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
-		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name}
+		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
 }
 
 // needsOwnNode: a pod with required pod anti-affinity on hostname against

@@ -32,6 +32,14 @@ type Snapshot struct {
 	// PreferencePolicy=Ignore does; the default respects them, relaxing
 	// them one at a time where they cannot be met.
 	IgnorePreferences bool
+	// Decisions says whose choices to make where Joiner and upstream
+	// differ: "" or DecisionsJoiner, or DecisionsKarpenter.
+	Decisions Decisions
+	// MinValuesPolicy is upstream's operator option: "" or
+	// MinValuesStrict leaves a pod a NodePool's minValues cannot be met
+	// for to the next NodePool; MinValuesBestEffort lowers the minimum to
+	// what the types that fit allow and marks the claim.
+	MinValuesPolicy MinValuesPolicy
 }
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.
@@ -100,6 +108,9 @@ type NodeClaimPlan struct {
 	// Hostname is the placeholder the plan was scheduled under (for
 	// hostname topology); the real node name comes at launch.
 	Hostname string
+	// MinValuesRelaxed: MinValuesPolicy BestEffort lowered a minValues of
+	// Requirements; the NodeClaim is annotated so, as upstream's.
+	MinValuesRelaxed bool
 }
 
 // NodeClaimRequirements are the plan's requirements with the instance

@@ -149,6 +149,8 @@ type claim struct {
 	maxAlloc   vec
 	pods       []*corev1.Pod
 	ports      []hostPort
+	// minRelaxed: BestEffort lowered a minValues to what the types allow.
+	minRelaxed bool
 }
 
 func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]string) domainsOf {
@@ -176,6 +178,7 @@ type claimUpdate struct {
 	total      vec
 	candidates bitset
 	maxAlloc   vec
+	minRelaxed bool // reqs' minValues were lowered (BestEffort)
 }
 
 func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
@@ -187,6 +190,7 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 	cl.requests = u.total
 	cl.candidates = u.candidates
 	cl.maxAlloc = u.maxAlloc
+	cl.minRelaxed = cl.minRelaxed || u.minRelaxed
 	cl.pods = append(cl.pods, pod)
 	cl.ports = append(cl.ports, c.hostPorts...)
 	s.topo.record(c, cl.domains(u.reqs, s.topo.universe))
@@ -225,10 +229,11 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 		}
 		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
 	}
-	if err := checkMinValues(reqs, cand, cl.pool); err != nil {
+	reqs, relaxed, err := checkMinValues(reqs, cand, cl.pool, s.minValues == MinValuesBestEffort)
+	if err != nil {
 		return nil, err, true
 	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc}, nil, false
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed}, nil, false
 }
 
 // joinedReqs are the claim's requirements with the class's merged in, or
@@ -285,6 +290,18 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 	cand.and(poolCand)
 	var maxAlloc vec
 	fitAny := false
+	// Zone and capacity type are rechecked against the pool's cached
+	// answer for the pair; other keys type by type.
+	var offerable bitset
+	var others []string
+	if recheck {
+		offerable = cl.pool.offerable(reqs)
+		for _, k := range recheckKeys {
+			if k != v1.LabelZone && k != v1.LabelCapacityType {
+				others = append(others, k)
+			}
+		}
+	}
 	cand.each(func(i int) bool {
 		it := cl.pool.its[i]
 		if !total.fitsIn(it.alloc) {
@@ -292,7 +309,7 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 			return true
 		}
 		fitAny = true
-		if recheck && (!keysIntersect(it.it.Requirements, reqs, recheckKeys) || !it.it.Offerings.HasCompatible(reqs)) {
+		if recheck && (!offerable.has(i) || len(others) > 0 && !keysIntersect(it.it.Requirements, reqs, others)) {
 			cand.clear(i)
 			return true
 		}
@@ -304,14 +321,18 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 
 // checkMinValues: each requirement with minValues must still be spanned by
 // at least that many distinct values among the candidate instance types.
-func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) error {
+// With bestEffort one that is not is lowered to the values that remain,
+// as upstream's MinValuesPolicy BestEffort does (reqs copied; relaxed
+// says so), instead of failing.
+func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, bestEffort bool) (scheduling.Requirements, bool, error) {
 	wanted := false
 	for _, r := range reqs {
 		wanted = wanted || r.MinValues != nil
 	}
 	if !wanted {
-		return nil
+		return reqs, false, nil
 	}
+	out, relaxed := reqs, false
 	for _, k := range reqs.Keys() {
 		r := reqs[k]
 		if r.MinValues == nil {
@@ -326,16 +347,32 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo) erro
 			}
 			return len(seen) < *r.MinValues
 		})
-		if len(seen) < *r.MinValues {
-			return fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+		if len(seen) >= *r.MinValues {
+			continue
 		}
+		if !bestEffort {
+			return nil, false, fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+		}
+		if !relaxed {
+			out, relaxed = reqs.Copy(), true
+		}
+		lowered := *r // requirements are shared: a new one with the lower minimum
+		n := len(seen)
+		lowered.MinValues = &n
+		out[k] = &lowered
 	}
-	return nil
+	return out, relaxed, nil
 }
+
+// StaticReasonPrefix starts the reason a static NodePool gives a pod.
+const StaticReasonPrefix = "a static NodePool"
 
 // newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
 // reports why it cannot.
 func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, dryRun bool) (*claim, error) {
+	if p.np.IsStatic() {
+		return nil, fmt.Errorf("%s (replicas %d): it keeps its own nodes and launches none for pending pods", StaticReasonPrefix, *p.np.Spec.Replicas)
+	}
 	cp := s.poolCheck(c, p, pi)
 	if cp.err != nil {
 		return nil, cp.err
@@ -371,6 +408,9 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		return nil, err
 	}
 	s.claims = append(s.claims, cl)
+	if s.upstream {
+		s.addClaimUpstream(len(s.claims) - 1)
+	}
 	if p.hasLimits {
 		var largest vec
 		cl.candidates.each(func(i int) bool { largest = maxInto(largest, p.its[i].capacity); return true })

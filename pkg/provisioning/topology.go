@@ -49,6 +49,15 @@ type topoGroup struct {
 	// owners: for anti-affinity, the domains its own pods may be in.
 	owners map[string]int
 	desc   string
+	// waiting: for pod affinity, per domain, the targets in it that
+	// classes were refused for lack of a pod there, until one comes.
+	waiting map[string][]waiter
+}
+
+// waiter is a target (by index) a class waits to be allowed on.
+type waiter struct {
+	c   *podClass
+	idx int
 }
 
 func (g *topoGroup) selects(namespace string, labels map[string]string) bool {
@@ -179,7 +188,7 @@ func (t *topology) withTaintsHonored(g *topoGroup) (*topoGroup, error) {
 	}
 	h := *g
 	h.honorTaints = true
-	h.counts, h.exact, h.owners = map[string]int{}, map[string]int{}, map[string]int{}
+	h.counts, h.exact, h.owners, h.waiting = map[string]int{}, map[string]int{}, map[string]int{}, nil
 	h.desc = g.desc + ", honouring taints"
 	t.groups[id] = &h
 	t.ordered = append(t.ordered, &h)
@@ -244,6 +253,12 @@ func (t *topology) record(c *podClass, domains domainsOf) {
 		}
 		if decided && len(vals) == 1 {
 			g.exact[vals[0]]++
+			if ws := g.waiting[vals[0]]; len(ws) > 0 {
+				for _, w := range ws {
+					w.c.rejected.clear(w.idx)
+				}
+				delete(g.waiting, vals[0])
+			}
 		}
 		if len(vals) > 0 {
 			g.total++
@@ -287,6 +302,19 @@ type topologyError struct {
 	group     *topoGroup
 	inverse   bool
 	permanent bool
+	// waitFor is the decided domain of a target that a pod affinity
+	// refused for lack of a pod there: it stays refused until one comes.
+	waitFor string
+}
+
+// wait keeps target idx refused for class c until a pod g selects lands
+// in domain d.
+func (t *topology) wait(g *topoGroup, d string, c *podClass, idx int) {
+	if g.waiting == nil {
+		g.waiting = map[string][]waiter{}
+	}
+	c.rejected.set(idx)
+	g.waiting[d] = append(g.waiting[d], waiter{c, idx})
 }
 
 func (e *topologyError) Error() string {
@@ -330,6 +358,10 @@ func (t *topology) allowedByOwn(c *podClass, key string, cand []string, decided 
 			continue
 		}
 		before := len(cand)
+		only := ""
+		if decided && before == 1 {
+			only = cand[0]
+		}
 		switch g.kind {
 		case spreadGroup:
 			spread = g
@@ -339,6 +371,9 @@ func (t *topology) allowedByOwn(c *podClass, key string, cand []string, decided 
 				break // the first pod of a self-affine group may go anywhere
 			}
 			cand = filterDomains(cand, func(d string) bool { return g.exact[d] > 0 })
+			if len(cand) == 0 && only != "" {
+				return nil, nil, &topologyError{group: g, waitFor: only}
+			}
 		case antiAffinityGroup:
 			cand = filterDomains(cand, func(d string) bool { return g.counts[d] == 0 })
 		}
@@ -426,4 +461,42 @@ func filterDomains(in []string, keep func(string) bool) []string {
 func contains(s []string, v string) bool {
 	i := sort.SearchStrings(s, v)
 	return i < len(s) && s[i] == v
+}
+
+// addPoolDomains adds the domains a new node of the pool can be in: for
+// zone and capacity type, those of the available offerings its
+// requirements allow; for other labels its instance types define, their
+// values the pool allows; for labels only the pool sets, its own values.
+// A value the pool lists but nothing can provide (a zone without
+// offerings, capacity type reserved without a reservation) is no domain,
+// or a spread would send pods there that no node can take.
+func (t *topology) addPoolDomains(p *poolInfo) {
+	if len(p.its) == 0 || p.np.IsStatic() {
+		return // the pool launches nothing for pods
+	}
+	typeKeys := map[string]bool{v1.LabelZone: true, v1.LabelCapacityType: true}
+	for _, it := range p.its {
+		for _, o := range it.it.Offerings {
+			if o.Available && p.reqs.Get(v1.LabelZone).Has(o.Zone) && p.reqs.Get(v1.LabelCapacityType).Has(o.CapacityType) {
+				t.addDomains(v1.LabelZone, o.Zone)
+				t.addDomains(v1.LabelCapacityType, o.CapacityType)
+			}
+		}
+		for k, r := range it.it.Requirements {
+			typeKeys[k] = true
+			if k == v1.LabelZone || k == v1.LabelCapacityType {
+				continue
+			}
+			for _, v := range r.Values() {
+				if p.reqs.Get(k).Has(v) {
+					t.addDomains(k, v)
+				}
+			}
+		}
+	}
+	for k, r := range p.reqs {
+		if vals := r.Values(); len(vals) > 0 && k != v1.LabelNodePool && !typeKeys[k] && !p.wellKnown[k] {
+			t.addDomains(k, vals...)
+		}
+	}
 }

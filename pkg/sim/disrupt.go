@@ -41,7 +41,7 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why
 	})
-	c.Planner, c.Memo = e.currentPlanner(), e.memo
+	c.Planner, c.Memo, c.Decisions, c.MinValuesPolicy = e.currentPlanner(), e.memo, e.opts.Decisions, e.opts.MinValuesPolicy
 	return c
 }
 
@@ -125,7 +125,26 @@ func (e *engine) disrupt() {
 	for _, cmd := range d.Commands {
 		e.queue.Add(cmd, e.clk.now)
 	}
+	e.scaleStatic(c)
 	e.stepQueue()
+}
+
+// scaleStatic keeps static NodePools at their replicas, as upstream's
+// static provisioning and deprovisioning controllers: claims launched,
+// surplus nodes drained and deleted.
+func (e *engine) scaleStatic(c *disruption.Cluster) {
+	for _, s := range disruption.StaticScale(c) {
+		for i := 0; i < s.Launch && s.Plan != nil; i++ {
+			if _, err := e.launch(s.Plan, "static"); err != nil {
+				break // the next pass tries again
+			}
+		}
+		for _, cand := range s.Remove {
+			if n := e.nodeByName(cand.Node.Name); n != nil {
+				e.startDrain(n, "StaticScaleDown")
+			}
+		}
+	}
 }
 
 func (e *engine) stepQueue() {

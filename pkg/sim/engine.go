@@ -47,6 +47,13 @@ type Options struct {
 	// created: a trace another host can be fed and compared with (the
 	// controller's agreement test replays it).
 	OnProvision func(ProvisioningPass)
+	// Decisions are provisioning's and disruption's (see
+	// provisioning.Snapshot.Decisions): DecisionsKarpenter predicts what
+	// Karpenter would do with the scenario.
+	Decisions provisioning.Decisions
+	// MinValuesPolicy is upstream's operator option (see
+	// provisioning.Snapshot.MinValuesPolicy).
+	MinValuesPolicy provisioning.MinValuesPolicy
 }
 
 // ProvisioningPass is one provisioning pass of a run.
@@ -142,6 +149,12 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 		return nil, err
 	}
 	e.opts = opts
+	if opts.MinValuesPolicy == provisioning.MinValuesBestEffort {
+		e.rep.note("minValues policy BestEffort: a claim whose types cannot meet a NodePool's minValues has it lowered to what they allow")
+	}
+	if opts.Decisions == provisioning.DecisionsKarpenter {
+		e.rep.note("decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
+	}
 	for _, n := range in.Notes { // what loading assumed (default settings, fields not modelled)
 		e.rep.note(n)
 	}

@@ -27,6 +27,9 @@ func NewNodeClaim(plan *provisioning.NodeClaimPlan, name string, now metav1.Time
 	if v, ok := np.Annotations[v1.AnnotationNodePoolHashVersion]; ok {
 		nc.Annotations[v1.AnnotationNodePoolHashVersion] = v
 	}
+	if plan.MinValuesRelaxed {
+		nc.Annotations[v1.AnnotationMinValuesRelaxed] = "true"
+	}
 	yes := true
 	nc.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID, BlockOwnerDeletion: &yes}}
 	t := np.Spec.Template.Spec

@@ -202,6 +202,14 @@ func TestUnlaunchedClaimHoldsItsPods(t *testing.T) {
 	}
 	plan := res.NewNodeClaims[0]
 	nc := NewNodeClaim(plan, "general-new", metav1.Time{})
+	if _, marked := nc.Annotations[v1.AnnotationMinValuesRelaxed]; marked {
+		t.Error("a claim whose minValues were kept is marked relaxed")
+	}
+	relaxed := *plan
+	relaxed.MinValuesRelaxed = true
+	if got := NewNodeClaim(&relaxed, "x", metav1.Time{}).Annotations[v1.AnnotationMinValuesRelaxed]; got != "true" {
+		t.Errorf("a relaxed claim's %s = %q, want true", v1.AnnotationMinValuesRelaxed, got)
+	}
 	nc.ResourceVersion = "3"
 	s.SetNodeClaim(nc) // created, not launched: no status
 	v := s.View("general-new")

@@ -218,7 +218,7 @@ func TestTemplateProductionValues(t *testing.T) {
 		t.Errorf("image %s, want the digest", c.Image)
 	}
 	for _, arg := range []string{"--region=us-west-2", "--zones=us-west-2a,us-west-2b", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
-		"--log-level=debug", "--batch-idle-duration=2s", "--batch-max-duration=20s", "--feature-gates=SpotToSpotConsolidation=true"} {
+		"--log-level=debug", "--batch-idle-duration=2s", "--batch-max-duration=20s", "--feature-gates=SpotToSpotConsolidation=true", "--min-values-policy=BestEffort", "--decisions=joiner"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}
@@ -314,6 +314,8 @@ func TestValuesMistakesFail(t *testing.T) {
 		{"settings.cloudProvider=aws,settings.aws.clusterName=prod,settings.aws.clusterEndpoint=http://api", "/settings/aws/clusterEndpoint"},
 		{"settings.batchIdleDuration=1 second", "/settings/batchIdleDuration"},
 		{"logLevel=verbose", "/logLevel"},
+		{"settings.minValuesPolicy=Lax", "/settings/minValuesPolicy"},
+		{"settings.decisions=upstream", "/settings/decisions"},
 		{"settings.batchMaxDuration=10", "/settings/batchMaxDuration"},
 		{"settings.featureGates.nodeRepair=true", "additional properties 'nodeRepair' not allowed"},
 		{"settings.featureGates.spotToSpotConsolidation=yes please", "/settings/featureGates/spotToSpotConsolidation"},

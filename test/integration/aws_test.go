@@ -118,6 +118,30 @@ func TestAWSProvider(t *testing.T) {
 	})
 	checkResolved(t, f, class)
 
+	// A class whose selector finds nothing says which and how to fix it.
+	broken := class.DeepCopy()
+	broken.ObjectMeta = metav1.ObjectMeta{Name: "untagged"}
+	broken.Status = awsv1.EC2NodeClassStatus{}
+	broken.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "nowhere"}}}
+	if err := kc.Create(ctx, broken); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = kc.Delete(ctx, broken) }()
+	eventually(t, "the untagged EC2NodeClass Ready False, saying why", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(broken), broken); err != nil {
+			return false, err
+		}
+		for _, cond := range broken.Status.Conditions {
+			if cond.Type == controller.ConditionReady && cond.Status == metav1.ConditionFalse {
+				if !strings.Contains(cond.Message, "subnetSelectorTerms[0]") || !strings.Contains(cond.Message, "karpenter.sh/discovery=nowhere") {
+					t.Errorf("Ready False says %q: want the selector term and its tags", cond.Message)
+				}
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+
 	tolerate := func(key string) corev1.Toleration {
 		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists}
 	}

@@ -26,6 +26,9 @@ const (
 	// is to evict: a 32-bit integer (see disruption's eviction cost).
 	AnnotationDisruptionCost = Group + "/disruption-cost"
 	AnnotationNodePoolHash   = Group + "/nodepool-hash"
+	// AnnotationMinValuesRelaxed marks a NodeClaim whose minValues
+	// MinValuesPolicy BestEffort lowered ("true").
+	AnnotationMinValuesRelaxed = Group + "/nodeclaim-min-values-relaxed"
 	// AnnotationNodePoolHashVersion names the hashing scheme of
 	// AnnotationNodePoolHash: hashes of different versions do not compare.
 	AnnotationNodePoolHashVersion = Group + "/nodepool-hash-version"

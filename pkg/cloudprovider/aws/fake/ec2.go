@@ -241,14 +241,7 @@ type describeSubnetsOutput struct {
 
 func (f *AWS) describeSubnets(q url.Values) (any, error) {
 	ids := list(q, "SubnetId")
-	if err := f.requireIDs(ids, "InvalidSubnetID.NotFound", "subnet", func(id string) bool {
-		for _, s := range f.ec2.subnets {
-			if s.ID == id {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
+	if err := requireIDs(ids, "InvalidSubnetID.NotFound", "subnet", f.ec2.subnets, func(s *Subnet) string { return s.ID }); err != nil {
 		return nil, err
 	}
 	fs := filters(q)
@@ -296,9 +289,13 @@ func (f *AWS) describeSubnets(q url.Values) (any, error) {
 
 // requireIDs answers AWS's NotFound error for the first of ids that does
 // not exist.
-func (f *AWS) requireIDs(ids []string, code, kind string, exists func(string) bool) error {
+func requireIDs[T any](ids []string, code, kind string, items []T, idOf func(T) string) error {
+	known := make(map[string]bool, len(items))
+	for _, it := range items {
+		known[idOf(it)] = true
+	}
 	for _, id := range ids {
-		if !exists(id) {
+		if !known[id] {
 			return badRequest(code, "The %s ID '%s' does not exist", kind, id)
 		}
 	}
@@ -331,14 +328,7 @@ type describeSecurityGroupsOutput struct {
 
 func (f *AWS) describeSecurityGroups(q url.Values) (any, error) {
 	ids, names := list(q, "GroupId"), list(q, "GroupName")
-	if err := f.requireIDs(ids, "InvalidGroup.NotFound", "security group", func(id string) bool {
-		for _, g := range f.ec2.securityGroups {
-			if g.ID == id {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
+	if err := requireIDs(ids, "InvalidGroup.NotFound", "security group", f.ec2.securityGroups, func(g *SecurityGroup) string { return g.ID }); err != nil {
 		return nil, err
 	}
 	fs := filters(q)

@@ -283,9 +283,7 @@ func (f *AWS) advance() {
 func (f *AWS) describeInstances(q url.Values) (any, error) {
 	f.advance()
 	ids := list(q, "InstanceId")
-	if err := f.requireIDs(ids, "InvalidInstanceID.NotFound", "instance", func(id string) bool {
-		return f.instance(id) != nil
-	}); err != nil {
+	if err := requireIDs(ids, "InvalidInstanceID.NotFound", "instance", f.ec2.instances, func(in *Instance) string { return in.ID }); err != nil {
 		return nil, err
 	}
 	fs := filters(q)
@@ -364,9 +362,7 @@ func (f *AWS) terminateInstances(q url.Values) (any, error) {
 	if len(ids) == 0 {
 		return nil, badRequest("MissingParameter", "The request must contain the parameter InstanceId")
 	}
-	if err := f.requireIDs(ids, "InvalidInstanceID.NotFound", "instance", func(id string) bool {
-		return f.instance(id) != nil
-	}); err != nil {
+	if err := requireIDs(ids, "InvalidInstanceID.NotFound", "instance", f.ec2.instances, func(in *Instance) string { return in.ID }); err != nil {
 		return nil, err
 	}
 	var out terminateInstancesOutput

@@ -1,0 +1,103 @@
+package disruption
+
+import (
+	"sort"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// StaticScaling is what keeps one static NodePool (spec.replicas) at its
+// replica count, as upstream's static provisioning and deprovisioning
+// controllers do: Launch so many NodeClaims like Plan, or Remove these
+// nodes' claims. Emptiness and consolidation leave such pools alone.
+type StaticScaling struct {
+	NodePool *v1.NodePool
+	Launch   int
+	// Plan is the NodeClaim to launch (nil when no type can be).
+	Plan   *provisioning.NodeClaimPlan
+	Remove []*Candidate
+}
+
+// StaticScale answers for every static NodePool whose node count is not
+// its replicas. Nodes being deleted do not count; a node being disrupted
+// (drift replacing it) counts against launching, not for removal, so its
+// replacement is neither launched twice nor removed. Launches
+// stop at limits.nodes, counting every node of the pool. What is removed
+// on a scale-down, in upstream's order: claims not launched yet, then
+// nodes with no pod to move, then busy ones, those a pod asks not to be
+// disrupted last (fewest pods first, then by name).
+func StaticScale(c *Cluster) []StaticScaling {
+	var out []StaticScaling
+	for _, np := range c.NodePools {
+		if !np.IsStatic() {
+			continue
+		}
+		var removable []*Candidate
+		all, running := 0, int64(0)
+		for _, cand := range c.Nodes {
+			if cand.NodePool != np.Name {
+				continue
+			}
+			all++
+			if cand.Node.MarkedForDeletion {
+				continue
+			}
+			running++
+			if !cand.Disrupting {
+				removable = append(removable, cand)
+			}
+		}
+		want := *np.Spec.Replicas
+		switch have := int64(len(removable)); {
+		case running < want:
+			n := want - running
+			if q, ok := np.Spec.Limits["nodes"]; ok {
+				n = min(n, q.Value()-int64(all))
+			}
+			if n > 0 {
+				out = append(out, StaticScaling{NodePool: np, Launch: int(n), Plan: provisioning.StaticPlan(np, c.InstanceTypes[np.Name], c.DaemonSets)})
+			}
+		case have > want:
+			out = append(out, StaticScaling{NodePool: np, Remove: c.removalOrder(removable)[:have-want]})
+		}
+	}
+	return out
+}
+
+func (c *Cluster) removalOrder(cands []*Candidate) []*Candidate {
+	type ranked struct {
+		cand       *Candidate
+		rank, pods int
+	}
+	rs := make([]ranked, len(cands))
+	for i, cand := range cands {
+		pods := len(reschedulable(cand.Node))
+		rank := 0
+		switch {
+		case cand.NodeClaim != nil && cand.NodeClaim.Status.ProviderID == "":
+			rank = 0 // not launched yet
+		case c.podAsksNotToBeDisrupted(cand.Node).at(c.Now) != "":
+			rank = 3
+		case pods == 0:
+			rank = 1
+		default:
+			rank = 2
+		}
+		rs[i] = ranked{cand, rank, pods}
+	}
+	sort.SliceStable(rs, func(i, j int) bool {
+		if rs[i].rank != rs[j].rank {
+			return rs[i].rank < rs[j].rank
+		}
+		if rs[i].pods != rs[j].pods {
+			return rs[i].pods < rs[j].pods
+		}
+		return rs[i].cand.Node.Name < rs[j].cand.Node.Name
+	})
+	out := make([]*Candidate, len(rs))
+	for i, r := range rs {
+		out[i] = r.cand
+	}
+	return out
+}

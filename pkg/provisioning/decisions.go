@@ -1,0 +1,152 @@
+package provisioning
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Decisions names whose choices provisioning makes where Joiner and
+// upstream Karpenter deliberately differ.
+type Decisions string
+
+const (
+	// DecisionsJoiner (the default, also "") plans a batch Joiner's way —
+	// pods that need a node of their own first, then largest first, each
+	// on the first node or claim that takes it — and upstream's way, and
+	// keeps the better plan: never dearer than upstream on the same batch.
+	DecisionsJoiner Decisions = "joiner"
+	// DecisionsKarpenter makes upstream's choices only, to predict what
+	// Karpenter will do: pods in upstream's order (cpu, then memory, then
+	// creation), existing nodes initialized first then by name, and among
+	// the claims planned so far the one with the fewest pods first.
+	DecisionsKarpenter Decisions = "karpenter"
+)
+
+// DecisionsValues are the names ParseDecisions accepts, for flag help.
+var DecisionsValues = []Decisions{DecisionsJoiner, DecisionsKarpenter}
+
+// ParseDecisions reads a --decisions value ("" is the default).
+func ParseDecisions(s string) (Decisions, error) {
+	switch Decisions(s) {
+	case "", DecisionsJoiner:
+		return DecisionsJoiner, nil
+	case DecisionsKarpenter:
+		return DecisionsKarpenter, nil
+	}
+	return "", fmt.Errorf("unknown decisions %q: want %q (the default: Joiner's choices, never dearer than Karpenter's) or %q (Karpenter's choices, to predict it)", s, DecisionsJoiner, DecisionsKarpenter)
+}
+
+// MinValuesPolicy is upstream's operator option of that name.
+type MinValuesPolicy string
+
+const (
+	// MinValuesStrict (the default, also ""): a claim keeps every minValues.
+	MinValuesStrict MinValuesPolicy = "Strict"
+	// MinValuesBestEffort lowers a minValues the types that fit cannot meet.
+	MinValuesBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// ParseMinValuesPolicy reads a --min-values-policy value ("" is Strict).
+func ParseMinValuesPolicy(s string) (MinValuesPolicy, error) {
+	switch MinValuesPolicy(s) {
+	case "", MinValuesStrict:
+		return MinValuesStrict, nil
+	case MinValuesBestEffort:
+		return MinValuesBestEffort, nil
+	}
+	return "", fmt.Errorf("unknown minValues policy %q: want %q (the default) or %q", s, MinValuesStrict, MinValuesBestEffort)
+}
+
+// joinerPodOrder: pods that need a node of their own first (see
+// needsOwnNode), then by cpu, then memory, largest first; the rest as given.
+func joinerPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) func(i, j int) bool {
+	return func(i, j int) bool {
+		ci, cj := classOf[pods[i]], classOf[pods[j]]
+		if ci.ownNode != cj.ownNode {
+			return ci.ownNode
+		}
+		a, b := ci.requests, cj.requests
+		if a.get(0) != b.get(0) {
+			return a.get(0) > b.get(0)
+		}
+		return a.get(1) > b.get(1)
+	}
+}
+
+// upstreamPodOrder is upstream's queue order: cpu, then memory, largest
+// first, then older pods first, then by UID.
+func upstreamPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) func(i, j int) bool {
+	return func(i, j int) bool {
+		a, b := classOf[pods[i]].requests, classOf[pods[j]].requests
+		if a.get(0) != b.get(0) {
+			return a.get(0) > b.get(0)
+		}
+		if a.get(1) != b.get(1) {
+			return a.get(1) > b.get(1)
+		}
+		ti, tj := pods[i].CreationTimestamp, pods[j].CreationTimestamp
+		if !ti.Equal(&tj) {
+			return ti.Before(&tj)
+		}
+		return pods[i].UID < pods[j].UID
+	}
+}
+
+// upstreamNodeOrder is the order upstream tries existing nodes in:
+// initialized ones (here: registered, not in flight) first, then by name.
+func upstreamNodeOrder(nodes []*Node) []*Node {
+	out := append([]*Node(nil), nodes...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].InFlight != out[j].InFlight {
+			return !out[i].InFlight
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// placeUpstream offers the pod to the claims planned so far with the
+// fewest pods first (ties: the older claim), as upstream does.
+func (s *scheduler) placeUpstream(c *podClass, pod *corev1.Pod) bool {
+	base := len(s.existing)
+	c.rejected.grow(base + len(s.claims))
+	for at, ci := range s.byPods {
+		if c.rejected.has(base + ci) {
+			continue
+		}
+		err, permanent := s.claims[ci].tryAdd(s, c, pod)
+		if err == nil {
+			s.reorderClaim(at)
+			return true
+		}
+		s.reject(c, base+ci, err, permanent)
+	}
+	return false
+}
+
+// reorderClaim moves the claim at byPods[at], which just took a pod, to
+// its place among the claims with as many pods.
+func (s *scheduler) reorderClaim(at int) {
+	ci := s.byPods[at]
+	n := len(s.claims[ci].pods)
+	j := at
+	for j+1 < len(s.byPods) {
+		next := s.byPods[j+1]
+		if m := len(s.claims[next].pods); m > n || m == n && next > ci {
+			break
+		}
+		s.byPods[j] = next
+		j++
+	}
+	s.byPods[j] = ci
+}
+
+// addClaimUpstream puts a new claim (one pod) into byPods.
+func (s *scheduler) addClaimUpstream(ci int) {
+	at := sort.Search(len(s.byPods), func(k int) bool { return len(s.claims[s.byPods[k]].pods) > 1 })
+	s.byPods = append(s.byPods, 0)
+	copy(s.byPods[at+1:], s.byPods[at:])
+	s.byPods[at] = ci
+}
