@@ -2,8 +2,11 @@ package controller
 
 import (
 	"context"
+	"fmt"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -27,6 +31,17 @@ import (
 type NodeClassResolver interface {
 	ResolveNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) (awsv1.EC2NodeClassStatus, error)
 }
+
+// NodeClassFinalizer is a resolver that also removes what it made for a
+// NodeClass being deleted (the AWS provider's launch templates and
+// instance profile).
+type NodeClassFinalizer interface {
+	FinalizeNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error
+}
+
+// FinalizerNodeClass holds an EC2NodeClass until its NodeClaims are gone
+// and what the provider made for it is removed: upstream's name.
+const FinalizerNodeClass = "karpenter.k8s.aws/termination"
 
 // nodeClassResync is how often a NodeClass is resolved again although it
 // did not change: the cloud's side (a new AMI behind an alias, a subnet
@@ -56,6 +71,14 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 	nc := &awsv1.EC2NodeClass{}
 	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if f, ok := r.(NodeClassFinalizer); ok {
+		if nc.DeletionTimestamp != nil {
+			return c.finalizeNodeClass(ctx, f, nc)
+		}
+		if controllerutil.AddFinalizer(nc, FinalizerNodeClass) {
+			return reconcile.Result{}, c.client.Update(ctx, nc) // its event brings us back
+		}
 	}
 	resolved, resolveErr := r.ResolveNodeClass(ctx, nc)
 	status := nc.Status.DeepCopy()
@@ -87,6 +110,36 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
 	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
+}
+
+// finalizeNodeClass lets a deleted EC2NodeClass go once no NodeClaim
+// uses it (their instances need its launch templates and profile until
+// they are terminated) and the provider has removed what it made for it.
+func (c *Controller) finalizeNodeClass(ctx context.Context, f NodeClassFinalizer, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
+	if !controllerutil.ContainsFinalizer(nc, FinalizerNodeClass) {
+		return reconcile.Result{}, nil
+	}
+	var claims v1.NodeClaimList
+	if err := c.client.List(ctx, &claims); err != nil {
+		return reconcile.Result{}, err
+	}
+	var using []string
+	for _, claim := range claims.Items {
+		if ref := claim.Spec.NodeClassRef; ref != nil && ref.Kind == "EC2NodeClass" && ref.Name == nc.Name {
+			using = append(using, claim.Name)
+		}
+	}
+	if len(using) > 0 {
+		c.event(nc, nil, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination", "EC2NodeClass %s waits for %d NodeClaim(s) to terminate: %s",
+			nc.Name, len(using), strings.Join(using, ", "))
+		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
+	}
+	if err := f.FinalizeNodeClass(ctx, nc); err != nil {
+		return reconcile.Result{}, fmt.Errorf("removing what EC2NodeClass %s had in the cloud: %w", nc.Name, err)
+	}
+	orig := nc.DeepCopy()
+	controllerutil.RemoveFinalizer(nc, FinalizerNodeClass)
+	return reconcile.Result{}, client.IgnoreNotFound(c.client.Patch(ctx, nc, client.MergeFrom(orig)))
 }
 
 // classOfPool maps a NodePool event to its EC2NodeClass's request, so a

@@ -286,7 +286,7 @@ func TestTemplateAWSValues(t *testing.T) {
 		slices.Sort(verbs)
 		return verbs
 	}
-	want := []string{"ec2nodeclasses/status:patch", "ec2nodeclasses:get", "ec2nodeclasses:list", "ec2nodeclasses:watch"}
+	want := []string{"ec2nodeclasses/status:patch", "ec2nodeclasses:get", "ec2nodeclasses:list", "ec2nodeclasses:patch", "ec2nodeclasses:update", "ec2nodeclasses:watch"}
 	cr := one[rbacv1.ClusterRole](t, objs, "ClusterRole")
 	if got := nodeClassRules(cr.Rules); !slices.Equal(got, want) {
 		t.Errorf("aws ClusterRole's EC2NodeClass rules %v, want %v", got, want)

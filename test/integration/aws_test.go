@@ -282,6 +282,33 @@ func TestAWSProvider(t *testing.T) {
 		return false, nil
 	})
 
+	// Deleting the class waits for its claims; then its launch templates
+	// and the instance profile made for it go, and so does the class.
+	profile := class.Status.InstanceProfile
+	if err := kc.Delete(ctx, class); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil || !slices.Contains(class.Finalizers, controller.FinalizerNodeClass) {
+		t.Fatalf("a deleted EC2NodeClass with NodeClaims (%v): finalizers %v, want it held by %s", err, class.Finalizers, controller.FinalizerNodeClass)
+	}
+	cleanUpAWS(t, kc, "aws-od", "aws-spot")
+	eventuallyWithin(t, 2*time.Minute, "the EC2NodeClass gone, with its launch templates and instance profile", func(ctx context.Context) (bool, error) {
+		if !gone(ctx, kc, client.ObjectKeyFromObject(class), &awsv1.EC2NodeClass{}) {
+			return false, nil
+		}
+		for _, lt := range f.LaunchTemplates() {
+			if lt.Tags["karpenter.k8s.aws/ec2nodeclass"] == class.Name {
+				t.Errorf("launch template %s of the deleted class is left", lt.Name)
+			}
+		}
+		for _, p := range f.InstanceProfiles() {
+			if p.Name == profile {
+				t.Errorf("instance profile %s of the deleted class is left", p.Name)
+			}
+		}
+		return true, nil
+	})
+
 	checkPolicyCoversCalls(t, f.Calls())
 }
 
