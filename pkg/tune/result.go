@@ -1,0 +1,365 @@
+package tune
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+)
+
+// Result is a search's outcome; its JSON is deterministic for a scenario,
+// space and options.
+type Result struct {
+	Scenario    string            `json:"scenario"`
+	Space       string            `json:"space"`
+	Seed        int64             `json:"seed"`
+	Objectives  []string          `json:"objectives"`
+	Constraints []ConstraintLimit `json:"constraints"`
+	Search      SearchInfo        `json:"search"`
+	Knobs       []Dimension       `json:"knobs"`
+	// Variants ran over the whole duration with the scenario's seed, the
+	// baseline first.
+	Variants []VariantResult `json:"variants"`
+	// Front are the indexes (into Variants' Index) of the Pareto front of
+	// the variants that meet the constraints.
+	Front []int `json:"front"`
+	// Finalists are the front and the baseline over every seed.
+	Finalists []Finalist `json:"finalists"`
+	// Chosen is the finalist whose mean meets the constraints and is best by
+	// the objectives in order; null when none does.
+	Chosen *int `json:"chosen"`
+}
+
+// ConstraintLimit is a constraint as the result states it.
+type ConstraintLimit struct {
+	Metric string  `json:"metric"`
+	Max    float64 `json:"max"`
+}
+
+// SearchInfo says how the variants were found.
+type SearchInfo struct {
+	// Mode: exhaustive, sampled, or job (a sample run in full by a Job).
+	Mode       string `json:"mode"`
+	SpaceSize  int    `json:"spaceSize"`
+	Sampler    string `json:"sampler,omitempty"`
+	SampleSeed int64  `json:"sampleSeed,omitempty"`
+	Samples    int    `json:"samples,omitempty"`
+	Seeds      int    `json:"seeds"`
+	Rungs      []Rung `json:"rungs"`
+}
+
+// Rung is one round of successive halving: how many variants ran, over
+// how long a horizon.
+type Rung struct {
+	Horizon  string `json:"horizon"`
+	Variants int    `json:"variants"`
+}
+
+// VariantResult is one variant's run.
+type VariantResult struct {
+	Index      int       `json:"index"`
+	Baseline   bool      `json:"baseline,omitempty"`
+	Choice     []int     `json:"choice,omitempty"`
+	Settings   []Setting `json:"settings,omitempty"`
+	Metrics    Metrics   `json:"metrics"`
+	Violations []string  `json:"violations,omitempty"`
+	Front      bool      `json:"front,omitempty"`
+	Error      string    `json:"error,omitempty"`
+}
+
+// Feasible reports whether the variant ran and met the constraints.
+func (v VariantResult) Feasible() bool { return v.Error == "" && len(v.Violations) == 0 }
+
+// Finalist is a variant over every seed.
+type Finalist struct {
+	Index    int  `json:"index"`
+	Baseline bool `json:"baseline,omitempty"`
+	// Mean over the seeds; Spread is the largest less the smallest.
+	Mean       Metrics   `json:"mean"`
+	Spread     Metrics   `json:"spread"`
+	PerSeed    []Metrics `json:"perSeed"`
+	Violations []string  `json:"violations,omitempty"`
+}
+
+// Header is what a result says of its search, beside the variants: a
+// Job's lines each carry it, so that --gather needs nothing else.
+type Header struct {
+	Scenario    string            `json:"scenario"`
+	Space       string            `json:"space"`
+	Seed        int64             `json:"seed"`
+	Objectives  []string          `json:"objectives"`
+	Constraints []ConstraintLimit `json:"constraints"`
+	Search      SearchInfo        `json:"search"`
+	Knobs       []Dimension       `json:"knobs"`
+}
+
+func (p *Plan) header(info SearchInfo) Header {
+	sp := p.Space.Spec
+	h := Header{Scenario: p.In.Name, Space: p.Space.Metadata.Name, Seed: p.In.Scenario.Spec.Seed, Objectives: sp.Objectives,
+		Search: info, Knobs: p.Dims, Constraints: []ConstraintLimit{}}
+	for _, c := range sp.Constraints {
+		h.Constraints = append(h.Constraints, ConstraintLimit{Metric: c.Metric, Max: c.max})
+	}
+	return h
+}
+
+func (h Header) constraints() []Constraint {
+	var cs []Constraint
+	for _, c := range h.Constraints {
+		cs = append(cs, Constraint{Metric: c.Metric, max: c.Max})
+	}
+	return cs
+}
+
+// assemble marks the constraints and the front over results (the
+// baseline first).
+func assemble(h Header, results []VariantResult) *Result {
+	res := &Result{Scenario: h.Scenario, Space: h.Space, Seed: h.Seed, Objectives: h.Objectives,
+		Search: h.Search, Knobs: h.Knobs, Variants: results, Constraints: h.Constraints, Front: []int{}, Finalists: []Finalist{}}
+	cs := h.constraints()
+	var feasible []int
+	var ms []Metrics
+	for i := range res.Variants {
+		v := &res.Variants[i]
+		if v.Error != "" {
+			continue
+		}
+		v.Violations = violations(v.Metrics, cs)
+		if v.Feasible() {
+			feasible = append(feasible, i)
+			ms = append(ms, v.Metrics)
+		}
+	}
+	for _, f := range Front(ms, h.Objectives) {
+		res.Variants[feasible[f]].Front = true
+		res.Front = append(res.Front, res.Variants[feasible[f]].Index)
+	}
+	return res
+}
+
+// finalists are the positions in Variants of the front and the baseline.
+func (r *Result) finalists() []int {
+	var out []int
+	for i, v := range r.Variants {
+		if v.Front || (v.Baseline && v.Error == "") {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// robustness fills the finalists from their runs over the seeds, and the
+// choice.
+func (r *Result) robustness(perSeed map[int][]Metrics, seeds int) {
+	cs := Header{Constraints: r.Constraints}.constraints()
+	best := -1
+	for _, i := range r.finalists() {
+		v := r.Variants[i]
+		runs := perSeed[v.Index]
+		f := Finalist{Index: v.Index, Baseline: v.Baseline, PerSeed: runs}
+		f.Mean, f.Spread = meanSpread(runs)
+		f.Violations = violations(f.Mean, cs)
+		r.Finalists = append(r.Finalists, f)
+		if len(f.Violations) > 0 {
+			continue
+		}
+		if best < 0 || lexLess(f.Mean, r.Finalists[best].Mean, f.Index, r.Finalists[best].Index, r.Objectives) {
+			best = len(r.Finalists) - 1
+		}
+	}
+	if best >= 0 {
+		idx := r.Finalists[best].Index
+		r.Chosen = &idx
+	}
+}
+
+func meanSpread(ms []Metrics) (mean, spread Metrics) {
+	if len(ms) == 0 {
+		return worst(), Metrics{}
+	}
+	for _, name := range metricNames {
+		lo, hi, sum := math.Inf(1), math.Inf(-1), 0.0
+		for _, m := range ms {
+			x := m.Get(name)
+			lo, hi, sum = math.Min(lo, x), math.Max(hi, x), sum+x
+		}
+		mv, sv := round(sum/float64(len(ms)), 1e4), round(hi-lo, 1e4)
+		if math.IsInf(hi, 1) {
+			mv, sv = math.Inf(1), 0
+		}
+		set(&mean, name, mv)
+		set(&spread, name, sv)
+	}
+	return mean, spread
+}
+
+func set(m *Metrics, name string, v float64) {
+	switch name {
+	case MetricCost:
+		m.CostUSD = v
+	case MetricP99Startup:
+		m.P99StartupSeconds = v
+	case MetricDisruptionsPerNodeDay:
+		m.DisruptionsPerNodeDay = v
+	case MetricPodsNeverRan:
+		m.PodsNeverRan = v
+	}
+}
+
+// Variant returns the result of the variant with index i.
+func (r *Result) Variant(i int) *VariantResult {
+	for k := range r.Variants {
+		if r.Variants[k].Index == i {
+			return &r.Variants[k]
+		}
+	}
+	return nil
+}
+
+// Baseline is the baseline's finalist entry, if it ran.
+func (r *Result) Baseline() *Finalist {
+	for k := range r.Finalists {
+		if r.Finalists[k].Baseline {
+			return &r.Finalists[k]
+		}
+	}
+	return nil
+}
+
+// Chose is the chosen finalist, or nil.
+func (r *Result) Chose() *Finalist {
+	if r.Chosen == nil {
+		return nil
+	}
+	for k := range r.Finalists {
+		if r.Finalists[k].Index == *r.Chosen {
+			return &r.Finalists[k]
+		}
+	}
+	return nil
+}
+
+func num(v float64, unit string) string {
+	if math.IsInf(v, 1) {
+		return "—"
+	}
+	switch unit {
+	case "$":
+		return fmt.Sprintf("$%.2f", v)
+	case "s":
+		return fmt.Sprintf("%.0fs", v)
+	case "n":
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+// WriteTable prints the front (baseline marked) and the finalists over the
+// seeds, then the choice.
+func (r *Result) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "scenario %s, space %s: %s search of %d variants", r.Scenario, r.Space, r.Search.Mode, r.Search.SpaceSize)
+	if r.Search.Mode == "sampled" {
+		fmt.Fprintf(w, " (%d sampled by %s, seed %d; halving over", r.Search.Samples, r.Search.Sampler, r.Search.SampleSeed)
+		for _, g := range r.Search.Rungs {
+			fmt.Fprintf(w, " %d×%s", g.Variants, g.Horizon)
+		}
+		fmt.Fprint(w, ")")
+	}
+	fmt.Fprintf(w, "; %d ran in full, %d meet the constraints", len(r.Variants), r.feasibleCount())
+	if len(r.Constraints) > 0 {
+		var cs []string
+		for _, c := range r.Constraints {
+			cs = append(cs, fmt.Sprintf("%s ≤ %g", c.Metric, c.Max))
+		}
+		fmt.Fprintf(w, " (%s)", strings.Join(cs, ", "))
+	}
+	fmt.Fprintf(w, "\n\nPareto front (seed %d):\n", r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\tsettings")
+	for _, v := range r.Variants {
+		if !v.Front && !v.Baseline {
+			continue
+		}
+		mark := " "
+		if r.Chosen != nil && *r.Chosen == v.Index {
+			mark = "*"
+		}
+		name := fmt.Sprint(v.Index)
+		if v.Baseline {
+			name += " (baseline)"
+			if !v.Front {
+				name += " (off the front)"
+			}
+		}
+		m := v.Metrics
+		settings := settingsText(v.Settings)
+		if v.Baseline {
+			settings = "the scenario's NodePools as they are"
+		}
+		if v.Error != "" {
+			fmt.Fprintf(tw, "%s %s\t\t\t\t\terror: %s\n", mark, name, v.Error)
+			continue
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, name, num(m.CostUSD, "$"), num(m.P99StartupSeconds, "s"),
+			num(m.DisruptionsPerNodeDay, ""), num(m.PodsNeverRan, "n"), settings)
+	}
+	_ = tw.Flush()
+	if len(r.Finalists) > 0 {
+		fmt.Fprintf(w, "\nFinalists over %d seeds (mean ± half the spread):\n", r.Search.Seeds)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\t")
+		for _, f := range r.Finalists {
+			mark := " "
+			if r.Chosen != nil && *r.Chosen == f.Index {
+				mark = "*"
+			}
+			name := fmt.Sprint(f.Index)
+			if f.Baseline {
+				name += " (baseline)"
+			}
+			pm := func(name, unit string) string {
+				return num(f.Mean.Get(name), unit) + " ± " + num(f.Spread.Get(name)/2, unit)
+			}
+			note := ""
+			if len(f.Violations) > 0 {
+				note = "mean breaks " + strings.Join(f.Violations, ", ")
+			}
+			fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, name, pm(MetricCost, "$"), pm(MetricP99Startup, "s"),
+				pm(MetricDisruptionsPerNodeDay, ""), pm(MetricPodsNeverRan, "n"), note)
+		}
+		_ = tw.Flush()
+	}
+	fmt.Fprintln(w)
+	c, b := r.Chose(), r.Baseline()
+	switch {
+	case c == nil:
+		fmt.Fprintln(w, "chosen: none — no finalist's mean meets the constraints")
+	case c.Baseline:
+		fmt.Fprintln(w, "chosen: the baseline — no variant beats the scenario's NodePools on the mean")
+	default:
+		fmt.Fprintf(w, "chosen: variant %d: %s\n", c.Index, settingsText(r.Variant(c.Index).Settings))
+		if b != nil && b.Mean.CostUSD > 0 {
+			fmt.Fprintf(w, "  cost %s vs %s (%+.1f%%), p99 startup %s vs %s, on the mean of %d seeds\n", num(c.Mean.CostUSD, "$"), num(b.Mean.CostUSD, "$"),
+				100*(c.Mean.CostUSD-b.Mean.CostUSD)/b.Mean.CostUSD, num(c.Mean.P99StartupSeconds, "s"), num(b.Mean.P99StartupSeconds, "s"), r.Search.Seeds)
+		}
+	}
+}
+
+func (r *Result) feasibleCount() int {
+	n := 0
+	for _, v := range r.Variants {
+		if v.Feasible() {
+			n++
+		}
+	}
+	return n
+}
+
+func settingsText(ss []Setting) string {
+	parts := make([]string, len(ss))
+	for i, s := range ss {
+		parts[i] = s.Knob + "=" + s.Value
+	}
+	return strings.Join(parts, " ")
+}
