@@ -47,7 +47,8 @@ baseline over --seeds seeds, and chooses on the mean.
 --write DIR writes the chosen variant's manifests (only the tuned fields
 changed, comments kept) and prints a diff. --emit-job writes a ConfigMap and
 a Kubernetes Indexed Job whose pods run one variant each
-(--variant-index $(JOB_COMPLETION_INDEX)) and print a JSON line; --gather
+(--variant-index $(JOB_COMPLETION_INDEX), or "env" to read the variable)
+and print a JSON line; --gather
 merges those lines (the pods' logs) into the same output as a local search.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return runTune(cmd, args, f) },
@@ -132,7 +133,11 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 	}
 	switch {
 	case f.variantIndex != "":
-		i, err := strconv.Atoi(f.variantIndex)
+		idx := f.variantIndex
+		if idx == "$(JOB_COMPLETION_INDEX)" || idx == "env" { // not expanded: read what the Job controller sets
+			idx = os.Getenv("JOB_COMPLETION_INDEX")
+		}
+		i, err := strconv.Atoi(idx)
 		if err != nil {
 			return fmt.Errorf("--variant-index %q: not a number (a Job passes $(JOB_COMPLETION_INDEX), which the kubelet expands)", f.variantIndex)
 		}
@@ -272,7 +277,7 @@ func emitJob(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, f tuneFlags
 	fmt.Fprintf(&b, "# kubectl apply -f FILE; kubectl wait --for=condition=complete job/%s --timeout=1h\n", job.Name)
 	fmt.Fprintf(&b, "# kubectl logs -l job-name=%s --tail=-1 --max-log-requests=%d > lines; joiner tune --gather lines\n", job.Name, min(100, *job.Spec.Completions))
 	for i, o := range []any{cm, job} {
-		y, err := yaml.Marshal(o)
+		y, err := cleanYAML(o)
 		if err != nil {
 			return err
 		}
@@ -290,4 +295,36 @@ func emitJob(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, f tuneFlags
 	}
 	fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: ConfigMap %s and Indexed Job %s (%d completions)\n", f.emitJob, cm.Name, job.Name, *job.Spec.Completions)
 	return nil
+}
+
+// cleanYAML is o as YAML without what only the API server writes (status,
+// creationTimestamp: null).
+func cleanYAML(o any) ([]byte, error) {
+	b, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "status")
+	for _, meta := range []any{m["metadata"], lookupMap(m, "spec", "template", "metadata")} {
+		if mm, ok := meta.(map[string]any); ok {
+			delete(mm, "creationTimestamp")
+		}
+	}
+	return yaml.Marshal(m)
+}
+
+func lookupMap(m map[string]any, keys ...string) any {
+	var v any = m
+	for _, k := range keys {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[k]
+	}
+	return v
 }

@@ -96,7 +96,13 @@ type Header struct {
 
 func (p *Plan) header(info SearchInfo) Header {
 	sp := p.Space.Spec
-	h := Header{Scenario: p.In.Name, Space: p.Space.Metadata.Name, Seed: p.In.Scenario.Spec.Seed, Objectives: sp.Objectives,
+	// The scenario's own name, not the directory it was read from: a Job's
+	// pods read it from another path than a local search.
+	name := p.In.Scenario.Metadata.Name
+	if name == "" {
+		name = p.In.Name
+	}
+	h := Header{Scenario: name, Space: p.Space.Metadata.Name, Seed: p.In.Scenario.Spec.Seed, Objectives: sp.Objectives,
 		Search: info, Knobs: p.Dims, Constraints: []ConstraintLimit{}}
 	for _, c := range sp.Constraints {
 		h.Constraints = append(h.Constraints, ConstraintLimit{Metric: c.Metric, Max: c.max})
