@@ -13,6 +13,7 @@ import (
 
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
+	"gonum.org/v1/plot/vg"
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
@@ -21,11 +22,11 @@ import (
 )
 
 type tuneFlags struct {
-	space, report, write, emitJob, image, jobName, namespace, variantIndex string
-	decisions, minValuesPolicy, sampler                                    string
-	maxVariants, samples, seeds, workers, parallelism                      int
-	sampleSeed                                                             int64
-	jsonOut, quiet, gather                                                 bool
+	space, report, chart, write, emitJob, image, jobName, namespace, variantIndex string
+	decisions, minValuesPolicy, sampler                                           string
+	maxVariants, samples, seeds, workers, parallelism                             int
+	sampleSeed                                                                    int64
+	jsonOut, quiet, gather                                                        bool
 }
 
 func newTuneCommand() *cobra.Command {
@@ -63,6 +64,7 @@ merges those lines (the pods' logs) into the same output as a local search.`,
 	fl.IntVar(&f.workers, "workers", runtime.NumCPU(), "simulations run at once")
 	fl.BoolVar(&f.jsonOut, "json", false, "print the result as JSON (deterministic for a scenario, space and seed)")
 	fl.StringVar(&f.report, "report", "", "write an HTML report with a cost vs p99 startup chart to this file")
+	fl.StringVar(&f.chart, "chart", "", "write the cost vs p99 startup chart alone to this file (.png or .svg)")
 	fl.StringVar(&f.write, "write", "", "write the chosen variant's edited manifests below this directory and print a diff against the input")
 	fl.StringVar(&f.emitJob, "emit-job", "", `write a ConfigMap and an Indexed Job that run the search on a cluster to this file ("-": stdout)`)
 	fl.StringVar(&f.image, "image", "ghcr.io/joiner-autoscaler/joiner:v0.1.0", "the Job's container image (Joiner's, with /joiner)")
@@ -195,6 +197,15 @@ func tuneOutput(out io.Writer, res *tune.Result, f tuneFlags) error {
 	if f.report != "" {
 		if err := writeTuneHTML(f.report, res); err != nil {
 			return err
+		}
+	}
+	if f.chart != "" {
+		p, err := htmlreport.TuneChart(res)
+		if err != nil {
+			return err
+		}
+		if err := p.Save(6*vg.Inch, 3.5*vg.Inch, f.chart); err != nil {
+			return fmt.Errorf("--chart: %w", err)
 		}
 	}
 	if f.jsonOut {

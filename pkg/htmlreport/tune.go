@@ -73,8 +73,8 @@ func TuneChart(res *tune.Result) (*plot.Plot, error) {
 		{"meets the constraints", other, color.RGBA{R: 150, G: 150, B: 150, A: 255}, draw.CircleGlyph{}, 2.5},
 		{"breaks a constraint", broken, color.RGBA{R: 230, G: 140, B: 140, A: 255}, draw.CrossGlyph{}, 2.5},
 		{"Pareto front", front, color.RGBA{R: 31, G: 119, B: 180, A: 255}, draw.CircleGlyph{}, 4},
-		{"baseline", base, color.RGBA{A: 255}, draw.TriangleGlyph{}, 5},
-		{"chosen", chosen, color.RGBA{R: 44, G: 160, B: 44, A: 255}, draw.SquareGlyph{}, 5},
+		{"baseline", base, color.RGBA{A: 255}, draw.PyramidGlyph{}, 5},
+		{"chosen", chosen, color.RGBA{R: 44, G: 160, B: 44, A: 255}, draw.BoxGlyph{}, 4.5},
 	}
 	for _, s := range series {
 		if len(s.pts) == 0 {
@@ -88,7 +88,7 @@ func TuneChart(res *tune.Result) (*plot.Plot, error) {
 		p.Add(sc)
 		p.Legend.Add(s.name, sc)
 	}
-	p.Legend.Top = true
+	p.Legend.Top = false // bottom right: cheap and fast is bottom left, where the choice is
 	p.Add(plotter.NewGrid())
 	return p, nil
 }

@@ -276,7 +276,8 @@ func (r *Result) WriteTable(w io.Writer) {
 	if len(r.Constraints) > 0 {
 		var cs []string
 		for _, c := range r.Constraints {
-			cs = append(cs, fmt.Sprintf("%s ≤ %g", c.Metric, c.Max))
+			unit := map[string]string{MetricCost: " USD", MetricP99Startup: "s"}[c.Metric]
+			cs = append(cs, fmt.Sprintf("%s ≤ %g%s", c.Metric, c.Max, unit))
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(cs, ", "))
 	}

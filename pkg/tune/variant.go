@@ -56,7 +56,8 @@ func (s *Space) dimensions() []Dimension {
 			out = append(out, d)
 		}
 		for j, r := range p.Requirements {
-			d := Dimension{Knob: p.Name + " " + r.Key, at: fmt.Sprintf("%s.requirements[%d].values", at, j)}
+			short := r.Key[strings.LastIndex(r.Key, "/")+1:] // the keys a space takes differ after the slash
+			d := Dimension{Knob: p.Name + " " + short, at: fmt.Sprintf("%s.requirements[%d].values", at, j)}
 			item := []string{"spec", "template", "spec", "requirements", "key=" + r.Key}
 			for _, vs := range r.Values {
 				d.Labels = append(d.Labels, strings.Join(vs, ","))
