@@ -13,6 +13,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/tune"
 )
 
 func newValidateCommand() *cobra.Command {
@@ -180,7 +181,11 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 				}
 			case sim.IsScenarioDocument(d):
 				r.scenarios++
-				if err := sim.CheckScenario(d); err != nil {
+				check := sim.CheckScenario
+				if tune.IsSpaceDocument(d) {
+					check = tune.CheckSpace
+				}
+				if err := check(d); err != nil {
 					if errors.As(err, &ps) {
 						r.problems = append(r.problems, ps...)
 					} else {

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -256,6 +257,10 @@ func (p *Plan) runAll(runs []run, o Options, done *int, total int) {
 // front of the variants meeting the constraints, and the baseline — over
 // o.Seeds seeds, the choice made on their means.
 func (p *Plan) Search(o Options) (*Result, error) {
+	// sim.Run raises the GC percentage for its run and restores it; runs
+	// in parallel would restore each other's. Raised once here, restored
+	// once.
+	defer debug.SetGCPercent(debug.SetGCPercent(400))
 	o = p.resolved(o)
 	vs, sampled := p.Variants(o)
 	full := p.In.Scenario.Spec.Duration.Duration

@@ -167,7 +167,18 @@ func ParseSpace(file string, data []byte) (*Space, error) {
 		return nil, manifest.Problems{{File: file, Line: 1, Message: fmt.Sprintf("a space file holds one %s document; this has %d", SpaceKind, len(docs)),
 			Fix: "put each space in a file of its own"}}
 	}
-	d := docs[0]
+	return spaceOf(docs[0])
+}
+
+// CheckSpace checks a TuningSpace document on its own, as ParseSpace does
+// (joiner validate calls it); the knobs against a scenario are checked when
+// a search is planned.
+func CheckSpace(d *manifest.Document) error {
+	_, err := spaceOf(d)
+	return err
+}
+
+func spaceOf(d *manifest.Document) (*Space, error) {
 	if d.APIVersion != sim.ScenarioAPIVersion || d.Kind != SpaceKind {
 		field := "apiVersion"
 		if d.APIVersion == sim.ScenarioAPIVersion {
