@@ -170,7 +170,7 @@ func (r *Result) robustness(perSeed map[int][]Metrics, seeds int) {
 		if len(f.Violations) > 0 {
 			continue
 		}
-		if best < 0 || lexLess(f.Mean, r.Finalists[best].Mean, f.Index, r.Finalists[best].Index, r.Objectives) {
+		if best < 0 || r.better(f, r.Finalists[best]) {
 			best = len(r.Finalists) - 1
 		}
 	}
@@ -178,6 +178,45 @@ func (r *Result) robustness(perSeed map[int][]Metrics, seeds int) {
 		idx := r.Finalists[best].Index
 		r.Chosen = &idx
 	}
+}
+
+// better orders finalists by their means, objective by objective; on a
+// tie the one that changes fewer knobs from the input (the smaller change to
+// review), then the lower index.
+func (r *Result) better(a, b Finalist) bool {
+	for _, o := range r.Objectives {
+		if x, y := a.Mean.Get(o), b.Mean.Get(o); x != y {
+			return x < y
+		}
+	}
+	if ca, cb := r.changes(a.Index), r.changes(b.Index); ca != cb {
+		return ca < cb
+	}
+	return a.Index < b.Index
+}
+
+// changes counts the knobs a variant sets otherwise than the input.
+func (r *Result) changes(index int) int {
+	v := r.Variant(index)
+	n := 0
+	for i, c := range v.Choice {
+		if i < len(r.Knobs) && r.Knobs[i].Input != c {
+			n++
+		}
+	}
+	return n
+}
+
+// changedSettings are the settings a variant sets otherwise than the input.
+func (r *Result) changedSettings(v VariantResult) []Setting {
+	var out []Setting
+	for i, s := range v.Settings {
+		if i < len(r.Knobs) && i < len(v.Choice) && r.Knobs[i].Input == v.Choice[i] {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
 }
 
 func meanSpread(ms []Metrics) (mean, spread Metrics) {
@@ -281,7 +320,7 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(cs, ", "))
 	}
-	fmt.Fprintf(w, "\n\nPareto front (seed %d):\n", r.Seed)
+	fmt.Fprintf(w, "\n\nPareto front (seed %d; settings where they differ from the input):\n", r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\tsettings")
 	for _, v := range r.Variants {
@@ -300,9 +339,12 @@ func (r *Result) WriteTable(w io.Writer) {
 			}
 		}
 		m := v.Metrics
-		settings := settingsText(v.Settings)
-		if v.Baseline {
+		settings := settingsText(r.changedSettings(v))
+		switch {
+		case v.Baseline:
 			settings = "the scenario's NodePools as they are"
+		case settings == "":
+			settings = "(the input's values)"
 		}
 		if v.Error != "" {
 			fmt.Fprintf(tw, "%s %s\t\t\t\t\terror: %s\n", mark, name, v.Error)
@@ -345,7 +387,7 @@ func (r *Result) WriteTable(w io.Writer) {
 	case c.Baseline:
 		fmt.Fprintln(w, "chosen: the baseline — no variant beats the scenario's NodePools on the mean")
 	default:
-		fmt.Fprintf(w, "chosen: variant %d: %s\n", c.Index, settingsText(r.Variant(c.Index).Settings))
+		fmt.Fprintf(w, "chosen: variant %d: %s\n", c.Index, settingsText(r.changedSettings(*r.Variant(c.Index))))
 		if b != nil && b.Mean.CostUSD > 0 {
 			fmt.Fprintf(w, "  cost %s vs %s (%+.1f%%), p99 startup %s vs %s, on the mean of %d seeds\n", num(c.Mean.CostUSD, "$"), num(b.Mean.CostUSD, "$"),
 				100*(c.Mean.CostUSD-b.Mean.CostUSD)/b.Mean.CostUSD, num(c.Mean.P99StartupSeconds, "s"), num(b.Mean.P99StartupSeconds, "s"), r.Search.Seeds)

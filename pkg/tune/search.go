@@ -34,6 +34,9 @@ func NewPlan(in *sim.Input, fsys fs.FS, dir string, space *Space) (*Plan, error)
 	if err := space.check(t, dims); err != nil {
 		return nil, err
 	}
+	for i := range dims {
+		dims[i].Input = slices.IndexFunc(dims[i].Alternatives, t.unchanged)
+	}
 	return &Plan{In: in, FS: fsys, Dir: dir, Space: space, Dims: dims, t: t}, nil
 }
 

@@ -269,3 +269,53 @@ func mustJSON(t *testing.T, v any) string {
 	}
 	return string(b)
 }
+
+// TestInputAlternative: the alternative the scenario already has is known,
+// so the table shows only what a variant changes.
+func TestInputAlternative(t *testing.T) {
+	p := planOf(t, header+`spec:
+  nodePools:
+    - name: general
+      requirements:
+        - key: karpenter.sh/capacity-type
+          values: [[spot, on-demand], [on-demand]]
+      consolidateAfter: [1m, 15m]
+      weight: [10, 20]
+  workloads:
+    - {hpa: api-server, targetUtilization: [60, 70]}
+`)
+	var got []int
+	for _, d := range p.Dims {
+		got = append(got, d.Input)
+	}
+	if want := []int{1, 0, -1, 1}; !slices.Equal(got, want) {
+		t.Errorf("input alternatives %v, want %v", got, want)
+	}
+}
+
+// TestChoice: the choice is the finalist whose mean meets the constraints
+// and is best by the objectives in order; on a tie, the one that changes
+// fewer knobs.
+func TestChoice(t *testing.T) {
+	m := func(c, p float64) Metrics { return Metrics{CostUSD: c, P99StartupSeconds: p} }
+	for _, tc := range []struct {
+		name    string
+		perSeed map[int][]Metrics
+		want    int
+	}{
+		{"cheapest mean", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 80), m(44, 80)}, 2: {m(41, 80), m(41, 80)}}, 2},
+		{"a mean over the constraint is not chosen", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 50), m(40, 70)}, 2: {m(41, 80), m(41, 100)}}, 1},
+		{"a tie goes to fewer changes", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 80)}, 2: {m(40, 80)}}, 2},
+		{"nothing better than the baseline", map[int][]Metrics{0: {m(30, 80)}, 1: {m(40, 80)}, 2: {m(41, 80)}}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Result{Objectives: metricNames, Constraints: []ConstraintLimit{{Metric: MetricP99Startup, Max: 85}},
+				Knobs:    []Dimension{{Knob: "a", Input: 0}, {Knob: "b", Input: 0}},
+				Variants: []VariantResult{{Index: 0, Baseline: true}, {Index: 1, Choice: []int{1, 1}, Front: true}, {Index: 2, Choice: []int{0, 1}, Front: true}}}
+			r.robustness(tc.perSeed, 2)
+			if r.Chosen == nil || *r.Chosen != tc.want {
+				t.Errorf("chosen %v, want %d", r.Chosen, tc.want)
+			}
+		})
+	}
+}

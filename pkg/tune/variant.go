@@ -32,6 +32,9 @@ type Dimension struct {
 	// Labels are the alternatives as a person reads them.
 	Labels       []string `json:"values"`
 	Alternatives [][]Edit `json:"-"`
+	// Input is the alternative the scenario already has (its edits change
+	// nothing), or -1.
+	Input int `json:"input"`
 	// at is the field of the space file the knob came from.
 	at string
 }
@@ -42,7 +45,9 @@ type Setting struct {
 	Value string `json:"value"`
 }
 
-// dimensions turns the space into knobs, in the space's order.
+// dimensions turns the space into knobs: pool by pool in the space's order,
+// each pool's requirements, weight, consolidationPolicy, consolidateAfter,
+// budgets, expireAfter and limits; then the workloads.
 func (s *Space) dimensions() []Dimension {
 	var out []Dimension
 	for i, p := range s.Spec.NodePools {
@@ -261,6 +266,33 @@ func (t *targets) edited(edits []Edit) (pools map[string]*v1.NodePool, hpas map[
 		}
 	}
 	return pools, hpas, nil
+}
+
+// unchanged reports whether edits leave the documents they name as they
+// are: the alternative is the input's.
+func (t *targets) unchanged(edits []Edit) bool {
+	objs := map[string]map[string]any{}
+	for _, e := range edits {
+		k := docKey(e.Kind, e.Name)
+		d, ok := t.docs[k]
+		if !ok {
+			return false
+		}
+		if objs[k] == nil {
+			objs[k] = deepCopy(d.Object).(map[string]any)
+		}
+		if setPath(objs[k], e.Path, e.Value) != nil {
+			return false
+		}
+	}
+	for k, o := range objs {
+		a, err1 := json.Marshal(o)
+		b, err2 := json.Marshal(t.docs[k].Object)
+		if err1 != nil || err2 != nil || string(a) != string(b) {
+			return false
+		}
+	}
+	return true
 }
 
 // withEdits is in with the edited NodePools and HPAs in place of the
