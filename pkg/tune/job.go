@@ -36,7 +36,7 @@ func (p *Plan) jobHeader(o Options) (Header, []Variant) {
 	o = p.resolved(o)
 	vs, sampled := p.Variants(o)
 	info := SearchInfo{Mode: "exhaustive", SpaceSize: p.Size(), Seeds: o.Seeds,
-		Rungs: []Rung{{Horizon: p.In.Scenario.Spec.Duration.Duration.String(), Variants: len(vs) - 1}}}
+		Rungs: []Rung{{Horizon: horizon(p.In.Scenario.Spec.Duration.Duration), Variants: len(vs) - 1}}}
 	if sampled {
 		info.Mode, info.Sampler, info.SampleSeed, info.Samples = "job", o.Sampler, *o.SampleSeed, len(vs)-1
 	}

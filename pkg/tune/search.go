@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -295,7 +296,7 @@ func (p *Plan) Search(o Options) (*Result, error) {
 			runs = append([]run{{v: vs[0], horizon: h}}, runs...)
 		}
 		p.runAll(runs, o, &done, total)
-		info.Rungs = append(info.Rungs, Rung{Horizon: h.String(), Variants: len(cands)})
+		info.Rungs = append(info.Rungs, Rung{Horizon: horizon(h), Variants: len(cands)})
 		if i == len(horizons)-1 {
 			results := make([]VariantResult, len(runs))
 			for j, r := range runs {
@@ -362,3 +363,15 @@ func (p *Plan) finish(results []VariantResult, info SearchInfo, o Options, done 
 
 // variantOf is the variant behind a result.
 func variantOf(r VariantResult) Variant { return Variant{Index: r.Index, Choice: r.Choice} }
+
+// horizon is a duration as a person writes it: 6h, 90m, 1h30m.
+func horizon(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}

@@ -136,7 +136,7 @@ func TestSampledSearchHalves(t *testing.T) {
 		got = append(got, r.Horizon+"×"+strings.Repeat("|", r.Variants))
 	}
 	// 8 sampled from 8 variants: duplicates dropped leave at most 8.
-	if len(res.Search.Rungs) != 3 || res.Search.Rungs[0].Horizon != "6h0m0s" || res.Search.Rungs[2].Horizon != "24h0m0s" {
+	if len(res.Search.Rungs) != 3 || res.Search.Rungs[0].Horizon != "6h" || res.Search.Rungs[2].Horizon != "24h" {
 		t.Fatalf("rungs %v", got)
 	}
 	n := res.Search.Rungs[0].Variants
