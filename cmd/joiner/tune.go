@@ -273,7 +273,9 @@ func gatherFiles(names []string, stdin io.Reader) (*tune.Result, error) {
 }
 
 func emitJob(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, f tuneFlags, space []byte, c choices) error {
-	args := []string{"--decisions", string(c.decisions), "--min-values-policy", string(c.minValues)}
+	// One worker: the Job's parallelism spreads the variants, and a pod's
+	// seeds in parallel would only share the one CPU it requests.
+	args := []string{"--workers", "1", "--decisions", string(c.decisions), "--min-values-policy", string(c.minValues)}
 	for _, fl := range []string{"max-variants", "samples", "sampler", "sample-seed", "seeds"} {
 		if cmd.Flags().Changed(fl) {
 			args = append(args, "--"+fl, cmd.Flags().Lookup(fl).Value.String())

@@ -41,4 +41,7 @@ func BenchmarkTune100Variants(b *testing.B) {
 	wall := b.Elapsed().Seconds()
 	b.ReportMetric(float64(runs)/wall, "variants/s")
 	b.ReportMetric(float64(runs)*p.In.Scenario.Spec.Duration.Seconds()/wall, "simulated-s/wall-s")
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.Sys)/(1<<20), "sys-MiB") // what the process took from the OS: a bound on its peak
 }
