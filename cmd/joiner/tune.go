@@ -84,12 +84,12 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		if len(args) == 0 {
 			return errors.New("--gather: name the files of JSON lines (the Job's pod logs), or - for stdin")
 		}
+		if f.write != "" {
+			return errors.New("--write is for a local search (it edits the scenario's files): run `joiner tune DIR --space SPACE --write OUT`")
+		}
 		res, err := gatherFiles(args, cmd.InOrStdin())
 		if err != nil {
 			return err
-		}
-		if f.write != "" {
-			return errors.New("--write is for a local search (it edits the scenario's files): run `joiner tune DIR --space SPACE --write OUT`")
 		}
 		return tuneOutput(out, res, f)
 	}
@@ -98,6 +98,14 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 	}
 	if len(args) > 1 {
 		return fmt.Errorf("one scenario directory, not %d", len(args))
+	}
+	switch f.sampler {
+	case "", tune.SamplerLatinHypercube, tune.SamplerRandom:
+	default:
+		return fmt.Errorf("--sampler %q: use %s or %s", f.sampler, tune.SamplerLatinHypercube, tune.SamplerRandom)
+	}
+	if f.maxVariants < 0 || f.samples < 0 || f.seeds < 0 {
+		return errors.New("--max-variants, --samples and --seeds must not be negative (0: the space's setting)")
 	}
 	choices, err := parseChoices(f.decisions, f.minValuesPolicy)
 	if err != nil {

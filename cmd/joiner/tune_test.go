@@ -39,6 +39,8 @@ func TestTuneErrors(t *testing.T) {
 		{"gather without files", []string{"tune", "--gather"}, "name the files of JSON lines"},
 		{"gather of no lines", []string{"tune", "--gather", filepath.Join(dir, "empty.log")}, "no result lines"},
 		{"index out of range", []string{"tune", "--space", filepath.Join(inside, "space.yaml"), "--variant-index", "3"}, "variants 0 to 2"},
+		{"unknown sampler", []string{"tune", "--space", filepath.Join(inside, "space.yaml"), "--sampler", "sobol"}, "use latinHypercube or random"},
+		{"write with gather", []string{"tune", "--gather", filepath.Join(dir, "empty.log"), "--write", dir}, "--write is for a local search"},
 		{"index not a number", []string{"tune", "--space", filepath.Join(inside, "space.yaml"), "--variant-index", "x"}, "not a number"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

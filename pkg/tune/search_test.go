@@ -3,15 +3,18 @@ package tune
 import (
 	"bytes"
 	"encoding/json"
+	"io/fs"
 	"math"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 // TestFront on hand-made points.
@@ -317,5 +320,46 @@ func TestChoice(t *testing.T) {
 				t.Errorf("chosen %v, want %d", r.Chosen, tc.want)
 			}
 		})
+	}
+}
+
+// TestWriteRefusesListItems: a NodePool inside a kubectl List cannot be
+// edited in place, and --write says so rather than skip it.
+func TestWriteRefusesListItems(t *testing.T) {
+	class, err := fs.ReadFile(examples.Scenarios, "scenarios/default/ec2nodeclass.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fsys := fstest.MapFS{
+		"s/class.yaml": {Data: class},
+		"s/pools.yaml": {Data: []byte(`apiVersion: v1
+kind: List
+items:
+  - apiVersion: karpenter.sh/v1
+    kind: NodePool
+    metadata: {name: general}
+    spec:
+      template:
+        spec:
+          requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}]
+          nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      disruption: {consolidateAfter: 5m}
+`)},
+	}
+	in, err := sim.Load(fsys, "s", "list")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := ParseSpace("space.yaml", []byte(header+"spec:\n  nodePools:\n    - {name: general, consolidateAfter: [1m]}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewPlan(in, fsys, "s", s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.EditFiles(Variant{Index: 1, Choice: []int{0}})
+	if err == nil || !strings.Contains(err.Error(), "NodePool/general: not a document of its own") {
+		t.Errorf("error %v, want one naming NodePool/general", err)
 	}
 }

@@ -196,7 +196,6 @@ func spaceOf(d *manifest.Document) (*Space, error) {
 		}
 		return nil, manifest.Problems{p}
 	}
-	s.doc = d
 	if ps := s.validate(); len(ps) > 0 {
 		return nil, ps
 	}

@@ -2,11 +2,13 @@ package tune
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
@@ -39,6 +41,7 @@ func (p *Plan) EditFiles(v Variant) ([]EditedFile, error) {
 		return nil, err
 	}
 	var out []EditedFile
+	found := map[string]bool{}
 	for _, f := range files {
 		old, err := fs.ReadFile(p.FS, f)
 		if err != nil {
@@ -60,10 +63,14 @@ func (p *Plan) EditFiles(v Variant) ([]EditedFile, error) {
 			if len(es) == 0 {
 				continue
 			}
-			body, err := editChunk(chunk, es)
+			body, err := editChunk(chunk, d.Kind, es)
+			if errors.Is(err, errNotTheDocument) {
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("%s: %s %s: %w", f, d.Kind, d.Name, err)
 			}
+			found[key] = true
 			if !bytes.Equal(body, chunk) {
 				chunks[i], changed = body, true
 			}
@@ -75,6 +82,16 @@ func (p *Plan) EditFiles(v Variant) ([]EditedFile, error) {
 			}
 			out = append(out, EditedFile{Path: rel, Old: old, New: bytes.Join(chunks, nil)})
 		}
+	}
+	var missing []string
+	for k := range byDoc {
+		if !found[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("%s: not a document of its own in the scenario's files (an item of a List?), so it cannot be edited in place: write it as a YAML document of its own", strings.Join(missing, ", "))
 	}
 	return out, nil
 }
@@ -110,13 +127,20 @@ func splitDocuments(data []byte) [][]byte {
 	return append(out, data[start:])
 }
 
-func editChunk(chunk []byte, edits []Edit) ([]byte, error) {
+// errNotTheDocument: the chunk's top object is not the one to edit (a List
+// holding it).
+var errNotTheDocument = errors.New("not the document")
+
+func editChunk(chunk []byte, kind string, edits []Edit) ([]byte, error) {
 	var root yamlv3.Node
 	if err := yamlv3.Unmarshal(chunk, &root); err != nil {
 		return nil, err
 	}
 	if len(root.Content) == 0 || root.Content[0].Kind != yamlv3.MappingNode {
 		return nil, fmt.Errorf("not a YAML mapping")
+	}
+	if k := nodeAt(root.Content[0], "kind"); k == nil || k.Value != kind {
+		return nil, errNotTheDocument
 	}
 	for _, e := range edits {
 		if err := setNode(root.Content[0], e.Path, e.Value); err != nil {
