@@ -35,6 +35,9 @@ type Result struct {
 type ConstraintLimit struct {
 	Metric string  `json:"metric"`
 	Max    float64 `json:"max"`
+	// Baseline: the bound is the baseline's value of the metric (its
+	// seed's run for the front, its mean for the finalists); Max is 0.
+	Baseline bool `json:"baseline,omitempty"`
 }
 
 // SearchInfo says how the variants were found.
@@ -105,15 +108,27 @@ func (p *Plan) header(info SearchInfo) Header {
 	h := Header{Scenario: name, Space: p.Space.Metadata.Name, Seed: p.In.Scenario.Spec.Seed, Objectives: sp.Objectives,
 		Search: info, Knobs: p.Dims, Constraints: []ConstraintLimit{}}
 	for _, c := range sp.Constraints {
-		h.Constraints = append(h.Constraints, ConstraintLimit{Metric: c.Metric, Max: c.max})
+		h.Constraints = append(h.Constraints, ConstraintLimit{Metric: c.Metric, Max: c.max, Baseline: c.baseline})
 	}
 	return h
 }
 
-func (h Header) constraints() []Constraint {
+// constraints are the bounds to check, those relative to the baseline
+// taken from base; with base nil (the baseline has not run, or failed) they
+// are left out.
+func (h Header) constraints(base *Metrics) []Constraint {
+	return resolve(h.Constraints, base)
+}
+
+func resolve(limits []ConstraintLimit, base *Metrics) []Constraint {
 	var cs []Constraint
-	for _, c := range h.Constraints {
-		cs = append(cs, Constraint{Metric: c.Metric, max: c.Max})
+	for _, c := range limits {
+		switch {
+		case !c.Baseline:
+			cs = append(cs, Constraint{Metric: c.Metric, max: c.Max})
+		case base != nil:
+			cs = append(cs, Constraint{Metric: c.Metric, max: base.Get(c.Metric)})
+		}
 	}
 	return cs
 }
@@ -123,7 +138,13 @@ func (h Header) constraints() []Constraint {
 func assemble(h Header, results []VariantResult) *Result {
 	res := &Result{Scenario: h.Scenario, Space: h.Space, Seed: h.Seed, Objectives: h.Objectives,
 		Search: h.Search, Knobs: h.Knobs, Variants: results, Constraints: h.Constraints, Front: []int{}, Finalists: []Finalist{}}
-	cs := h.constraints()
+	var base *Metrics
+	for _, v := range results {
+		if v.Baseline && v.Error == "" {
+			base = &v.Metrics
+		}
+	}
+	cs := h.constraints(base)
 	var feasible []int
 	var ms []Metrics
 	for i := range res.Variants {
@@ -158,7 +179,14 @@ func (r *Result) finalists() []int {
 // robustness fills the finalists from their runs over the seeds, and the
 // choice.
 func (r *Result) robustness(perSeed map[int][]Metrics, seeds int) {
-	cs := Header{Constraints: r.Constraints}.constraints()
+	var base *Metrics
+	for _, i := range r.finalists() {
+		if v := r.Variants[i]; v.Baseline {
+			m, _ := meanSpread(perSeed[v.Index])
+			base = &m
+		}
+	}
+	cs := resolve(r.Constraints, base)
 	best := -1
 	for _, i := range r.finalists() {
 		v := r.Variants[i]
@@ -316,6 +344,10 @@ func (r *Result) WriteTable(w io.Writer) {
 		var cs []string
 		for _, c := range r.Constraints {
 			unit := map[string]string{MetricCost: " USD", MetricP99Startup: "s"}[c.Metric]
+			if c.Baseline {
+				cs = append(cs, c.Metric+" ≤ the baseline's")
+				continue
+			}
 			cs = append(cs, fmt.Sprintf("%s ≤ %g%s", c.Metric, c.Max, unit))
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(cs, ", "))

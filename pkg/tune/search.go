@@ -311,7 +311,8 @@ func (p *Plan) Search(o Options) (*Result, error) {
 				ms[j] = worst()
 			}
 		}
-		keep := best(ms, p.Space.Spec.Constraints, p.Space.Spec.Objectives)[:(len(cands)+1)/2]
+		// The baseline runs in full only: bounds relative to it wait.
+		keep := best(ms, p.header(info).constraints(nil), p.Space.Spec.Objectives)[:(len(cands)+1)/2]
 		slices.Sort(keep) // by variant index again
 		next := make([]Variant, len(keep))
 		for j, k := range keep {

@@ -309,12 +309,17 @@ func TestChoice(t *testing.T) {
 		{"cheapest mean", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 80), m(44, 80)}, 2: {m(41, 80), m(41, 80)}}, 2},
 		{"a mean over the constraint is not chosen", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 50), m(40, 70)}, 2: {m(41, 80), m(41, 100)}}, 1},
 		{"a tie goes to fewer changes", map[int][]Metrics{0: {m(50, 80)}, 1: {m(40, 80)}, 2: {m(40, 80)}}, 2},
+		{"a bound relative to the baseline's mean", map[int][]Metrics{0: {m(50, 70)}, 1: {m(40, 80)}, 2: {m(45, 60), m(45, 70)}}, -2},
 		{"nothing better than the baseline", map[int][]Metrics{0: {m(30, 80)}, 1: {m(40, 80)}, 2: {m(41, 80)}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Result{Objectives: metricNames, Constraints: []ConstraintLimit{{Metric: MetricP99Startup, Max: 85}},
 				Knobs:    []Dimension{{Knob: "a", Input: 0}, {Knob: "b", Input: 0}},
 				Variants: []VariantResult{{Index: 0, Baseline: true}, {Index: 1, Choice: []int{1, 1}, Front: true}, {Index: 2, Choice: []int{0, 1}, Front: true}}}
+			if tc.want == -2 { // p99 no worse than the baseline's 70 s, not 85 s
+				r.Constraints = []ConstraintLimit{{Metric: MetricP99Startup, Baseline: true}}
+				tc.want = 2
+			}
 			r.robustness(tc.perSeed, 2)
 			if r.Chosen == nil || *r.Chosen != tc.want {
 				t.Errorf("chosen %v, want %d", r.Chosen, tc.want)

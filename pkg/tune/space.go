@@ -49,6 +49,7 @@ const SpaceKind = "TuningSpace"
 //	  constraints:
 //	    - {metric: p99Startup, max: 60s}
 //	    - {metric: podsNeverRan, max: 0}
+//	    - {metric: disruptionsPerNodeDay, max: baseline}  # no worse than the NodePools as they are
 //	  search: {maxVariants: 64, samples: 48, sampler: latinHypercube, seed: 1, seeds: 3}
 //
 // Each knob is a list of alternatives; a variant takes one alternative of
@@ -104,13 +105,13 @@ type WorkloadKnobs struct {
 type Constraint struct {
 	Metric string `json:"metric"`
 	// Max is a number in the metric's unit (USD, seconds, disruptions per
-	// node-day, pods), or for p99Startup a duration such as "60s".
+	// node-day, pods), for p99Startup also a duration such as "60s", or
+	// "baseline": no worse than the scenario's NodePools as they are.
 	Max json.RawMessage `json:"max"`
 	max float64
+	// baseline: Max is the baseline's value of the metric.
+	baseline bool
 }
-
-// Limit is the constraint's bound in the metric's unit.
-func (c Constraint) Limit() float64 { return c.max }
 
 // SearchSpec says how to search. Flags of `joiner tune` override it.
 type SearchSpec struct {
@@ -324,11 +325,15 @@ func (s *Space) validate() manifest.Problems {
 			bad(at+".metric", fmt.Sprintf("%q is not a metric", c.Metric), "use "+strings.Join(metricNames, ", "))
 			continue
 		}
+		if string(c.Max) == `"baseline"` {
+			c.baseline = true
+			continue
+		}
 		m, err := parseMax(c.Metric, c.Max)
 		if err != nil {
-			fix := "a number in the metric's unit, e.g. max: 0"
+			fix := `a number in the metric's unit, e.g. max: 0, or max: baseline (no worse than the NodePools as they are)`
 			if c.Metric == MetricP99Startup {
-				fix = `seconds or a duration, e.g. max: 60s`
+				fix = `seconds or a duration, e.g. max: 60s, or max: baseline (no worse than the NodePools as they are)`
 			}
 			bad(at+".max", err.Error(), fix)
 		}
