@@ -159,6 +159,10 @@ type Candidate struct {
 	Disrupting bool
 	// NotReady nodes count against budgets like disrupting ones.
 	NotReady bool
+	// Registered: a Node has joined the claim; Conditions are its status
+	// conditions, which node repair reads.
+	Registered bool
+	Conditions []corev1.NodeCondition
 	// NodeClassDrift is the cloud provider's drift reason ("" for none).
 	NodeClassDrift cloudprovider.DriftReason
 	// Reschedulable, when set, lists the pods that must move if the node

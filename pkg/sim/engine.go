@@ -131,6 +131,8 @@ type engine struct {
 	launches []Launch
 	// vol is the cluster's storage.
 	vol volumeModel
+	// repairAt is when node repair runs next (zero: not armed).
+	repairAt time.Time
 }
 
 // currentPlanner returns a provisioning planner for the current offerings.

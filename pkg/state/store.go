@@ -441,7 +441,10 @@ func (s *Store) rebuild(v *view) {
 	v.candidate = disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
 		InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
 		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
-		Reschedulable: v.reschedulable}
+		Reschedulable: v.reschedulable, Registered: n.Node != nil}
+	if n.Node != nil {
+		v.candidate.Conditions = n.Node.Status.Conditions
+	}
 	v.pricedAt = -1
 }
 
