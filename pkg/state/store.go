@@ -295,7 +295,7 @@ func (s *Store) SetPod(p *corev1.Pod) {
 	s.pods[ref] = sp
 	if p.Spec.NodeName == "" {
 		s.unbound[ref] = true
-		if len(p.Spec.Volumes) > 0 {
+		if hasClaims(p) {
 			s.vol.built = nil // its claims may be missing
 		}
 		return
@@ -334,7 +334,7 @@ func (s *Store) unlinkPod(ref podRef) {
 		s.touchNode(node)
 	} else {
 		delete(s.unbound, ref)
-		if len(old.pod.Spec.Volumes) > 0 {
+		if hasClaims(old.pod) {
 			s.vol.built = nil
 		}
 	}

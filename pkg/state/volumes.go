@@ -252,3 +252,13 @@ func classRequirements(sc *storagev1.StorageClass) scheduling.Requirements {
 	}
 	return scheduling.FromCoreNodeSelectorRequirements(exprs)
 }
+
+// hasClaims: a volume of the pod is a claim's (see provisioning.ClaimName).
+func hasClaims(p *corev1.Pod) bool {
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+			return true
+		}
+	}
+	return false
+}
