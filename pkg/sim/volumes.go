@@ -2,7 +2,6 @@ package sim
 
 import (
 	"fmt"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -14,14 +13,11 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
-// Annotations the volume binder and the DefaultStorageClass admission
-// plugin set.
-const (
-	annBindCompleted = "pv.kubernetes.io/bind-completed"
-	annDefaultClass  = "storageclass.kubernetes.io/is-default-class"
-)
+// annBindCompleted is the annotation the volume binder sets.
+const annBindCompleted = "pv.kubernetes.io/bind-completed"
 
 // volumeRef is a claim, volume or class a document names, and the
 // problem to report if the scenario lacks it.
@@ -93,7 +89,7 @@ func volumeRefsOf(d *manifest.Document, obj any) []volumeRef {
 // plugin does, and checks that every claim, volume and class named is in
 // the scenario.
 func (in *Input) resolveVolumes() manifest.Problems {
-	def := defaultClass(in.StorageClasses)
+	def := state.DefaultStorageClass(in.StorageClasses)
 	for _, pvc := range in.PersistentVolumeClaims {
 		if pvc.Spec.StorageClassName == nil && pvc.Spec.VolumeName == "" && def != "" {
 			pvc.Spec.StorageClassName = &def
@@ -143,28 +139,6 @@ func (in *Input) resolveVolumes() manifest.Problems {
 		ps = append(ps, p)
 	}
 	return ps
-}
-
-// defaultClass is the StorageClass the admission plugin gives a claim that
-// names none: the newest marked default, then by name ("" for none).
-func defaultClass(classes []*storagev1.StorageClass) string {
-	var defaults []*storagev1.StorageClass
-	for _, sc := range classes {
-		if sc.Annotations[annDefaultClass] == "true" {
-			defaults = append(defaults, sc)
-		}
-	}
-	if len(defaults) == 0 {
-		return ""
-	}
-	sort.Slice(defaults, func(i, j int) bool {
-		a, b := defaults[i], defaults[j]
-		if !a.CreationTimestamp.Equal(&b.CreationTimestamp) {
-			return a.CreationTimestamp.After(b.CreationTimestamp.Time)
-		}
-		return a.Name < b.Name
-	})
-	return defaults[0].Name
 }
 
 // volumeModel is the simulated cluster's storage: its claims and classes,

@@ -2,6 +2,8 @@ package state
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -203,8 +205,15 @@ func (s *Store) className(pvc *corev1.PersistentVolumeClaim) string {
 	if pvc.Spec.StorageClassName != nil {
 		return *pvc.Spec.StorageClassName
 	}
+	return DefaultStorageClass(slices.Collect(maps.Values(s.vol.classes)))
+}
+
+// DefaultStorageClass is the StorageClass the DefaultStorageClass
+// admission plugin gives a claim that names none: the newest of those
+// marked default, then by name ("" for none).
+func DefaultStorageClass(classes []*storagev1.StorageClass) string {
 	var defaults []*storagev1.StorageClass
-	for _, sc := range s.vol.classes {
+	for _, sc := range classes {
 		if sc.Annotations[defaultClassAnnotation] == "true" {
 			defaults = append(defaults, sc)
 		}
