@@ -72,6 +72,10 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
+			nodeRepair, err := tuning.nodeRepair()
+			if err != nil {
+				return err
+			}
 			engine, err := parseChoices(decisions, minValuesPolicy)
 			if err != nil {
 				return err
@@ -108,7 +112,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
-				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot,
+				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair,
 				Decisions: engine.decisions, MinValuesPolicy: engine.minValues}); err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}

@@ -36,7 +36,7 @@ var tuningEnv = []struct{ flag, env string }{
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).
-var featureGates = map[string]bool{"SpotToSpotConsolidation": false}
+var featureGates = map[string]bool{"SpotToSpotConsolidation": false, "NodeRepair": false}
 
 func (t *controllerTuning) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.logLevel, "log-level", "info", "debug, info or error")
@@ -78,6 +78,18 @@ func (t *controllerTuning) zapLevel() (zapcore.Level, error) {
 // spotToSpot parses the feature gates and says whether
 // SpotToSpotConsolidation is on.
 func (t *controllerTuning) spotToSpot() (bool, error) {
+	gates, err := t.gates()
+	return gates["SpotToSpotConsolidation"], err
+}
+
+// nodeRepair says whether the NodeRepair gate is on.
+func (t *controllerTuning) nodeRepair() (bool, error) {
+	gates, err := t.gates()
+	return gates["NodeRepair"], err
+}
+
+// gates parses --feature-gates over the defaults.
+func (t *controllerTuning) gates() (map[string]bool, error) {
 	gates := map[string]bool{}
 	for k, v := range featureGates {
 		gates[k] = v
@@ -90,14 +102,14 @@ func (t *controllerTuning) spotToSpot() (bool, error) {
 		name, value, found := strings.Cut(kv, "=")
 		on, err := strconv.ParseBool(value)
 		if !found || err != nil {
-			return false, fmt.Errorf("--feature-gates %q: %q is not Name=true or Name=false", t.featureGates, kv)
+			return nil, fmt.Errorf("--feature-gates %q: %q is not Name=true or Name=false", t.featureGates, kv)
 		}
 		if _, known := featureGates[name]; !known {
-			return false, fmt.Errorf("--feature-gates %q: Joiner has no gate %q (known: %s)", t.featureGates, name, strings.Join(gateNames(), ", "))
+			return nil, fmt.Errorf("--feature-gates %q: Joiner has no gate %q (known: %s)", t.featureGates, name, strings.Join(gateNames(), ", "))
 		}
 		gates[name] = on
 	}
-	return gates["SpotToSpotConsolidation"], nil
+	return gates, nil
 }
 
 func gateNames() []string {

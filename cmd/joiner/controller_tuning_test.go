@@ -47,6 +47,18 @@ func TestControllerTuning(t *testing.T) {
 		if _, err := tun.zapLevel(); err != nil {
 			t.Fatal(err)
 		}
+		if repair, err := tun.nodeRepair(); err != nil || repair {
+			t.Errorf("NodeRepair %v (%v): off unless asked for", repair, err)
+		}
+	})
+	t.Run("node repair", func(t *testing.T) {
+		tun, err := parseTuning(t, map[string]string{"FEATURE_GATES": "NodeRepair=true,SpotToSpotConsolidation=false"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if repair, err := tun.nodeRepair(); err != nil || !repair {
+			t.Errorf("FEATURE_GATES=NodeRepair=true: NodeRepair %v (%v)", repair, err)
+		}
 	})
 
 	for _, tc := range []struct {
@@ -56,7 +68,7 @@ func TestControllerTuning(t *testing.T) {
 	}{
 		{env: map[string]string{"BATCH_IDLE_DURATION": "1"}, want: `$BATCH_IDLE_DURATION="1" (for --batch-idle-duration)`},
 		{args: []string{"--batch-idle-duration=20s"}, want: "the idle window no longer than the maximum"},
-		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: SpotToSpotConsolidation)`},
+		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: NodeRepair, SpotToSpotConsolidation)`},
 		{args: []string{"--feature-gates=SpotToSpotConsolidation"}, want: "is not Name=true or Name=false"},
 		{args: []string{"--log-level=warn"}, want: "the levels are debug, info and error"},
 	} {

@@ -196,3 +196,95 @@ func TestPlanStaticNodePool(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanVolumes: plan reads claims, volumes and classes from the dump —
+// a pod on a volume bound in us-east-1c gets a claim there, one on an
+// unbound WaitForFirstConsumer claim a claim in its class's zones, one on
+// an unbound Immediate claim stays pending with why, and one whose claim
+// the dump lacks waits for it.
+func TestPlanVolumes(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(planExample, "cluster.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := `    phase: Pending
+    conditions: [{type: PodScheduled, status: "False", reason: Unschedulable}]
+`
+	podOn := func(name, claim string) string {
+		return `- apiVersion: v1
+  kind: Pod
+  metadata: {name: ` + name + `, namespace: db}
+  spec:
+    containers: [{name: c, image: x, resources: {requests: {cpu: "3", memory: 4Gi}}}]
+    volumes: [{name: data, persistentVolumeClaim: {claimName: ` + claim + `}}]
+  status:
+` + pending
+	}
+	storage := `- apiVersion: storage.k8s.io/v1
+  kind: StorageClass
+  metadata: {name: gp3}
+  provisioner: ebs.csi.aws.com
+  volumeBindingMode: WaitForFirstConsumer
+  allowedTopologies: [{matchLabelExpressions: [{key: topology.kubernetes.io/zone, values: [us-east-1b]}]}]
+- apiVersion: storage.k8s.io/v1
+  kind: StorageClass
+  metadata: {name: efs}
+  provisioner: efs.csi.aws.com
+- apiVersion: v1
+  kind: PersistentVolume
+  metadata: {name: pv-c}
+  spec:
+    capacity: {storage: 10Gi}
+    accessModes: [ReadWriteOnce]
+    storageClassName: gp3
+    csi: {driver: ebs.csi.aws.com, volumeHandle: vol-1}
+    nodeAffinity: {required: {nodeSelectorTerms: [{matchExpressions: [{key: topology.kubernetes.io/zone, operator: In, values: [us-east-1c]}]}]}}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: bound, namespace: db, annotations: {pv.kubernetes.io/bind-completed: "yes"}}
+  spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, volumeName: pv-c, resources: {requests: {storage: 10Gi}}}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: fresh, namespace: db}
+  spec: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests: {storage: 10Gi}}}
+- apiVersion: v1
+  kind: PersistentVolumeClaim
+  metadata: {name: shared, namespace: db}
+  spec: {accessModes: [ReadWriteMany], storageClassName: efs, resources: {requests: {storage: 10Gi}}}
+`
+	text := strings.Replace(string(b), "items:\n", "items:\n"+storage+podOn("on-bound", "bound")+podOn("on-fresh", "fresh")+
+		podOn("on-shared", "shared")+podOn("on-missing", "missing"), 1)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	js, err := run(t, "plan", dir, "--at", "2026-11-30T20:00:00Z", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p plan.Plan
+	if err := json.Unmarshal([]byte(js), &p); err != nil {
+		t.Fatal(err)
+	}
+	zoneOf := map[string]string{}
+	for _, nc := range p.NodeClaims {
+		for _, pod := range nc.Pods {
+			zoneOf[pod] = strings.Join(nc.Zones, ",")
+		}
+	}
+	if zoneOf["db/on-bound"] != "us-east-1c" || zoneOf["db/on-fresh"] != "us-east-1b" {
+		t.Errorf("zones by pod %v: want db/on-bound in us-east-1c (its volume), db/on-fresh in us-east-1b (its class; the node there is in us-east-1a)", zoneOf)
+	}
+	reasons := map[string]string{}
+	for _, pe := range p.Pending {
+		reasons[pe.Pod] = pe.Reason
+	}
+	for pod, want := range map[string]string{
+		"db/on-shared":  "waits for its volumes: PersistentVolumeClaim db/shared is unbound and StorageClass efs binds Immediate",
+		"db/on-missing": "waits for its volumes: PersistentVolumeClaim db/missing not found",
+	} {
+		if !strings.HasPrefix(reasons[pod], want) {
+			t.Errorf("%s pending with %q, want %q", pod, reasons[pod], want)
+		}
+	}
+}

@@ -6,6 +6,9 @@ package cloudprovider
 
 import (
 	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
@@ -88,7 +91,23 @@ type DriftReason string
 // RepairPolicy replaces a node whose condition has had a status for longer
 // than the toleration.
 type RepairPolicy struct {
-	ConditionType      string
-	ConditionStatus    string
-	TolerationDuration string
+	ConditionType      corev1.NodeConditionType
+	ConditionStatus    corev1.ConditionStatus
+	TolerationDuration time.Duration
+}
+
+// AWSRepairPolicies are upstream's AWS provider's: the kubelet's Ready
+// False or Unknown for 30 minutes, and the EKS node monitoring agent's
+// conditions False — accelerated hardware for 10 minutes, storage,
+// networking, kernel and container runtime for 30.
+func AWSRepairPolicies() []RepairPolicy {
+	return []RepairPolicy{
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "AcceleratedHardwareReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
+		{ConditionType: "StorageReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "NetworkingReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "KernelReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		{ConditionType: "ContainerRuntimeReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+	}
 }

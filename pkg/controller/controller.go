@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -65,6 +66,10 @@ type Options struct {
 	// SpotToSpot is upstream's SpotToSpotConsolidation feature gate: spot
 	// nodes may be replaced by cheaper spot nodes (off by default).
 	SpotToSpot bool
+	// NodeRepair is upstream's NodeRepair feature gate: nodes unhealthy
+	// past the cloud provider's repair policies are replaced (off by
+	// default, as upstream's).
+	NodeRepair bool
 	// Decisions and MinValuesPolicy are the engine's choices where Joiner
 	// and upstream differ (--decisions, --min-values-policy): "" is
 	// Joiner's (never dearer than upstream's on a batch) and Strict.
@@ -167,6 +172,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		}
 	}
 	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
+	if opts.NodeRepair {
+		loops = append(loops, c.repairLoop)
+	}
 	if i, ok := opts.CloudProvider.(cloudprovider.Interrupter); ok {
 		loops = append(loops, c.interruptionLoop(i.Interruptions()))
 	}
@@ -222,6 +230,12 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		{&v1.NodePool{}, c.relist(ctx, mgr, c.syncNodePools)},
 		{&appsv1.DaemonSet{}, c.relist(ctx, mgr, c.syncDaemonSets)},
 		{&policyv1.PodDisruptionBudget{}, c.relist(ctx, mgr, c.syncPDBs)},
+		// Volumes pin the zones their pods' nodes may be in.
+		{&corev1.PersistentVolumeClaim{}, objectHandler(c.store.SetPersistentVolumeClaim, func(pvc *corev1.PersistentVolumeClaim) {
+			c.store.DeletePersistentVolumeClaim(pvc.Namespace, pvc.Name)
+		})},
+		{&corev1.PersistentVolume{}, objectHandler(c.store.SetPersistentVolume, func(pv *corev1.PersistentVolume) { c.store.DeletePersistentVolume(pv.Name) })},
+		{&storagev1.StorageClass{}, objectHandler(c.store.SetStorageClass, func(sc *storagev1.StorageClass) { c.store.DeleteStorageClass(sc.Name) })},
 	}
 	for _, h := range handlers {
 		inf, err := cache.GetInformer(ctx, h.obj)
@@ -355,6 +369,10 @@ func (c *Controller) syncPDBs(ctx context.Context, r client.Reader) error {
 
 // provisionLoop provisions after every batch until ctx ends.
 func (c *Controller) provisionLoop(ctx context.Context) error {
+	// The manager starts this after its caches synced: the Store has every
+	// claim, volume and StorageClass there is, so one it has not seen
+	// holds its pods back, as upstream's.
+	c.store.SetVolumesComplete(true)
 	for c.batch.Wait(ctx) {
 		if _, err := c.Provision(ctx); err != nil {
 			logError(ctx, err, "provisioning")

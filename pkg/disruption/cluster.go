@@ -34,6 +34,10 @@ type Cluster struct {
 	// nodes already being disrupted, so no command takes away room they
 	// need; that they may not fit is not held against a command.
 	Pending []*corev1.Pod
+	// Volumes are what the pods' claims require of their nodes (see
+	// provisioning.Volumes): a pod whose volume is bound in one zone moves
+	// only within it.
+	Volumes provisioning.Volumes
 	// Planner, when set, is a provisioning planner prepared for these
 	// NodePools, instance types and DaemonSets; simulations reuse it.
 	Planner *provisioning.Planner
@@ -155,6 +159,10 @@ type Candidate struct {
 	Disrupting bool
 	// NotReady nodes count against budgets like disrupting ones.
 	NotReady bool
+	// Registered: a Node has joined the claim; Conditions are its status
+	// conditions, which node repair reads.
+	Registered bool
+	Conditions []corev1.NodeCondition
 	// NodeClassDrift is the cloud provider's drift reason ("" for none).
 	NodeClassDrift cloudprovider.DriftReason
 	// Reschedulable, when set, lists the pods that must move if the node

@@ -36,7 +36,8 @@ type simAnswer struct {
 
 // simWorld digests what every simulation of the pass shares — each node's
 // name, Version and disruption state in order, each unmanaged node, each
-// pending pod's content key, whether pending pods are placed; false when
+// pending pod's content key, whether pending pods are placed, the pods'
+// volumes; false when
 // some object has no content key (its answers are not remembered).
 func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 	if p.worldDone {
@@ -56,6 +57,7 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 		return n.Version != ""
 	}
 	field(h, strconv.FormatBool(p.withoutPending))
+	field(h, p.c.Volumes.Key())
 	for _, cand := range p.c.Nodes {
 		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion)
 		if !node(cand.Node, flags) {

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"sort"
+	"strconv"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -26,7 +27,14 @@ type StaticScaling struct {
 // stop at limits.nodes, counting every node of the pool. What is removed
 // on a scale-down, in upstream's order: claims not launched yet, then
 // nodes with no pod to move, then busy ones, those a pod asks not to be
-// disrupted last (fewest pods first, then by name).
+// disrupted last; among unlaunched and busy ones, a higher
+// karpenter.sh/deprovisioning-priority first, then (busy ones) the
+// cheapest to disrupt, as consolidation ranks them; then by name.
+//
+// As upstream's, a scale-down bypasses the NodePool's disruption budgets
+// (its drains still respect PodDisruptionBudgets): the replica count is
+// the operator's explicit wish, and budgets are for what Karpenter
+// decides on its own.
 func StaticScale(c *Cluster) []StaticScaling {
 	var out []StaticScaling
 	for _, np := range c.NodePools {
@@ -68,36 +76,56 @@ func StaticScale(c *Cluster) []StaticScaling {
 func (c *Cluster) removalOrder(cands []*Candidate) []*Candidate {
 	type ranked struct {
 		cand       *Candidate
-		rank, pods int
+		rank, prio int
+		cost       float64
 	}
 	rs := make([]ranked, len(cands))
 	for i, cand := range cands {
-		pods := len(reschedulable(cand.Node))
-		rank := 0
+		pods := reschedulable(cand.Node)
+		r := ranked{cand: cand, prio: deprovisioningPriority(cand)}
 		switch {
 		case cand.NodeClaim != nil && cand.NodeClaim.Status.ProviderID == "":
-			rank = 0 // not launched yet
+			r.rank = 0 // not launched yet
 		case c.podAsksNotToBeDisrupted(cand.Node).at(c.Now) != "":
-			rank = 3
-		case pods == 0:
-			rank = 1
+			r.rank = 3
+		case len(pods) == 0:
+			r.rank, r.prio = 1, 0 // empty nodes go in any order: by name
 		default:
-			rank = 2
+			r.rank = 2
 		}
-		rs[i] = ranked{cand, rank, pods}
+		if r.rank >= 2 {
+			r.cost = disruptionCost(c.Memo, cand, pods, c.Now)
+		}
+		rs[i] = r
 	}
 	sort.SliceStable(rs, func(i, j int) bool {
-		if rs[i].rank != rs[j].rank {
-			return rs[i].rank < rs[j].rank
+		a, b := rs[i], rs[j]
+		switch {
+		case a.rank != b.rank:
+			return a.rank < b.rank
+		case a.prio != b.prio:
+			return a.prio > b.prio
+		case a.cost != b.cost:
+			return a.cost < b.cost
 		}
-		if rs[i].pods != rs[j].pods {
-			return rs[i].pods < rs[j].pods
-		}
-		return rs[i].cand.Node.Name < rs[j].cand.Node.Name
+		return a.cand.Node.Name < b.cand.Node.Name
 	})
 	out := make([]*Candidate, len(rs))
 	for i, r := range rs {
 		out[i] = r.cand
 	}
 	return out
+}
+
+// deprovisioningPriority is the claim's karpenter.sh/deprovisioning-priority
+// (0 when unset or not an integer).
+func deprovisioningPriority(cand *Candidate) int {
+	if cand.NodeClaim == nil {
+		return 0
+	}
+	p, err := strconv.Atoi(cand.NodeClaim.Annotations[v1.AnnotationDeprovisioningPriority])
+	if err != nil {
+		return 0
+	}
+	return p
 }

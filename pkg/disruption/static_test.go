@@ -66,6 +66,18 @@ func TestStaticScale(t *testing.T) {
 				launched(node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("1"), podOn("1"), podOn("1"))),
 			}
 		}, 0, "busy"},
+		{"scale down: a higher deprovisioning priority first, then the cheapest to disrupt", staticPool(1), func(np *v1.NodePool) []*Candidate {
+			prio := launched(node("prioritized", np, medium, v1.CapacityTypeOnDemand, podOn("1"), podOn("1"), podOn("1")))
+			prio.NodeClaim.Annotations[v1.AnnotationDeprovisioningPriority] = "10"
+			bad := launched(node("not-a-number", np, medium, v1.CapacityTypeOnDemand, podOn("1"), podOn("1")))
+			bad.NodeClaim.Annotations[v1.AnnotationDeprovisioningPriority] = "high"
+			return []*Candidate{launched(node("cheap", np, medium, v1.CapacityTypeOnDemand, podOn("1"))), bad, prio}
+		}, 0, "prioritized,cheap"},
+		{"scale down bypasses the node budgets, as upstream's", staticPool(1, func(np *v1.NodePool) {
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}}
+		}), func(np *v1.NodePool) []*Candidate {
+			return []*Candidate{launched(node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1"))), launched(node("b", np, medium, v1.CapacityTypeOnDemand))}
+		}, 0, "b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,6 +41,13 @@ type BindOptions struct {
 	// so preemption prefers victims whose eviction no budget forbids. It
 	// is called only when a pod preempts; nil: no budgets.
 	PDBs func() []*policyv1.PodDisruptionBudget
+	// Volumes returns what the pods' PersistentVolumeClaims require of
+	// their node now, as the VolumeBinding and VolumeZone filters read
+	// them (a bound volume's node affinity, an unbound
+	// WaitForFirstConsumer claim's allowedTopologies), and the claims
+	// whose pods no node can take yet (unbound Immediate ones). nil: no
+	// pod has volumes.
+	Volumes func() provisioning.Volumes
 }
 
 // Binder places pending pods on existing nodes the way kube-scheduler's
@@ -199,6 +206,10 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "its constraints cannot be read: " + err.Error()})
 			continue
 		}
+		if w := c.Waiting(); w != "" { // VolumeBinding's PreFilter
+			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "its volumes are not ready: " + w})
+			continue
+		}
 		if n, ok := failedAt[c]; ok && n == placed {
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
 			continue
@@ -247,7 +258,11 @@ func (b *Binder) newRun(nodes []*provisioning.Node, pods []*corev1.Pod) (*bindRu
 		stripped, multi := requiredOnly(p)
 		filterPods[i] = provisioning.FilterPod{Pod: stripped, AnyTerm: multi}
 	}
-	f, classes := b.filters.NewFilter(ordered, filterPods)
+	var volumes provisioning.Volumes
+	if b.opts.Volumes != nil {
+		volumes = b.opts.Volumes()
+	}
+	f, classes := b.filters.NewFilter(ordered, filterPods, volumes)
 	run := &bindRun{b: b, f: f, nodes: ordered, classes: map[uint64]*scoreClass{},
 		addedNonZero: make([][2]int64, len(ordered)), addedCounts: make([][]int32, len(ordered)),
 		nonZero: map[provisioning.Class][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}

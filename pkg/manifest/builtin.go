@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	sigsjson "sigs.k8s.io/json"
 )
 
@@ -27,6 +28,9 @@ var builtinKinds = map[string]func() any{
 	"scheduling.k8s.io/v1/PriorityClass":     func() any { return &schedulingv1.PriorityClass{} },
 	"v1/Service":                             func() any { return &corev1.Service{} },
 	"v1/Pod":                                 func() any { return &corev1.Pod{} },
+	"v1/PersistentVolumeClaim":               func() any { return &corev1.PersistentVolumeClaim{} },
+	"v1/PersistentVolume":                    func() any { return &corev1.PersistentVolume{} },
+	"storage.k8s.io/v1/StorageClass":         func() any { return &storagev1.StorageClass{} },
 }
 
 // removedWorkloadVersions maps workload API versions Kubernetes no longer

@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +23,8 @@ var ErrNoCRD = errors.New("the cluster does not serve karpenter.sh/v1 NodePools 
 
 // Read lists the objects a plan reads from a live cluster: NodePools,
 // NodeClaims, EC2NodeClasses (when the cluster serves them), Nodes, Pods,
-// DaemonSets and PodDisruptionBudgets. It only reads. r's scheme must know
+// DaemonSets, PodDisruptionBudgets, PersistentVolumeClaims,
+// PersistentVolumes and StorageClasses. It only reads. r's scheme must know
 // the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.
 func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	out := &Objects{Skipped: map[string]int{}}
@@ -39,10 +41,12 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 		return nil, err
 	}
 	nodes, pods, dss, pdbs := &corev1.NodeList{}, &corev1.PodList{}, &appsv1.DaemonSetList{}, &policyv1.PodDisruptionBudgetList{}
+	pvcs, pvs, scs := &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}
 	for _, l := range []struct {
 		what string
 		list client.ObjectList
-	}{{"Nodes", nodes}, {"Pods", pods}, {"DaemonSets", dss}, {"PodDisruptionBudgets", pdbs}} {
+	}{{"Nodes", nodes}, {"Pods", pods}, {"DaemonSets", dss}, {"PodDisruptionBudgets", pdbs},
+		{"PersistentVolumeClaims", pvcs}, {"PersistentVolumes", pvs}, {"StorageClasses", scs}} {
 		if err := list(ctx, r, l.what, l.list); err != nil {
 			return nil, err
 		}
@@ -73,6 +77,16 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	for i := range pdbs.Items {
 		out.PDBs = append(out.PDBs, &pdbs.Items[i])
 	}
+	for i := range pvcs.Items {
+		out.PersistentVolumeClaims = append(out.PersistentVolumeClaims, &pvcs.Items[i])
+	}
+	for i := range pvs.Items {
+		out.PersistentVolumes = append(out.PersistentVolumes, &pvs.Items[i])
+	}
+	for i := range scs.Items {
+		out.StorageClasses = append(out.StorageClasses, &scs.Items[i])
+	}
+	out.VolumesComplete = true
 	return out, nil
 }
 

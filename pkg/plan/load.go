@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -30,6 +31,15 @@ type Objects struct {
 	Pods        []*corev1.Pod
 	DaemonSets  []*appsv1.DaemonSet
 	PDBs        []*policyv1.PodDisruptionBudget
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses: where
+	// the pods' volumes let them run.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	// VolumesComplete: those are all the cluster has (a live cluster's
+	// lists, or manifests that hold any of them), so a pod whose claim,
+	// volume or class is not among them waits, as upstream's.
+	VolumesComplete bool
 	// Skipped counts documents of the kinds a plan does not read.
 	Skipped map[string]int
 }
@@ -93,7 +103,7 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		}
 		o.Nodes = append(o.Nodes, n)
 		return nil
-	case "v1/Pod", "apps/v1/DaemonSet", "policy/v1/PodDisruptionBudget":
+	case "v1/Pod", "apps/v1/DaemonSet", "policy/v1/PodDisruptionBudget", "v1/PersistentVolumeClaim", "v1/PersistentVolume", "storage.k8s.io/v1/StorageClass":
 		obj, ps := manifest.DecodeBuiltin(d)
 		if len(ps) > 0 {
 			return ps
@@ -108,6 +118,16 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		case *policyv1.PodDisruptionBudget:
 			t.Namespace = podutil.Namespace(t.ObjectMeta)
 			o.PDBs = append(o.PDBs, t)
+		case *corev1.PersistentVolumeClaim:
+			t.Namespace = podutil.Namespace(t.ObjectMeta)
+			o.PersistentVolumeClaims = append(o.PersistentVolumeClaims, t)
+			o.VolumesComplete = true
+		case *corev1.PersistentVolume:
+			o.PersistentVolumes = append(o.PersistentVolumes, t)
+			o.VolumesComplete = true
+		case *storagev1.StorageClass:
+			o.StorageClasses = append(o.StorageClasses, t)
+			o.VolumesComplete = true
 		}
 		return nil
 	}
@@ -156,7 +176,9 @@ func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cl
 	pools := append([]*v1.NodePool(nil), o.NodePools...)
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
 	return &state.Cluster{NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
-		PDBs: o.PDBs, InstanceTypes: its, AssumeUnschedulable: true}
+		PDBs: o.PDBs, InstanceTypes: its, AssumeUnschedulable: true,
+		PersistentVolumeClaims: o.PersistentVolumeClaims, PersistentVolumes: o.PersistentVolumes, StorageClasses: o.StorageClasses,
+		VolumesComplete: o.VolumesComplete}
 }
 
 // Region is the region the nodes are in (their topology.kubernetes.io/region

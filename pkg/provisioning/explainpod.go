@@ -68,7 +68,7 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 	for pi, p := range s.pools {
 		v := PoolVerdict{NodePool: p.np.Name, Weight: p.np.WeightOrZero()}
 		if c.invalid != nil {
-			v.Reason = "its constraints cannot be read: " + c.invalid.Error()
+			v.Reason = c.invalidReason()
 		}
 		// As Solve: preferences relaxed one at a time until the pod fits;
 		// the reason is the one left with all of them relaxed.

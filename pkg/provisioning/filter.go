@@ -59,17 +59,24 @@ type Class struct{ c *podClass }
 
 // NewFilter starts a pass over the nodes with the pending pods, and
 // returns each pod's Class. InFlight nodes take pods despite Joiner's
-// unregistered taint; MarkedForDeletion ones take none.
-func (fc *FilterCache) NewFilter(nodes []*Node, pods []FilterPod) (*Filter, []Class) {
+// unregistered taint; MarkedForDeletion ones take none. A pod's volumes
+// narrow the nodes it may join as kube-scheduler's VolumeBinding and
+// VolumeZone filters do (see Class.Waiting for those that hold it).
+func (fc *FilterCache) NewFilter(nodes []*Node, pods []FilterPod, volumes Volumes) (*Filter, []Class) {
 	fc.pods.NewCall(0)
 	fc.nodes.NewCall(0)
-	s := &scheduler{dims: fc.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podMemos: fc.pods, nodeMemos: fc.nodes}
+	s := &scheduler{dims: fc.dims, topo: newTopology(), classes: map[uint64]*podClass{}, podMemos: fc.pods, nodeMemos: fc.nodes, volumes: volumes}
 	s.addNodes(nodes)
 	classes := make([]Class, len(pods))
 	for i, p := range pods {
 		c := s.classFor(p.Pod)
 		if p.AnyTerm {
-			c.reqs = strictRequirements(withoutRequiredNodeAffinity(p.Pod), nil)
+			c.reqs = strictRequirements(withoutRequiredNodeAffinity(p.Pod))
+			c.affinity = c.reqs
+			if !volumes.Empty() {
+				c.reqs = c.reqs.Copy()
+				volumes.of(p.Pod, c.reqs)
+			}
 		}
 		classes[i] = Class{c}
 	}
@@ -111,6 +118,16 @@ func (c Class) Rejected(i int) bool { return c.c.rejected.has(i) }
 
 // Reject rejects node i for the class, after a permanent Check failure.
 func (c Class) Reject(i int) { c.c.rejected.set(i) }
+
+// Waiting says why the class's pods bind to no node now: a claim of
+// theirs is unbound with Immediate binding, being deleted, lost or
+// missing ("" when none is).
+func (c Class) Waiting() string {
+	if w, ok := c.c.invalid.(volumeWait); ok {
+		return string(w)
+	}
+	return ""
+}
 
 // Requirements are the node requirements the class is held to.
 func (c Class) Requirements() scheduling.Requirements { return c.c.reqs }

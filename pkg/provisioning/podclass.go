@@ -16,11 +16,14 @@ import (
 // labels, requests and scheduling constraints are interchangeable, so every
 // check is made once per class, not once per pod.
 type podClass struct {
-	id          int
-	namespace   string
-	labels      map[string]string
-	requests    vec
-	reqs        scheduling.Requirements // node requirements, preferences as required
+	id        int
+	namespace string
+	labels    map[string]string
+	requests  vec
+	reqs      scheduling.Requirements // node requirements, preferences as required, and its volumes'
+	// affinity are reqs without the volumes' requirements: as upstream,
+	// those narrow the node, not the domains a topology spread counts.
+	affinity    scheduling.Requirements
 	tolerations []corev1.Toleration
 	hostPorts   []hostPort
 	// owned are the topology constraints the pod must satisfy; matchedBy
@@ -110,8 +113,8 @@ func classKey(pod *corev1.Pod, requests vec) uint64 {
 		}
 	}
 	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim != nil {
-			w("pvc" + v.PersistentVolumeClaim.ClaimName)
+		if name := ClaimName(pod, v); name != "" {
+			w("pvc" + name)
 		}
 	}
 	if pod.Annotations[relaxedAnnotation] != "" {
@@ -148,19 +151,9 @@ func (hp hostPort) conflicts(o hostPort) bool {
 }
 
 // strictRequirements are the pod's node requirements with its heaviest
-// preferred node-affinity term treated as required, plus the topology of
-// its bound volumes.
-func strictRequirements(pod *corev1.Pod, volumes map[string]scheduling.Requirements) scheduling.Requirements {
-	reqs := scheduling.NewNodeAffinity(pod).Options()[0]
-	for _, v := range pod.Spec.Volumes {
-		if v.PersistentVolumeClaim == nil {
-			continue
-		}
-		if vr, ok := volumes[pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]; ok {
-			reqs.Merge(vr)
-		}
-	}
-	return reqs
+// preferred node-affinity term treated as required.
+func strictRequirements(pod *corev1.Pod) scheduling.Requirements {
+	return scheduling.NewNodeAffinity(pod).Options()[0]
 }
 
 // WithoutPreferences is the pod with its preferences removed — preferred

@@ -374,7 +374,7 @@ func TestHostPortsVolumesAndGPUs(t *testing.T) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0"}}}}
 	}
 	res = solve(t, p, standardTypes(), []*corev1.Pod{pod("1", "1Gi", withPVC)}, func(s *Snapshot) {
-		s.VolumeRequirements = map[string]scheduling.Requirements{"default/data-0": scheduling.NewRequirements(scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-c"))}
+		s.Volumes.Requirements = map[string]scheduling.Requirements{"default/data-0": scheduling.NewRequirements(scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, "zone-c"))}
 	})
 	requireAllPlaced(t, res)
 	if z := zoneOf(res.NewNodeClaims[0]); z != "zone-c" {

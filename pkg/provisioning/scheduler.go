@@ -24,7 +24,7 @@ type scheduler struct {
 	existing  []*existingTarget
 	claims    []*claim
 	classes   map[uint64]*podClass
-	volumes   map[string]scheduling.Requirements
+	volumes   Volumes
 	// poolChecks is the planner's cache of class-to-pool checks by class
 	// key (nil: none).
 	poolChecks map[uint64][]*classPool
@@ -119,9 +119,9 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 // emptiest claim first) or Joiner's; alike says every pod is of one class
 // that no topology constrains or counts.
 func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
-	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements,
+	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
 		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
-	if len(snap.VolumeRequirements) == 0 {
+	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
 		// requirements depend on nothing else at all.
@@ -285,7 +285,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 			d.addAll(it.Capacity)
 		}
 	}
-	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.VolumeRequirements}
+	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
 		s.topo.addPoolDomains(p)
@@ -363,13 +363,18 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 	key := pm.key
 	reqs, ok := s.reqsByKey[key]
 	if !ok {
-		reqs = strictRequirements(pod, s.volumes)
+		reqs = strictRequirements(pod)
 		if s.reqsByKey != nil {
 			s.reqsByKey[key] = reqs
 		}
 	}
+	affinity, waiting := reqs, ""
+	if !s.volumes.Empty() {
+		reqs = reqs.Copy()
+		waiting = s.volumes.of(pod, reqs)
+	}
 	c := &podClass{id: len(s.classes), namespace: pod.Namespace, labels: pod.Labels, requests: requests,
-		reqs: reqs, tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
+		reqs: reqs, affinity: affinity, tolerations: pod.Spec.Tolerations, hostPorts: podHostPorts(pod), spec: pod}
 	if s.poolChecks != nil {
 		if c.pools = s.poolChecks[key]; c.pools == nil {
 			c.pools = make([]*classPool, len(s.pools))
@@ -377,6 +382,9 @@ func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
 		}
 	}
 	c.owned, c.invalid = s.topo.groupsFor(pod)
+	if waiting != "" {
+		c.invalid = volumeWait(waiting)
+	}
 	c.ownNode = needsOwnNode(pod)
 	c.requiredAnti = s.topo.requiredAntiAffinityGroups(pod)
 	s.classes[key] = c
@@ -574,7 +582,7 @@ func (s *scheduler) reject(c *podClass, idx int, err error, permanent bool) {
 
 // invalidPod is the answer for a pod whose constraints cannot be read.
 func invalidPod(pod *corev1.Pod, c *podClass, pools []*poolInfo) *PodError {
-	e := &PodError{Pod: pod, Reason: "its constraints cannot be read: " + c.invalid.Error(), ByNodePool: map[string]string{}}
+	e := &PodError{Pod: pod, Reason: c.invalidReason(), ByNodePool: map[string]string{}}
 	for _, p := range pools {
 		e.ByNodePool[p.np.Name] = e.Reason
 	}

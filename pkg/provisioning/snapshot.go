@@ -24,9 +24,9 @@ type Snapshot struct {
 	DaemonSets []*corev1.Pod
 	// Pods are the pending pods to place.
 	Pods []*corev1.Pod
-	// VolumeRequirements maps "namespace/claimName" of a bound PVC to the
-	// node requirements of its volume (typically a zone).
-	VolumeRequirements map[string]scheduling.Requirements
+	// Volumes are what the pods' PersistentVolumeClaims require of their
+	// node, and which claims hold their pods back.
+	Volumes Volumes
 	// IgnorePreferences plans every pod as if it had no preferences
 	// (WithoutPreferences), as upstream's operator option
 	// PreferencePolicy=Ignore does; the default respects them, relaxing

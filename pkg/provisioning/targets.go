@@ -121,8 +121,8 @@ func (s *scheduler) eligible(c *podClass, g *topoGroup) []string {
 		all = s.toleratedDomains(c, g.key)
 	}
 	var out []string
-	if g.honorAffinity && c.reqs.Has(g.key) {
-		r := c.reqs.Get(g.key)
+	if g.honorAffinity && c.affinity.Has(g.key) {
+		r := c.affinity.Get(g.key)
 		for _, d := range all {
 			if r.Has(d) {
 				out = append(out, d)

@@ -24,6 +24,7 @@ func (e *engine) buildWorkloads() error {
 	if err != nil {
 		return err
 	}
+	e.startVolumes()
 	byName := map[string]*workload{}
 	if err := e.buildControllers(prio, runtimes, byName); err != nil {
 		return err
@@ -75,6 +76,9 @@ func (e *engine) buildControllers(prio *priorities, runtimes map[string]time.Dur
 	for _, d := range e.in.StatefulSets {
 		if err := replicated("StatefulSet", d.ObjectMeta, d.Spec.Replicas, d.Spec.Selector, d.Spec.Template); err != nil {
 			return err
+		}
+		if len(d.Spec.VolumeClaimTemplates) > 0 {
+			byName["StatefulSet/"+ns(d.ObjectMeta)+"/"+d.Name].claimTemplates = d.Spec.VolumeClaimTemplates
 		}
 	}
 	for _, j := range e.in.Jobs {

@@ -152,6 +152,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 		}
 		n.state = nodeReady
 		e.syncNode(n)
+		e.armFailure(n)
 		e.bindDaemons(n)
 		e.armBind()
 		e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass

@@ -129,6 +129,10 @@ type engine struct {
 	plannerAt int
 	// launches collects a provisioning pass's launches for OnProvision.
 	launches []Launch
+	// vol is the cluster's storage.
+	vol volumeModel
+	// repairAt is when node repair runs next (zero: not armed).
+	repairAt time.Time
 }
 
 // currentPlanner returns a provisioning planner for the current offerings.
@@ -332,6 +336,9 @@ func (e *engine) reconcile(w *workload) {
 	want := w.wanted()
 	for len(w.pods) < want {
 		p := w.newPod(e.clk.now)
+		if w.claimTemplates != nil {
+			e.claimPod(w, p.pod)
+		}
 		w.pods = append(w.pods, p)
 		e.rep.podCreated(p)
 		e.addPending(p)
@@ -455,7 +462,7 @@ func (e *engine) bind() {
 				default:
 					return sp.spread
 				}
-			}, PDBs: e.pdbs})
+			}, PDBs: e.pdbs, Volumes: e.st.Volumes})
 		}
 		e.bindPods = byPod
 		res := e.binder.Bind(nodes, pods)
@@ -506,6 +513,7 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 		cp.Status.NominatedNodeName = ""
 		cp.Status.StartTime = &start
 	})
+	e.bindVolumes(p.pod, n)
 	e.syncClaim(n)
 	e.dirty = true
 	e.rep.podRunning(p)

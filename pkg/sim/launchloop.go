@@ -47,21 +47,22 @@ func (e *engine) checkPlannedFor(n *simNode) {
 		if len(p.launchNodes) < maxLaunchRounds {
 			continue
 		}
-		p.loop = missReason(e.view(n), p.pod)
+		p.loop = missReason(e.view(n), p.pod, e.st.Volumes)
 		p.reason = fmt.Sprintf("launch loop: %d nodes were launched for it and it bound to none (%s); no more are launched for it", len(p.launchNodes), p.loop)
 		e.rep.launchLoop(p)
 	}
 }
 
-// missReason says why the scheduler does not put the pod on the node.
-func missReason(node *provisioning.Node, pod *corev1.Pod) string {
+// missReason says why the scheduler does not put the pod on the node
+// (volumes: the pods' volumes now, or nil).
+func missReason(node *provisioning.Node, pod *corev1.Pod, volumes func() provisioning.Volumes) string {
 	if err := scheduling.ToleratesForScheduling(node.Taints, pod.Spec.Tolerations); err != nil {
 		return "the nodes have a taint it does not tolerate: " + err.Error()
 	}
 	if why := scheduling.NewNodeAffinity(pod).Unmet(node.Labels); why != "" {
 		return "it requires " + why
 	}
-	res := kubescheduler.NewBinder(kubescheduler.BindOptions{}).Bind([]*provisioning.Node{node}, []*corev1.Pod{pod})
+	res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: volumes}).Bind([]*provisioning.Node{node}, []*corev1.Pod{pod})
 	if len(res.Unschedulable) > 0 {
 		return "the node launched for it cannot run it: " + strings.TrimPrefix(res.Unschedulable[0].Reason, "no existing node can run it: ")
 	}

@@ -162,7 +162,7 @@ func TestMissReason(t *testing.T) {
 	} {
 		pod := &corev1.Pod{Spec: tc.spec}
 		pod.Name, pod.Namespace = "p", "default"
-		if got := missReason(node, pod); !strings.HasPrefix(got, tc.want) {
+		if got := missReason(node, pod, nil); !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s: %q, want it to start with %q", tc.name, got, tc.want)
 		}
 	}

@@ -14,11 +14,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // Input is a loaded scenario: the manifests and scenario.yaml.
@@ -41,6 +43,15 @@ type Input struct {
 	PriorityClasses []*schedulingv1.PriorityClass
 	// Services that select pods make kube-scheduler spread them by default.
 	Services []*corev1.Service
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses say
+	// where the pods' volumes let them run; a StatefulSet's
+	// volumeClaimTemplates make claims of their own.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	// volumeRefs are the claims, volumes and classes the documents name,
+	// checked once all are loaded.
+	volumeRefs []volumeRef
 	// Skipped counts documents of kinds the simulator has no model for.
 	Skipped map[string]int
 	// Notes say what the load assumed or left out (default scenario
@@ -149,6 +160,11 @@ func Load(fsys fs.FS, dir, name string) (*Input, error) {
 	if ps := manifest.Duplicates(loaded); len(ps) > 0 {
 		problems = append(problems, ps.Error())
 	}
+	if len(problems) == 0 {
+		if ps := in.resolveVolumes(); len(ps) > 0 {
+			problems = append(problems, ps.Error())
+		}
+	}
 	if len(problems) > 0 {
 		return nil, errors.New(strings.Join(problems, "\n"))
 	}
@@ -172,6 +188,7 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 			return ps
 		}
 		defaultPodSpecs(obj)
+		in.volumeRefs = append(in.volumeRefs, volumeRefsOf(d, obj)...)
 		switch o := obj.(type) {
 		case *appsv1.Deployment:
 			in.Deployments = append(in.Deployments, o)
@@ -193,6 +210,13 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 			in.PriorityClasses = append(in.PriorityClasses, o)
 		case *corev1.Service:
 			in.Services = append(in.Services, o)
+		case *corev1.PersistentVolumeClaim:
+			o.Namespace = podutil.Namespace(o.ObjectMeta)
+			in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, o)
+		case *corev1.PersistentVolume:
+			in.PersistentVolumes = append(in.PersistentVolumes, o)
+		case *storagev1.StorageClass:
+			in.StorageClasses = append(in.StorageClasses, o)
 		case *corev1.Pod:
 			if metav1.GetControllerOf(o) == nil { // owned pods come from their controller
 				in.Pods = append(in.Pods, o)

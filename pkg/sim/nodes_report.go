@@ -71,6 +71,10 @@ func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
 		}
 		rec := NodeRecord{Name: n.name, NodePool: n.pool.Name, InstanceType: n.it.Name, Zone: n.offering.Zone, CapacityType: n.offering.CapacityType,
 			Launched: n.launched.Truncate(time.Second), PodsRan: t.podsRan, PeakPods: t.peakPods}
+		if !n.failedAt.IsZero() {
+			failed := n.failedAt.Truncate(time.Second)
+			rec.Failed = &failed
+		}
 		if n.state == nodeGone {
 			gone := n.gone.Truncate(time.Second)
 			rec.Deleted, rec.DeletedReason = &gone, t.gone

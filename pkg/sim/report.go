@@ -43,6 +43,9 @@ type Report struct {
 	// never bound to them: a finding, not a cost to simulate.
 	LaunchLoops  []LaunchLoop   `json:"launchLoops"`
 	SkippedKinds map[string]int `json:"skippedKinds,omitempty"`
+	// Repairs, in a run with node failures, counts them and node repair's
+	// replacements.
+	Repairs *Repairs `json:"repairs,omitempty"`
 }
 
 // Cost in USD.
@@ -81,10 +84,13 @@ type NodeRecord struct {
 	Launched     time.Time `json:"launched"`
 	// Deleted is null for a node still running at the end of the run.
 	// DeletedReason is the disruption reason it went for (Drifted, Empty,
-	// Underutilized, Expired, Interrupted), else Unregistered or Abandoned
+	// Underutilized, Expired, Interrupted, Unhealthy), else Unregistered or Abandoned
 	// (a replacement its command gave up on).
 	Deleted       *time.Time `json:"deleted"`
 	DeletedReason string     `json:"deletedReason,omitempty"`
+	// Failed is when its kubelet stopped reporting (a node failure fault;
+	// Unhealthy as DeletedReason: node repair replaced it).
+	Failed *time.Time `json:"failed,omitempty"`
 	// PodsRan counts the pods bound to the node over its life, PeakPods
 	// the most at once (DaemonSet pods not counted in either).
 	PodsRan  int `json:"podsRan"`
@@ -210,6 +216,7 @@ type recorder struct {
 	blocked     int
 	blockedBy   map[string]bool // nodes a budget held back
 	interrupts  int
+	repairs     Repairs
 	preempted   Preemptions
 	cloudErrors map[string]int
 	launched    map[string]int
@@ -390,6 +397,10 @@ func (e *engine) finish() *Report {
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
 		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
 	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
+	if e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour > 0 {
+		repairs := r.repairs
+		rep.Repairs = &repairs
+	}
 	if rep.Notes == nil {
 		rep.Notes = []string{}
 	}

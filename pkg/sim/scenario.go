@@ -121,6 +121,12 @@ type Faults struct {
 	InitializationLatency Latency `json:"initializationLatency,omitempty"`
 	// NeverRegisterRate is the share of instances whose Node never appears.
 	NeverRegisterRate float64 `json:"neverRegisterRate,omitempty"`
+	// NodeFailuresPerNodeHour is the rate at which a ready node fails: its
+	// kubelet stops reporting (Ready Unknown), its pods are evicted five
+	// minutes later as the node lifecycle controller evicts them, and node
+	// repair replaces it once the cloud provider's toleration (30 minutes)
+	// has passed — unless more than 20 % of its NodePool is unhealthy.
+	NodeFailuresPerNodeHour float64 `json:"nodeFailuresPerNodeHour,omitempty"`
 }
 
 // Boot is the simulated EC2's model of how instances come up, as these
@@ -262,6 +268,9 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 	}
 	if f.SpotInterruptionsPerNodeHour < 0 {
 		bad("spec.faults.spotInterruptionsPerNodeHour", "must not be negative")
+	}
+	if r := f.NodeFailuresPerNodeHour; r < 0 || r > 1 {
+		bad("spec.faults.nodeFailuresPerNodeHour", fmt.Sprintf("%v: a rate per node-hour from 0 to 1, e.g. 0.001 (one failure in a thousand node-hours)", r))
 	}
 	return ps
 }

@@ -43,6 +43,8 @@ type simNode struct {
 	// plannedFor: the pods provisioning launched the node for, until its
 	// first bind pass (see checkPlannedFor).
 	plannedFor []*simPod
+	// failedAt: when its kubelet stopped reporting (zero: it did not).
+	failedAt time.Time
 }
 
 // labels are the Node's: its NodeClaim's (the NodePool template, the
@@ -83,15 +85,20 @@ func (e *engine) syncNode(n *simNode) {
 	if n.disrupting {
 		taints = append(taints, v1.DisruptedTaint)
 	}
-	ready := corev1.ConditionFalse
+	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse}
 	if n.state == nodeReady || n.state == nodeDraining {
-		ready = corev1.ConditionTrue
+		ready.Status = corev1.ConditionTrue
+	}
+	if !n.failedAt.IsZero() {
+		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
+			Message: "Kubelet stopped posting node status.", LastTransitionTime: metav1.NewTime(n.failedAt)}
+		taints = append(taints, unreachableTaints...)
 	}
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels(), ResourceVersion: e.nextRV(), CreationTimestamp: n.claim.CreationTimestamp},
 		Spec:       corev1.NodeSpec{ProviderID: n.claim.Status.ProviderID, Taints: taints},
 		Status: corev1.NodeStatus{Allocatable: n.claim.Status.Allocatable, Capacity: n.claim.Status.Capacity,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: ready}}},
+			Conditions: []corev1.NodeCondition{ready}},
 	}
 	if n.state == nodeDraining {
 		node.DeletionTimestamp = e.deletedAt(n)

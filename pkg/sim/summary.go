@@ -82,6 +82,10 @@ func WriteSummary(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "Blocked        %d node(s) held back by budgets (%d times), %d of them drifted (%d times); drift at most %d node(s) at once, %d budget violations\n",
 		r.BlockedByBudgetNodes, r.BlockedByBudget, r.DriftBudget.HeldBackNodes, r.DriftBudget.HeldBackPassBlocks, r.DriftBudget.MaxConcurrent, r.DriftBudget.Violations)
 	fmt.Fprintf(w, "Spot           %d interruptions survived\n", r.SpotInterruptions)
+	if rp := r.Repairs; rp != nil {
+		fmt.Fprintf(w, "Node repair    %d nodes failed, %d replaced once unhealthy past the toleration; NodePools held back %d times (more than 20 %% of their nodes unhealthy)\n",
+			rp.Failed, rp.Replaced, rp.Held)
+	}
 	if r.Preemptions.Preemptors > 0 {
 		fmt.Fprintf(w, "Preemption     %d pods preempted %d of lower priority\n", r.Preemptions.Preemptors, r.Preemptions.Victims)
 	}
@@ -191,6 +195,15 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	}
 	row("disruptions", fmt.Sprint(count(a)), fmt.Sprint(count(b)))
 	row("spot interruptions", fmt.Sprint(a.SpotInterruptions), fmt.Sprint(b.SpotInterruptions))
+	if a.Repairs != nil || b.Repairs != nil {
+		repaired := func(r *Report) string {
+			if r.Repairs == nil {
+				return "-"
+			}
+			return fmt.Sprint(r.Repairs.Replaced)
+		}
+		row("nodes repaired", repaired(a), repaired(b))
+	}
 	row("preemptions", fmt.Sprint(a.Preemptions.Preemptors), fmt.Sprint(b.Preemptions.Preemptors))
 	// The workloads both run: how long their pods waited.
 	for _, k := range sortedKeys(a.Pods.ByWorkload) {

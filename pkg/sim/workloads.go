@@ -34,6 +34,12 @@ type workload struct {
 	cron string
 	// metrics for HPA: the load feeding it.
 	hpa *hpaModel
+	// claimTemplates are a StatefulSet's volumeClaimTemplates: its pods
+	// are then named by ordinal, the lowest free first, as the
+	// StatefulSet controller names them, so a replacement finds its
+	// claims. (A StatefulSet without them keeps the simulator's older
+	// naming by sequence, which its reports were made with.)
+	claimTemplates []corev1.PersistentVolumeClaim
 }
 
 func (w *workload) key() string { return w.namespace + "/" + w.name }
@@ -56,9 +62,25 @@ func (w *workload) newPod(now time.Time) *simPod {
 	}
 	p.Namespace = w.namespace
 	p.Name = fmt.Sprintf("%s-%d", w.name, w.seq)
+	if w.claimTemplates != nil {
+		p.Name = fmt.Sprintf("%s-%d", w.name, w.freeOrdinal())
+	}
 	yes := true
 	p.OwnerReferences = []metav1.OwnerReference{{Kind: w.kind, Name: w.name, Controller: &yes}}
 	return &simPod{pod: p, owner: w, created: now}
+}
+
+// freeOrdinal is the lowest ordinal no live pod has.
+func (w *workload) freeOrdinal() int {
+	taken := map[string]bool{}
+	for _, p := range w.pods {
+		taken[p.pod.Name] = true
+	}
+	for i := 0; ; i++ {
+		if !taken[fmt.Sprintf("%s-%d", w.name, i)] {
+			return i
+		}
+	}
 }
 
 // wanted is how many pods the workload should have now.

@@ -13,6 +13,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -40,6 +41,15 @@ type Cluster struct {
 	// met a cluster. A controller leaves it false and, as upstream, waits
 	// for kube-scheduler to give up on a pod first.
 	AssumeUnschedulable bool
+	// PersistentVolumeClaims, PersistentVolumes and StorageClasses say
+	// where the pods' volumes let them run (see provisioning.Volumes).
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	// VolumesComplete: those are all the cluster has, so a claim, volume
+	// or class not among them holds its pods back, as upstream's; without
+	// it (manifests that list none) one not among them asks nothing.
+	VolumesComplete bool
 	// Drifted is the cloud provider's drift check of a claim ("" for
 	// none), when the host has a cloud to ask (the simulator's EC2); nil
 	// when it has not, and only NodePool drift is seen.
@@ -212,6 +222,16 @@ func (c *Cluster) Store() *Store {
 	s.SetInstanceTypes(c.InstanceTypes)
 	s.SetDaemonSets(c.DaemonSets)
 	s.SetPDBs(c.PDBs)
+	for _, pvc := range c.PersistentVolumeClaims {
+		s.SetPersistentVolumeClaim(pvc)
+	}
+	for _, pv := range c.PersistentVolumes {
+		s.SetPersistentVolume(pv)
+	}
+	for _, sc := range c.StorageClasses {
+		s.SetStorageClass(sc)
+	}
+	s.SetVolumesComplete(c.VolumesComplete)
 	for _, nc := range c.NodeClaims {
 		s.SetNodeClaim(nc)
 	}

@@ -54,6 +54,7 @@ type Store struct {
 	sorted     []*view                    // views by name; nil after a view came or went
 	nodeEntry  map[string]entry           // Node name → its entry
 	claimEntry map[string]entry           // claim name → its entry
+	vol        volumeObjects
 }
 
 type podRef struct{ namespace, name string }
@@ -294,6 +295,9 @@ func (s *Store) SetPod(p *corev1.Pod) {
 	s.pods[ref] = sp
 	if p.Spec.NodeName == "" {
 		s.unbound[ref] = true
+		if hasClaims(p) {
+			s.vol.built = nil // its claims may be missing
+		}
 		return
 	}
 	on := s.podsOn[p.Spec.NodeName]
@@ -330,6 +334,9 @@ func (s *Store) unlinkPod(ref podRef) {
 		s.touchNode(node)
 	} else {
 		delete(s.unbound, ref)
+		if hasClaims(old.pod) {
+			s.vol.built = nil
+		}
 	}
 }
 
@@ -434,7 +441,10 @@ func (s *Store) rebuild(v *view) {
 	v.candidate = disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
 		InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
 		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
-		Reschedulable: v.reschedulable}
+		Reschedulable: v.reschedulable, Registered: n.Node != nil}
+	if n.Node != nil {
+		v.candidate.Conditions = n.Node.Status.Conditions
+	}
 	v.pricedAt = -1
 }
 
@@ -562,7 +572,7 @@ func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 	defer s.mu.Unlock()
 	views := s.build()
 	snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
-		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views))}
+		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked()}
 	for _, v := range views {
 		snap.Nodes = append(snap.Nodes, v.built)
 	}
@@ -578,7 +588,7 @@ func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) clo
 	defer s.mu.Unlock()
 	views := s.build()
 	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
-		DaemonSets: s.dsPods, Pending: s.pendingLocked()}
+		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked()}
 	for _, v := range views {
 		n := &v.node
 		if !n.Managed() {
@@ -632,7 +642,25 @@ func (s *Store) Cluster() *Cluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &Cluster{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
-		AssumeUnschedulable: s.assumeUnschedulable}
+		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete}
+	for _, pvc := range s.vol.claims {
+		c.PersistentVolumeClaims = append(c.PersistentVolumeClaims, pvc)
+	}
+	sort.Slice(c.PersistentVolumeClaims, func(i, j int) bool {
+		a, b := c.PersistentVolumeClaims[i], c.PersistentVolumeClaims[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		return a.Name < b.Name
+	})
+	for _, pv := range s.vol.volumes {
+		c.PersistentVolumes = append(c.PersistentVolumes, pv)
+	}
+	sort.Slice(c.PersistentVolumes, func(i, j int) bool { return c.PersistentVolumes[i].Name < c.PersistentVolumes[j].Name })
+	for _, sc := range s.vol.classes {
+		c.StorageClasses = append(c.StorageClasses, sc)
+	}
+	sort.Slice(c.StorageClasses, func(i, j int) bool { return c.StorageClasses[i].Name < c.StorageClasses[j].Name })
 	for _, nc := range s.claims {
 		c.NodeClaims = append(c.NodeClaims, nc)
 	}

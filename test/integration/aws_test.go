@@ -126,7 +126,7 @@ func TestAWSProvider(t *testing.T) {
 	if err := kc.Create(ctx, broken); err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = kc.Delete(ctx, broken) }()
+	defer deleteClass(t, kc, broken)
 	eventually(t, "the untagged EC2NodeClass Ready False, saying why", func(ctx context.Context) (bool, error) {
 		if err := kc.Get(ctx, client.ObjectKeyFromObject(broken), broken); err != nil {
 			return false, err
@@ -312,6 +312,19 @@ func TestAWSProvider(t *testing.T) {
 	checkPolicyCoversCalls(t, f.Calls())
 }
 
+// deleteClass deletes an EC2NodeClass and waits, while its controller
+// still runs, for its finalizer to let it go.
+func deleteClass(t *testing.T, kc client.Client, class *awsv1.EC2NodeClass) {
+	t.Helper()
+	if err := kc.Delete(context.Background(), class); client.IgnoreNotFound(err) != nil {
+		t.Error(err)
+		return
+	}
+	eventually(t, "EC2NodeClass "+class.Name+" gone", func(ctx context.Context) (bool, error) {
+		return gone(ctx, kc, client.ObjectKeyFromObject(class), &awsv1.EC2NodeClass{}), nil
+	})
+}
+
 // cleanUpAWS deletes the pools' pods, claims and pools, so the tests after
 // see none of them.
 func cleanUpAWS(t *testing.T, kc client.Client, pools ...string) {
@@ -364,9 +377,11 @@ func TestAWSControllerProcess(t *testing.T) {
 	p := newJoiner(t, buildJoiner(t), "joiner-aws", writeKubeconfig(t), "--cloud-provider=aws", "--cluster-name="+awsCluster,
 		"--cluster-endpoint=https://"+awsCluster+".eks.example", "--interruption-queue="+awsCluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
 	p.start()
-	defer cleanUpAWS(t, kc, "aws-process")
 	class := applySeedNodeClass(t, kc)
-	defer func() { _ = kc.Delete(ctx, class) }()
+	defer func() { // the claims first: the class waits for them
+		cleanUpAWS(t, kc, "aws-process")
+		deleteClass(t, kc, class)
+	}()
 	createPool(t, kc, "aws-process", func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "aws-process", Effect: corev1.TaintEffectNoSchedule}}
 	})

@@ -78,7 +78,8 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 // runController runs a Joiner controller against the test's API server,
 // launching through the provider newProvider makes for its manager, until
 // the returned stop is called.
-func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(context.Context, manager.Manager) (controller.CloudProvider, error)) (*controller.Controller, func()) {
+func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(context.Context, manager.Manager) (controller.CloudProvider, error),
+	options ...func(*controller.Options)) (*controller.Controller, func()) {
 	t.Helper()
 	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
 	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
@@ -91,7 +92,11 @@ func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(contex
 		cancel()
 		t.Fatal(err)
 	}
-	c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider, BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Restartable: true})
+	opts := controller.Options{CloudProvider: provider, BatchIdle: 100 * time.Millisecond, BatchMax: time.Second, Restartable: true}
+	for _, o := range options {
+		o(&opts)
+	}
+	c, err := controller.New(ctx, mgr, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
@@ -345,11 +350,21 @@ func createPool(t *testing.T, kc client.Client, name string, mutate func(*v1.Nod
 // period to end.
 func createPendingPod(t *testing.T, kc client.Client, name, cpu string, tolerations ...corev1.Toleration) *corev1.Pod {
 	t.Helper()
+	return pendingPodWith(t, kc, name, func(p *corev1.Pod) {
+		p.Spec.Tolerations = tolerations
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse(cpu)
+	})
+}
+
+// pendingPodWith is createPendingPod of a 1-core pod changed by mutate.
+func pendingPodWith(t *testing.T, kc client.Client, name string, mutate func(*corev1.Pod)) *corev1.Pod {
+	t.Helper()
 	ctx := context.Background()
 	zero := int64(0) // no kubelet confirms a graceful end here
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero, Tolerations: tolerations, Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+		Spec: corev1.PodSpec{TerminationGracePeriodSeconds: &zero, Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	mutate(pod)
 	if err := kc.Create(ctx, pod); err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,9 @@ const (
 	// is to evict: a 32-bit integer (see disruption's eviction cost).
 	AnnotationDisruptionCost = Group + "/disruption-cost"
 	AnnotationNodePoolHash   = Group + "/nodepool-hash"
+	// AnnotationDeprovisioningPriority on a static NodePool's NodeClaim:
+	// on a scale-down, claims of a higher value go first (an integer).
+	AnnotationDeprovisioningPriority = Group + "/deprovisioning-priority"
 	// AnnotationMinValuesRelaxed marks a NodeClaim whose minValues
 	// MinValuesPolicy BestEffort lowered ("true").
 	AnnotationMinValuesRelaxed = Group + "/nodeclaim-min-values-relaxed"

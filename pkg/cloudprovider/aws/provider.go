@@ -23,7 +23,6 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
 	"github.com/aws/aws-sdk-go-v2/service/ssm"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -148,12 +147,9 @@ func (p *Provider) Name() string { return "aws" }
 // Interruptions are the notices read from the interruption queue.
 func (p *Provider) Interruptions() <-chan cloudprovider.Interruption { return p.interruptions }
 
-// RepairPolicies are upstream's: a node not Ready for 30 minutes is replaced.
+// RepairPolicies are upstream's (see cloudprovider.AWSRepairPolicies).
 func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
-	return []cloudprovider.RepairPolicy{
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionFalse), TolerationDuration: "30m"},
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionUnknown), TolerationDuration: "30m"},
-	}
+	return cloudprovider.AWSRepairPolicies()
 }
 
 // refreshEvery is how often instance types and prices are read again.

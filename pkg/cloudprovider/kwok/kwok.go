@@ -448,5 +448,8 @@ func (p *Provider) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.Drif
 	return "", nil
 }
 
-// RepairPolicies: none.
-func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
+// RepairPolicies are upstream's AWS provider's (see
+// cloudprovider.AWSRepairPolicies): kwok's nodes stand in for EC2's.
+func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
+	return cloudprovider.AWSRepairPolicies()
+}

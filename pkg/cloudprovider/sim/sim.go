@@ -17,7 +17,6 @@ import (
 	"sort"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -388,13 +387,10 @@ func (p *Provider) IsDrifted(_ context.Context, nc *v1.NodeClaim) (cloudprovider
 	return "", nil
 }
 
-// RepairPolicies are the AWS provider's: a node not Ready for 30 minutes
-// is replaced.
+// RepairPolicies are upstream's AWS provider's (see
+// cloudprovider.AWSRepairPolicies).
 func (p *Provider) RepairPolicies() []cloudprovider.RepairPolicy {
-	return []cloudprovider.RepairPolicy{
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionFalse), TolerationDuration: "30m"},
-		{ConditionType: string(corev1.NodeReady), ConditionStatus: string(corev1.ConditionUnknown), TolerationDuration: "30m"},
-	}
+	return cloudprovider.AWSRepairPolicies()
 }
 
 // SetCapacity makes an instance type's offerings (in a zone and capacity
