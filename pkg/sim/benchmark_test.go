@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -52,6 +53,11 @@ func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
 		peak = max(peak, n)
 	}
 	b.ReportMetric(float64(peak), "peak-nodes")
+	// What the Go runtime took from the OS over the run: an upper bound
+	// of its peak memory (the heap is not given back while it runs).
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	b.ReportMetric(float64(ms.Sys)/(1<<20), "sys-MiB")
 
 	b.ReportMetric(float64(len(rep.DisruptionEvents)), "disruptions")
 	b.ReportMetric(rep.Cost.Total, "usd")
@@ -69,12 +75,24 @@ func BenchmarkSimulateWeek20k(b *testing.B) {
 	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }
 
-func weekScenario() fstest.MapFS { return scaleScenario("168h") }
+func weekScenario() fstest.MapFS { return scaleScenario("168h", 100) }
 
-func scaleScenario(duration string) fstest.MapFS {
+// BenchmarkSimulateMonth100k: issue 15's large run — a 30-day month of
+// 100,000 pods (500 Deployments of 200, a fifth of them under diurnal
+// HPAs) on about 5,000 m6i.4xlarge nodes. Run it alone:
+//
+//	go test -run '^$' -bench 'BenchmarkSimulateMonth100k' -benchtime 1x -timeout 60m ./pkg/sim/
+func BenchmarkSimulateMonth100k(b *testing.B) {
+	fsys := scaleScenario("720h", 500)
+	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "month-100k") }, func() any { return fsys })
+}
+
+// scaleScenario is apps Deployments of 200 pods (a fifth of them scaled
+// by diurnal HPAs) on one on-demand m6i.4xlarge pool, for duration.
+func scaleScenario(duration string, apps int) fstest.MapFS {
 	var w strings.Builder
 	var loads strings.Builder
-	for i := 0; i < 100; i++ {
+	for i := 0; i < apps; i++ {
 		fmt.Fprintf(&w, `---
 apiVersion: apps/v1
 kind: Deployment
@@ -126,6 +144,6 @@ spec:
 
 // BenchmarkSimulateDay20k: the first day of the week run, for profiling.
 func BenchmarkSimulateDay20k(b *testing.B) {
-	fsys := scaleScenario("24h")
+	fsys := scaleScenario("24h", 100)
 	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }
