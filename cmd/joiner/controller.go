@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -77,6 +78,9 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			engine, err := parseChoices(decisions, minValuesPolicy)
+			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); err != nil && ok && !cmd.Flags().Changed("min-values-policy") && v == minValuesPolicy {
+				return fmt.Errorf("$MIN_VALUES_POLICY=%q: %w", v, err)
+			}
 			if err != nil {
 				return err
 			}
