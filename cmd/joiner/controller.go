@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -78,7 +79,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			engine, err := parseChoices(decisions, minValuesPolicy)
-			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); err != nil && ok && !cmd.Flags().Changed("min-values-policy") && v == minValuesPolicy {
+			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); err != nil && ok && v == minValuesPolicy && strings.Contains(err.Error(), "min-values-policy") {
 				return fmt.Errorf("$MIN_VALUES_POLICY=%q: %w", v, err)
 			}
 			if err != nil {
