@@ -156,6 +156,10 @@ func ValueFix(msg string) string {
 		return "write a duration with a unit: 30s, 15m, 24h (there is no d: a week is 168h)"
 	case strings.Contains(msg, "parsing time"):
 		return `write an RFC 3339 time: "2026-11-30T00:00:00Z"`
+	case strings.Contains(msg, "cannot unmarshal object into") && strings.Contains(msg, "of type []"):
+		return "write a list here, one item per line starting with '- ', not a map"
+	case strings.Contains(msg, "cannot unmarshal array into") && !strings.Contains(msg, "of type []"):
+		return "write a single value or a map here, not a list"
 	}
 	return "check the field's type against the Kubernetes API reference"
 }

@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -28,5 +29,19 @@ func TestLocateFindsTheBadValue(t *testing.T) {
 	}
 	if got := Locate(map[string]any{"spec": map[string]any{}}, decode); got != "" {
 		t.Errorf("nothing to find, got %q", got)
+	}
+}
+
+// TestValueFixForShapes: a map where a list belongs, and a list where one
+// value belongs, say which to write.
+func TestValueFixForShapes(t *testing.T) {
+	for msg, want := range map[string]string{
+		"json: cannot unmarshal object into Go struct field SpaceSpec.spec.nodePools of type []tune.PoolKnobs":         "write a list here",
+		"json: cannot unmarshal array into Go struct field Disruption.spec.disruption.consolidateAfter of type string": "write a single value or a map here",
+		"json: cannot unmarshal number into Go struct field X of type string":                                          "check the field's type",
+	} {
+		if got := ValueFix(msg); !strings.HasPrefix(got, want) {
+			t.Errorf("ValueFix(%q) = %q, want it to begin %q", msg, got, want)
+		}
 	}
 }
