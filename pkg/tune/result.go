@@ -11,13 +11,9 @@ import (
 // Result is a search's outcome; its JSON is deterministic for a scenario,
 // space and options.
 type Result struct {
-	Scenario    string            `json:"scenario"`
-	Space       string            `json:"space"`
-	Seed        int64             `json:"seed"`
-	Objectives  []string          `json:"objectives"`
-	Constraints []ConstraintLimit `json:"constraints"`
-	Search      SearchInfo        `json:"search"`
-	Knobs       []Dimension       `json:"knobs"`
+	// Header is what the search was (its fields come first in the JSON,
+	// as a Job's lines carry them).
+	Header
 	// Variants ran over the whole duration with the scenario's seed, the
 	// baseline first.
 	Variants []VariantResult `json:"variants"`
@@ -136,8 +132,7 @@ func resolve(limits []ConstraintLimit, base *Metrics) []Constraint {
 // assemble marks the constraints and the front over results (the
 // baseline first).
 func assemble(h Header, results []VariantResult) *Result {
-	res := &Result{Scenario: h.Scenario, Space: h.Space, Seed: h.Seed, Objectives: h.Objectives,
-		Search: h.Search, Knobs: h.Knobs, Variants: results, Constraints: h.Constraints, Front: []int{}, Finalists: []Finalist{}}
+	res := &Result{Header: h, Variants: results, Front: []int{}, Finalists: []Finalist{}}
 	var base *Metrics
 	for _, v := range results {
 		if v.Baseline && v.Error == "" {

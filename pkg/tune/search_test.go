@@ -313,8 +313,8 @@ func TestChoice(t *testing.T) {
 		{"nothing better than the baseline", map[int][]Metrics{0: {m(30, 80)}, 1: {m(40, 80)}, 2: {m(41, 80)}}, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Result{Objectives: metricNames, Constraints: []ConstraintLimit{{Metric: MetricP99Startup, Max: 85}},
-				Knobs:    []Dimension{{Knob: "a", Input: 0}, {Knob: "b", Input: 0}},
+			r := &Result{Header: Header{Objectives: metricNames, Constraints: []ConstraintLimit{{Metric: MetricP99Startup, Max: 85}},
+				Knobs: []Dimension{{Knob: "a", Input: 0}, {Knob: "b", Input: 0}}},
 				Variants: []VariantResult{{Index: 0, Baseline: true}, {Index: 1, Choice: []int{1, 1}, Front: true}, {Index: 2, Choice: []int{0, 1}, Front: true}}}
 			if tc.want == -2 { // p99 no worse than the baseline's 70 s, not 85 s
 				r.Constraints = []ConstraintLimit{{Metric: MetricP99Startup, Baseline: true}}
