@@ -33,7 +33,7 @@ func TestWriteTune(t *testing.T) {
 			[]string{"<svg", ">baseline<"}, []string{"Pareto front", "breaks a constraint", "chosen"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := &tune.Result{Scenario: "default", Space: "s", Variants: tc.variants, Search: tune.SearchInfo{Mode: "exhaustive", Seeds: 1}}
+			res := &tune.Result{Header: tune.Header{Scenario: "default", Space: "s", Search: tune.SearchInfo{Mode: "exhaustive", Seeds: 1}}, Variants: tc.variants}
 			if len(tc.variants) > 1 {
 				res.Chosen = &chosen
 				res.Finalists = []tune.Finalist{{Index: 0, Baseline: true, Mean: m(56, 93)}, {Index: 2, Mean: m(45, 86)}}
