@@ -59,7 +59,20 @@ spec:
         karpenter.sh/discovery: demo
 `
 
-var bases = map[string]string{"NodePool": baseNodePool, "NodeClaim": baseNodeClaim, "EC2NodeClass": baseEC2NodeClass}
+const baseNodeOverlay = `apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata:
+  name: savings-plan
+spec:
+  weight: 10
+  requirements:
+    - key: karpenter.k8s.aws/instance-family
+      operator: In
+      values: ["m6i", "m7i"]
+  priceAdjustment: "-20%"
+`
+
+var bases = map[string]string{"NodePool": baseNodePool, "NodeClaim": baseNodeClaim, "EC2NodeClass": baseEC2NodeClass, "NodeOverlay": baseNodeOverlay}
 
 // acceptCase changes a base object and says whether the result is valid.
 type acceptCase struct {
@@ -76,6 +89,7 @@ const (
 	np  = "NodePool"
 	ncl = "NodeClaim"
 	ec2 = "EC2NodeClass"
+	ovl = "NodeOverlay"
 )
 
 // Paths used often.
@@ -344,6 +358,28 @@ var acceptCases = []acceptCase{
 	bad(ec2, "two root volumes", "spec.blockDeviceMappings", "must have only one blockDeviceMappings with rootVolume", "spec.blockDeviceMappings=[{rootVolume: true, ebs: {volumeSize: 20Gi}}, {rootVolume: true, ebs: {volumeSize: 20Gi}}]"),
 	bad(ec2, "51 block devices", "spec.blockDeviceMappings", "must have at most 50 items", "spec.blockDeviceMappings="+repeat("{ebs: {volumeSize: 1Gi}}", 51)),
 	bad(ec2, "unknown field", "spec.amiSelectorTerm", "unknown field", "spec.amiSelectorTerm=[]"),
+	ok(ovl, "the base"),
+	{kind: ovl, name: "price", del: []string{"spec.priceAdjustment"}, set: []string{"spec.price='0.25'"}},
+	ok(ovl, "price adjustment by an amount", "spec.priceAdjustment='+0.5'"),
+	ok(ovl, "price adjustment -100%", "spec.priceAdjustment='-100%'"),
+	ok(ovl, "capacity of an extended resource", "spec.capacity={example.com/licence: '1'}"),
+	ok(ovl, "requirement on the nodepool and Gte", "spec.requirements=[{key: karpenter.sh/nodepool, operator: In, values: [general]}, {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ['8']}]"),
+	ok(ovl, "requirement on a template label", "spec.requirements=[{key: team, operator: In, values: [ml]}]"),
+	bad(ovl, "price and priceAdjustment", "spec", "cannot set both 'price' and 'priceAdjustment'", "spec.price='0.25'"),
+	{kind: ovl, name: "price with a sign", del: []string{"spec.priceAdjustment"}, set: []string{"spec.price='+0.25'"}, field: "spec.price", msg: "should match"},
+	bad(ovl, "price adjustment +-", "spec.priceAdjustment", "should match", "spec.priceAdjustment='20%'"),
+	bad(ovl, "price adjustment below -100%", "spec.priceAdjustment", "should match", "spec.priceAdjustment='-150%'"),
+	bad(ovl, "capacity of cpu", "spec.capacity", "invalid resource restricted", "spec.capacity={cpu: '2'}"),
+	bad(ovl, "weight 0", "spec.weight", "greater than or equal to 1", "spec.weight=0"),
+	bad(ovl, "weight 10001", "spec.weight", "less than or equal to 10000", "spec.weight=10001"),
+	{kind: ovl, name: "no requirements", del: []string{"spec.requirements"}, field: "spec.requirements", msg: "Required value"},
+	bad(ovl, "In without values", "spec.requirements", "requirements with operator 'In' must have a value defined", "spec.requirements=[{key: team, operator: In}]"),
+	bad(ovl, "NotIn without values", "spec.requirements", "requirements with operator 'NotIn' must have a value defined", "spec.requirements=[{key: team, operator: NotIn}]"),
+	bad(ovl, "Gt with two values", "spec.requirements", "must have a single positive integer value", "spec.requirements=[{key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ['1', '2']}]"),
+	bad(ovl, "unknown operator", "spec.requirements[0].operator", "Unsupported value", "spec.requirements=[{key: team, operator: Equals, values: [a]}]"),
+	bad(ovl, "hostname", "spec.requirements[0].key", `label "kubernetes.io/hostname" is restricted`, "spec.requirements=[{key: kubernetes.io/hostname, operator: Exists}]"),
+	bad(ovl, "karpenter.sh domain", "spec.requirements[0].key", `label domain "karpenter.sh" is restricted`, "spec.requirements=[{key: karpenter.sh/team, operator: Exists}]"),
+	bad(ovl, "karpenter.k8s.aws misspelt", "spec.requirements[0].key", `label domain "karpenter.k8s.aws" is restricted`, "spec.requirements=[{key: karpenter.k8s.aws/instance-sise, operator: Exists}]"),
 }
 
 // manyLabels writes n distinct "kN: v" map entries.

@@ -212,7 +212,7 @@ func TestCRDsPassTheAPIServersValidation(t *testing.T) {
 		if err := apiextensionsv1.Convert_v1_CustomResourceDefinition_To_apiextensions_CustomResourceDefinition(crd, internal, nil); err != nil {
 			t.Fatal(err)
 		}
-		internal.Status.StoredVersions = []string{"v1"}
+		internal.Status.StoredVersions = []string{crd.Spec.Versions[0].Name}
 		if errs := crdvalidation.ValidateCustomResourceDefinition(context.Background(), internal); len(errs) > 0 {
 			t.Errorf("%s: %v", kind, errs.ToAggregate())
 		}

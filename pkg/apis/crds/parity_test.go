@@ -19,7 +19,9 @@ import (
 // main of 2026-08-20 (2266468) for karpenter.sh/v1 NodePool and NodeClaim, the
 // AWS provider's v1.14.1 (aws/karpenter-provider-aws 1d92708, 2026-08-21) for
 // karpenter.k8s.aws/v1 EC2NodeClass and for the "karpenter.k8s.aws" label
-// rules it adds to NodePool and NodeClaim. Every field of spec and status,
+// rules it adds to NodePool and NodeClaim, and its
+// pkg/apis/crds/karpenter.sh_nodeoverlays.yaml (37d04b4) for karpenter.sh/v1alpha1
+// NodeOverlay. Every field of spec and status,
 // by path: [] is a list's items, {} a map's values.
 type fieldFact struct {
 	kind, path                          string
@@ -257,6 +259,27 @@ var upstreamFields = []fieldFact{
 	{kind: "EC2NodeClass", path: "status.subnets[].id", typ: "string", required: true},
 	{kind: "EC2NodeClass", path: "status.subnets[].zone", typ: "string", required: true},
 	{kind: "EC2NodeClass", path: "status.subnets[].zoneID", typ: "string"},
+	{kind: "NodeOverlay", path: "spec", typ: "object", required: true},
+	{kind: "NodeOverlay", path: "spec.capacity", typ: "object"},
+	{kind: "NodeOverlay", path: "spec.capacity{}", typ: "int-or-string", pattern: `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`},
+	{kind: "NodeOverlay", path: "spec.price", typ: "string", pattern: `^\d+(\.\d+)?$`},
+	{kind: "NodeOverlay", path: "spec.priceAdjustment", typ: "string", pattern: `^(([+-]{1}(\d*\.?\d+))|(\+{1}\d*\.?\d+%)|(^(-\d{1,2}(\.\d+)?%)$)|(-100%))$`},
+	{kind: "NodeOverlay", path: "spec.requirements", typ: "array", required: true, maxItems: "100"},
+	{kind: "NodeOverlay", path: "spec.requirements[]", typ: "object"},
+	{kind: "NodeOverlay", path: "spec.requirements[].key", typ: "string", required: true, maxLength: "316", pattern: `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`},
+	{kind: "NodeOverlay", path: "spec.requirements[].operator", typ: "string", required: true, enum: []string{"Gte", "Lte", "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"}},
+	{kind: "NodeOverlay", path: "spec.requirements[].values", typ: "array", listType: "atomic", maxLength: "63", pattern: `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`},
+	{kind: "NodeOverlay", path: "spec.requirements[].values[]", typ: "string"},
+	{kind: "NodeOverlay", path: "spec.weight", typ: "integer", min: "1", max: "10000", format: "int32"},
+	{kind: "NodeOverlay", path: "status", typ: "object"},
+	{kind: "NodeOverlay", path: "status.conditions", typ: "array"},
+	{kind: "NodeOverlay", path: "status.conditions[]", typ: "object"},
+	{kind: "NodeOverlay", path: "status.conditions[].lastTransitionTime", typ: "string", required: true, format: "date-time"},
+	{kind: "NodeOverlay", path: "status.conditions[].message", typ: "string", required: true, maxLength: "32768"},
+	{kind: "NodeOverlay", path: "status.conditions[].observedGeneration", typ: "integer", min: "0", format: "int64"},
+	{kind: "NodeOverlay", path: "status.conditions[].reason", typ: "string", required: true, pattern: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, minLength: "1", maxLength: "1024"},
+	{kind: "NodeOverlay", path: "status.conditions[].status", typ: "string", required: true, enum: []string{"True", "False", "Unknown"}},
+	{kind: "NodeOverlay", path: "status.conditions[].type", typ: "string", required: true, pattern: `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`, maxLength: "316"},
 }
 
 // fieldDifferences are the fields where Joiner's CRDs differ from upstream's,
@@ -273,6 +296,8 @@ var fieldDifferences = map[string]string{
 	"NodePool spec.template.spec.requirements[].values[]": "value rules on the items, see above",
 	"NodeClaim spec.requirements[].values":                "value rules on the items, see above",
 	"NodeClaim spec.requirements[].values[]":              "value rules on the items, see above",
+	"NodeOverlay spec.requirements[].values":              "value rules on the items, see above",
+	"NodeOverlay spec.requirements[].values[]":            "value rules on the items, see above",
 	// Upstream (v1.14, aws/karpenter-provider-aws#9461) made spec.kubelet an
 	// open map that its controller decodes strictly into the kubelet's
 	// KubeletConfiguration and checks, reporting ValidationSucceeded=False.
@@ -499,6 +524,14 @@ var upstreamRules = []struct{ kind, path, message string }{
 	{"NodePool", "spec.template.metadata.labels", `label domain "karpenter.k8s.aws" is restricted`},
 	{"NodePool", "spec.template.spec.requirements[].key", `label domain "karpenter.k8s.aws" is restricted`},
 	{"NodeClaim", "spec.requirements[].key", `label domain "karpenter.k8s.aws" is restricted`},
+	{"NodeOverlay", "spec", `cannot set both 'price' and 'priceAdjustment'`},
+	{"NodeOverlay", "spec.capacity", `invalid resource restricted`},
+	{"NodeOverlay", "spec.requirements", `requirements with operator 'NotIn' must have a value defined`},
+	{"NodeOverlay", "spec.requirements", `requirements with operator 'In' must have a value defined`},
+	{"NodeOverlay", "spec.requirements", `requirements operator 'Gt', 'Lt', 'Gte' or 'Lte' must have a single positive integer value`},
+	{"NodeOverlay", "spec.requirements[].key", `label domain "karpenter.sh" is restricted`},
+	{"NodeOverlay", "spec.requirements[].key", `label "kubernetes.io/hostname" is restricted`},
+	{"NodeOverlay", "spec.requirements[].key", `label domain "karpenter.k8s.aws" is restricted`},
 }
 
 // ruleDifferences are upstream rules Joiner states elsewhere, and why.
@@ -646,7 +679,10 @@ func TestWellKnownLabelsMatchTheCRDRule(t *testing.T) {
 		}
 		walk("", kv.schema)
 	}
-	if found != 3 {
-		t.Errorf("want the rule on NodePool requirement keys and labels and NodeClaim requirement keys, found it %d times", found)
+	// Upstream's NodeOverlay CRD (v1.14) lists fewer keys (no tenancy,
+	// capacity reservation, nitro or placement group labels): Joiner's
+	// overlays may select what its NodePools may require.
+	if found != 4 {
+		t.Errorf("want the rule on NodePool requirement keys and labels, NodeClaim and NodeOverlay requirement keys, found it %d times", found)
 	}
 }
