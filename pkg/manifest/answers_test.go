@@ -381,7 +381,7 @@ func TestOldAPIsAreAnswered(t *testing.T) {
 		{"NodePool under the core v1", withKind("v1", "NodePool", poolBody), "apiVersion", "apiVersion: karpenter.sh/v1", false},
 		{"a NodePool spelled nodepool", withKind("karpenter.sh/v1", "nodepool", poolBody), "kind", "kind: NodePool", false},
 		{"an unknown Karpenter kind", withKind("karpenter.sh/v1", "NodePools", poolBody), "kind", "did you mean kind: NodePool", false},
-		{"NodeOverlay", withKind("karpenter.sh/v1alpha1", "NodeOverlay", "spec: {weight: 10}\n"), "kind", "keep it", true},
+		{"NodeOverlay under karpenter.sh/v1", withKind("karpenter.sh/v1", "NodeOverlay", "spec: {weight: 10, requirements: [{key: team, operator: In, values: [ml]}]}\n"), "kind", "did you mean kind: NodeOverlay (apiVersion: karpenter.sh/v1alpha1)", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,9 @@ var currentAPI = map[string]string{
 	"NodePool":     "karpenter.sh/v1",
 	"NodeClaim":    "karpenter.sh/v1",
 	"EC2NodeClass": "karpenter.k8s.aws/v1",
+	// Alpha upstream (behind its NodeOverlay feature gate); Joiner's
+	// simulations apply it, its controller behind the same gate.
+	"NodeOverlay": "karpenter.sh/v1alpha1",
 }
 
 // oldKinds are Karpenter kinds that no longer exist, with their replacement.
@@ -21,9 +24,7 @@ var oldKinds = map[string]string{
 
 // upstreamOnlyKinds are kinds upstream Karpenter serves that Joiner does not
 // model yet, with where upstream serves them.
-var upstreamOnlyKinds = map[string]string{
-	"NodeOverlay": "karpenter.sh/v1alpha1 (alpha, behind the NodeOverlay feature gate)",
-}
+var upstreamOnlyKinds = map[string]string{}
 
 // oldVersions are the Karpenter API versions releases once served, and
 // when they stopped.

@@ -26,6 +26,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/crds"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 )
 
 // Validator checks objects of Joiner's kinds against their CRDs.
@@ -192,7 +193,7 @@ func (v *Validator) unknownKind(d *Document) Problem {
 		p.Warning = true
 		return p
 	}
-	fix := "Joiner validates karpenter.sh/v1 NodePool and NodeClaim and karpenter.k8s.aws/v1 EC2NodeClass"
+	fix := "Joiner validates karpenter.sh/v1 NodePool and NodeClaim, karpenter.sh/v1alpha1 NodeOverlay and karpenter.k8s.aws/v1 EC2NodeClass"
 	best, bestD := "", 4
 	for k := range currentAPI {
 		if dist := editDistance(strings.ToLower(d.Kind), strings.ToLower(k)); dist < bestD {
@@ -407,6 +408,8 @@ func (v *Validator) Decode(d *Document) (runtime.Object, Problems) {
 		obj = &v1.NodeClaim{}
 	case awsv1.SchemeGroupVersion.WithKind("EC2NodeClass"):
 		obj = &awsv1.EC2NodeClass{}
+	case v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"):
+		obj = &v1alpha1.NodeOverlay{}
 	default:
 		if len(ps) > 0 { // warnings only: a kind Joiner does not model
 			return nil, ps
