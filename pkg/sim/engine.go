@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
@@ -220,11 +221,16 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	for _, a := range assumptions {
 		e.rep.note("catalog: " + a)
 	}
+	mode := overlay.HighestWeight
+	if e.opts.Decisions == provisioning.DecisionsKarpenter {
+		mode = overlay.UpstreamMerge
+	}
 	e.cloud, err = simcloud.New(e.pools, all, images, simcloud.Options{Now: func() time.Time { return e.clk.now }, Rand: e.rng,
-		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError})
+		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError, Overlays: in.NodeOverlays, OverlayMode: mode})
 	if err != nil {
 		return nil, err
 	}
+	e.rep.overlays(e.cloud.Overlays())
 	return e, e.buildWorkloads()
 }
 

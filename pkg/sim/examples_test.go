@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -423,4 +424,52 @@ func TestExampleODSpotSplit(t *testing.T) {
 	inRange(t, "node-od cost", rep.Cost.ByPool["node-od"], 0.39, 0.41)
 	inRange(t, "total cost", rep.Cost.Total, 0.6, 1.2)
 	inRange(t, "startup p90 (s)", reported(t, rep, "pods", "startupSecondsP90"), 40, 90)
+}
+
+// TestExampleNodeOverlays: the savings plan's -28 % makes a generation-7
+// type the cheapest and is what the run pays; the device plugin's overlaid
+// resource lets the builders run (without the overlays they never do); the
+// report names both overlays with the nodes launched on their types.
+func TestExampleNodeOverlays(t *testing.T) {
+	e, rep := runExample(t, "node-overlays", nil)
+	common(t, rep)
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := map[string]float64{}
+	for _, en := range cat.Entries {
+		if en.OnDemandPrice != nil {
+			list[en.Name] = *en.OnDemandPrice
+		}
+	}
+	if len(e.allNodes) == 0 {
+		t.Fatal("no node launched")
+	}
+	for _, n := range e.allNodes {
+		gen := n.claim.Labels["karpenter.k8s.aws/instance-generation"]
+		if gen != "7" {
+			t.Errorf("node %s is %s (generation %s): the savings plan makes generation 7 the cheapest", n.name, n.it.Name, gen)
+			continue
+		}
+		if want := list[n.it.Name] * 0.72; math.Abs(n.offering.Price-want) > 1e-9 {
+			t.Errorf("%s at $%v, want the savings plan's $%v (list $%v less 28 %%)", n.it.Name, n.offering.Price, want, list[n.it.Name])
+		}
+		if q := n.claim.Status.Allocatable["smarter-devices/fuse"]; q.Value() != 20 {
+			t.Errorf("node %s has %v smarter-devices/fuse allocatable, want the overlay's 20", n.name, q.String())
+		}
+	}
+	if rep.Pods.NeverRan != 0 {
+		t.Errorf("%d pods never ran; with the fuse overlay every builder fits", rep.Pods.NeverRan)
+	}
+	got := map[string]OverlayReport{}
+	for _, o := range rep.NodeOverlays {
+		got[o.Name] = o
+	}
+	if o := got["savings-plan-gen7"]; !o.Applied || o.Weight != 20 || o.NodesLaunched != len(e.allNodes) {
+		t.Errorf("savings plan: %+v, want applied on all %d nodes", o, len(e.allNodes))
+	}
+	if o := got["fuse-devices"]; !o.Applied || o.NodesLaunched != len(e.allNodes) {
+		t.Errorf("fuse-devices: %+v", o)
+	}
 }

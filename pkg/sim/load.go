@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
@@ -29,6 +30,7 @@ type Input struct {
 	Scenario      Scenario
 	NodePools     []*v1.NodePool
 	NodeClasses   []*awsv1.EC2NodeClass
+	NodeOverlays  []*v1alpha1.NodeOverlay
 	Deployments   []*appsv1.Deployment
 	StatefulSets  []*appsv1.StatefulSet
 	DaemonSets    []*appsv1.DaemonSet
@@ -253,6 +255,8 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 			in.NodePools = append(in.NodePools, o)
 		case *awsv1.EC2NodeClass:
 			in.NodeClasses = append(in.NodeClasses, o)
+		case *v1alpha1.NodeOverlay:
+			in.NodeOverlays = append(in.NodeOverlays, o)
 		case *v1.NodeClaim:
 			in.Skipped["NodeClaim (the simulator launches its own)"]++
 		case nil:

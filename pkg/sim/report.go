@@ -7,6 +7,7 @@ import (
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -46,6 +47,8 @@ type Report struct {
 	// Repairs, in a run with node failures, counts them and node repair's
 	// replacements.
 	Repairs *Repairs `json:"repairs,omitempty"`
+	// NodeOverlays, in a scenario with any, says what each did.
+	NodeOverlays []OverlayReport `json:"nodeOverlays,omitempty"`
 }
 
 // Cost in USD.
@@ -232,6 +235,10 @@ type recorder struct {
 	loops       []*simPod               // pods given up on after a launch loop
 	heldBack    map[string]bool         // drifted nodes a budget held back
 	nodes       map[*simNode]*nodeTally // each node's pods and end
+	// What the NodeOverlays did (nil without any).
+	overlayResult *overlay.Result
+	overlayByName map[string]*OverlayReport
+	overlayList   []*OverlayReport
 }
 
 func newRecorder(e *engine) *recorder {
@@ -279,7 +286,10 @@ func (r *recorder) evicted() { r.evictions++ }
 func (r *recorder) cloudError(op, code string) {
 	r.cloudErrors[op+"/"+code]++
 }
-func (r *recorder) nodeLaunched(n *simNode, _ string) { r.launched[n.pool.Name]++ }
+func (r *recorder) nodeLaunched(n *simNode, _ string) {
+	r.launched[n.pool.Name]++
+	r.overlayLaunch(n)
+}
 func (r *recorder) nodeGone(n *simNode, reason string) {
 	if reason == "Unregistered" {
 		r.neverReg++
@@ -400,6 +410,9 @@ func (e *engine) finish() *Report {
 	if e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour > 0 {
 		repairs := r.repairs
 		rep.Repairs = &repairs
+	}
+	if r.overlayResult != nil {
+		rep.NodeOverlays = r.overlayReports()
 	}
 	if rep.Notes == nil {
 		rep.Notes = []string{}

@@ -100,6 +100,7 @@ func WriteSummary(w io.Writer, r *Report) {
 		as := joined(r.Autoscalers, func(a Autoscaler) string { return fmt.Sprintf("%s %d–%d", a.Name, a.Min, a.Max) })
 		fmt.Fprintf(w, "Autoscaling    %s replicas\n", as)
 	}
+	writeOverlays(w, r.NodeOverlays)
 	if len(r.Notes) > 0 {
 		const shown = 5
 		for i, n := range r.Notes[:min(shown, len(r.Notes))] {

@@ -20,7 +20,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -46,6 +48,14 @@ type Options struct {
 	// OnError is called for every error the cloud returns, with the
 	// operation and the error code.
 	OnError func(operation, code string)
+	// Overlays are applied to every NodePool's instance types (see
+	// package overlay), with OverlayMode's capacity merge: the pools see
+	// the overlaid prices and capacity, and so does a launch — upstream's
+	// AWS provider launches by the overlaid prices' order when a price
+	// overlay applies (a prioritized fleet), and the extended resources
+	// an overlay promises are the node's.
+	Overlays    []*v1alpha1.NodeOverlay
+	OverlayMode overlay.Mode
 }
 
 // Instance is one running machine.
@@ -72,6 +82,10 @@ type Provider struct {
 	seq         int
 	version     int
 	view        map[string][]*cloudprovider.InstanceType
+	// base maps an overlaid offering to the cloud's own, which capacity
+	// and availability are kept by.
+	base     map[*cloudprovider.Offering]*cloudprovider.Offering
+	overlaid *overlay.Result
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -114,8 +128,35 @@ func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 			errs = append(errs, fmt.Errorf("NodePool %s: no instance type of the catalog satisfies its requirements (%s)", np.Name, reqs))
 		}
 	}
+	p.base, p.overlaid = nil, nil
+	if len(p.opts.Overlays) > 0 {
+		p.overlaid = overlay.Apply(pools, p.byPool, p.opts.Overlays, p.opts.OverlayMode)
+		p.base = map[*cloudprovider.Offering]*cloudprovider.Offering{}
+		for name, its := range p.overlaid.InstanceTypes {
+			for i, it := range its {
+				orig := p.byPool[name][i]
+				for j, o := range it.Offerings {
+					if o != orig.Offerings[j] {
+						p.base[o] = orig.Offerings[j]
+					}
+				}
+			}
+		}
+		p.byPool = p.overlaid.InstanceTypes
+	}
 	p.changed()
 	return errors.Join(errs...)
+}
+
+// Overlays is what the NodeOverlays did, or nil when there are none.
+func (p *Provider) Overlays() *overlay.Result { return p.overlaid }
+
+// baseOf is the cloud's own offering behind a pool's (overlaid) one.
+func (p *Provider) baseOf(o *cloudprovider.Offering) *cloudprovider.Offering {
+	if b, ok := p.base[o]; ok {
+		return b
+	}
+	return o
 }
 
 func poolRequirements(np *v1.NodePool) scheduling.Requirements {
@@ -183,7 +224,7 @@ func (p *Provider) InstanceTypes() map[string][]*cloudprovider.InstanceType {
 			}
 			touched := false
 			for _, o := range it.Offerings {
-				_, cached := p.unavailable[o]
+				_, cached := p.unavailable[p.baseOf(o)]
 				touched = touched || cached
 			}
 			if !touched {
@@ -193,7 +234,7 @@ func (p *Provider) InstanceTypes() map[string][]*cloudprovider.InstanceType {
 			cp.Offerings = nil
 			for _, o := range it.Offerings {
 				oc := *o
-				if _, cached := p.unavailable[o]; cached {
+				if _, cached := p.unavailable[p.baseOf(o)]; cached {
 					oc.Available = false
 				}
 				cp.Offerings = append(cp.Offerings, &oc)
@@ -231,8 +272,8 @@ func (p *Provider) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, e
 		choices := p.choices(poolName, nc.Name, reqs, zone, capacityType)
 		tried += len(choices)
 		for _, c := range choices {
-			if !c.o.Available || p.noCapacity[c.o] {
-				p.unavailable[c.o] = now.Add(UnavailableFor)
+			if !c.o.Available || p.noCapacity[p.baseOf(c.o)] {
+				p.unavailable[p.baseOf(c.o)] = now.Add(UnavailableFor)
 				p.changed()
 				p.fail("CreateFleet", CodeInsufficientCapacity)
 				continue
@@ -270,7 +311,7 @@ func (p *Provider) choices(poolName, claim string, reqs scheduling.Requirements,
 			if !zone.Has(o.Zone) || o.CapacityType != capacityType {
 				continue
 			}
-			if _, cached := p.unavailable[o]; cached {
+			if _, cached := p.unavailable[p.baseOf(o)]; cached {
 				continue
 			}
 			switch {
