@@ -113,12 +113,23 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 		sort.Strings(pods)
 		fmt.Fprintf(w, "note: the simulator launches no more nodes for %d pod(s) that never bound to those launched for them: %s (joiner explain pod says why)\n", len(pods), list(pods, 5))
 	}
+	for _, o := range p.NodeOverlays {
+		if o.Applied {
+			fmt.Fprintf(w, "note: NodeOverlay %s applies to %d (NodePool, instance type) pairs\n", o.Name, o.InstanceTypes)
+		} else {
+			fmt.Fprintf(w, "note: NodeOverlay %s is refused (%s): %s\n", o.Name, o.Reason, o.Message)
+		}
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("NodeClaims to create: %d", len(p.NodeClaims))))
 	if len(p.NodeClaims) > 0 {
 		fmt.Fprintln(tw, "  NODEPOOL\tINSTANCE TYPES (cheapest first)\tZONE\tCAPACITY\tUSD/H\tPODS")
 		for _, nc := range p.NodeClaims {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.4f\t%s\n", nc.NodePool, list(nc.InstanceTypes, 4), orAny(nc.Zones), orAny(nc.CapacityTypes), nc.PriceUSDPerHour, list(nc.Pods, 3))
+			pods := list(nc.Pods, 3)
+			if len(nc.NodeOverlays) > 0 {
+				pods += "  (overlays: " + strings.Join(nc.NodeOverlays, ", ") + ")"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%.4f\t%s\n", nc.NodePool, list(nc.InstanceTypes, 4), orAny(nc.Zones), orAny(nc.CapacityTypes), nc.PriceUSDPerHour, pods)
 		}
 	}
 	if len(p.Bindings) > 0 {

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -39,6 +40,13 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	classes := &awsv1.EC2NodeClassList{}
 	if err := list(ctx, r, "EC2NodeClasses", classes); err != nil && !errors.Is(err, ErrNoCRD) {
 		return nil, err
+	}
+	overlays := &v1alpha1.NodeOverlayList{}
+	if err := list(ctx, r, "NodeOverlays", overlays); err != nil && !errors.Is(err, ErrNoCRD) {
+		return nil, err
+	}
+	for i := range overlays.Items {
+		out.NodeOverlays = append(out.NodeOverlays, &overlays.Items[i])
 	}
 	nodes, pods, dss, pdbs := &corev1.NodeList{}, &corev1.PodList{}, &appsv1.DaemonSetList{}, &policyv1.PodDisruptionBudgetList{}
 	pvcs, pvs, scs := &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
@@ -26,11 +27,14 @@ import (
 type Objects struct {
 	NodePools   []*v1.NodePool
 	NodeClasses []*awsv1.EC2NodeClass
-	NodeClaims  []*v1.NodeClaim
-	Nodes       []*corev1.Node
-	Pods        []*corev1.Pod
-	DaemonSets  []*appsv1.DaemonSet
-	PDBs        []*policyv1.PodDisruptionBudget
+	// NodeOverlays change the instance types' prices and capacity for
+	// the plan (see package overlay).
+	NodeOverlays []*v1alpha1.NodeOverlay
+	NodeClaims   []*v1.NodeClaim
+	Nodes        []*corev1.Node
+	Pods         []*corev1.Pod
+	DaemonSets   []*appsv1.DaemonSet
+	PDBs         []*policyv1.PodDisruptionBudget
 	// PersistentVolumeClaims, PersistentVolumes and StorageClasses: where
 	// the pods' volumes let them run.
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
@@ -156,6 +160,8 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 			o.NodeClaims = append(o.NodeClaims, t)
 		case *awsv1.EC2NodeClass:
 			o.NodeClasses = append(o.NodeClasses, t)
+		case *v1alpha1.NodeOverlay:
+			o.NodeOverlays = append(o.NodeOverlays, t)
 		default:
 			o.Skipped[d.Kind]++
 		}
@@ -176,7 +182,7 @@ func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cl
 	pools := append([]*v1.NodePool(nil), o.NodePools...)
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
 	return &state.Cluster{NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
-		PDBs: o.PDBs, InstanceTypes: its, AssumeUnschedulable: true,
+		PDBs: o.PDBs, InstanceTypes: its, NodeOverlays: o.NodeOverlays, AssumeUnschedulable: true,
 		PersistentVolumeClaims: o.PersistentVolumeClaims, PersistentVolumes: o.PersistentVolumes, StorageClasses: o.StorageClasses,
 		VolumesComplete: o.VolumesComplete}
 }

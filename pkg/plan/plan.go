@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -37,6 +38,20 @@ type Plan struct {
 	// Static is what keeps each static NodePool at its replicas, for
 	// those not there (omitted when none).
 	Static []StaticScaling `json:"static,omitempty"`
+	// NodeOverlays say which overlays applied and which were refused
+	// (omitted when there are none).
+	NodeOverlays []NodeOverlay `json:"nodeOverlays,omitempty"`
+}
+
+// NodeOverlay is what became of one NodeOverlay: applied to so many
+// (NodePool, instance type) pairs, or refused and why (as its
+// ValidationSucceeded condition says in a cluster).
+type NodeOverlay struct {
+	Name          string `json:"name"`
+	Applied       bool   `json:"applied"`
+	InstanceTypes int    `json:"instanceTypes"`
+	Reason        string `json:"reason,omitempty"`
+	Message       string `json:"message,omitempty"`
 }
 
 // StaticScaling is a static NodePool's launches or removals.
@@ -63,6 +78,9 @@ type NodeClaim struct {
 	Pods            []string `json:"pods"`
 	// MinValuesRelaxed: minValues policy BestEffort lowered a minValues.
 	MinValuesRelaxed bool `json:"minValuesRelaxed,omitempty"`
+	// NodeOverlays changed the price or capacity of some of its instance
+	// types.
+	NodeOverlays []string `json:"nodeOverlays,omitempty"`
 }
 
 // Binding is pending pods that fit a node that exists or is on its way.
@@ -151,11 +169,22 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	if opts.Decisions == provisioning.DecisionsKarpenter {
 		p.Decisions = string(opts.Decisions)
 	}
+	var changes map[string]map[string]*overlay.Change
+	if len(c.NodeOverlays) > 0 {
+		var res *overlay.Result
+		c, res = applyOverlays(c, opts.Decisions)
+		changes = res.Changes
+		for _, s := range res.Statuses {
+			p.NodeOverlays = append(p.NodeOverlays, NodeOverlay{Name: s.Name, Applied: s.Valid, InstanceTypes: s.Selected, Reason: s.Reason, Message: s.Message})
+		}
+	}
 	snap := c.ProvisioningSnapshot()
 	snap.Decisions, snap.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
 	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
-		p.NodeClaims = append(p.NodeClaims, nodeClaim(nc))
+		out := nodeClaim(nc)
+		out.NodeOverlays = overlaysOf(changes[nc.NodePool.Name], nc)
+		p.NodeClaims = append(p.NodeClaims, out)
 	}
 	for _, b := range res.ExistingNodes {
 		p.Bindings = append(p.Bindings, Binding{Node: b.Node.Name, Pods: podNames(b.Pods)})
@@ -185,6 +214,40 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		p.Disruption.PendingNote = fmt.Sprintf("%d pod(s) pending: every disruption simulation places them too, so no command takes away room they need", n)
 	}
 	return p
+}
+
+// applyOverlays returns a copy of c whose instance types carry its
+// NodeOverlays, with upstream's capacity merge when predicting upstream.
+func applyOverlays(c *state.Cluster, d provisioning.Decisions) (*state.Cluster, *overlay.Result) {
+	mode := overlay.HighestWeight
+	if d == provisioning.DecisionsKarpenter {
+		mode = overlay.UpstreamMerge
+	}
+	res := overlay.Apply(c.NodePools, c.InstanceTypes, c.NodeOverlays, mode)
+	cp := *c
+	cp.InstanceTypes, cp.NodeOverlays = res.InstanceTypes, nil
+	return &cp, res
+}
+
+// overlaysOf names the overlays behind the claim's instance types.
+func overlaysOf(changes map[string]*overlay.Change, nc *provisioning.NodeClaimPlan) []string {
+	set := map[string]bool{}
+	for _, it := range nc.InstanceTypes {
+		if ch := changes[it.Name]; ch != nil {
+			for _, n := range ch.Overlays() {
+				set[n] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func disruptionOf(d *disruption.Decision, c *state.Cluster, now time.Time) Disruption {

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
@@ -36,6 +37,9 @@ type Cluster struct {
 	PDBs []*policyv1.PodDisruptionBudget
 	// InstanceTypes the cloud offers each NodePool, by NodePool name.
 	InstanceTypes map[string][]*cloudprovider.InstanceType
+	// NodeOverlays read from manifests or a cluster, not yet applied to
+	// InstanceTypes (plan.Run applies them).
+	NodeOverlays []*v1alpha1.NodeOverlay
 	// AssumeUnschedulable treats an unbound pod that no scheduler has tried
 	// yet (no PodScheduled condition) as unschedulable: manifests that never
 	// met a cluster. A controller leaves it false and, as upstream, waits
