@@ -145,10 +145,15 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 			what = fmt.Sprintf("launch %d\t%s\t%.4f USD/h each", s.Launch, list(s.NodeClaim.InstanceTypes, 4), s.NodeClaim.PriceUSDPerHour)
 		case s.Launch > 0:
 			what = fmt.Sprintf("%d short, and no instance type it allows can be launched", s.Launch)
-		default:
+		case len(s.Remove) > 0:
 			what = "remove " + strings.Join(s.Remove, ", ")
+		default:
+			what = "remove none now"
 		}
 		fmt.Fprintf(tw, "\n%s: %s\n", pal.head(fmt.Sprintf("Static NodePool %s (replicas %d)", s.NodePool, s.Replicas)), what)
+		if len(s.Held) > 0 {
+			fmt.Fprintf(tw, "  held: %s (%s)\n", list(s.Held, 5), s.Why)
+		}
 	}
 	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Pods that stay pending: %d", len(p.Pending))))
 	for _, pe := range p.Pending {

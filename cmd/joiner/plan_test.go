@@ -197,6 +197,27 @@ func TestPlanStaticNodePool(t *testing.T) {
 	}
 }
 
+// TestWritePlanStaticHeld: a static scale-down held by its budget shows
+// what goes now and, beneath, what waits and why; one held entirely says
+// it removes none now.
+func TestWritePlanStaticHeld(t *testing.T) {
+	why := "static NodePool fixed: 4 surplus node(s), 2 removed now, 2 wait for the budget: budgets[0] (nodes 2) allows 2 disruption(s) now"
+	p := &plan.Plan{Static: []plan.StaticScaling{
+		{NodePool: "fixed", Replicas: 1, Remove: []string{"a", "b"}, Held: []string{"c", "d"}, Why: why},
+		{NodePool: "frozen", Replicas: 0, Held: []string{"e"}, Why: "static NodePool frozen: …"},
+	}}
+	var b strings.Builder
+	writePlan(&b, p, &clusterInput{where: "the manifests"}, palette{})
+	for _, want := range []string{
+		"Static NodePool fixed (replicas 1): remove a, b\n  held: c,d (" + why + ")\n",
+		"Static NodePool frozen (replicas 0): remove none now\n  held: e (static NodePool frozen: …)\n",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("plan lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
 // TestPlanVolumes: plan reads claims, volumes and classes from the dump —
 // a pod on a volume bound in us-east-1c gets a claim there, one on an
 // unbound WaitForFirstConsumer claim a claim in its class's zones, one on

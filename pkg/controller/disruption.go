@@ -106,10 +106,15 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 // scaleStatic keeps static NodePools (spec.replicas) at their replicas,
 // as upstream's static provisioning and deprovisioning controllers: claims
 // created for the missing nodes, the surplus claims deleted (their
-// termination drains them).
+// termination drains them) as far as the NodePool's budgets allow (all of
+// them with decisions karpenter); a NodePool whose budget holds some back
+// gets a DisruptionBlocked event saying so.
 func (c *Controller) scaleStatic(ctx context.Context, dc *disruption.Cluster) error {
 	var errs []error
 	for _, s := range disruption.StaticScale(dc) {
+		if len(s.Held) > 0 {
+			c.event(s.NodePool, nil, corev1.EventTypeNormal, "DisruptionBlocked", "%s", s.String())
+		}
 		for i := 0; i < s.Launch && s.Plan != nil; i++ {
 			nc := state.NewNodeClaim(s.Plan, "", metav1.Time{})
 			if err := c.client.Create(ctx, nc); err != nil {

@@ -29,6 +29,23 @@ type PoolNodes struct {
 	Disrupting int
 }
 
+// budgetNodesOf counts a pool's candidates as its budgets do. As
+// upstream, only initialized nodes count, toward the total and toward
+// those already disrupting (deleting, or not Ready).
+func budgetNodesOf(pool []*Candidate) PoolNodes {
+	var nodes PoolNodes
+	for _, cand := range pool {
+		if !cand.Initialized {
+			continue
+		}
+		nodes.Total++
+		if cand.Disrupting || cand.NotReady {
+			nodes.Disrupting++
+		}
+	}
+	return nodes
+}
+
 // Allowance is how many more nodes of a pool may be disrupted now for one
 // reason, and which budget decides it.
 type Allowance struct {
@@ -56,8 +73,10 @@ func (a Allowance) String() string {
 // Allowed computes, for the given reason, the minimum over the pool's
 // budgets that are active at now and list that reason (or list none) of
 // their node count — a number, or a percentage of Total rounded up — less
-// the nodes already disrupting, floored at 0. A budget whose schedule or
-// nodes cannot be parsed fails closed: it allows 0.
+// the nodes already disrupting, floored at 0. The empty reason, a static
+// NodePool's scale-down (see StaticScale), counts only the budgets that
+// list none. A budget whose schedule or nodes cannot be parsed fails
+// closed: it allows 0.
 func Allowed(np *v1.NodePool, reason v1.DisruptionReason, nodes PoolNodes, now time.Time) Allowance {
 	a := Allowance{Reason: reason, Allowed: math.MaxInt32, Binding: -1}
 	for i := range np.Spec.Disruption.Budgets {
@@ -91,6 +110,9 @@ func AllowedByReason(np *v1.NodePool, nodes PoolNodes, now time.Time) []Allowanc
 func appliesTo(b *v1.Budget, reason v1.DisruptionReason) bool {
 	if len(b.Reasons) == 0 {
 		return true
+	}
+	if reason == "" {
+		return false
 	}
 	for _, r := range b.Reasons {
 		if r == reason {

@@ -110,19 +110,7 @@ func newPass(ctx context.Context, c *Cluster, opts Options) *pass {
 		p.byPool[cand.NodePool] = append(p.byPool[cand.NodePool], cand)
 	}
 	for _, np := range c.NodePools {
-		// As upstream, only initialized nodes count, toward the total and
-		// toward those already disrupting (deleting, or not Ready).
-		var nodes PoolNodes
-		for _, cand := range p.byPool[np.Name] {
-			if !cand.Initialized {
-				continue
-			}
-			nodes.Total++
-			if cand.Disrupting || cand.NotReady {
-				nodes.Disrupting++
-			}
-		}
-		all := AllowedByReason(np, nodes, c.Now)
+		all := AllowedByReason(np, budgetNodesOf(p.byPool[np.Name]), c.Now)
 		p.decision.Allowances[np.Name] = all
 		p.remain[np.Name] = map[v1.DisruptionReason]int{}
 		for _, a := range all {

@@ -63,6 +63,11 @@ type StaticScaling struct {
 	NodeClaim *NodeClaim `json:"nodeClaim,omitempty"`
 	// Remove these nodes.
 	Remove []string `json:"remove,omitempty"`
+	// Held are surplus nodes the NodePool's budgets keep for a later pass
+	// (never with decisions karpenter, which bypasses them as upstream);
+	// Why says how many go now and which budget holds the rest.
+	Held []string `json:"held,omitempty"`
+	Why  string   `json:"why,omitempty"`
 }
 
 // NodeClaim is one NodeClaim to create.
@@ -207,6 +212,10 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		for _, cand := range s.Remove {
 			out.Remove = append(out.Remove, cand.Node.Name)
 		}
+		for _, cand := range s.Held {
+			out.Held = append(out.Held, cand.Node.Name)
+		}
+		out.Why = s.String()
 		p.Static = append(p.Static, out)
 	}
 	p.Disruption = disruptionOf(d, c, now)

@@ -16,11 +16,14 @@ const (
 	// pods that need a node of their own first, then largest first, each
 	// on the first node or claim that takes it — and upstream's way, and
 	// keeps the better plan: never dearer than upstream on the same batch.
+	// A static NodePool's scale-down stays within its disruption budgets
+	// (see disruption.StaticScale).
 	DecisionsJoiner Decisions = "joiner"
 	// DecisionsKarpenter makes upstream's choices only, to predict what
 	// Karpenter will do: pods in upstream's order (cpu, then memory, then
 	// creation), existing nodes initialized first then by name, and among
-	// the claims planned so far the one with the fewest pods first.
+	// the claims planned so far the one with the fewest pods first. A
+	// static NodePool's scale-down bypasses its budgets, as upstream's.
 	DecisionsKarpenter Decisions = "karpenter"
 )
 

@@ -131,9 +131,12 @@ func (e *engine) disrupt() {
 
 // scaleStatic keeps static NodePools at their replicas, as upstream's
 // static provisioning and deprovisioning controllers: claims launched,
-// surplus nodes drained and deleted.
+// surplus nodes drained and deleted (as many as the budgets allow, unless
+// decisions are karpenter's).
 func (e *engine) scaleStatic(c *disruption.Cluster) {
-	for _, s := range disruption.StaticScale(c) {
+	ss := disruption.StaticScale(c)
+	e.rep.staticScaling(ss)
+	for _, s := range ss {
 		for i := 0; i < s.Launch && s.Plan != nil; i++ {
 			if _, err := e.launch(s.Plan, "static"); err != nil {
 				break // the next pass tries again

@@ -28,7 +28,8 @@ type Report struct {
 	ByZone              []ZoneStats   `json:"byZone"`
 	Pods                PodStats      `json:"pods"`
 	Disruptions         []Disruptions `json:"disruptions"`
-	// BlockedByBudget counts the passes × nodes a budget held back;
+	// BlockedByBudget counts the passes × nodes a budget held back (a
+	// static NodePool's surplus waiting for its budget among them);
 	// BlockedByBudgetNodes the distinct nodes.
 	BlockedByBudget      int               `json:"blockedByBudget"`
 	BlockedByBudgetNodes int               `json:"blockedByBudgetNodes"`
@@ -235,6 +236,7 @@ type recorder struct {
 	loops       []*simPod               // pods given up on after a launch loop
 	heldBack    map[string]bool         // drifted nodes a budget held back
 	nodes       map[*simNode]*nodeTally // each node's pods and end
+	staticHeld  map[string]bool         // static NodePools whose scale-down a budget holds
 	// What the NodeOverlays did (nil without any).
 	overlayResult *overlay.Result
 	overlayByName map[string]*OverlayReport
@@ -243,7 +245,8 @@ type recorder struct {
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, nodes: map[*simNode]*nodeTally{}}
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, nodes: map[*simNode]*nodeTally{},
+		staticHeld: map[string]bool{}}
 }
 
 // workloadKey names a pod's controller as reports do: "Deployment/web",
@@ -356,6 +359,26 @@ func (r *recorder) disruptionPass(d *disruption.Decision) {
 			r.drift.Violations++
 		}
 	}
+}
+
+// staticScaling counts the surplus nodes of static NodePools that a
+// budget holds as held back by it, and notes why when a hold begins.
+func (r *recorder) staticScaling(ss []disruption.StaticScaling) {
+	held := map[string]bool{}
+	for _, s := range ss {
+		if len(s.Held) == 0 {
+			continue
+		}
+		held[s.NodePool.Name] = true
+		for _, cand := range s.Held {
+			r.blocked++
+			r.blockedBy[cand.Node.Name] = true
+		}
+		if !r.staticHeld[s.NodePool.Name] {
+			r.note(s.String())
+		}
+	}
+	r.staticHeld = held
 }
 
 func (r *recorder) sample() {
