@@ -192,7 +192,11 @@ func writePodExplanation(w io.Writer, e *plan.PodExplanation, pal palette) error
 		if len(types) > 5 {
 			types, more = types[:5], fmt.Sprintf(" and %d more", len(nc.InstanceTypes)-5)
 		}
-		fmt.Fprintf(tw, "  %s\tweight %d\t%s\ton %s%s, from $%.4f/h\n", v.NodePool, v.Weight, pal.good("yes"), strings.Join(types, ", "), more, nc.PriceUSDPerHour)
+		ovl := ""
+		if len(nc.NodeOverlays) > 0 {
+			ovl = " (NodeOverlays " + strings.Join(nc.NodeOverlays, ", ") + ")"
+		}
+		fmt.Fprintf(tw, "  %s\tweight %d\t%s\ton %s%s, from $%.4f/h%s\n", v.NodePool, v.Weight, pal.good("yes"), strings.Join(types, ", "), more, nc.PriceUSDPerHour, ovl)
 	}
 	return tw.Flush()
 }
@@ -218,6 +222,17 @@ func writeNodePoolExplanation(w io.Writer, ex *plan.NodePoolExplanation, pal pal
 		disrupting = ": " + list(ex.DisruptingNodes, 5)
 	}
 	fmt.Fprintf(w, "Nodes          %d (%d initialized, %d of them disrupting or not Ready%s)\n", ex.Nodes, ex.Initialized, ex.Disrupting, disrupting)
+	for i, o := range ex.NodeOverlays {
+		label := "               "
+		if i == 0 {
+			label = "NodeOverlays   "
+		}
+		if o.Applied {
+			fmt.Fprintf(w, "%s%s: the price or capacity of %d of its instance types\n", label, o.Name, o.InstanceTypes)
+		} else {
+			fmt.Fprintf(w, "%s%s: refused (%s): %s\n", label, o.Name, o.Reason, o.Message)
+		}
+	}
 	for i, b := range ex.Allowed {
 		label := "               "
 		if i == 0 {

@@ -32,6 +32,9 @@ type NodePoolExplanation struct {
 	Windows []Window `json:"windows"`
 	// Usage against spec.limits, per resource the limits name.
 	Usage []Usage `json:"usage"`
+	// NodeOverlays that change the price or capacity of some of the
+	// pool's instance types, with how many, and those refused.
+	NodeOverlays []NodeOverlay `json:"nodeOverlays,omitempty"`
 }
 
 // Window is one scheduled budget's window.
@@ -64,6 +67,22 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		return nil, fmt.Errorf("no NodePool %q here (there are: %v)", name, names)
 	}
 	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}, DisruptingNodes: []string{}}
+	if len(c.NodeOverlays) > 0 {
+		_, res := applyOverlays(c, "")
+		count := map[string]int{}
+		for _, ch := range res.Changes[name] {
+			for _, o := range ch.Overlays() {
+				count[o]++
+			}
+		}
+		for _, s := range res.Statuses {
+			if !s.Valid {
+				out.NodeOverlays = append(out.NodeOverlays, NodeOverlay{Name: s.Name, Reason: s.Reason, Message: s.Message})
+			} else if count[s.Name] > 0 {
+				out.NodeOverlays = append(out.NodeOverlays, NodeOverlay{Name: s.Name, Applied: true, InstanceTypes: count[s.Name]})
+			}
+		}
+	}
 	used := corev1.ResourceList{}
 	for _, n := range c.StateNodes() {
 		if n.NodePool() != name {
@@ -140,6 +159,9 @@ type Method struct {
 // ExplainNode explains the named node at now, through the same checks a
 // disruption pass makes.
 func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
+	if len(c.NodeOverlays) > 0 {
+		c, _ = applyOverlays(c, "")
+	}
 	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, c.Drifted), name, disruption.Options{})
 	if err != nil {
 		return nil, err

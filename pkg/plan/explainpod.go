@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -64,6 +65,12 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	for r, q := range scheduling.PodRequests(pod) {
 		out.Requests[string(r)] = q.String()
 	}
+	var changes map[string]map[string]*overlay.Change
+	if len(c.NodeOverlays) > 0 {
+		var res *overlay.Result
+		c, res = applyOverlays(c, "")
+		changes = res.Changes
+	}
 	snap := c.ProvisioningSnapshot()
 	var pending *corev1.Pod
 	for _, p := range snap.Pods {
@@ -85,6 +92,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		out.Node, out.Result = ex.Existing, "fits node "+ex.Existing+", which is there or on its way: no new node"
 	case ex.Claim != nil:
 		nc := nodeClaim(ex.Claim)
+		nc.NodeOverlays = overlaysOf(changes[nc.NodePool], ex.Claim)
 		out.NodeClaim, out.Result = &nc, fmt.Sprintf("a new NodeClaim of NodePool %s (with %d pending pod(s) in all)", nc.NodePool, len(nc.Pods))
 	case ex.Error != nil && sameVerdicts(ex):
 		out.Result = "stays pending: no NodePool can run it"
@@ -102,6 +110,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		}
 		if v.Plan != nil {
 			nc := nodeClaim(v.Plan)
+			nc.NodeOverlays = overlaysOf(changes[nc.NodePool], v.Plan)
 			pv.NodeClaim = &nc
 		}
 		out.Pools = append(out.Pools, pv)
