@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 )
 
@@ -78,6 +79,10 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
+			nodeOverlay, err := tuning.gate("NodeOverlay")
+			if err != nil {
+				return err
+			}
 			engine, err := parseChoices(decisions, minValuesPolicy)
 			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); err != nil && ok && v == minValuesPolicy && strings.Contains(err.Error(), "min-values-policy") {
 				return fmt.Errorf("$MIN_VALUES_POLICY=%q: %w", v, err)
@@ -103,6 +108,9 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err := v1.AddToScheme(scheme); err != nil {
 				return err
 			}
+			if err := v1alpha1.AddToScheme(scheme); err != nil {
+				return err
+			}
 			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"}
 			election.apply(&opts)
@@ -117,7 +125,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
-				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair,
+				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
 				Decisions: engine.decisions, MinValuesPolicy: engine.minValues}); err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}

@@ -36,7 +36,7 @@ var tuningEnv = []struct{ flag, env string }{
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).
-var featureGates = map[string]bool{"SpotToSpotConsolidation": false, "NodeRepair": false}
+var featureGates = map[string]bool{"SpotToSpotConsolidation": false, "NodeRepair": false, "NodeOverlay": false}
 
 func (t *controllerTuning) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.logLevel, "log-level", "info", "debug, info or error")
@@ -86,6 +86,12 @@ func (t *controllerTuning) spotToSpot() (bool, error) {
 func (t *controllerTuning) nodeRepair() (bool, error) {
 	gates, err := t.gates()
 	return gates["NodeRepair"], err
+}
+
+// gate says whether the named gate is on.
+func (t *controllerTuning) gate(name string) (bool, error) {
+	gates, err := t.gates()
+	return gates[name], err
 }
 
 // gates parses --feature-gates over the defaults.

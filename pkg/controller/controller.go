@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -30,6 +31,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -70,6 +72,10 @@ type Options struct {
 	// past the cloud provider's repair policies are replaced (off by
 	// default, as upstream's).
 	NodeRepair bool
+	// NodeOverlay is upstream's NodeOverlay feature gate: NodeOverlays
+	// change the instance types' prices and capacity the engine decides
+	// with (off by default, as upstream's; needs the NodeOverlay CRD).
+	NodeOverlay bool
 	// Decisions and MinValuesPolicy are the engine's choices where Joiner
 	// and upstream differ (--decisions, --min-values-policy): "" is
 	// Joiner's (never dearer than upstream's on a batch) and Strict.
@@ -95,6 +101,7 @@ type Controller struct {
 	// types are of.
 	offeringsMu sync.Mutex
 	offeringsAt int
+	overlays    overlayState // what setOfferings applied (NodeOverlay gate)
 	// plan is the Planner for the Store's configuration version planAt.
 	memo      *disruption.Memo // what disruption passes learn of unchanged nodes
 	plannerMu sync.Mutex
@@ -237,8 +244,17 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		{&corev1.PersistentVolume{}, objectHandler(c.store.SetPersistentVolume, func(pv *corev1.PersistentVolume) { c.store.DeletePersistentVolume(pv.Name) })},
 		{&storagev1.StorageClass{}, objectHandler(c.store.SetStorageClass, func(sc *storagev1.StorageClass) { c.store.DeleteStorageClass(sc.Name) })},
 	}
+	if c.opts.NodeOverlay {
+		handlers = append(handlers, struct {
+			obj client.Object
+			h   toolscache.ResourceEventHandler
+		}{&v1alpha1.NodeOverlay{}, c.relist(ctx, mgr, c.syncNodeOverlays)})
+	}
 	for _, h := range handlers {
 		inf, err := cache.GetInformer(ctx, h.obj)
+		if _, overlay := h.obj.(*v1alpha1.NodeOverlay); overlay && meta.IsNoMatchError(err) {
+			return fmt.Errorf("the NodeOverlay feature gate is on but the cluster does not serve karpenter.sh/v1alpha1 NodeOverlay: install its CRD (charts/joiner/crds/karpenter.sh_nodeoverlays.yaml) or turn the gate off: %w", err)
+		}
 		if err != nil {
 			return err
 		}
@@ -303,6 +319,9 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 		errs = append(errs, s.SetNodePools(pools))
 	}
 	errs = append(errs, c.setOfferings(ctx, pools))
+	if c.opts.NodeOverlay {
+		errs = append(errs, c.writeOverlayStatuses(ctx)) // a conflict may come or go with a pool
+	}
 	c.batch.Trigger() // pods may fit a changed pool now
 	return errors.Join(errs...)
 }
@@ -345,7 +364,7 @@ func (c *Controller) setOfferings(ctx context.Context, pools []*v1.NodePool) err
 		}
 		its[np.Name] = got
 	}
-	c.store.SetNodePoolsAndTypes(pools, its)
+	c.store.SetNodePoolsAndTypes(pools, c.applyOverlays(pools, its))
 	return errors.Join(errs...)
 }
 
@@ -403,6 +422,7 @@ func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	var errs []error
 	for _, plan := range res.NewNodeClaims {
 		nc := state.NewNodeClaim(plan, "", metav1.Time{})
+		c.annotateOverlays(nc, plan)
 		if err := c.client.Create(ctx, nc); err != nil {
 			errs = append(errs, fmt.Errorf("creating a NodeClaim of NodePool %s: %w", plan.NodePool.Name, err))
 			continue

@@ -117,6 +117,7 @@ func (c *Controller) scaleStatic(ctx context.Context, dc *disruption.Cluster) er
 		}
 		for i := 0; i < s.Launch && s.Plan != nil; i++ {
 			nc := state.NewNodeClaim(s.Plan, "", metav1.Time{})
+			c.annotateOverlays(nc, s.Plan)
 			if err := c.client.Create(ctx, nc); err != nil {
 				errs = append(errs, fmt.Errorf("creating a NodeClaim of static NodePool %s: %w", s.NodePool.Name, err))
 				break
@@ -189,6 +190,7 @@ type apiActions struct {
 
 func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 	nc := state.NewNodeClaim(plan, "", metav1.Time{})
+	a.c.annotateOverlays(nc, plan)
 	if err := a.c.client.Create(a.ctx, nc); err != nil {
 		return "", err
 	}
