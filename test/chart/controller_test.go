@@ -25,6 +25,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,6 +39,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 )
 
 const (
@@ -71,8 +73,10 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 	}
 	// Short batch windows: the controller provisions sooner, and the flags
 	// they become are run.
+	// The NodeOverlay gate on, with an overlay of a type no pool uses: its
+	// list, watch and status patch are the chart's to grant.
 	_, stderr, err := helmWithStderr("install", release, chartDir, "--namespace", namespace,
-		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s")
+		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s,settings.featureGates.nodeOverlay=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,10 +96,22 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 	}
 	t.Run("no Secrets, no Pods", func(t *testing.T) { checkForbidden(t, admin, saClient) })
 
+	price := "0.5"
+	unused := &v1alpha1.NodeOverlay{ObjectMeta: metav1.ObjectMeta{Name: "chart-test"}, Spec: v1alpha1.NodeOverlaySpec{Price: &price,
+		Requirements: []v1alpha1.Requirement{{Key: "node.kubernetes.io/instance-type", Operator: corev1.NodeSelectorOpIn, Values: []string{"x2iedn.32xlarge"}}}}}
+	if err := admin.Create(ctx, unused); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = admin.Delete(ctx, unused) }()
 	ctrl := startBinary(t, &d, sa)
 	served := metricFamilies{}
 	t.Run("provisions, drains, consolidates", func(t *testing.T) { doesItsJob(t, admin, ctrl.metricsURL, served) })
 	t.Run("metrics the alerts and dashboard use", func(t *testing.T) { checkMetrics(t, ctrl.metricsURL, served) })
+	eventually(t, "NodeOverlay chart-test ValidationSucceeded True, written by the controller", func(ctx context.Context) (bool, error) {
+		var o v1alpha1.NodeOverlay
+		err := admin.Get(ctx, client.ObjectKeyFromObject(unused), &o)
+		return err == nil && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionValidationSucceeded), err
+	})
 	ctrl.stop(t)
 	if n := strings.Count(strings.ToLower(ctrl.log.String()), "forbidden"); n > 0 {
 		t.Errorf("the controller was refused %d time(s) with the chart's RBAC:\n%s", n, forbiddenLines(ctrl.log.String()))
@@ -132,6 +148,9 @@ func scheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := v1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -108,7 +108,9 @@ func TestNodeOverlay(t *testing.T) {
 		p.Spec.Containers[0].Resources.Requests["smarter-devices/fuse"] = resource.MustParse("1")
 		p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{"smarter-devices/fuse": resource.MustParse("1")}
 	})
-	defer func() { _ = kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "overlay-builder", Namespace: "default"}}) }()
+	defer func() {
+		_ = kc.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "overlay-builder", Namespace: "default"}})
+	}()
 	nc := claimOfPool(t, kc, pool)
 	if got := nc.Annotations[v1alpha1.AppliedAnnotationKey]; got != "fuse,savings" {
 		t.Errorf("claim annotation %s=%q, want fuse,savings", v1alpha1.AppliedAnnotationKey, got)
