@@ -20,6 +20,8 @@ var fieldFixes = map[string]string{
 	"spec.expireAfter":                            durationFix,
 	"spec.template.spec.terminationGracePeriod":   "write a duration such as 30s, 15m or 48h (Never is not allowed here; omit the field to wait indefinitely)",
 	"spec.terminationGracePeriod":                 "write a duration such as 30s, 15m or 48h",
+	"spec.priceAdjustment":                        "write a signed amount or percentage: +0.5, -0.1, +10% or -15% (at most -100%)",
+	"spec.price":                                  "write the price in USD per hour, unsigned: 0.25",
 	"spec.disruption.consolidationPolicy":         "use WhenEmpty, WhenEmptyOrUnderutilized or Balanced",
 	"spec.disruption.budgets":                     `give each budget both schedule and duration (e.g. schedule: "0 9 * * mon-fri" with duration: 8h), or neither; at most 50 budgets`,
 	"spec.disruption.budgets[].nodes":             `a node count such as "5" or a percentage from "0%" to "100%" such as "10%"`,
@@ -56,6 +58,8 @@ var messageFixes = []struct {
 	{"'weight' is not supported on static", "remove weight from the static NodePool"},
 	{"is immutable", "create a new object instead of changing this field"},
 	{"must specify exactly one of ['role', 'instanceProfile']", "set role (the IAM role name) or instanceProfile, not both"},
+	{"cannot set both 'price' and 'priceAdjustment'", "keep one: price replaces the offering's price, priceAdjustment changes it"},
+	{"invalid resource restricted", "capacity adds extended resources only (e.g. smarter-devices/fuse: \"20\"); cpu, memory, ephemeral-storage and pods are the instance type's"},
 }
 
 // objectFix makes a fix right for this object where the generic one would
