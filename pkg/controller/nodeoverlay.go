@@ -31,6 +31,12 @@ import (
 // types an overlay changed names the overlays in its
 // joiner.sh/nodeoverlays-applied annotation.
 
+// overlayAware is a cloud provider that launches by the overlaid prices
+// (the AWS provider: a prioritized fleet, as upstream's).
+type overlayAware interface {
+	SetNodeOverlays(*overlay.Result)
+}
+
 // overlayState is what setOfferings applied, guarded by offeringsMu.
 type overlayState struct {
 	list   []*v1alpha1.NodeOverlay
@@ -64,6 +70,9 @@ func (c *Controller) applyOverlays(pools []*v1.NodePool, its map[string][]*cloud
 		mode = overlay.UpstreamMerge
 	}
 	c.overlays.result = overlay.Apply(pools, its, c.overlays.list, mode)
+	if oa, ok := c.opts.CloudProvider.(overlayAware); ok {
+		oa.SetNodeOverlays(c.overlays.result)
+	}
 	return c.overlays.result.InstanceTypes
 }
 

@@ -74,13 +74,14 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 	reqs = reqs.Copy()
 	reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, capacityType))
 	cloudprovider.SortByPrice(its, reqs)
+	prioritized := p.byOverlaidPrice(claim.Labels[v1.LabelNodePool], its, reqs)
 	if len(its) > maxInstanceTypes {
 		its = its[:maxInstanceTypes]
 	}
-	launched, err := p.launch(ctx, r, claim, its, reqs, capacityType)
+	launched, err := p.launch(ctx, r, claim, its, reqs, capacityType, prioritized)
 	if isCode(err, launchTemplateNotFound) || errors.Is(err, errLaunchTemplateGone) {
 		// Deleted behind the provider's back: launch once more, making it anew.
-		launched, err = p.launch(ctx, r, claim, its, reqs, capacityType)
+		launched, err = p.launch(ctx, r, claim, its, reqs, capacityType, prioritized)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
@@ -98,8 +99,8 @@ var errLaunchTemplateGone = errors.New("a launch template is gone")
 
 // launch makes the launch templates and calls CreateFleet once.
 func (p *Provider) launch(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
-	reqs scheduling.Requirements, capacityType string) (*v1.NodeClaim, error) {
-	fleet, images, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType)
+	reqs scheduling.Requirements, capacityType string, prioritized bool) (*v1.NodeClaim, error) {
+	fleet, images, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType, prioritized)
 	if err != nil {
 		return nil, err
 	}
@@ -236,7 +237,7 @@ func ec2Tags(m map[string]string) []ec2types.Tag {
 // (AMI, max pods) the types need, each with an override per type and
 // subnet of an allowed zone. images maps each type to its AMI.
 func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
-	reqs scheduling.Requirements, capacityType string) (*ec2.CreateFleetInput, map[string]string, error) {
+	reqs scheduling.Requirements, capacityType string, prioritized bool) (*ec2.CreateFleetInput, map[string]string, error) {
 	nc := r.nodeClass
 	family := amiFamily(nc)
 	devices, err := blockDevices(family, nc.Spec.BlockDeviceMappings)
@@ -273,7 +274,7 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 			subnetIn[s.Zone] = s
 		}
 	}
-	for _, it := range its {
+	for rank, it := range its {
 		ami := amiFor(r.status.AMIs, it)
 		images[it.Name] = ami.ID
 		pods := it.Capacity.Pods().Value() // spec.kubelet's, by withKubelet
@@ -305,9 +306,13 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 			if !o.Available || o.CapacityType != capacityType || !zone.Has(o.Zone) || !ok {
 				continue
 			}
-			g.overrides = append(g.overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+			ov := ec2types.FleetLaunchTemplateOverridesRequest{
 				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(s.ID), AvailabilityZone: aws.String(s.Zone), ImageId: aws.String(ami.ID),
-			})
+			}
+			if prioritized {
+				ov.Priority = aws.Float64(float64(rank))
+			}
+			g.overrides = append(g.overrides, ov)
 		}
 	}
 	in := &ec2.CreateFleetInput{
@@ -328,9 +333,14 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 			Overrides:                   g.overrides,
 		})
 	}
-	if capacityType == v1.CapacityTypeSpot {
+	switch {
+	case capacityType == v1.CapacityTypeSpot && prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case capacityType == v1.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	tags := p.baseTags(nc, nodePool)

@@ -30,6 +30,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 )
 
 // ProviderIDPrefix begins every provider ID: aws:///<zone>/<instance-id>.
@@ -76,6 +77,8 @@ type Provider struct {
 	terminator *batcher[error]
 
 	interruptions chan cloudprovider.Interruption
+	// overlaid is what the NodeOverlays did, set by the controller.
+	overlaid atomic.Pointer[overlay.Result]
 
 	mu        sync.Mutex
 	resolved  map[string]*resolvedClass // by NodeClass name
