@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -21,6 +22,7 @@ type catalogType struct {
 	name        string
 	reqs        scheduling.Requirements
 	accelerated bool // GPUs or other accelerators (Inferentia, Trainium, …)
+	it          *cloudprovider.InstanceType
 }
 
 func loadCatalogTypes() (*catalogTypes, error) {
@@ -35,7 +37,7 @@ func loadCatalogTypes() (*catalogTypes, error) {
 	ct := &catalogTypes{defined: map[string]bool{}}
 	for i, it := range its {
 		e := c.Entries[i]
-		ct.types = append(ct.types, catalogType{it.Name, it.Requirements, e.GPUs > 0 || e.Accelerators > 0})
+		ct.types = append(ct.types, catalogType{it.Name, it.Requirements, e.GPUs > 0 || e.Accelerators > 0, it})
 		for _, k := range it.Requirements.Keys() {
 			ct.defined[k] = true
 		}

@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
@@ -39,7 +40,8 @@ func New() (*Linter, error) {
 type object struct {
 	doc     *manifest.Document
 	ignores []string
-	pool    *v1.NodePool // set for a NodePool that decoded
+	pool    *v1.NodePool          // set for a NodePool that decoded
+	overlay *v1alpha1.NodeOverlay // set for a NodeOverlay that decoded
 	pdb     *policyv1.PodDisruptionBudget
 	// replicas and labels of a Deployment or StatefulSet, for PDBs.
 	workload *workload
@@ -165,8 +167,15 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 	var fs []Finding
 	switch {
 	case manifest.IsKarpenter(d):
-		for _, p := range l.v.Validate(d) {
+		problems := l.v.Validate(d)
+		for _, p := range problems {
 			fs = append(fs, fromProblem(d, p))
+		}
+		if d.Kind == "NodeOverlay" && d.APIVersion == v1alpha1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
+			var ov v1alpha1.NodeOverlay
+			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &ov) == nil {
+				o.overlay = &ov
+			}
 		}
 		if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {
 			// The rules read what the API server would store: the object

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -144,6 +145,10 @@ func TestRules(t *testing.T) {
 			[]string{pool{}.yaml(), minAvPDB, strings.Replace(twoAPI, "REPLICAS", "3", 1), okPDB}, "spec.template.spec"},
 		{RuleDanglingNodeClassRef, []string{pool{nodeClass: "gpu"}.yaml()}, []string{pool{}.yaml()}, "spec.template.spec.nodeClassRef.name"},
 		{RuleDuplicate, []string{pool{}.yaml(), pool{}.yaml()}, []string{pool{}.yaml(), pool{name: "b", weight: "  weight: 1\n"}.yaml()}, "metadata.name"},
+		{RuleOverlayConflict, []string{pool{}.yaml(), nodeOverlay("a", 10, "m6i"), nodeOverlay("b", 10, "m6i")},
+			[]string{pool{}.yaml(), nodeOverlay("a", 10, "m6i"), nodeOverlay("b", 20, "m6i")}, "spec.weight"},
+		{RuleOverlaySelectsNothing, []string{pool{}.yaml(), nodeOverlay("a", 10, "m6")},
+			[]string{pool{}.yaml(), nodeOverlay("a", 10, "m6i")}, "spec.requirements"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -173,6 +178,11 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// nodeOverlay prices an instance family down by 10 %.
+func nodeOverlay(name string, weight int, family string) string {
+	return fmt.Sprintf("apiVersion: karpenter.sh/v1alpha1\nkind: NodeOverlay\nmetadata: {name: %s}\nspec:\n  weight: %d\n  requirements:\n    - {key: karpenter.k8s.aws/instance-family, operator: In, values: [%s]}\n  priceAdjustment: \"-10%%\"\n", name, weight, family)
 }
 
 func budget(schedule, duration string) string {

@@ -64,6 +64,8 @@ const (
 	RuleNoGracePeriodWithPDB  = "JNR011"
 	RuleDanglingNodeClassRef  = "JNR012"
 	RuleDuplicate             = "JNR013"
+	RuleOverlayConflict       = "JNR014"
+	RuleOverlaySelectsNothing = "JNR015"
 	minSpotInstanceTypes      = 15
 	minConsolidateAfterSecond = 60
 )
@@ -83,6 +85,8 @@ var Rules = []Rule{
 	{RuleNoGracePeriodWithPDB, "no-termination-grace-period", Warning, "no terminationGracePeriod while a PodDisruptionBudget in the same manifests can block a drain forever"},
 	{RuleDanglingNodeClassRef, "dangling-nodeclassref", Error, "a nodeClassRef names a NodeClass that is not in the same set of manifests"},
 	{RuleDuplicate, "duplicate", Error, "an object is defined twice in the same set of manifests; applied, the second replaces the first"},
+	{RuleOverlayConflict, "nodeoverlay-conflict", Error, "two NodeOverlays of one weight price the same offering or set the same resource: the later (by name, descending) is refused whole"},
+	{RuleOverlaySelectsNothing, "nodeoverlay-selects-nothing", Warning, "a NodeOverlay selects no instance type any NodePool in the same manifests may launch: a misspelt key or value, or a label no pool sets"},
 }
 
 // RuleByID returns the rule with the ID.

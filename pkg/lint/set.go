@@ -11,6 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
@@ -29,6 +33,48 @@ func (l *Linter) setFindings(s *set) []Finding {
 	fs = append(fs, l.overlaps(s)...)
 	fs = append(fs, danglingRefs(s)...)
 	fs = append(fs, blockingPDBs(s)...)
+	fs = append(fs, l.overlayFindings(s)...)
+	return fs
+}
+
+// overlayFindings apply the set's NodeOverlays to its NodePools' catalog
+// instance types, as Joiner and Karpenter would: a conflict refuses an
+// overlay (JNR014); an overlay that changes nothing is likely a mistake
+// (JNR015).
+func (l *Linter) overlayFindings(s *set) []Finding {
+	var pools []*v1.NodePool
+	var overlays []*v1alpha1.NodeOverlay
+	docs := map[string]*manifest.Document{}
+	for _, o := range s.objects {
+		if o.pool != nil {
+			pools = append(pools, o.pool)
+		}
+		if o.overlay != nil {
+			overlays = append(overlays, o.overlay)
+			docs[o.overlay.Name] = o.doc
+		}
+	}
+	if len(overlays) == 0 || len(pools) == 0 {
+		return nil
+	}
+	its := map[string][]*cloudprovider.InstanceType{}
+	for _, np := range pools {
+		for _, t := range l.types.matching(poolRequirements(np)) {
+			its[np.Name] = append(its[np.Name], t.it)
+		}
+	}
+	var fs []Finding
+	for _, st := range overlay.Apply(pools, its, overlays, overlay.HighestWeight).Statuses {
+		d := docs[st.Name]
+		switch {
+		case st.Reason == v1alpha1.ReasonConflict:
+			fs = append(fs, finding(d, RuleOverlayConflict, "spec.weight", "NodeOverlay "+st.Name+" "+st.Message+": it would be refused (ValidationSucceeded False, Conflict) and apply nowhere",
+				"give one of the two another weight (the higher one's price holds), or narrow their requirements so they select different offerings"))
+		case st.Valid && st.Selected == 0:
+			fs = append(fs, finding(d, RuleOverlaySelectsNothing, "spec.requirements", fmt.Sprintf("NodeOverlay %s selects no instance type of the %s here", st.Name, plural(len(pools), "NodePool")),
+				"check its requirements' keys and values against the NodePools': an instance-type label, karpenter.sh/nodepool, or a template label the pool sets"))
+		}
+	}
 	return fs
 }
 
