@@ -14,7 +14,7 @@ func newDiffCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "diff DIR_A DIR_B",
 		Short: "Compare two clusters' NodePools and NodeClasses side by side",
-		Long: `diff reads the NodePools and EC2NodeClasses below two directories (one
+		Long: `diff reads the NodePools, EC2NodeClasses and NodeOverlays below two directories (one
 cluster's manifests each, as kept in Git: clusters/staging, clusters/production),
 applies the CRDs' defaults to both, and lists resources present in one only,
 names that differ only in case or by a suffix (gpu / gpu-pool: non-uniform

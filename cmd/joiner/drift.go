@@ -32,7 +32,7 @@ func newDriftCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "drift DIR --kubeconfig FILE",
 		Short: "Compare a live cluster's NodePools and NodeClasses with the manifests in Git",
-		Long: `drift reads the NodePools and EC2NodeClasses below DIR (one cluster's
+		Long: `drift reads the NodePools, EC2NodeClasses and NodeOverlays below DIR (one cluster's
 manifests in Git) and those of the cluster behind --kubeconfig (read-only),
 applies the CRDs' defaults to both, and reports resources missing from the
 cluster, extra in the cluster, and changed: every field the Git manifest sets

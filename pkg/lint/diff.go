@@ -10,11 +10,12 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
-// comparedKinds are what Diff and Drift compare: the pools and the node
-// classes, the configuration one Joiner per cluster is given.
-var comparedKinds = map[string]bool{"NodePool": true, "EC2NodeClass": true}
+// comparedKinds are what Diff and Drift compare: the pools, the node
+// classes and the overlays, the configuration one Joiner per cluster is
+// given.
+var comparedKinds = map[string]bool{"NodePool": true, "EC2NodeClass": true, "NodeOverlay": true}
 
-// Resource is one NodePool or NodeClass as Git (or the cluster) has it,
+// Resource is one NodePool, NodeClass or NodeOverlay as Git (or the cluster) has it,
 // after the CRD's defaults: the fields that matter to compare.
 type Resource struct {
 	Kind string `json:"kind"`

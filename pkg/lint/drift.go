@@ -19,6 +19,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
@@ -26,11 +27,12 @@ import (
 var liveKinds = []schema.GroupVersionKind{
 	v1.SchemeGroupVersion.WithKind("NodePoolList"),
 	awsv1.SchemeGroupVersion.WithKind("EC2NodeClassList"),
+	v1alpha1.SchemeGroupVersion.WithKind("NodeOverlayList"),
 }
 
-// LiveResources lists the cluster's NodePools and EC2NodeClasses, with the
-// CRD defaults applied as for Git (the API server applied them already;
-// doing it again changes nothing). A kind whose CRD the cluster lacks has
+// LiveResources lists the cluster's NodePools, EC2NodeClasses and
+// NodeOverlays, with the CRD defaults applied as for Git (the API server
+// applied them already; doing it again changes nothing). A kind whose CRD the cluster lacks has
 // no objects.
 func (l *Linter) LiveResources(ctx context.Context, r client.Reader) ([]Resource, error) {
 	var out []Resource
@@ -153,7 +155,7 @@ func diffGitSet(path string, git, live any, report func(string, any, any)) {
 func DriftGauge(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
 	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "joiner_config_drift",
-		Help: "1 if the NodePool or NodeClass in the cluster differs from Git (missing, extra or changed fields), 0 if in sync.",
+		Help: "1 if the NodePool, NodeClass or NodeOverlay in the cluster differs from Git (missing, extra or changed fields), 0 if in sync.",
 	}, []string{"kind", "name"})
 	if err := reg.Register(g); err != nil {
 		return nil, err
