@@ -67,8 +67,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		return nil, fmt.Errorf("no NodePool %q here (there are: %v)", name, names)
 	}
 	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}, DisruptingNodes: []string{}}
-	if len(c.NodeOverlays) > 0 {
-		_, res := applyOverlays(c, "")
+	if _, res := applyOverlays(c, ""); res != nil {
 		count := map[string]int{}
 		for _, ch := range res.Changes[name] {
 			for _, o := range ch.Overlays() {
@@ -159,9 +158,7 @@ type Method struct {
 // ExplainNode explains the named node at now, through the same checks a
 // disruption pass makes.
 func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
-	if len(c.NodeOverlays) > 0 {
-		c, _ = applyOverlays(c, "")
-	}
+	c, _ = applyOverlays(c, "")
 	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, c.Drifted), name, disruption.Options{})
 	if err != nil {
 		return nil, err

@@ -66,9 +66,8 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		out.Requests[string(r)] = q.String()
 	}
 	var changes map[string]map[string]*overlay.Change
-	if len(c.NodeOverlays) > 0 {
-		var res *overlay.Result
-		c, res = applyOverlays(c, "")
+	c, res := applyOverlays(c, "")
+	if res != nil {
 		changes = res.Changes
 	}
 	snap := c.ProvisioningSnapshot()

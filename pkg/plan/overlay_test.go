@@ -11,6 +11,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 const overlayManifests = `apiVersion: karpenter.sh/v1
@@ -166,5 +167,56 @@ func TestExplainNamesNodeOverlays(t *testing.T) {
 	}
 	if o := got["also-ten"]; o.Applied || o.Reason != "Conflict" {
 		t.Errorf("also-ten: %+v, want refused", o)
+	}
+}
+
+// TestPlanOfASimulationNamesItsOverlays: a simulated cluster's instance
+// types carry the scenario's overlays already; a plan of it names them
+// and does not apply them twice (the savings plan's price is -28 %, not
+// -48 %).
+func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
+	dir := filepath.Join("..", "..", "examples", "scenarios", "node-overlays")
+	in, err := sim.Load(os.DirFS(dir), ".", "node-overlays")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := sim.RunUntil(in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.Run(context.Background(), m.Cluster, m.At, plan.Options{})
+	names := []string{}
+	for _, o := range p.NodeOverlays {
+		if o.Applied {
+			names = append(names, o.Name)
+		}
+	}
+	if !reflect.DeepEqual(names, []string{"fuse-devices", "savings-plan-gen7"}) {
+		t.Errorf("plan overlays %+v", p.NodeOverlays)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := map[string]float64{}
+	for _, e := range cat.Entries {
+		if e.OnDemandPrice != nil {
+			list[e.Name] = *e.OnDemandPrice
+		}
+	}
+	found := false
+	for _, it := range m.Cluster.InstanceTypes["general"] {
+		if it.Name != "m7i.large" {
+			continue
+		}
+		found = true
+		for _, o := range it.Offerings {
+			if o.CapacityType == "on-demand" && (o.Price < list["m7i.large"]*0.72-1e-9 || o.Price > list["m7i.large"]*0.72+1e-9) {
+				t.Errorf("m7i.large %s at %v, want %v", o.Zone, o.Price, list["m7i.large"]*0.72)
+			}
+		}
+	}
+	if !found {
+		t.Error("m7i.large is not among the general pool's types")
 	}
 }

@@ -175,11 +175,10 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		p.Decisions = string(opts.Decisions)
 	}
 	var changes map[string]map[string]*overlay.Change
-	if len(c.NodeOverlays) > 0 {
-		var res *overlay.Result
-		c, res = applyOverlays(c, opts.Decisions)
-		changes = res.Changes
-		for _, s := range res.Statuses {
+	c, applied := applyOverlays(c, opts.Decisions)
+	if applied != nil {
+		changes = applied.Changes
+		for _, s := range applied.Statuses {
 			p.NodeOverlays = append(p.NodeOverlays, NodeOverlay{Name: s.Name, Applied: s.Valid, InstanceTypes: s.Selected, Reason: s.Reason, Message: s.Message})
 		}
 	}
@@ -226,15 +225,20 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 }
 
 // applyOverlays returns a copy of c whose instance types carry its
-// NodeOverlays, with upstream's capacity merge when predicting upstream.
+// NodeOverlays, with upstream's capacity merge when predicting upstream,
+// and what they did; c itself and what its types already carry when they
+// do (nil without overlays).
 func applyOverlays(c *state.Cluster, d provisioning.Decisions) (*state.Cluster, *overlay.Result) {
+	if len(c.NodeOverlays) == 0 {
+		return c, c.AppliedOverlays
+	}
 	mode := overlay.HighestWeight
 	if d == provisioning.DecisionsKarpenter {
 		mode = overlay.UpstreamMerge
 	}
 	res := overlay.Apply(c.NodePools, c.InstanceTypes, c.NodeOverlays, mode)
 	cp := *c
-	cp.InstanceTypes, cp.NodeOverlays = res.InstanceTypes, nil
+	cp.InstanceTypes, cp.NodeOverlays, cp.AppliedOverlays = res.InstanceTypes, nil, res
 	return &cp, res
 }
 

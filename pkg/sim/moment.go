@@ -48,6 +48,7 @@ func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time) (*Moment, error) 
 		e.storeCloudAt = v
 	}
 	c := e.st.Cluster()
+	c.AppliedOverlays = e.cloud.Overlays()
 	c.Drifted = func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why

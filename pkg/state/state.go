@@ -19,6 +19,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -40,6 +41,10 @@ type Cluster struct {
 	// NodeOverlays read from manifests or a cluster, not yet applied to
 	// InstanceTypes (plan.Run applies them).
 	NodeOverlays []*v1alpha1.NodeOverlay
+	// AppliedOverlays, when set, is what overlays InstanceTypes already
+	// carry did (a simulated cluster's), for plans and explanations to
+	// name them.
+	AppliedOverlays *overlay.Result
 	// AssumeUnschedulable treats an unbound pod that no scheduler has tried
 	// yet (no PodScheduled condition) as unschedulable: manifests that never
 	// met a cluster. A controller leaves it false and, as upstream, waits
