@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -68,29 +69,8 @@ spec:
 // its adjusted price; the pod asks for a resource only an overlay gives; an
 // equal-weight overlay pricing the same offering is refused, and says so.
 func TestPlanAppliesNodeOverlays(t *testing.T) {
-	dir := t.TempDir()
-	f := filepath.Join(dir, "all.yaml")
-	if err := os.WriteFile(f, []byte(overlayManifests), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := plan.Load([]string{f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	its, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := map[string]float64{}
-	for _, e := range cat.Entries {
-		if e.OnDemandPrice != nil {
-			list[e.Name] = *e.OnDemandPrice
-		}
-	}
+	objs, its := overlayInput(t)
+	list := listPrices(t)
 	if list["m7i.xlarge"] <= list["m6i.xlarge"] {
 		t.Fatalf("test premise: m7i.xlarge ($%v) lists dearer than m6i.xlarge ($%v)", list["m7i.xlarge"], list["m6i.xlarge"])
 	}
@@ -126,23 +106,7 @@ func TestPlanAppliesNodeOverlays(t *testing.T) {
 // claim's instance types, explain nodepool those that change the pool's
 // types and the one refused.
 func TestExplainNamesNodeOverlays(t *testing.T) {
-	dir := t.TempDir()
-	f := filepath.Join(dir, "all.yaml")
-	if err := os.WriteFile(f, []byte(overlayManifests), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	objs, err := plan.Load([]string{f})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	its, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	objs, its := overlayInput(t)
 	c := objs.Cluster(its)
 	ex, err := plan.ExplainPod(context.Background(), c, "default", "builder")
 	if err != nil {
@@ -194,16 +158,7 @@ func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"fuse-devices", "savings-plan-gen7"}) {
 		t.Errorf("plan overlays %+v", p.NodeOverlays)
 	}
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	list := map[string]float64{}
-	for _, e := range cat.Entries {
-		if e.OnDemandPrice != nil {
-			list[e.Name] = *e.OnDemandPrice
-		}
-	}
+	list := listPrices(t)
 	found := false
 	for _, it := range m.Cluster.InstanceTypes["general"] {
 		if it.Name != "m7i.large" {
@@ -219,4 +174,43 @@ func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
 	if !found {
 		t.Error("m7i.large is not among the general pool's types")
 	}
+}
+
+// overlayInput is overlayManifests loaded, with the catalog's us-east-1
+// instance types.
+func overlayInput(t *testing.T) (*plan.Objects, []*cloudprovider.InstanceType) {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "all.yaml")
+	if err := os.WriteFile(f, []byte(overlayManifests), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := plan.Load([]string{f})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs, its
+}
+
+// listPrices are the catalog's on-demand prices by instance type.
+func listPrices(t *testing.T) map[string]float64 {
+	t.Helper()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := map[string]float64{}
+	for _, e := range cat.Entries {
+		if e.OnDemandPrice != nil {
+			list[e.Name] = *e.OnDemandPrice
+		}
+	}
+	return list
 }
