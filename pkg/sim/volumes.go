@@ -2,6 +2,8 @@ package sim
 
 import (
 	"fmt"
+	"hash/fnv"
+	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -174,6 +176,7 @@ func (e *engine) setClaim(pvc *corev1.PersistentVolumeClaim) {
 	pvc.ResourceVersion = e.nextRV()
 	e.vol.claims[pvc.Namespace+"/"+pvc.Name] = pvc
 	e.st.SetPersistentVolumeClaim(pvc)
+	e.provisionImmediate(pvc)
 }
 
 // claimPod gives a StatefulSet's pod its claims, as the StatefulSet
@@ -217,24 +220,106 @@ func (e *engine) bindVolumes(p *corev1.Pod, n *simNode) {
 		if sc == nil || sc.VolumeBindingMode == nil || *sc.VolumeBindingMode != storagev1.VolumeBindingWaitForFirstConsumer {
 			continue
 		}
-		zone := n.claim.Labels[v1.LabelZone]
-		e.vol.bound[zone]++
-		e.vol.seq++
-		pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pv-%05d", e.vol.seq),
-			ResourceVersion: e.nextRV(), CreationTimestamp: metav1.NewTime(e.clk.now)},
-			Spec: corev1.PersistentVolumeSpec{StorageClassName: sc.Name, Capacity: pvc.Spec.Resources.Requests, AccessModes: pvc.Spec.AccessModes,
-				ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name},
-				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
-					MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}},
-			Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
-		e.st.SetPersistentVolume(pv)
-		bound := pvc.DeepCopy()
-		bound.Spec.VolumeName = pv.Name
-		if bound.Annotations == nil {
-			bound.Annotations = map[string]string{}
-		}
-		bound.Annotations[annBindCompleted] = "yes"
-		bound.Status.Phase = corev1.ClaimBound
-		e.setClaim(bound)
+		e.provisionVolume(pvc, sc, n.claim.Labels[v1.LabelZone])
 	}
+}
+
+// Provisioners the simulator knows: the zonal ones make a volume in one
+// zone, the regional ones a volume every zone reaches.
+var (
+	zonalProvisioners    = map[string]bool{"ebs.csi.aws.com": true, "kubernetes.io/aws-ebs": true}
+	regionalProvisioners = map[string]bool{"efs.csi.aws.com": true}
+)
+
+// zoneKeys are the topology keys a zonal class's allowedTopologies name
+// zones by.
+var zoneKeys = map[string]bool{v1.LabelZone: true, "topology.ebs.csi.aws.com/zone": true, "failure-domain.beta.kubernetes.io/zone": true}
+
+// provisionImmediate is the external provisioner for an unbound claim of
+// an Immediate class, which provisions at once, before any pod asks: a
+// known zonal provisioner's volume goes in one of the zones the class's
+// allowedTopologies (first term) allow among the cluster's, chosen by the
+// claim's name so claims spread the same way in every run; a regional
+// one's has no zone. A class of a provisioner the simulator does not know
+// gets no volume, and its pods wait, saying why.
+func (e *engine) provisionImmediate(pvc *corev1.PersistentVolumeClaim) {
+	if pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil || pvc.Spec.StorageClassName == nil {
+		return
+	}
+	sc := e.vol.classes[*pvc.Spec.StorageClassName]
+	if sc == nil || (sc.VolumeBindingMode != nil && *sc.VolumeBindingMode != storagev1.VolumeBindingImmediate) {
+		return
+	}
+	switch {
+	case regionalProvisioners[sc.Provisioner]:
+		e.provisionVolume(pvc, sc, "")
+	case zonalProvisioners[sc.Provisioner]:
+		zones := e.clusterZones()
+		if len(sc.AllowedTopologies) > 0 {
+			allowed := map[string]bool{}
+			for _, ex := range sc.AllowedTopologies[0].MatchLabelExpressions {
+				if zoneKeys[ex.Key] {
+					for _, z := range ex.Values {
+						allowed[z] = true
+					}
+				}
+			}
+			var in []string
+			for _, z := range zones {
+				if allowed[z] {
+					in = append(in, z)
+				}
+			}
+			zones = in
+		}
+		if len(zones) == 0 {
+			return // nowhere to make it: the pods wait, saying so
+		}
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(pvc.Namespace + "/" + pvc.Name))
+		e.provisionVolume(pvc, sc, zones[h.Sum32()%uint32(len(zones))])
+	}
+}
+
+// clusterZones are the zones the NodePools' offerings span, sorted.
+func (e *engine) clusterZones() []string {
+	set := map[string]bool{}
+	for _, its := range e.cloud.InstanceTypes() {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				set[o.Zone] = true
+			}
+		}
+	}
+	out := make([]string, 0, len(set))
+	for z := range set {
+		out = append(out, z)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// provisionVolume makes the claim a volume of the class, in zone ("" for
+// one every zone reaches), and binds the claim to it.
+func (e *engine) provisionVolume(pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass, zone string) {
+	e.vol.bound[zone]++
+	e.vol.seq++
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pv-%05d", e.vol.seq),
+		ResourceVersion: e.nextRV(), CreationTimestamp: metav1.NewTime(e.clk.now)},
+		Spec: corev1.PersistentVolumeSpec{StorageClassName: sc.Name, Capacity: pvc.Spec.Resources.Requests, AccessModes: pvc.Spec.AccessModes,
+			ClaimRef: &corev1.ObjectReference{Kind: "PersistentVolumeClaim", Namespace: pvc.Namespace, Name: pvc.Name}},
+		Status: corev1.PersistentVolumeStatus{Phase: corev1.VolumeBound}}
+	if zone != "" {
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}
+	}
+	e.st.SetPersistentVolume(pv)
+	bound := pvc.DeepCopy()
+	bound.Spec.VolumeName = pv.Name
+	if bound.Annotations == nil {
+		bound.Annotations = map[string]string{}
+	}
+	bound.Annotations[annBindCompleted] = "yes"
+	bound.Status.Phase = corev1.ClaimBound
+	e.setClaim(bound)
 }

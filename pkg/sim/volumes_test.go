@@ -121,13 +121,14 @@ func TestStatefulSetStaysWithItsVolumes(t *testing.T) {
 	}
 }
 
-// A claim of an Immediate class that nothing binds holds its pod: it never
-// runs, nothing is launched for it, and the report says why.
+// A claim of an Immediate class whose provisioner the simulator does not
+// know holds its pod: it never runs, nothing is launched for it, and the
+// report says why.
 func TestImmediateClaimWaits(t *testing.T) {
 	workloads := `apiVersion: storage.k8s.io/v1
 kind: StorageClass
 metadata: {name: efs}
-provisioner: efs.csi.aws.com
+provisioner: example.com/nfs
 ---
 apiVersion: v1
 kind: PersistentVolumeClaim
@@ -157,6 +158,72 @@ spec:
 	for reason := range rep.Pods.NeverRanReason {
 		if !strings.HasPrefix(reason, want) {
 			t.Errorf("reason %q, want %q", reason, want)
+		}
+	}
+}
+
+// TestImmediateProvisioners: an Immediate class's claim is provisioned at
+// once, before any pod asks — EFS's volume reaches every zone, so its pods
+// run anywhere; an EBS volume is made in a zone the class allows, and its
+// pod's node is launched there.
+func TestImmediateProvisioners(t *testing.T) {
+	const deployment = `---
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: NAME}
+spec:
+  replicas: REPLICAS
+  selector: {matchLabels: {app: NAME}}
+  template:
+    metadata: {labels: {app: NAME}}
+    spec:
+      containers: [{name: c, image: x, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+      volumes: [{name: data, persistentVolumeClaim: {claimName: CLAIM}}]
+`
+	dep := func(name, replicas, claim string) string {
+		return strings.NewReplacer("NAME", name, "REPLICAS", replicas, "CLAIM", claim).Replace(deployment)
+	}
+	efs := `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: efs}
+provisioner: efs.csi.aws.com
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: shared}
+spec:
+  accessModes: [ReadWriteMany]
+  storageClassName: efs
+  resources: {requests: {storage: 1Gi}}
+` + dep("warmer", "3", "shared")
+	rep, _ := runReportScenario(t, efs)
+	if rep.Pods.NeverRan != 0 || rep.Nodes.Launched == 0 {
+		t.Errorf("EFS: %d pods never ran (%v), %d nodes: its provisioner makes a volume at once", rep.Pods.NeverRan, rep.Pods.NeverRanReason, rep.Nodes.Launched)
+	}
+	ebs := `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: gp3-b}
+provisioner: ebs.csi.aws.com
+volumeBindingMode: Immediate
+allowedTopologies:
+  - matchLabelExpressions:
+      - {key: topology.ebs.csi.aws.com/zone, values: [us-east-1b]}
+---
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: db}
+spec:
+  accessModes: [ReadWriteOnce]
+  storageClassName: gp3-b
+  resources: {requests: {storage: 10Gi}}
+` + dep("db", "1", "db")
+	rep, _ = runReportScenario(t, ebs)
+	if rep.Pods.NeverRan != 0 || rep.Nodes.Launched == 0 {
+		t.Fatalf("EBS: %d pods never ran (%v), %d nodes", rep.Pods.NeverRan, rep.Pods.NeverRanReason, rep.Nodes.Launched)
+	}
+	for _, n := range rep.ByNode {
+		if n.Zone != "us-east-1b" {
+			t.Errorf("node %s in %s, want us-east-1b: the EBS volume's zone, as the class allows", n.Name, n.Zone)
 		}
 	}
 }
