@@ -11,15 +11,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/joiner-autoscaler/joiner/examples"
-	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
-	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -124,11 +119,9 @@ func readLive(ctx context.Context, kubeconfig string) (*plan.Objects, string, er
 		return nil, "", fmt.Errorf("--kubeconfig: %w", err)
 	}
 	cfg.Timeout = liveTimeout
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			return nil, "", err
-		}
+	scheme, err := plan.NewScheme()
+	if err != nil {
+		return nil, "", err
 	}
 	where := "the cluster at " + cfg.Host
 	c, err := client.New(cfg, client.Options{Scheme: scheme})

@@ -10,6 +10,8 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
@@ -22,8 +24,20 @@ import (
 // karpenter.sh/v1 NodePools or NodeClaims.
 var ErrNoCRD = errors.New("the cluster does not serve karpenter.sh/v1 NodePools and NodeClaims: install the CRDs first (kubectl apply -f pkg/apis/crds/, or the Helm chart)")
 
+// NewScheme knows every kind Read lists.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
 // Read lists the objects a plan reads from a live cluster: NodePools,
-// NodeClaims, EC2NodeClasses (when the cluster serves them), Nodes, Pods,
+// NodeClaims, EC2NodeClasses and NodeOverlays (when the cluster serves
+// them), Nodes, Pods,
 // DaemonSets, PodDisruptionBudgets, PersistentVolumeClaims,
 // PersistentVolumes and StorageClasses. It only reads. r's scheme must know
 // the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -21,6 +22,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
+	"github.com/joiner-autoscaler/joiner/pkg/plan"
 )
 
 // TestNodeOverlay: with the NodeOverlay gate on, the controller applies the
@@ -102,6 +104,30 @@ func TestNodeOverlay(t *testing.T) {
 		if q := it.Capacity["smarter-devices/fuse"]; q.Value() != 4 {
 			t.Errorf("m7i.large capacity %v, want the fuse overlay's 4 smarter-devices/fuse", it.Capacity)
 		}
+	}
+
+	// joiner plan on the live cluster reads the overlays too.
+	ps, err := plan.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := client.New(cfg, client.Options{Scheme: ps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := plan.Read(ctx, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := plan.Run(ctx, objs.Cluster(catalogTypes(t, catalog.Options{Region: "us-east-1"})), time.Now(), plan.Options{})
+	refused := ""
+	for _, o := range live.NodeOverlays {
+		if !o.Applied {
+			refused += o.Name
+		}
+	}
+	if len(live.NodeOverlays) != 3 || refused != "also-ten" {
+		t.Errorf("a live plan's overlays %+v, want all three, also-ten refused", live.NodeOverlays)
 	}
 
 	pendingPodWith(t, kc, "overlay-builder", func(p *corev1.Pod) {
