@@ -20,9 +20,9 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// differentialBatches is how many seeded batches the differential test
-// generates: go test ./pkg/provisioning/ -args -differential-batches=1000.
-var differentialBatches = flag.Int("differential-batches", 48, "seeded batches TestDecisionsDifferential generates")
+// differentialBatches is how many seeded batches the differential tests
+// generate: go test ./pkg/provisioning/ -args -differential-batches=1000.
+var differentialBatches = flag.Int("differential-batches", 48, "seeded batches TestDecisionsDifferential and TestConcurrentSolveIsSequential generate")
 
 // TestDecisionsDifferential plans generated batches under both Decisions.
 // Joiner's must place at least as many pods as Karpenter's, never leave a

@@ -38,6 +38,15 @@ type poolInfo struct {
 	offer map[string]bitset
 }
 
+// withOwnCaches is the pool with caches of its own, empty, for a plan
+// that runs beside one using p's.
+func (p *poolInfo) withOwnCaches() *poolInfo {
+	cp := *p
+	cp.used = nil
+	cp.compat, cp.fits, cp.offer, cp.orders = map[string]bitset{}, map[string]bitset{}, map[string]bitset{}, nil
+	return &cp
+}
+
 // offerable is the set of the pool's types whose zone and capacity-type
 // labels meet reqs' and that have an available offering reqs allow.
 func (p *poolInfo) offerable(reqs scheduling.Requirements) bitset {

@@ -40,6 +40,12 @@ type scheduler struct {
 	// byPods orders the claims by their pod count, then creation, for
 	// upstream's choice.
 	byPods []int
+	// memosShared: another plan reads nodeMemos and podMemos at the same
+	// time, so they are only read; objects they have no memo for (pods
+	// derived by relaxing) get fresh ones, not kept.
+	memosShared bool
+	// onFirstClaim, if set, is called when the first new claim is made.
+	onFirstClaim func()
 	// progress counts the pods placed; placed marks them by queue index.
 	progress int
 	placed   []bool
@@ -49,9 +55,13 @@ type scheduler struct {
 // in-flight claims, then on new NodeClaims from the highest-weight NodePool
 // that can run them. Pods are taken largest first (cpu, then memory); a pod
 // that fits nowhere has its preferences relaxed one at a time, and if it
-// still fits nowhere it is reported with a reason per NodePool.
+// still fits nowhere it is reported with a reason per NodePool. It plans
+// the batch's two ways at once (see Planner.Concurrent): a caller that
+// runs many Solves side by side makes a Planner instead.
 func Solve(ctx context.Context, snap *Snapshot) *Results {
-	return NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(ctx, snap)
+	pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
+	pl.Concurrent = true
+	return pl.Solve(ctx, snap)
 }
 
 // Planner holds what Solve prepares from NodePools, instance types and
@@ -62,20 +72,46 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // without one are remembered for one Solve only). A Planner is safe for
 // concurrent use; its Solves run one at a time.
 type Planner struct {
-	mu         sync.Mutex // Solves share the caches below: one at a time
-	nodeMemos  *nodeCache[*nodeMemo]
-	podMemos   *podCache[*podMemo]
-	dims       *dims
+	// Concurrent plans a batch's two ways (see Solve) at once, on two
+	// goroutines, for a host that solves one batch at a time and has a
+	// core to spare (the controller, joiner plan); a host that runs many
+	// Solves side by side already (the simulator, joiner tune) leaves it
+	// off. The plan is the same either way. Set it before the first Solve.
+	Concurrent bool
+
+	mu        sync.Mutex // Solves share the caches below: one at a time
+	dims      *dims
+	universe  map[string][]string
+	nodeMemos *nodeCache[*nodeMemo]
+	podMemos  *podCache[*podMemo]
+	// caches are Joiner's way's, and upstream's when the two ways run one
+	// after the other; altCaches are upstream's when they run at once
+	// (made on first need), so that the two never fill one map.
+	caches, altCaches *wayCaches
+}
+
+// wayCaches are what a way of planning fills as it runs: the NodePools,
+// with their instance-type caches, and classes' pool checks and node
+// requirements by class key. Each entry is what its key determines, so
+// which of two sets a plan uses changes nothing in the plan.
+type wayCaches struct {
 	pools      []*poolInfo
-	universe   map[string][]string
 	poolChecks map[uint64][]*classPool
 	reqsByKey  map[uint64]scheduling.Requirements
+}
+
+// newCall starts a Solve: caches grown too large start over.
+func (c *wayCaches) newCall() {
+	if c.poolChecks == nil || len(c.poolChecks) > 1<<12 {
+		c.poolChecks = map[uint64][]*classPool{}
+		c.reqsByKey = map[uint64]scheduling.Requirements{}
+	}
 }
 
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
 func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
 	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
-	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe,
+	return &Planner{dims: s.dims, universe: s.topo.universe, caches: &wayCaches{pools: s.pools},
 		nodeMemos: newNodeCache[*nodeMemo](1024), podMemos: newPodCache[*podMemo](1 << 18)}
 }
 
@@ -97,16 +133,16 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	defer pl.mu.Unlock()
 	pl.nodeMemos.NewCall(8 * len(snap.Nodes))
 	pl.podMemos.NewCall(0)
-	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
-		pl.poolChecks = map[uint64][]*classPool{}
-		pl.reqsByKey = map[uint64]scheduling.Requirements{}
-	}
+	pl.caches.newCall()
 	if snap.Decisions == DecisionsKarpenter {
 		res, _ := pl.solveAs(ctx, snap, true)
 		return res
 	}
+	if pl.Concurrent && len(snap.Pods) > 0 {
+		return pl.solveBoth(ctx, snap)
+	}
 	res, alike := pl.solveAs(ctx, snap, false)
-	if alike || len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0 || ctx.Err() != nil {
+	if alike || placedOnExisting(res) || ctx.Err() != nil {
 		return res
 	}
 	if alt, _ := pl.solveAs(ctx, snap, true); better(alt, res) {
@@ -115,22 +151,125 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	return res
 }
 
+// placedOnExisting: the plan places every pod, and on nodes that exist.
+func placedOnExisting(res *Results) bool {
+	return len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0
+}
+
+// solveBoth is Solve's two ways at once, with the same plan as one after
+// the other. Joiner's way adds the nodes and completes the memos of nodes
+// and pods first, alone: that meets every resource name of the batch, in
+// the order Joiner's way alone meets them, so the dimensions both ways
+// share are complete, and the same, before the two run side by side; from
+// then on the memos are only read. Upstream's way runs on caches of its
+// own. It starts once it may be needed: at once when there is no node
+// to place pods on, else when Joiner's way makes its first new claim or
+// ends with pods it could not place; and it is stopped when Joiner's plan
+// makes it needless.
+func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
+	j := pl.startAs(snap, false, pl.caches)
+	j.s.completeMemos(snap.Pods)
+	j.s.memosShared = true
+	oneClass := j.s.oneClassKey(snap.Pods)
+	if oneClass {
+		// Likely alike: find out before starting upstream's way.
+		if j.finish(snap); j.alike {
+			return j.run(ctx)
+		}
+	}
+	if pl.altCaches == nil {
+		pools := make([]*poolInfo, len(pl.caches.pools))
+		for i, p := range pl.caches.pools {
+			pools[i] = p.withOwnCaches()
+		}
+		pl.altCaches = &wayCaches{pools: pools}
+	}
+	pl.altCaches.newCall()
+	upCtx, stop := context.WithCancel(ctx)
+	var done chan struct{} // nil until upstream's way starts
+	var alt *Results
+	var panicked any
+	start := func() {
+		done = make(chan struct{})
+		go func() {
+			defer close(done)
+			defer func() { panicked = recover() }() // raised again below, to Solve's caller
+			u := pl.startAs(snap, true, pl.altCaches)
+			u.s.memosShared = true
+			u.finish(snap)
+			alt = u.run(upCtx)
+		}()
+	}
+	// However Solve returns, upstream's way has stopped by then: it fills
+	// pl.altCaches, which the next Solve uses.
+	defer func() {
+		stop()
+		if done != nil {
+			<-done
+		}
+	}()
+	if len(snap.Nodes) == 0 {
+		start()
+	} else {
+		j.s.onFirstClaim = start
+	}
+	if !oneClass {
+		j.finish(snap)
+	}
+	res := j.run(ctx)
+	if j.alike || placedOnExisting(res) || ctx.Err() != nil {
+		return res
+	}
+	if done == nil {
+		start()
+	}
+	if <-done; panicked != nil {
+		panic(panicked)
+	}
+	if better(alt, res) {
+		return alt
+	}
+	return res
+}
+
 // solveAs is one plan of the batch, upstream's way (pod order, node order,
-// emptiest claim first) or Joiner's; alike says every pod is of one class
-// that no topology constrains or counts.
+// emptiest claim first) or Joiner's, on the planner's first caches; alike
+// says every pod is of one class that no topology constrains or counts.
 func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
+	w := pl.startAs(snap, upstream, pl.caches)
+	w.finish(snap)
+	return w.run(ctx), w.alike
+}
+
+// prepared is one way of planning a batch in the making: its scheduler,
+// the nodes in its order, and once finished the pods' classes and the
+// pods in its order.
+type prepared struct {
+	s       *scheduler
+	nodes   []*Node
+	pods    []*corev1.Pod
+	classOf map[*corev1.Pod]*podClass
+	// alike: every pod is of one class that no topology constrains or
+	// counts (see bareAndAlike).
+	alike bool
+}
+
+// startAs starts a plan of the batch upstream's way (pod order, node
+// order, emptiest claim first) or Joiner's, with the caches c: the
+// scheduler, with the nodes added as targets.
+func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepared {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
 		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
 	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
 		// requirements depend on nothing else at all.
-		s.poolChecks, s.reqsByKey = pl.poolChecks, pl.reqsByKey
+		s.poolChecks, s.reqsByKey = c.poolChecks, c.reqsByKey
 	}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
-	for _, p := range pl.pools {
+	for _, p := range c.pools {
 		cp := *p
 		cp.used = nil
 		s.pools = append(s.pools, &cp)
@@ -139,15 +278,27 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (
 	if upstream {
 		nodes = upstreamNodeOrder(nodes)
 	}
-	pods := append([]*corev1.Pod(nil), snap.Pods...)
-	classOf := s.prepare(snap, nodes)
-	if upstream {
-		sort.SliceStable(pods, upstreamPodOrder(pods, classOf))
+	s.addNodes(nodes)
+	return &prepared{s: s, nodes: nodes}
+}
+
+// finish adds the pods' classes and puts the pods in the way's order.
+func (w *prepared) finish(snap *Snapshot) {
+	s := w.s
+	w.classOf = s.addClasses(snap, w.nodes)
+	w.pods = append([]*corev1.Pod(nil), snap.Pods...)
+	if s.upstream {
+		sort.SliceStable(w.pods, upstreamPodOrder(w.pods, w.classOf))
 	} else {
-		sort.SliceStable(pods, joinerPodOrder(pods, classOf))
+		sort.SliceStable(w.pods, joinerPodOrder(w.pods, w.classOf))
 	}
-	alike = bareAndAlike(pods, classOf)
-	res = &Results{}
+	w.alike = bareAndAlike(w.pods, w.classOf)
+}
+
+// run schedules the prepared batch and returns its plan.
+func (w *prepared) run(ctx context.Context) *Results {
+	s, pods, classOf := w.s, w.pods, w.classOf
+	res := &Results{}
 	failed := s.schedule(ctx, pods, classOf)
 	explained := map[*podClass]*PodError{}
 	for i, pod := range pods {
@@ -176,7 +327,7 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (
 	for _, cl := range s.claims {
 		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
 	}
-	return res, alike
+	return res
 }
 
 // bareAndAlike: the pods are all of one class, which no topology group
@@ -299,10 +450,15 @@ func newScheduler(snap *Snapshot) *scheduler {
 // class.
 func (s *scheduler) prepare(snap *Snapshot, nodes []*Node) map[*corev1.Pod]*podClass {
 	s.addNodes(nodes)
+	return s.addClasses(snap, nodes)
+}
+
+// addClasses is prepare after the nodes are added.
+func (s *scheduler) addClasses(snap *Snapshot, nodes []*Node) map[*corev1.Pod]*podClass {
 	classOf := make(map[*corev1.Pod]*podClass, len(snap.Pods))
 	for _, p := range snap.Pods {
 		if snap.IgnorePreferences {
-			classOf[p] = s.classFor(WithoutPreferences(p))
+			classOf[p] = s.derivedClassFor(WithoutPreferences(p), s.podVec(p))
 		} else {
 			classOf[p] = s.classFor(p)
 		}
@@ -344,10 +500,24 @@ func (s *scheduler) addNodes(nodes []*Node) {
 }
 
 // classFor returns the pod's class, creating it (and its topology groups).
-func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
+func (s *scheduler) classFor(pod *corev1.Pod) *podClass { return s.classWith(pod, s.podMemoOf(pod)) }
+
+// derivedClassFor is classFor for a pod derived from another (relaxed, or
+// without its preferences), which has its requests: they are not computed
+// again, so no plan that shares its memos with another meets a resource
+// name anew there.
+func (s *scheduler) derivedClassFor(pod *corev1.Pod, requests vec) *podClass {
+	pm := s.podMemoOf(pod)
+	if pm.vec == nil {
+		pm.vec = requests
+	}
+	return s.classWith(pod, pm)
+}
+
+// classWith is classFor with the pod's memo at hand.
+func (s *scheduler) classWith(pod *corev1.Pod, pm *podMemo) *podClass {
 	// Most pods belong to a class met before: find it by the cached key
 	// before computing anything.
-	pm := s.podMemoOf(pod)
 	if pm.keyKnown {
 		if c, ok := s.classes[pm.key]; ok {
 			return c
@@ -432,7 +602,7 @@ func (s *scheduler) relaxedClass(c *podClass) *podClass {
 	if !c.relaxedReady {
 		c.relaxedReady = true
 		if p, ok := relax(c.spec); ok {
-			c.relaxed = s.classFor(p)
+			c.relaxed = s.derivedClassFor(p, c.requests)
 			s.finishClass(c.relaxed)
 		}
 	}
@@ -681,11 +851,58 @@ func hasAnti(n *Node, m *nodeMemo) bool {
 }
 
 // memoOf returns the node's memo as the Planner or FilterCache running
-// this scheduler keeps it (a fresh one when it keeps none).
-func (s *scheduler) memoOf(n *Node) *nodeMemo { return memoIn(s.nodeMemos, n) }
+// this scheduler keeps it (a fresh one when it keeps none, or when it
+// shares them and has none).
+func (s *scheduler) memoOf(n *Node) *nodeMemo {
+	if s.memosShared {
+		return peekIn(s.nodeMemos, n)
+	}
+	return memoIn(s.nodeMemos, n)
+}
 
 // podMemoOf is memoOf for a pod.
-func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo { return memoIn(s.podMemos, p) }
+func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
+	if s.memosShared {
+		return peekIn(s.podMemos, p)
+	}
+	return memoIn(s.podMemos, p)
+}
+
+// completeMemos fills in every field a plan reads of the memos of the
+// added nodes and of the pods, so that plans can then share them, only
+// reading (see memosShared). The pods' vectors are made in their order,
+// as addClasses would.
+func (s *scheduler) completeMemos(pods []*corev1.Pod) {
+	for _, e := range s.existing {
+		hasAnti(e.node, e.memo)
+	}
+	for _, p := range pods {
+		m := s.podMemoOf(p)
+		if v := s.podVecOf(p, m); !m.keyKnown {
+			m.key, m.keyKnown = classKey(p, v), true
+		}
+	}
+}
+
+// oneClassKey: every pod has the class key of the first (so the batch
+// may be alike; see bareAndAlike).
+func (s *scheduler) oneClassKey(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if s.podMemoOf(p).key != s.podMemoOf(pods[0]).key {
+			return false
+		}
+	}
+	return true
+}
+
+// peekIn is memoIn for caches only read: a fresh memo, not kept, for an
+// object the cache has none for.
+func peekIn[P comparable, K comparable, M any](c *objcache.Cache[P, K, *M], p P) *M {
+	if m, ok := c.Peek(p); ok {
+		return m
+	}
+	return new(M)
+}
 
 // memoIn returns the memo a cache keeps for an object, putting a fresh one
 // there first (and only returning one when the cache is nil).

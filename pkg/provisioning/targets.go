@@ -408,6 +408,10 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		return nil, err
 	}
 	s.claims = append(s.claims, cl)
+	if s.onFirstClaim != nil {
+		s.onFirstClaim()
+		s.onFirstClaim = nil
+	}
 	if s.upstream {
 		s.addClaimUpstream(len(s.claims) - 1)
 	}
