@@ -792,15 +792,19 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	reqs := cl.reqs.Copy()
 	delete(reqs, v1.LabelHostname)
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
-	var its []*cloudprovider.InstanceType
+	// Room for every candidate at once: there are hundreds, often.
+	its := make([]*cloudprovider.InstanceType, 0, cl.candidates.count())
 	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {
 		if cl.candidates.has(i) {
-			if its == nil {
+			if len(its) == 0 {
 				daemon = cl.pool.its[i].daemon
 			}
 			its = append(its, cl.pool.its[i].it)
 		}
+	}
+	if len(its) == 0 {
+		its = nil // as before it was made with room
 	}
 	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
 		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
