@@ -154,3 +154,26 @@ func podNames(pods []*corev1.Pod) string {
 	}
 	return strings.Join(out, ",")
 }
+
+// TestPlansCompareAsTheirResults: Solve compares two ways' plans by
+// pending and price before making either's Results; those must be the
+// Results' count of unschedulable pods and Price, to the bit.
+func TestPlansCompareAsTheirResults(t *testing.T) {
+	stopped, cancel := context.WithCancel(context.Background())
+	cancel()
+	for seed := int64(1); seed <= int64(*differentialBatches); seed++ {
+		snap := generateBatch(rand.New(rand.NewSource(seed))).snap
+		for _, upstream := range []bool{false, true} {
+			for _, ctx := range []context.Context{context.Background(), stopped} {
+				pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
+				w := pl.planAs(ctx, snap, upstream)
+				pending, price := w.pending(), w.price()
+				res := w.results()
+				if pending != len(res.Unschedulable) || price != res.Price() {
+					t.Errorf("seed %d, upstream %v: pending %d, price %v; the results have %d and %v",
+						seed, upstream, pending, price, len(res.Unschedulable), res.Price())
+				}
+			}
+		}
+	}
+}

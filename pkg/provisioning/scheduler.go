@@ -135,25 +135,19 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.podMemos.NewCall(0)
 	pl.caches.newCall()
 	if snap.Decisions == DecisionsKarpenter {
-		res, _ := pl.solveAs(ctx, snap, true)
-		return res
+		return pl.planAs(ctx, snap, true).results()
 	}
 	if pl.Concurrent && len(snap.Pods) > 0 {
 		return pl.solveBoth(ctx, snap)
 	}
-	res, alike := pl.solveAs(ctx, snap, false)
-	if alike || placedOnExisting(res) || ctx.Err() != nil {
-		return res
+	j := pl.planAs(ctx, snap, false)
+	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
 	}
-	if alt, _ := pl.solveAs(ctx, snap, true); better(alt, res) {
-		return alt
+	if u := pl.planAs(ctx, snap, true); u.better(j) {
+		return u.results()
 	}
-	return res
-}
-
-// placedOnExisting: the plan places every pod, and on nodes that exist.
-func placedOnExisting(res *Results) bool {
-	return len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0
+	return j.results()
 }
 
 // solveBoth is Solve's two ways at once, with the same plan as one after
@@ -174,7 +168,8 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	if oneClass {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
-			return j.run(ctx)
+			j.run(ctx)
+			return j.results()
 		}
 	}
 	if pl.altCaches == nil {
@@ -187,17 +182,18 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	pl.altCaches.newCall()
 	upCtx, stop := context.WithCancel(ctx)
 	var done chan struct{} // nil until upstream's way starts
-	var alt *Results
+	var u *prepared
 	var panicked any
 	start := func() {
 		done = make(chan struct{})
 		go func() {
 			defer close(done)
 			defer func() { panicked = recover() }() // raised again below, to Solve's caller
-			u := pl.startAs(snap, true, pl.altCaches)
-			u.s.memosShared = true
-			u.finish(snap)
-			alt = u.run(upCtx)
+			w := pl.startAs(snap, true, pl.altCaches)
+			w.s.memosShared = true
+			w.finish(snap)
+			w.run(upCtx)
+			u = w
 		}()
 	}
 	// However Solve returns, upstream's way has stopped by then: it fills
@@ -216,9 +212,9 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	if !oneClass {
 		j.finish(snap)
 	}
-	res := j.run(ctx)
-	if j.alike || placedOnExisting(res) || ctx.Err() != nil {
-		return res
+	j.run(ctx)
+	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
 	}
 	if done == nil {
 		start()
@@ -226,24 +222,24 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	if <-done; panicked != nil {
 		panic(panicked)
 	}
-	if better(alt, res) {
-		return alt
+	if u.better(j) {
+		return u.results()
 	}
-	return res
+	return j.results()
 }
 
-// solveAs is one plan of the batch, upstream's way (pod order, node order,
-// emptiest claim first) or Joiner's, on the planner's first caches; alike
-// says every pod is of one class that no topology constrains or counts.
-func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
+// planAs plans the batch upstream's way (pod order, node order, emptiest
+// claim first) or Joiner's, on the planner's first caches.
+func (pl *Planner) planAs(ctx context.Context, snap *Snapshot, upstream bool) *prepared {
 	w := pl.startAs(snap, upstream, pl.caches)
 	w.finish(snap)
-	return w.run(ctx), w.alike
+	w.run(ctx)
+	return w
 }
 
 // prepared is one way of planning a batch in the making: its scheduler,
-// the nodes in its order, and once finished the pods' classes and the
-// pods in its order.
+// the nodes in its order, once finished the pods' classes and the pods in
+// its order, and once run what stopped it short.
 type prepared struct {
 	s       *scheduler
 	nodes   []*Node
@@ -252,6 +248,8 @@ type prepared struct {
 	// alike: every pod is of one class that no topology constrains or
 	// counts (see bareAndAlike).
 	alike bool
+	// failed is, per pod, ctx's error if the pass stopped before it.
+	failed []error
 }
 
 // startAs starts a plan of the batch upstream's way (pod order, node
@@ -295,11 +293,40 @@ func (w *prepared) finish(snap *Snapshot) {
 	w.alike = bareAndAlike(w.pods, w.classOf)
 }
 
-// run schedules the prepared batch and returns its plan.
-func (w *prepared) run(ctx context.Context) *Results {
-	s, pods, classOf := w.s, w.pods, w.classOf
+// run schedules the prepared batch. Its plan is results; pending and
+// price compare it with another way's before that.
+func (w *prepared) run(ctx context.Context) {
+	w.failed = w.s.schedule(ctx, w.pods, w.classOf)
+}
+
+// pending is how many pods the plan leaves unschedulable: those it did not
+// place (the invalid ones, and those ctx stopped it before, among them).
+func (w *prepared) pending() int { return len(w.pods) - w.s.progress }
+
+// price is results' Price, without making the plans of its claims.
+func (w *prepared) price() float64 {
+	total := 0.0
+	for _, cl := range w.s.claims {
+		total += cl.price()
+	}
+	return total
+}
+
+// placedOnExisting: the plan places every pod, and on nodes that exist.
+func (w *prepared) placedOnExisting() bool { return len(w.s.claims) == 0 && w.pending() == 0 }
+
+// better says plan w places more pods than o, or as many more cheaply.
+func (w *prepared) better(o *prepared) bool {
+	if a, b := w.pending(), o.pending(); a != b {
+		return a < b
+	}
+	return w.price() < o.price()-1e-9
+}
+
+// results is the plan, with reasons for the pods it leaves pending.
+func (w *prepared) results() *Results {
+	s, pods, classOf, failed := w.s, w.pods, w.classOf, w.failed
 	res := &Results{}
-	failed := s.schedule(ctx, pods, classOf)
 	explained := map[*podClass]*PodError{}
 	for i, pod := range pods {
 		c := classOf[pod]
@@ -410,14 +437,6 @@ func (s *scheduler) lastRelaxed(c *podClass) *podClass {
 		c = r
 	}
 	return c
-}
-
-// better says plan a places more pods than b, or as many more cheaply.
-func better(a, b *Results) bool {
-	if len(a.Unschedulable) != len(b.Unschedulable) {
-		return len(a.Unschedulable) < len(b.Unschedulable)
-	}
-	return a.Price() < b.Price()-1e-9
 }
 
 // Price is the hourly price of the plan's new NodeClaims.

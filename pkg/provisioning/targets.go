@@ -172,6 +172,18 @@ func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]str
 	}
 }
 
+// price is the Price of the claim's plan (see finalize): its cheapest
+// type's cheapest offering its requirements allow.
+func (cl *claim) price() float64 {
+	zone, ct := cl.reqs.Get(v1.LabelZone), cl.reqs.Get(v1.LabelCapacityType)
+	for _, i := range cl.pool.priceOrder(zone, ct) {
+		if cl.candidates.has(i) {
+			return cl.pool.its[i].it.Offerings.CheapestPriceWith(zone, ct)
+		}
+	}
+	return 0
+}
+
 // claimUpdate is the state a claim moves to when a pod joins it.
 type claimUpdate struct {
 	reqs       scheduling.Requirements
