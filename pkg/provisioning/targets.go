@@ -74,8 +74,7 @@ func (e *existingTarget) check(s *scheduler, c *podClass) (error, bool) {
 		}
 	}
 	if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
-		var te *topologyError
-		return err, errors.As(err, &te) && te.permanent
+		return err, permanentTopology(err)
 	}
 	return nil, false
 }
@@ -86,6 +85,15 @@ func (e *existingTarget) add(s *scheduler, c *podClass, pod *corev1.Pod) {
 	e.ports = append(e.ports, c.hostPorts...)
 	e.added = append(e.added, pod)
 	s.topo.record(c, existingDomains(e.node))
+}
+
+// permanentTopology says a topology.check error is permanent for the
+// class. Its errors come unwrapped (see reject): a type assertion, not
+// errors.As, which costs more than the check on the claims a spread
+// class tries and is refused by, tens of thousands a large batch.
+func permanentTopology(err error) bool {
+	te, ok := err.(*topologyError)
+	return ok && te.permanent
 }
 
 func withoutTaint(taints []corev1.Taint, drop corev1.Taint) []corev1.Taint {
@@ -226,12 +234,11 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) {
 		return nil, errNoRoom, true
 	}
-	total := cl.requests.plus(c.requests)
 	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
 	if err != nil {
-		var te *topologyError
-		return nil, err, errors.As(err, &te) && te.permanent
+		return nil, err, permanentTopology(err)
 	}
+	total := cl.requests.plus(c.requests)
 	reqs = narrowed(reqs, narrow)
 	recheckKeys, recheck := cl.recheckKeys(c, narrow)
 	cand, maxAlloc, fitAny := cl.holding(cp.candidates, total, reqs, recheckKeys, recheck)
