@@ -168,13 +168,12 @@ func (p *poolInfo) withinLimits(capacity vec, d *dims) bool {
 	if !p.hasLimits {
 		return true
 	}
-	nodesDim := d.index[corev1.ResourceName("nodes")]
 	for i, l := range p.limits {
 		if l < 0 {
 			continue
 		}
 		need := capacity.get(i)
-		if i == nodesDim && d.names[i] == "nodes" {
+		if i == d.nodes {
 			need = 1
 		}
 		if p.used.get(i)+need > l {
