@@ -162,9 +162,12 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 // makes it needless.
 func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	j := pl.startAs(snap, false, pl.caches)
-	j.s.completeMemos(snap.Pods)
+	// Without preferences, the pods' classes are those of pods derived
+	// from them: their own class keys would be made for nothing, and say
+	// nothing of the batch being alike.
+	j.s.completeMemos(snap.Pods, !snap.IgnorePreferences)
 	j.s.memosShared = true
-	oneClass := j.s.oneClassKey(snap.Pods)
+	oneClass := snap.IgnorePreferences || j.s.oneClassKey(snap.Pods)
 	if oneClass {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
@@ -892,16 +895,16 @@ func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
 }
 
 // completeMemos fills in every field a plan reads of the memos of the
-// added nodes and of the pods, so that plans can then share them, only
-// reading (see memosShared). The pods' vectors are made in their order,
-// as addClasses would.
-func (s *scheduler) completeMemos(pods []*corev1.Pod) {
+// added nodes and of the pods (their class keys only with keys), so that
+// plans can then share them, only reading (see memosShared). The pods'
+// vectors are made in their order, as addClasses would.
+func (s *scheduler) completeMemos(pods []*corev1.Pod, keys bool) {
 	for _, e := range s.existing {
 		hasAnti(e.node, e.memo)
 	}
 	for _, p := range pods {
 		m := s.podMemoOf(p)
-		if v := s.podVecOf(p, m); !m.keyKnown {
+		if v := s.podVecOf(p, m); keys && !m.keyKnown {
 			m.key, m.keyKnown = classKey(p, v), true
 		}
 	}
