@@ -898,15 +898,62 @@ func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
 // added nodes and of the pods (their class keys only with keys), so that
 // plans can then share them, only reading (see memosShared). The pods'
 // vectors are made in their order, as addClasses would.
+//
+// What takes the time, the pods' requests and class keys, is worked out on
+// two goroutines; turning requests into vectors, which may add dimensions,
+// is done in order on one. A memo that several of the pods share is
+// filled once.
 func (s *scheduler) completeMemos(pods []*corev1.Pod, keys bool) {
 	for _, e := range s.existing {
 		hasAnti(e.node, e.memo)
 	}
-	for _, p := range pods {
+	memos := make([]*podMemo, len(pods))
+	var vecs, keyed []int // the pods whose memo lacks its vector, its key
+	for i, p := range pods {
 		m := s.podMemoOf(p)
-		if v := s.podVecOf(p, m); keys && !m.keyKnown {
-			m.key, m.keyKnown = classKey(p, v), true
+		memos[i] = m
+		if m.vec == nil {
+			vecs = append(vecs, i)
 		}
+		if keys && !m.keyKnown {
+			m.keyKnown = true // taken: the key is made below, once
+			keyed = append(keyed, i)
+		}
+	}
+	requests := make([]corev1.ResourceList, len(vecs))
+	inHalves(len(vecs), func(k int) { requests[k] = scheduling.PodRequests(pods[vecs[k]]) })
+	for k, i := range vecs {
+		if memos[i].vec == nil {
+			memos[i].vec = s.dims.vec(requests[k])
+		}
+	}
+	inHalves(len(keyed), func(k int) {
+		i := keyed[k]
+		memos[i].key = classKey(pods[i], memos[i].vec)
+	})
+}
+
+// inHalves calls f for 0 … n-1, the second half on a goroutine of its own
+// when there are enough to pay for one; a panic there is raised again here.
+func inHalves(n int, f func(int)) {
+	if n < 256 {
+		for k := 0; k < n; k++ {
+			f(k)
+		}
+		return
+	}
+	done := make(chan any, 1)
+	go func() {
+		defer func() { done <- recover() }()
+		for k := n / 2; k < n; k++ {
+			f(k)
+		}
+	}()
+	for k := 0; k < n/2; k++ {
+		f(k)
+	}
+	if p := <-done; p != nil {
+		panic(p)
 	}
 }
 
