@@ -40,6 +40,8 @@ type poolInfo struct {
 	multiKeys []string
 	// offer caches offerable by zone and capacity-type requirement.
 	offer map[string]bitset
+	// fit indexes its by allocatable; made with the pool, only read.
+	fit *fitIndex
 }
 
 // withOwnCaches is the pool with caches of its own, empty, for a plan
@@ -139,6 +141,7 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets 
 		}
 		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon, daemonPorts: ports})
 	}
+	p.fit = newFitIndex(p.its)
 	multi := map[string]bool{}
 	for _, it := range p.its {
 		for k, r := range it.it.Requirements {

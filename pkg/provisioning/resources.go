@@ -151,7 +151,7 @@ func sumFitsIn(a, b, capacity vec) bool {
 
 // maxInto raises dst to o elementwise, growing dst as needed.
 func maxInto(dst vec, o vec) vec {
-	if dst == nil {
+	if dst == nil && len(o) > 0 {
 		dst = make(vec, len(o)) // at once, not grown a zero at a time
 	}
 	for len(dst) < len(o) {

@@ -307,35 +307,28 @@ func (cl *claim) recheckKeys(c *podClass, narrow map[string]string) ([]string, b
 func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirements, recheckKeys []string, recheck bool) (bitset, vec, bool) {
 	cand := cl.candidates.clone()
 	cand.and(poolCand)
-	var maxAlloc vec
-	fitAny := false
-	// Zone and capacity type are rechecked against the pool's cached
-	// answer for the pair; other keys type by type.
-	var offerable bitset
-	var others []string
+	cl.pool.fit.keepHolding(cand, total)
+	fitAny := cand.count() > 0
 	if recheck {
-		offerable = cl.pool.offerable(reqs)
+		// Zone and capacity type are rechecked against the pool's cached
+		// answer for the pair; other keys type by type.
+		cand.and(cl.pool.offerable(reqs))
+		var others []string
 		for _, k := range recheckKeys {
 			if k != v1.LabelZone && k != v1.LabelCapacityType {
 				others = append(others, k)
 			}
 		}
+		if len(others) > 0 {
+			cand.each(func(i int) bool {
+				if !keysIntersect(cl.pool.its[i].it.Requirements, reqs, others) {
+					cand.clear(i)
+				}
+				return true
+			})
+		}
 	}
-	cand.each(func(i int) bool {
-		it := cl.pool.its[i]
-		if !total.fitsIn(it.alloc) {
-			cand.clear(i)
-			return true
-		}
-		fitAny = true
-		if recheck && (!offerable.has(i) || len(others) > 0 && !keysIntersect(it.it.Requirements, reqs, others)) {
-			cand.clear(i)
-			return true
-		}
-		maxAlloc = maxInto(maxAlloc, it.alloc)
-		return true
-	})
-	return cand, maxAlloc, fitAny
+	return cand, cl.pool.fit.maxAlloc(cand, cl.pool.its), fitAny
 }
 
 // checkMinValues: each requirement with minValues must still be spanned by
