@@ -636,6 +636,7 @@ func (s *scheduler) recordExisting(nodes []*Node) {
 	if len(s.topo.ordered) == 0 && !s.anyAntiAffinity() {
 		return // nothing to count
 	}
+	groups := len(s.topo.ordered)
 	owned := map[*corev1.Pod][]*topoGroup{}
 	for _, n := range nodes {
 		for _, p := range n.Pods {
@@ -654,6 +655,9 @@ func (s *scheduler) recordExisting(nodes []*Node) {
 		}
 	}
 	// Groups created above from bound pods select pending classes too.
+	if len(s.topo.ordered) == groups {
+		return // none was: every class is linked to every group already
+	}
 	for _, c := range s.sortedClasses() {
 		c.selected = nil
 		c.matchedBy, c.antiMatchedBy, c.topoKeys = nil, nil, nil
