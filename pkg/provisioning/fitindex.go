@@ -2,42 +2,43 @@ package provisioning
 
 import "sort"
 
-// fitIndex answers two questions about a pool's instance types that a
-// claim asks each time a pod joins it: which of them still hold its
-// requests, and the largest allocatable among those left. Per dimension
-// it keeps the types' allocatable values, distinct and largest first,
-// each with the set of types that have at least that much; so the first
-// answer is a few word operations per dimension instead of a pass over
-// hundreds of types, and the second usually stops at the first type it
-// looks at.
+// fitIndex answers two questions about a vector per instance type of a
+// pool (allocatable, capacity) that a claim asks each time a pod joins
+// it: which types' vectors still hold its requests, and the largest
+// vector among a set of types. Per dimension it keeps the types' values,
+// distinct and largest first, each with the set of types that have at
+// least that much; so the first answer is a few word operations per
+// dimension instead of a pass over hundreds of types, and the second
+// usually stops at the first type it looks at.
 type fitIndex struct {
+	vecs []vec // by type
 	dims []dimIndex
 }
 
 type dimIndex struct {
-	vals    []int64  // the types' allocatable here, distinct, largest first
+	vals    []int64  // the types' values here, distinct, largest first
 	atLeast []bitset // atLeast[k]: the types with at least vals[k]
-	order   []int    // the types, largest allocatable here first
+	order   []int    // the types, largest value here first
 }
 
-func newFitIndex(its []*itInfo) *fitIndex {
+func newFitIndex(vecs []vec) *fitIndex {
 	n := 0
-	for _, it := range its {
-		n = max(n, len(it.alloc))
+	for _, v := range vecs {
+		n = max(n, len(v))
 	}
-	f := &fitIndex{dims: make([]dimIndex, n)}
+	f := &fitIndex{vecs: vecs, dims: make([]dimIndex, n)}
 	for d := range f.dims {
 		di := &f.dims[d]
-		di.order = make([]int, len(its))
-		for i := range its {
+		di.order = make([]int, len(vecs))
+		for i := range vecs {
 			di.order[i] = i
 		}
-		sort.SliceStable(di.order, func(a, b int) bool { return its[di.order[a]].alloc.get(d) > its[di.order[b]].alloc.get(d) })
-		set := newBitset(len(its))
+		sort.SliceStable(di.order, func(a, b int) bool { return vecs[di.order[a]].get(d) > vecs[di.order[b]].get(d) })
+		set := newBitset(len(vecs))
 		for k, i := range di.order {
 			set.set(i)
-			v := its[i].alloc.get(d)
-			if k+1 < len(di.order) && its[di.order[k+1]].alloc.get(d) == v {
+			v := vecs[i].get(d)
+			if k+1 < len(di.order) && vecs[di.order[k+1]].get(d) == v {
 				continue // the set for v is complete after its last type
 			}
 			di.vals = append(di.vals, v)
@@ -47,8 +48,8 @@ func newFitIndex(its []*itInfo) *fitIndex {
 	return f
 }
 
-// keepHolding keeps in cand the types whose allocatable holds total, as
-// total.fitsIn(alloc) says: in each dimension total asks anything of, at
+// keepHolding keeps in cand the types whose vector holds total, as
+// total.fitsIn(vector) says: in each dimension total asks anything of, at
 // least as much.
 func (f *fitIndex) keepHolding(cand bitset, total vec) {
 	for d, x := range total {
@@ -70,9 +71,9 @@ func (f *fitIndex) keepHolding(cand bitset, total vec) {
 	}
 }
 
-// maxAlloc is maxInto over the allocatable of cand's types, from nil: nil
-// when cand is empty.
-func (f *fitIndex) maxAlloc(cand bitset, its []*itInfo) vec {
+// max is maxInto over the vectors of cand's types, from nil: nil when
+// cand is empty.
+func (f *fitIndex) max(cand bitset) vec {
 	if len(f.dims) == 0 || cand.count() == 0 {
 		return nil
 	}
@@ -80,7 +81,7 @@ func (f *fitIndex) maxAlloc(cand bitset, its []*itInfo) vec {
 	for d := range f.dims {
 		for _, i := range f.dims[d].order {
 			if cand.has(i) {
-				out[d] = max(0, its[i].alloc.get(d))
+				out[d] = max(0, f.vecs[i].get(d))
 				break
 			}
 		}

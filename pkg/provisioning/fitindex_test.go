@@ -6,25 +6,24 @@ import (
 	"testing"
 )
 
-// TestFitIndexIsTheTypeByTypePass: keepHolding and maxAlloc answer as the
+// TestFitIndexIsTheTypeByTypePass: keepHolding and max answer as the
 // pass over every type they replace, on random pools (values repeated,
 // zero and negative, vectors of several lengths), candidate sets and
 // totals (longer than any type's vector, too).
 func TestFitIndexIsTheTypeByTypePass(t *testing.T) {
 	r := rand.New(rand.NewSource(1))
 	for round := 0; round < 2000; round++ {
-		its := make([]*itInfo, r.Intn(140))
-		for i := range its {
-			alloc := make(vec, 3+r.Intn(3))
-			for d := range alloc {
-				alloc[d] = int64(r.Intn(12) - 2)
+		vecs := make([]vec, r.Intn(140))
+		for i := range vecs {
+			vecs[i] = make(vec, 3+r.Intn(3))
+			for d := range vecs[i] {
+				vecs[i][d] = int64(r.Intn(12) - 2)
 			}
-			its[i] = &itInfo{alloc: alloc}
 		}
-		f := newFitIndex(its)
+		f := newFitIndex(vecs)
 		for q := 0; q < 20; q++ {
-			cand := newBitset(len(its))
-			for i := range its {
+			cand := newBitset(len(vecs))
+			for i := range vecs {
 				if r.Intn(4) != 0 {
 					cand.set(i)
 				}
@@ -37,18 +36,18 @@ func TestFitIndexIsTheTypeByTypePass(t *testing.T) {
 			want := cand.clone()
 			var wantMax vec
 			want.each(func(i int) bool {
-				if !total.fitsIn(its[i].alloc) {
+				if !total.fitsIn(vecs[i]) {
 					want.clear(i)
 				} else {
-					wantMax = maxInto(wantMax, its[i].alloc)
+					wantMax = maxInto(wantMax, vecs[i])
 				}
 				return true
 			})
 			got := cand.clone()
 			f.keepHolding(got, total)
-			gotMax := f.maxAlloc(got, its)
+			gotMax := f.max(got)
 			if fmt.Sprint(got) != fmt.Sprint(want) || (gotMax == nil) != (wantMax == nil) || !sameVec(gotMax, wantMax) {
-				t.Fatalf("round %d: total %v over %d types: kept %v max %v, want %v max %v", round, total, len(its), got, gotMax, want, wantMax)
+				t.Fatalf("round %d: total %v over %d types: kept %v max %v, want %v max %v", round, total, len(vecs), got, gotMax, want, wantMax)
 			}
 		}
 	}

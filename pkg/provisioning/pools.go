@@ -40,8 +40,9 @@ type poolInfo struct {
 	multiKeys []string
 	// offer caches offerable by zone and capacity-type requirement.
 	offer map[string]bitset
-	// fit indexes its by allocatable; made with the pool, only read.
-	fit *fitIndex
+	// fit and capFit index its by allocatable and by capacity; made with
+	// the pool, only read.
+	fit, capFit *fitIndex
 }
 
 // withOwnCaches is the pool with caches of its own, empty, for a plan
@@ -141,7 +142,11 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets 
 		}
 		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon, daemonPorts: ports})
 	}
-	p.fit = newFitIndex(p.its)
+	allocs, capacities := make([]vec, len(p.its)), make([]vec, len(p.its))
+	for i, it := range p.its {
+		allocs[i], capacities[i] = it.alloc, it.capacity
+	}
+	p.fit, p.capFit = newFitIndex(allocs), newFitIndex(capacities)
 	multi := map[string]bool{}
 	for _, it := range p.its {
 		for k, r := range it.it.Requirements {

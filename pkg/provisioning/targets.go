@@ -328,7 +328,7 @@ func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirement
 			})
 		}
 	}
-	return cand, cl.pool.fit.maxAlloc(cand, cl.pool.its), fitAny
+	return cand, cl.pool.fit.max(cand), fitAny
 }
 
 // checkMinValues: each requirement with minValues must still be spanned by
@@ -389,8 +389,10 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	if cp.err != nil {
 		return nil, cp.err
 	}
-	cand := cp.candidates.clone()
-	if p.hasLimits {
+	cand, maxAlloc := cp.candidates.clone(), cp.maxAlloc
+	// The limits rule out the types too large for what is left of them:
+	// none when the largest capacity among the candidates fits.
+	if p.hasLimits && !p.withinLimits(p.capFit.max(cand), s.dims) {
 		cand.each(func(i int) bool {
 			if !p.withinLimits(p.its[i].capacity, s.dims) {
 				cand.clear(i)
@@ -400,11 +402,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		if cand.count() == 0 {
 			return nil, errors.New(p.limitsReason(s.dims))
 		}
-	}
-	maxAlloc := cp.maxAlloc
-	if p.hasLimits {
-		maxAlloc = nil
-		cand.each(func(i int) bool { maxAlloc = maxInto(maxAlloc, p.its[i].alloc); return true })
+		maxAlloc = p.fit.max(cand)
 	}
 	name := fmt.Sprintf("%s-%05d", p.np.Name, len(s.claims)+1)
 	reqs := p.reqs.Copy()
@@ -428,9 +426,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		s.addClaimUpstream(len(s.claims) - 1)
 	}
 	if p.hasLimits {
-		var largest vec
-		cl.candidates.each(func(i int) bool { largest = maxInto(largest, p.its[i].capacity); return true })
-		p.consume(largest, s.dims)
+		p.consume(p.capFit.max(cl.candidates), s.dims) // the largest it may be
 	}
 	return cl, nil
 }
