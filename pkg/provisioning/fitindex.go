@@ -1,6 +1,10 @@
 package provisioning
 
-import "sort"
+import (
+	"cmp"
+	"slices"
+	"sort"
+)
 
 // fitIndex answers two questions about a vector per instance type of a
 // pool (allocatable, capacity) that a claim asks each time a pod joins
@@ -27,22 +31,45 @@ func newFitIndex(vecs []vec) *fitIndex {
 		n = max(n, len(v))
 	}
 	f := &fitIndex{vecs: vecs, dims: make([]dimIndex, n)}
+	type valued struct {
+		v int64
+		i int
+	}
+	byValue := make([]valued, len(vecs))
 	for d := range f.dims {
+		for i, v := range vecs {
+			byValue[i] = valued{v.get(d), i}
+		}
+		// Largest first, ties in type order.
+		slices.SortFunc(byValue, func(a, b valued) int {
+			if c := cmp.Compare(b.v, a.v); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.i, b.i)
+		})
+		distinct := 0
+		for k, x := range byValue {
+			if k+1 == len(byValue) || byValue[k+1].v != x.v {
+				distinct++
+			}
+		}
 		di := &f.dims[d]
 		di.order = make([]int, len(vecs))
-		for i := range vecs {
-			di.order[i] = i
-		}
-		sort.SliceStable(di.order, func(a, b int) bool { return vecs[di.order[a]].get(d) > vecs[di.order[b]].get(d) })
+		di.vals = make([]int64, 0, distinct)
+		di.atLeast = make([]bitset, 0, distinct)
+		words := len(newBitset(len(vecs)))
+		backing := make(bitset, distinct*words) // all the sets, in one
 		set := newBitset(len(vecs))
-		for k, i := range di.order {
-			set.set(i)
-			v := vecs[i].get(d)
-			if k+1 < len(di.order) && vecs[di.order[k+1]].get(d) == v {
-				continue // the set for v is complete after its last type
+		for k, x := range byValue {
+			di.order[k] = x.i
+			set.set(x.i)
+			if k+1 < len(byValue) && byValue[k+1].v == x.v {
+				continue // the set for x.v is complete after its last type
 			}
-			di.vals = append(di.vals, v)
-			di.atLeast = append(di.atLeast, set.clone())
+			at := backing[len(di.atLeast)*words : (len(di.atLeast)+1)*words : (len(di.atLeast)+1)*words]
+			copy(at, set)
+			di.vals = append(di.vals, x.v)
+			di.atLeast = append(di.atLeast, at)
 		}
 	}
 	return f
