@@ -38,7 +38,7 @@ func TestConcurrentSolveIsSequential(t *testing.T) {
 		t.Run(fmt.Sprint(i+1), func(t *testing.T) {
 			seq := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
 			con := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
-			con.Concurrent = true
+			con.Concurrent, con.minConcurrent = true, 1 // however few the pods
 			for _, d := range []Decisions{DecisionsJoiner, DecisionsKarpenter, DecisionsJoiner} {
 				s := *snap
 				s.Decisions = d
@@ -61,7 +61,7 @@ func TestConcurrentSolveIsSequentialOverCalls(t *testing.T) {
 	pools := []*v1.NodePool{pool("general"), pool("spot", weight(5), requirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))}
 	its := map[string][]*cloudprovider.InstanceType{"general": standardTypes(), "spot": standardTypes()}
 	seq, con := NewPlanner(pools, its, nil), NewPlanner(pools, its, nil)
-	con.Concurrent = true
+	con.Concurrent, con.minConcurrent = true, 1 // however few the pods
 	custom := func(n *Node, name string) *Node {
 		n.Allocatable[corev1.ResourceName(name)] = resource.MustParse("4")
 		return n

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -79,6 +80,9 @@ type Planner struct {
 	// off. The plan is the same either way. Set it before the first Solve.
 	Concurrent bool
 
+	// minConcurrent is minConcurrentBatch, but for tests.
+	minConcurrent int
+
 	mu        sync.Mutex // Solves share the caches below: one at a time
 	dims      *dims
 	universe  map[string][]string
@@ -111,7 +115,7 @@ func (c *wayCaches) newCall() {
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
 func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
 	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
-	return &Planner{dims: s.dims, universe: s.topo.universe, caches: &wayCaches{pools: s.pools},
+	return &Planner{minConcurrent: minConcurrentBatch, dims: s.dims, universe: s.topo.universe, caches: &wayCaches{pools: s.pools},
 		nodeMemos: newNodeCache[*nodeMemo](1024), podMemos: newPodCache[*podMemo](1 << 18)}
 }
 
@@ -137,7 +141,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	if snap.Decisions == DecisionsKarpenter {
 		return pl.planAs(ctx, snap, true).results()
 	}
-	if pl.Concurrent && len(snap.Pods) > 0 {
+	if pl.Concurrent && len(snap.Pods) >= pl.minConcurrent {
 		return pl.solveBoth(ctx, snap)
 	}
 	j := pl.planAs(ctx, snap, false)
@@ -149,6 +153,12 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	}
 	return j.results()
 }
+
+// minConcurrentBatch is the fewest pods a Concurrent Planner plans both
+// ways of at once: smaller batches plan one way after the other in less
+// time than a second goroutine can take to begin (tens of microseconds,
+// measured on 2 cores).
+const minConcurrentBatch = 32
 
 // solveBoth is Solve's two ways at once, with the same plan as one after
 // the other. Joiner's way adds the nodes and completes the memos of nodes
@@ -184,26 +194,37 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	}
 	pl.altCaches.newCall()
 	upCtx, stop := context.WithCancel(ctx)
-	var done chan struct{} // nil until upstream's way starts
+	// Upstream's way runs on whichever goroutine takes it first: a helper
+	// started when it may be needed, or this one when Joiner's way is done
+	// and the helper has not begun (a goroutine can take longer to be
+	// scheduled than a small batch takes to plan).
+	var taken atomic.Bool
+	take := func() bool { return taken.CompareAndSwap(false, true) }
+	done := make(chan struct{}) // closed once upstream's way has run
 	var u *prepared
 	var panicked any
+	runUpstream := func() {
+		defer close(done)
+		defer func() { panicked = recover() }() // raised again below, to Solve's caller
+		w := pl.startAs(snap, true, pl.altCaches)
+		w.s.memosShared = true
+		w.finish(snap)
+		w.run(upCtx)
+		u = w
+	}
 	start := func() {
-		done = make(chan struct{})
 		go func() {
-			defer close(done)
-			defer func() { panicked = recover() }() // raised again below, to Solve's caller
-			w := pl.startAs(snap, true, pl.altCaches)
-			w.s.memosShared = true
-			w.finish(snap)
-			w.run(upCtx)
-			u = w
+			if take() {
+				runUpstream()
+			}
 		}()
 	}
 	// However Solve returns, upstream's way has stopped by then: it fills
-	// pl.altCaches, which the next Solve uses.
+	// pl.altCaches, which the next Solve uses; taking it here keeps a
+	// helper yet to begin from running it.
 	defer func() {
 		stop()
-		if done != nil {
+		if !take() {
 			<-done
 		}
 	}()
@@ -219,8 +240,8 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
 		return j.results()
 	}
-	if done == nil {
-		start()
+	if take() {
+		runUpstream()
 	}
 	if <-done; panicked != nil {
 		panic(panicked)
@@ -903,10 +924,10 @@ func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
 // plans can then share them, only reading (see memosShared). The pods'
 // vectors are made in their order, as addClasses would.
 //
-// What takes the time, the pods' requests and class keys, is worked out on
-// two goroutines; turning requests into vectors, which may add dimensions,
-// is done in order on one. A memo that several of the pods share is
-// filled once.
+// What takes the time, the pods' requests and class keys, is worked out
+// on two goroutines (see inParallel); turning requests into vectors, which
+// may add dimensions, is done in order on one. A memo that several of the
+// pods share is filled once.
 func (s *scheduler) completeMemos(pods []*corev1.Pod, keys bool) {
 	for _, e := range s.existing {
 		hasAnti(e.node, e.memo)
@@ -925,39 +946,58 @@ func (s *scheduler) completeMemos(pods []*corev1.Pod, keys bool) {
 		}
 	}
 	requests := make([]corev1.ResourceList, len(vecs))
-	inHalves(len(vecs), func(k int) { requests[k] = scheduling.PodRequests(pods[vecs[k]]) })
+	inParallel(len(vecs), func(k int) { requests[k] = scheduling.PodRequests(pods[vecs[k]]) })
 	for k, i := range vecs {
 		if memos[i].vec == nil {
 			memos[i].vec = s.dims.vec(requests[k])
 		}
 	}
-	inHalves(len(keyed), func(k int) {
+	inParallel(len(keyed), func(k int) {
 		i := keyed[k]
 		memos[i].key = classKey(pods[i], memos[i].vec)
 	})
 }
 
-// inHalves calls f for 0 … n-1, the second half on a goroutine of its own
-// when there are enough to pay for one; a panic there is raised again here.
-func inHalves(n int, f func(int)) {
-	if n < 256 {
+// inParallel calls f for 0 … n-1 on this goroutine and, when there are
+// enough to pay for one, on a helper: each takes the next 64 as it comes
+// free, so a helper scheduled late takes fewer, or none. A panic in
+// either is raised again here, once all are done.
+func inParallel(n int, f func(int)) {
+	const chunk = 64
+	chunks := int64((n + chunk - 1) / chunk)
+	if chunks < 4 {
 		for k := 0; k < n; k++ {
 			f(k)
 		}
 		return
 	}
-	done := make(chan any, 1)
-	go func() {
-		defer func() { done <- recover() }()
-		for k := n / 2; k < n; k++ {
-			f(k)
+	var next, finished atomic.Int64
+	allDone := make(chan struct{})
+	panics := make(chan any, chunks)
+	work := func() {
+		for c := next.Add(1) - 1; c < chunks; c = next.Add(1) - 1 {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						panics <- p
+					}
+					if finished.Add(1) == chunks {
+						close(allDone)
+					}
+				}()
+				for k := int(c) * chunk; k < min(n, int(c+1)*chunk); k++ {
+					f(k)
+				}
+			}()
 		}
-	}()
-	for k := 0; k < n/2; k++ {
-		f(k)
 	}
-	if p := <-done; p != nil {
+	go work()
+	work()
+	<-allDone
+	select {
+	case p := <-panics:
 		panic(p)
+	default:
 	}
 }
 
