@@ -74,10 +74,11 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // concurrent use; its Solves run one at a time.
 type Planner struct {
 	// Concurrent plans a batch's two ways (see Solve) at once, on two
-	// goroutines, for a host that solves one batch at a time and has a
-	// core to spare (the controller, joiner plan); a host that runs many
-	// Solves side by side already (the simulator, joiner tune) leaves it
-	// off. The plan is the same either way. Set it before the first Solve.
+	// goroutines, when it has minConcurrentBatch pods or more: for a host
+	// that solves one batch at a time and has a core to spare (the
+	// controller, joiner plan); a host that runs many Solves side by side
+	// already (the simulator, joiner tune) leaves it off. The plan is the
+	// same either way. Set it before the first Solve.
 	Concurrent bool
 
 	// minConcurrent is minConcurrentBatch, but for tests.
@@ -166,9 +167,10 @@ const minConcurrentBatch = 32
 // the order Joiner's way alone meets them, so the dimensions both ways
 // share are complete, and the same, before the two run side by side; from
 // then on the memos are only read. Upstream's way runs on caches of its
-// own. It starts once it may be needed: at once when there is no node
-// to place pods on, else when Joiner's way makes its first new claim or
-// ends with pods it could not place; and it is stopped when Joiner's plan
+// own. A helper for it starts once it may be needed: at once when there
+// is no node to place pods on, else when Joiner's way makes its first new
+// claim; if the helper has not begun it by the time Joiner's way ends
+// needing it, Solve's goroutine runs it. It is stopped when Joiner's plan
 // makes it needless.
 func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	j := pl.startAs(snap, false, pl.caches)
