@@ -209,6 +209,7 @@ func (c *Controller) planner(snap *provisioning.Snapshot, version uint64) *provi
 	defer c.plannerMu.Unlock()
 	if c.plan == nil || c.planAt != version {
 		c.plan, c.planAt = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets), version
+		c.plan.Concurrent = true // one batch at a time: its two ways may take two cores
 	}
 	return c.plan
 }

@@ -78,6 +78,26 @@ func (c *Cache[P, K, V]) Get(p P) (V, bool) {
 	return v, found
 }
 
+// Peek is Get without remembering anything: while nothing puts, any
+// number of goroutines may peek at once.
+func (c *Cache[P, K, V]) Peek(p P) (V, bool) {
+	var zero V
+	if c == nil {
+		return zero, false
+	}
+	ver := c.version(p)
+	if ver == "" {
+		v, found := c.byCall[p]
+		return v, found
+	}
+	if e, found := c.seen[p]; found && e.version == ver {
+		return e.v, true
+	}
+	k, _ := c.key(p)
+	v, found := c.byKey[k]
+	return v, found
+}
+
 // Put remembers v for the object.
 func (c *Cache[P, K, V]) Put(p P, v V) {
 	if c == nil {

@@ -17,3 +17,26 @@ func TestDerivedPodsAreNotTheirOriginal(t *testing.T) {
 		t.Errorf("derived pod keyed %v, name %s", keyed, d.Name)
 	}
 }
+
+// TestPeekRemembersNothing: Peek finds what Get finds, and leaves the
+// cache as it was.
+func TestPeekRemembersNothing(t *testing.T) {
+	c := NewPodCache[int](10)
+	keyed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", ResourceVersion: "7"}}
+	unkeyed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}}
+	c.Put(keyed, 1)
+	c.Put(unkeyed, 2)
+	same := keyed.DeepCopy() // another pointer, the same content key
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want int
+		ok   bool
+	}{{keyed, 1, true}, {unkeyed, 2, true}, {same, 1, true}, {DerivedPod(keyed), 0, false}} {
+		if v, ok := c.Peek(tc.pod); v != tc.want || ok != tc.ok {
+			t.Errorf("Peek(%s) = %d, %v; want %d, %v", tc.pod.Name, v, ok, tc.want, tc.ok)
+		}
+	}
+	if _, seen := c.seen[same]; seen {
+		t.Error("Peek remembered a pointer")
+	}
+}

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math/rand"
 	"strconv"
@@ -19,6 +20,10 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
+// differentialBatches is how many seeded batches the differential tests
+// generate: go test ./pkg/provisioning/ -args -differential-batches=1000.
+var differentialBatches = flag.Int("differential-batches", 48, "seeded batches TestDecisionsDifferential and TestConcurrentSolveIsSequential generate")
+
 // TestDecisionsDifferential plans generated batches under both Decisions.
 // Joiner's must place at least as many pods as Karpenter's, never leave a
 // Deployment's replica pending that Karpenter's places, and, placing as
@@ -26,9 +31,9 @@ import (
 // NodePool's limits bind, or pods need room beside their affinity targets,
 // a tighter packing places pods a looser one strands.
 func TestDecisionsDifferential(t *testing.T) {
-	const batches = 48
+	batches := *differentialBatches
 	cheaper, more := 0, 0
-	for seed := int64(1); seed <= batches; seed++ {
+	for seed := int64(1); seed <= int64(batches); seed++ {
 		t.Run(strconv.FormatInt(seed, 10), func(t *testing.T) {
 			b := generateBatch(rand.New(rand.NewSource(seed)))
 			joiner, karpenter := b.solve(DecisionsJoiner), b.solve(DecisionsKarpenter)

@@ -29,6 +29,10 @@ type poolInfo struct {
 	// types compatible with pool ∩ requirements; fits per request vector.
 	compat map[string]bitset
 	fits   map[string]bitset
+	// fitting caches, per requirement set and request vector (their two
+	// keys), the types both compatible and fitting, with their largest
+	// allocatable: classes of many shapes share few such pairs.
+	fitting map[string]fitting
 	// orders caches, per zone and capacity-type requirement, the indexes of
 	// the types with an available compatible offering, cheapest first.
 	orders map[string][]int
@@ -36,6 +40,19 @@ type poolInfo struct {
 	multiKeys []string
 	// offer caches offerable by zone and capacity-type requirement.
 	offer map[string]bitset
+	// fit and capFit index its by allocatable and by capacity; made with
+	// the pool, only read.
+	fit, capFit *fitIndex
+}
+
+// withOwnCaches is the pool with caches of its own, empty, for a plan
+// that runs beside one using p's.
+func (p *poolInfo) withOwnCaches() *poolInfo {
+	cp := *p
+	cp.used = nil
+	cp.compat, cp.fits, cp.offer, cp.orders = map[string]bitset{}, map[string]bitset{}, map[string]bitset{}, nil
+	cp.fitting = map[string]fitting{}
+	return &cp
 }
 
 // offerable is the set of the pool's types whose zone and capacity-type
@@ -105,7 +122,7 @@ type itInfo struct {
 // newPoolInfo prepares a NodePool's instance types, each with the overhead
 // of the DaemonSets (pod templates) that would run on it.
 func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) *poolInfo {
-	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{}, offer: map[string]bitset{},
+	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{}, fitting: map[string]fitting{}, offer: map[string]bitset{},
 		wellKnown: map[string]bool{v1.LabelHostname: true}}
 	p.reqs = scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
 	p.reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
@@ -125,6 +142,11 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets 
 		}
 		p.its = append(p.its, &itInfo{it: it, alloc: alloc.minus(daemon), capacity: d.vec(it.Capacity), daemon: daemon, daemonPorts: ports})
 	}
+	allocs, capacities := make([]vec, len(p.its)), make([]vec, len(p.its))
+	for i, it := range p.its {
+		allocs[i], capacities[i] = it.alloc, it.capacity
+	}
+	p.fit, p.capFit = newFitIndex(allocs), newFitIndex(capacities)
 	multi := map[string]bool{}
 	for _, it := range p.its {
 		for k, r := range it.it.Requirements {
@@ -154,13 +176,12 @@ func (p *poolInfo) withinLimits(capacity vec, d *dims) bool {
 	if !p.hasLimits {
 		return true
 	}
-	nodesDim := d.index[corev1.ResourceName("nodes")]
 	for i, l := range p.limits {
 		if l < 0 {
 			continue
 		}
 		need := capacity.get(i)
-		if i == nodesDim && d.names[i] == "nodes" {
+		if i == d.nodes {
 			need = 1
 		}
 		if p.used.get(i)+need > l {
@@ -216,8 +237,32 @@ func fmtQty(d *dims, i int, v int64) string {
 type classPool struct {
 	err        error
 	reqs       scheduling.Requirements // pool ∩ class
-	candidates bitset
-	maxAlloc   vec // elementwise max allocatable over the candidates
+	candidates bitset                  // shared with others: cloned to change
+	maxAlloc   vec                     // elementwise max allocatable over the candidates
+}
+
+// fitting is a set of a pool's instance types and their elementwise
+// largest allocatable.
+type fitting struct {
+	types    bitset
+	maxAlloc vec
+}
+
+// fittingOf is the pool's types in both compat (under requirements of key
+// rkey) and fits (of requests of key fkey).
+func (p *poolInfo) fittingOf(rkey, fkey string, compat, fits bitset) fitting {
+	key := rkey + "|" + fkey
+	if f, ok := p.fitting[key]; ok {
+		return f
+	}
+	if len(p.fitting) > 1<<12 {
+		p.fitting = map[string]fitting{} // a cache only: start over
+	}
+	f := fitting{types: compat.clone()}
+	f.types.and(fits)
+	f.types.each(func(i int) bool { f.maxAlloc = maxInto(f.maxAlloc, p.its[i].alloc); return true })
+	p.fitting[key] = f
+	return f
 }
 
 func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
@@ -262,8 +307,8 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 		}
 		p.fits[fkey] = fits
 	}
-	cp.candidates = compat.clone()
-	cp.candidates.and(fits)
+	f := p.fittingOf(rkey, fkey, compat, fits)
+	cp.candidates, cp.maxAlloc = f.types, f.maxAlloc
 	if cp.candidates.count() == 0 {
 		cp.err = s.noInstanceTypeReason(p, compat, need, cp.reqs)
 	}
@@ -271,6 +316,7 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 	// the type out, as kube-scheduler would refuse the node.
 	if len(c.hostPorts) > 0 && cp.err == nil {
 		var taken *hostPort
+		cp.candidates = cp.candidates.clone()
 		cp.candidates.each(func(i int) bool {
 			for _, dp := range p.its[i].daemonPorts {
 				if portsConflict([]hostPort{dp}, c.hostPorts) {
@@ -284,8 +330,9 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 		if cp.candidates.count() == 0 {
 			cp.err = fmt.Errorf("host port %d/%s, which it needs, is taken by a DaemonSet on every instance type that fits", taken.port, taken.protocol)
 		}
+		cp.maxAlloc = nil
+		cp.candidates.each(func(i int) bool { cp.maxAlloc = maxInto(cp.maxAlloc, p.its[i].alloc); return true })
 	}
-	cp.candidates.each(func(i int) bool { cp.maxAlloc = maxInto(cp.maxAlloc, p.its[i].alloc); return true })
 	return cp
 }
 

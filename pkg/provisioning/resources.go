@@ -12,10 +12,13 @@ import (
 type dims struct {
 	names []corev1.ResourceName
 	index map[corev1.ResourceName]int
+	// nodes is the position of "nodes", which NodePool limits may count
+	// (-1 while there is none): looked up for every type a claim may be.
+	nodes int
 }
 
 func newDims() *dims {
-	d := &dims{index: map[corev1.ResourceName]int{}}
+	d := &dims{index: map[corev1.ResourceName]int{}, nodes: -1}
 	for _, n := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage} {
 		d.add(n)
 	}
@@ -27,6 +30,9 @@ func (d *dims) add(n corev1.ResourceName) int {
 		return i
 	}
 	d.index[n] = len(d.names)
+	if n == "nodes" {
+		d.nodes = len(d.names)
+	}
 	d.names = append(d.names, n)
 	return len(d.names) - 1
 }
@@ -145,6 +151,9 @@ func sumFitsIn(a, b, capacity vec) bool {
 
 // maxInto raises dst to o elementwise, growing dst as needed.
 func maxInto(dst vec, o vec) vec {
+	if dst == nil && len(o) > 0 {
+		dst = make(vec, len(o)) // at once, not grown a zero at a time
+	}
 	for len(dst) < len(o) {
 		dst = append(dst, 0)
 	}

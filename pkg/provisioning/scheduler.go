@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -40,6 +41,12 @@ type scheduler struct {
 	// byPods orders the claims by their pod count, then creation, for
 	// upstream's choice.
 	byPods []int
+	// memosShared: another plan reads nodeMemos and podMemos at the same
+	// time, so they are only read; objects they have no memo for (pods
+	// derived by relaxing) get fresh ones, not kept.
+	memosShared bool
+	// onFirstClaim, if set, is called when the first new claim is made.
+	onFirstClaim func()
 	// progress counts the pods placed; placed marks them by queue index.
 	progress int
 	placed   []bool
@@ -49,9 +56,13 @@ type scheduler struct {
 // in-flight claims, then on new NodeClaims from the highest-weight NodePool
 // that can run them. Pods are taken largest first (cpu, then memory); a pod
 // that fits nowhere has its preferences relaxed one at a time, and if it
-// still fits nowhere it is reported with a reason per NodePool.
+// still fits nowhere it is reported with a reason per NodePool. It plans
+// the batch's two ways at once (see Planner.Concurrent): a caller that
+// runs many Solves side by side makes a Planner instead.
 func Solve(ctx context.Context, snap *Snapshot) *Results {
-	return NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets).Solve(ctx, snap)
+	pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
+	pl.Concurrent = true
+	return pl.Solve(ctx, snap)
 }
 
 // Planner holds what Solve prepares from NodePools, instance types and
@@ -62,20 +73,50 @@ func Solve(ctx context.Context, snap *Snapshot) *Results {
 // without one are remembered for one Solve only). A Planner is safe for
 // concurrent use; its Solves run one at a time.
 type Planner struct {
-	mu         sync.Mutex // Solves share the caches below: one at a time
-	nodeMemos  *nodeCache[*nodeMemo]
-	podMemos   *podCache[*podMemo]
-	dims       *dims
+	// Concurrent plans a batch's two ways (see Solve) at once, on two
+	// goroutines, when it has minConcurrentBatch pods or more: for a host
+	// that solves one batch at a time and has a core to spare (the
+	// controller, joiner plan); a host that runs many Solves side by side
+	// already (the simulator, joiner tune) leaves it off. The plan is the
+	// same either way. Set it before the first Solve.
+	Concurrent bool
+
+	// minConcurrent is minConcurrentBatch, but for tests.
+	minConcurrent int
+
+	mu        sync.Mutex // Solves share the caches below: one at a time
+	dims      *dims
+	universe  map[string][]string
+	nodeMemos *nodeCache[*nodeMemo]
+	podMemos  *podCache[*podMemo]
+	// caches are Joiner's way's, and upstream's when the two ways run one
+	// after the other; altCaches are upstream's when they run at once
+	// (made on first need), so that the two never fill one map.
+	caches, altCaches *wayCaches
+}
+
+// wayCaches are what a way of planning fills as it runs: the NodePools,
+// with their instance-type caches, and classes' pool checks and node
+// requirements by class key. Each entry is what its key determines, so
+// which of two sets a plan uses changes nothing in the plan.
+type wayCaches struct {
 	pools      []*poolInfo
-	universe   map[string][]string
 	poolChecks map[uint64][]*classPool
 	reqsByKey  map[uint64]scheduling.Requirements
+}
+
+// newCall starts a Solve: caches grown too large start over.
+func (c *wayCaches) newCall() {
+	if c.poolChecks == nil || len(c.poolChecks) > 1<<12 {
+		c.poolChecks = map[uint64][]*classPool{}
+		c.reqsByKey = map[uint64]scheduling.Requirements{}
+	}
 }
 
 // NewPlanner prepares NodePools, their instance types and DaemonSets.
 func NewPlanner(pools []*v1.NodePool, instanceTypes map[string][]*cloudprovider.InstanceType, daemonSets []*corev1.Pod) *Planner {
 	s := newScheduler(&Snapshot{NodePools: pools, InstanceTypes: instanceTypes, DaemonSets: daemonSets})
-	return &Planner{dims: s.dims, pools: s.pools, universe: s.topo.universe,
+	return &Planner{minConcurrent: minConcurrentBatch, dims: s.dims, universe: s.topo.universe, caches: &wayCaches{pools: s.pools},
 		nodeMemos: newNodeCache[*nodeMemo](1024), podMemos: newPodCache[*podMemo](1 << 18)}
 }
 
@@ -97,40 +138,162 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	defer pl.mu.Unlock()
 	pl.nodeMemos.NewCall(8 * len(snap.Nodes))
 	pl.podMemos.NewCall(0)
-	if pl.poolChecks == nil || len(pl.poolChecks) > 1<<12 {
-		pl.poolChecks = map[uint64][]*classPool{}
-		pl.reqsByKey = map[uint64]scheduling.Requirements{}
-	}
+	pl.caches.newCall()
 	if snap.Decisions == DecisionsKarpenter {
-		res, _ := pl.solveAs(ctx, snap, true)
-		return res
+		return pl.planAs(ctx, snap, true).results()
 	}
-	res, alike := pl.solveAs(ctx, snap, false)
-	if alike || len(res.NewNodeClaims) == 0 && len(res.Unschedulable) == 0 || ctx.Err() != nil {
-		return res
+	if pl.Concurrent && len(snap.Pods) >= pl.minConcurrent {
+		return pl.solveBoth(ctx, snap)
 	}
-	if alt, _ := pl.solveAs(ctx, snap, true); better(alt, res) {
-		return alt
+	j := pl.planAs(ctx, snap, false)
+	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
 	}
-	return res
+	if u := pl.planAs(ctx, snap, true); u.better(j) {
+		return u.results()
+	}
+	return j.results()
 }
 
-// solveAs is one plan of the batch, upstream's way (pod order, node order,
-// emptiest claim first) or Joiner's; alike says every pod is of one class
-// that no topology constrains or counts.
-func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (res *Results, alike bool) {
+// minConcurrentBatch is the fewest pods a Concurrent Planner plans both
+// ways of at once: smaller batches plan one way after the other in less
+// time than a second goroutine can take to begin (tens of microseconds,
+// measured on 2 cores).
+const minConcurrentBatch = 32
+
+// solveBoth is Solve's two ways at once, with the same plan as one after
+// the other. Joiner's way adds the nodes and completes the memos of nodes
+// and pods first, alone: that meets every resource name of the batch, in
+// the order Joiner's way alone meets them, so the dimensions both ways
+// share are complete, and the same, before the two run side by side; from
+// then on the memos are only read. Upstream's way runs on caches of its
+// own. A helper for it starts once it may be needed: at once when there
+// is no node to place pods on, else when Joiner's way makes its first new
+// claim; if the helper has not begun it by the time Joiner's way ends
+// needing it, Solve's goroutine runs it. It is stopped when Joiner's plan
+// makes it needless.
+func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
+	j := pl.startAs(snap, false, pl.caches)
+	// Without preferences, the pods' classes are those of pods derived
+	// from them: their own class keys would be made for nothing, and say
+	// nothing of the batch being alike.
+	j.s.completeMemos(snap.Pods, !snap.IgnorePreferences)
+	j.s.memosShared = true
+	oneClass := snap.IgnorePreferences || j.s.oneClassKey(snap.Pods)
+	if oneClass {
+		// Likely alike: find out before starting upstream's way.
+		if j.finish(snap); j.alike {
+			j.run(ctx)
+			return j.results()
+		}
+	}
+	if pl.altCaches == nil {
+		pools := make([]*poolInfo, len(pl.caches.pools))
+		for i, p := range pl.caches.pools {
+			pools[i] = p.withOwnCaches()
+		}
+		pl.altCaches = &wayCaches{pools: pools}
+	}
+	pl.altCaches.newCall()
+	upCtx, stop := context.WithCancel(ctx)
+	// Upstream's way runs on whichever goroutine takes it first: a helper
+	// started when it may be needed, or this one when Joiner's way is done
+	// and the helper has not begun (a goroutine can take longer to be
+	// scheduled than a small batch takes to plan).
+	var taken atomic.Bool
+	take := func() bool { return taken.CompareAndSwap(false, true) }
+	done := make(chan struct{}) // closed once upstream's way has run
+	var u *prepared
+	var panicked any
+	runUpstream := func() {
+		defer close(done)
+		defer func() { panicked = recover() }() // raised again below, to Solve's caller
+		w := pl.startAs(snap, true, pl.altCaches)
+		w.s.memosShared = true
+		w.finish(snap)
+		w.run(upCtx)
+		u = w
+	}
+	start := func() {
+		go func() {
+			if take() {
+				runUpstream()
+			}
+		}()
+	}
+	// However Solve returns, upstream's way has stopped by then: it fills
+	// pl.altCaches, which the next Solve uses; taking it here keeps a
+	// helper yet to begin from running it.
+	defer func() {
+		stop()
+		if !take() {
+			<-done
+		}
+	}()
+	if len(snap.Nodes) == 0 {
+		start()
+	} else {
+		j.s.onFirstClaim = start
+	}
+	if !oneClass {
+		j.finish(snap)
+	}
+	j.run(ctx)
+	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
+	}
+	if take() {
+		runUpstream()
+	}
+	if <-done; panicked != nil {
+		panic(panicked)
+	}
+	if u.better(j) {
+		return u.results()
+	}
+	return j.results()
+}
+
+// planAs plans the batch upstream's way (pod order, node order, emptiest
+// claim first) or Joiner's, on the planner's first caches.
+func (pl *Planner) planAs(ctx context.Context, snap *Snapshot, upstream bool) *prepared {
+	w := pl.startAs(snap, upstream, pl.caches)
+	w.finish(snap)
+	w.run(ctx)
+	return w
+}
+
+// prepared is one way of planning a batch in the making: its scheduler,
+// the nodes in its order, once finished the pods' classes and the pods in
+// its order, and once run what stopped it short.
+type prepared struct {
+	s       *scheduler
+	nodes   []*Node
+	pods    []*corev1.Pod
+	classOf map[*corev1.Pod]*podClass
+	// alike: every pod is of one class that no topology constrains or
+	// counts (see bareAndAlike).
+	alike bool
+	// failed is, per pod, ctx's error if the pass stopped before it.
+	failed []error
+}
+
+// startAs starts a plan of the batch upstream's way (pod order, node
+// order, emptiest claim first) or Joiner's, with the caches c: the
+// scheduler, with the nodes added as targets.
+func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepared {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
 		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
 	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
 		// requirements depend on nothing else at all.
-		s.poolChecks, s.reqsByKey = pl.poolChecks, pl.reqsByKey
+		s.poolChecks, s.reqsByKey = c.poolChecks, c.reqsByKey
 	}
 	for k, v := range pl.universe {
 		s.topo.universe[k] = append([]string(nil), v...)
 	}
-	for _, p := range pl.pools {
+	for _, p := range c.pools {
 		cp := *p
 		cp.used = nil
 		s.pools = append(s.pools, &cp)
@@ -139,16 +302,57 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (
 	if upstream {
 		nodes = upstreamNodeOrder(nodes)
 	}
-	pods := append([]*corev1.Pod(nil), snap.Pods...)
-	classOf := s.prepare(snap, nodes)
-	if upstream {
-		sort.SliceStable(pods, upstreamPodOrder(pods, classOf))
+	s.addNodes(nodes)
+	return &prepared{s: s, nodes: nodes}
+}
+
+// finish adds the pods' classes and puts the pods in the way's order.
+func (w *prepared) finish(snap *Snapshot) {
+	s := w.s
+	w.classOf = s.addClasses(snap, w.nodes)
+	w.pods = append([]*corev1.Pod(nil), snap.Pods...)
+	if s.upstream {
+		sort.SliceStable(w.pods, upstreamPodOrder(w.pods, w.classOf))
 	} else {
-		sort.SliceStable(pods, joinerPodOrder(pods, classOf))
+		sort.SliceStable(w.pods, joinerPodOrder(w.pods, w.classOf))
 	}
-	alike = bareAndAlike(pods, classOf)
-	res = &Results{}
-	failed := s.schedule(ctx, pods, classOf)
+	w.alike = bareAndAlike(w.pods, w.classOf)
+}
+
+// run schedules the prepared batch. Its plan is results; pending and
+// price compare it with another way's before that.
+func (w *prepared) run(ctx context.Context) {
+	w.failed = w.s.schedule(ctx, w.pods, w.classOf)
+}
+
+// pending is how many pods the plan leaves unschedulable: those it did not
+// place (the invalid ones, and those ctx stopped it before, among them).
+func (w *prepared) pending() int { return len(w.pods) - w.s.progress }
+
+// price is results' Price, without making the plans of its claims.
+func (w *prepared) price() float64 {
+	total := 0.0
+	for _, cl := range w.s.claims {
+		total += cl.price()
+	}
+	return total
+}
+
+// placedOnExisting: the plan places every pod, and on nodes that exist.
+func (w *prepared) placedOnExisting() bool { return len(w.s.claims) == 0 && w.pending() == 0 }
+
+// better says plan w places more pods than o, or as many more cheaply.
+func (w *prepared) better(o *prepared) bool {
+	if a, b := w.pending(), o.pending(); a != b {
+		return a < b
+	}
+	return w.price() < o.price()-1e-9
+}
+
+// results is the plan, with reasons for the pods it leaves pending.
+func (w *prepared) results() *Results {
+	s, pods, classOf, failed := w.s, w.pods, w.classOf, w.failed
+	res := &Results{}
 	explained := map[*podClass]*PodError{}
 	for i, pod := range pods {
 		c := classOf[pod]
@@ -176,7 +380,7 @@ func (pl *Planner) solveAs(ctx context.Context, snap *Snapshot, upstream bool) (
 	for _, cl := range s.claims {
 		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
 	}
-	return res, alike
+	return res
 }
 
 // bareAndAlike: the pods are all of one class, which no topology group
@@ -261,14 +465,6 @@ func (s *scheduler) lastRelaxed(c *podClass) *podClass {
 	return c
 }
 
-// better says plan a places more pods than b, or as many more cheaply.
-func better(a, b *Results) bool {
-	if len(a.Unschedulable) != len(b.Unschedulable) {
-		return len(a.Unschedulable) < len(b.Unschedulable)
-	}
-	return a.Price() < b.Price()-1e-9
-}
-
 // Price is the hourly price of the plan's new NodeClaims.
 func (r *Results) Price() float64 {
 	total := 0.0
@@ -299,10 +495,15 @@ func newScheduler(snap *Snapshot) *scheduler {
 // class.
 func (s *scheduler) prepare(snap *Snapshot, nodes []*Node) map[*corev1.Pod]*podClass {
 	s.addNodes(nodes)
+	return s.addClasses(snap, nodes)
+}
+
+// addClasses is prepare after the nodes are added.
+func (s *scheduler) addClasses(snap *Snapshot, nodes []*Node) map[*corev1.Pod]*podClass {
 	classOf := make(map[*corev1.Pod]*podClass, len(snap.Pods))
 	for _, p := range snap.Pods {
 		if snap.IgnorePreferences {
-			classOf[p] = s.classFor(WithoutPreferences(p))
+			classOf[p] = s.derivedClassFor(WithoutPreferences(p), s.podVec(p))
 		} else {
 			classOf[p] = s.classFor(p)
 		}
@@ -344,10 +545,24 @@ func (s *scheduler) addNodes(nodes []*Node) {
 }
 
 // classFor returns the pod's class, creating it (and its topology groups).
-func (s *scheduler) classFor(pod *corev1.Pod) *podClass {
+func (s *scheduler) classFor(pod *corev1.Pod) *podClass { return s.classWith(pod, s.podMemoOf(pod)) }
+
+// derivedClassFor is classFor for a pod derived from another (relaxed, or
+// without its preferences), which has its requests: they are not computed
+// again, so no plan that shares its memos with another meets a resource
+// name anew there.
+func (s *scheduler) derivedClassFor(pod *corev1.Pod, requests vec) *podClass {
+	pm := s.podMemoOf(pod)
+	if pm.vec == nil {
+		pm.vec = requests
+	}
+	return s.classWith(pod, pm)
+}
+
+// classWith is classFor with the pod's memo at hand.
+func (s *scheduler) classWith(pod *corev1.Pod, pm *podMemo) *podClass {
 	// Most pods belong to a class met before: find it by the cached key
 	// before computing anything.
-	pm := s.podMemoOf(pod)
 	if pm.keyKnown {
 		if c, ok := s.classes[pm.key]; ok {
 			return c
@@ -432,7 +647,7 @@ func (s *scheduler) relaxedClass(c *podClass) *podClass {
 	if !c.relaxedReady {
 		c.relaxedReady = true
 		if p, ok := relax(c.spec); ok {
-			c.relaxed = s.classFor(p)
+			c.relaxed = s.derivedClassFor(p, c.requests)
 			s.finishClass(c.relaxed)
 		}
 	}
@@ -444,6 +659,7 @@ func (s *scheduler) recordExisting(nodes []*Node) {
 	if len(s.topo.ordered) == 0 && !s.anyAntiAffinity() {
 		return // nothing to count
 	}
+	groups := len(s.topo.ordered)
 	owned := map[*corev1.Pod][]*topoGroup{}
 	for _, n := range nodes {
 		for _, p := range n.Pods {
@@ -462,6 +678,9 @@ func (s *scheduler) recordExisting(nodes []*Node) {
 		}
 	}
 	// Groups created above from bound pods select pending classes too.
+	if len(s.topo.ordered) == groups {
+		return // none was: every class is linked to every group already
+	}
 	for _, c := range s.sortedClasses() {
 		c.selected = nil
 		c.matchedBy, c.antiMatchedBy, c.topoKeys = nil, nil, nil
@@ -622,15 +841,19 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	reqs := cl.reqs.Copy()
 	delete(reqs, v1.LabelHostname)
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
-	var its []*cloudprovider.InstanceType
+	// Room for every candidate at once: there are hundreds, often.
+	its := make([]*cloudprovider.InstanceType, 0, cl.candidates.count())
 	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {
 		if cl.candidates.has(i) {
-			if its == nil {
+			if len(its) == 0 {
 				daemon = cl.pool.its[i].daemon
 			}
 			its = append(its, cl.pool.its[i].it)
 		}
+	}
+	if len(its) == 0 {
+		its = nil // as before it was made with room
 	}
 	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
 		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
@@ -681,11 +904,124 @@ func hasAnti(n *Node, m *nodeMemo) bool {
 }
 
 // memoOf returns the node's memo as the Planner or FilterCache running
-// this scheduler keeps it (a fresh one when it keeps none).
-func (s *scheduler) memoOf(n *Node) *nodeMemo { return memoIn(s.nodeMemos, n) }
+// this scheduler keeps it (a fresh one when it keeps none, or when it
+// shares them and has none).
+func (s *scheduler) memoOf(n *Node) *nodeMemo {
+	if s.memosShared {
+		return peekIn(s.nodeMemos, n)
+	}
+	return memoIn(s.nodeMemos, n)
+}
 
 // podMemoOf is memoOf for a pod.
-func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo { return memoIn(s.podMemos, p) }
+func (s *scheduler) podMemoOf(p *corev1.Pod) *podMemo {
+	if s.memosShared {
+		return peekIn(s.podMemos, p)
+	}
+	return memoIn(s.podMemos, p)
+}
+
+// completeMemos fills in every field a plan reads of the memos of the
+// added nodes and of the pods (their class keys only with keys), so that
+// plans can then share them, only reading (see memosShared). The pods'
+// vectors are made in their order, as addClasses would.
+//
+// What takes the time, the pods' requests and class keys, is worked out
+// on two goroutines (see inParallel); turning requests into vectors, which
+// may add dimensions, is done in order on one. A memo that several of the
+// pods share is filled once.
+func (s *scheduler) completeMemos(pods []*corev1.Pod, keys bool) {
+	for _, e := range s.existing {
+		hasAnti(e.node, e.memo)
+	}
+	memos := make([]*podMemo, len(pods))
+	var vecs, keyed []int // the pods whose memo lacks its vector, its key
+	for i, p := range pods {
+		m := s.podMemoOf(p)
+		memos[i] = m
+		if m.vec == nil {
+			vecs = append(vecs, i)
+		}
+		if keys && !m.keyKnown {
+			m.keyKnown = true // taken: the key is made below, once
+			keyed = append(keyed, i)
+		}
+	}
+	requests := make([]corev1.ResourceList, len(vecs))
+	inParallel(len(vecs), func(k int) { requests[k] = scheduling.PodRequests(pods[vecs[k]]) })
+	for k, i := range vecs {
+		if memos[i].vec == nil {
+			memos[i].vec = s.dims.vec(requests[k])
+		}
+	}
+	inParallel(len(keyed), func(k int) {
+		i := keyed[k]
+		memos[i].key = classKey(pods[i], memos[i].vec)
+	})
+}
+
+// inParallel calls f for 0 … n-1 on this goroutine and, when there are
+// enough to pay for one, on a helper: each takes the next 64 as it comes
+// free, so a helper scheduled late takes fewer, or none. A panic in
+// either is raised again here, once all are done.
+func inParallel(n int, f func(int)) {
+	const chunk = 64
+	chunks := int64((n + chunk - 1) / chunk)
+	if chunks < 4 {
+		for k := 0; k < n; k++ {
+			f(k)
+		}
+		return
+	}
+	var next, finished atomic.Int64
+	allDone := make(chan struct{})
+	panics := make(chan any, chunks)
+	work := func() {
+		for c := next.Add(1) - 1; c < chunks; c = next.Add(1) - 1 {
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						panics <- p
+					}
+					if finished.Add(1) == chunks {
+						close(allDone)
+					}
+				}()
+				for k := int(c) * chunk; k < min(n, int(c+1)*chunk); k++ {
+					f(k)
+				}
+			}()
+		}
+	}
+	go work()
+	work()
+	<-allDone
+	select {
+	case p := <-panics:
+		panic(p)
+	default:
+	}
+}
+
+// oneClassKey: every pod has the class key of the first (so the batch
+// may be alike; see bareAndAlike).
+func (s *scheduler) oneClassKey(pods []*corev1.Pod) bool {
+	for _, p := range pods {
+		if s.podMemoOf(p).key != s.podMemoOf(pods[0]).key {
+			return false
+		}
+	}
+	return true
+}
+
+// peekIn is memoIn for caches only read: a fresh memo, not kept, for an
+// object the cache has none for.
+func peekIn[P comparable, K comparable, M any](c *objcache.Cache[P, K, *M], p P) *M {
+	if m, ok := c.Peek(p); ok {
+		return m
+	}
+	return new(M)
+}
 
 // memoIn returns the memo a cache keeps for an object, putting a fresh one
 // there first (and only returning one when the cache is nil).

@@ -74,8 +74,7 @@ func (e *existingTarget) check(s *scheduler, c *podClass) (error, bool) {
 		}
 	}
 	if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
-		var te *topologyError
-		return err, errors.As(err, &te) && te.permanent
+		return err, permanentTopology(err)
 	}
 	return nil, false
 }
@@ -86,6 +85,15 @@ func (e *existingTarget) add(s *scheduler, c *podClass, pod *corev1.Pod) {
 	e.ports = append(e.ports, c.hostPorts...)
 	e.added = append(e.added, pod)
 	s.topo.record(c, existingDomains(e.node))
+}
+
+// permanentTopology says a topology.check error is permanent for the
+// class. Its errors come unwrapped (see reject): a type assertion, not
+// errors.As, which costs more than the check on the claims a spread
+// class tries and is refused by, tens of thousands a large batch.
+func permanentTopology(err error) bool {
+	te, ok := err.(*topologyError)
+	return ok && te.permanent
 }
 
 func withoutTaint(taints []corev1.Taint, drop corev1.Taint) []corev1.Taint {
@@ -172,6 +180,18 @@ func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]str
 	}
 }
 
+// price is the Price of the claim's plan (see finalize): its cheapest
+// type's cheapest offering its requirements allow.
+func (cl *claim) price() float64 {
+	zone, ct := cl.reqs.Get(v1.LabelZone), cl.reqs.Get(v1.LabelCapacityType)
+	for _, i := range cl.pool.priceOrder(zone, ct) {
+		if cl.candidates.has(i) {
+			return cl.pool.its[i].it.Offerings.CheapestPriceWith(zone, ct)
+		}
+	}
+	return 0
+}
+
 // claimUpdate is the state a claim moves to when a pod joins it.
 type claimUpdate struct {
 	reqs       scheduling.Requirements
@@ -214,12 +234,11 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) {
 		return nil, errNoRoom, true
 	}
-	total := cl.requests.plus(c.requests)
 	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
 	if err != nil {
-		var te *topologyError
-		return nil, err, errors.As(err, &te) && te.permanent
+		return nil, err, permanentTopology(err)
 	}
+	total := cl.requests.plus(c.requests)
 	reqs = narrowed(reqs, narrow)
 	recheckKeys, recheck := cl.recheckKeys(c, narrow)
 	cand, maxAlloc, fitAny := cl.holding(cp.candidates, total, reqs, recheckKeys, recheck)
@@ -288,35 +307,28 @@ func (cl *claim) recheckKeys(c *podClass, narrow map[string]string) ([]string, b
 func (cl *claim) holding(poolCand bitset, total vec, reqs scheduling.Requirements, recheckKeys []string, recheck bool) (bitset, vec, bool) {
 	cand := cl.candidates.clone()
 	cand.and(poolCand)
-	var maxAlloc vec
-	fitAny := false
-	// Zone and capacity type are rechecked against the pool's cached
-	// answer for the pair; other keys type by type.
-	var offerable bitset
-	var others []string
+	cl.pool.fit.keepHolding(cand, total)
+	fitAny := cand.count() > 0
 	if recheck {
-		offerable = cl.pool.offerable(reqs)
+		// Zone and capacity type are rechecked against the pool's cached
+		// answer for the pair; other keys type by type.
+		cand.and(cl.pool.offerable(reqs))
+		var others []string
 		for _, k := range recheckKeys {
 			if k != v1.LabelZone && k != v1.LabelCapacityType {
 				others = append(others, k)
 			}
 		}
+		if len(others) > 0 {
+			cand.each(func(i int) bool {
+				if !keysIntersect(cl.pool.its[i].it.Requirements, reqs, others) {
+					cand.clear(i)
+				}
+				return true
+			})
+		}
 	}
-	cand.each(func(i int) bool {
-		it := cl.pool.its[i]
-		if !total.fitsIn(it.alloc) {
-			cand.clear(i)
-			return true
-		}
-		fitAny = true
-		if recheck && (!offerable.has(i) || len(others) > 0 && !keysIntersect(it.it.Requirements, reqs, others)) {
-			cand.clear(i)
-			return true
-		}
-		maxAlloc = maxInto(maxAlloc, it.alloc)
-		return true
-	})
-	return cand, maxAlloc, fitAny
+	return cand, cl.pool.fit.max(cand), fitAny
 }
 
 // checkMinValues: each requirement with minValues must still be spanned by
@@ -377,8 +389,10 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	if cp.err != nil {
 		return nil, cp.err
 	}
-	cand := cp.candidates.clone()
-	if p.hasLimits {
+	cand, maxAlloc := cp.candidates.clone(), cp.maxAlloc
+	// The limits rule out the types too large for what is left of them:
+	// none when the largest capacity among the candidates fits.
+	if p.hasLimits && !p.withinLimits(p.capFit.max(cand), s.dims) {
 		cand.each(func(i int) bool {
 			if !p.withinLimits(p.its[i].capacity, s.dims) {
 				cand.clear(i)
@@ -388,11 +402,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		if cand.count() == 0 {
 			return nil, errors.New(p.limitsReason(s.dims))
 		}
-	}
-	maxAlloc := cp.maxAlloc
-	if p.hasLimits {
-		maxAlloc = nil
-		cand.each(func(i int) bool { maxAlloc = maxInto(maxAlloc, p.its[i].alloc); return true })
+		maxAlloc = p.fit.max(cand)
 	}
 	name := fmt.Sprintf("%s-%05d", p.np.Name, len(s.claims)+1)
 	reqs := p.reqs.Copy()
@@ -408,13 +418,15 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		return nil, err
 	}
 	s.claims = append(s.claims, cl)
+	if s.onFirstClaim != nil {
+		s.onFirstClaim()
+		s.onFirstClaim = nil
+	}
 	if s.upstream {
 		s.addClaimUpstream(len(s.claims) - 1)
 	}
 	if p.hasLimits {
-		var largest vec
-		cl.candidates.each(func(i int) bool { largest = maxInto(largest, p.its[i].capacity); return true })
-		p.consume(largest, s.dims)
+		p.consume(p.capFit.max(cl.candidates), s.dims) // the largest it may be
 	}
 	return cl, nil
 }
