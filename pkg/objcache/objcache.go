@@ -58,29 +58,18 @@ func NewPodCache[V any](limit int) *Cache[*corev1.Pod, PodKey, V] {
 
 // Get returns what was put for the object, if it still holds.
 func (c *Cache[P, K, V]) Get(p P) (V, bool) {
-	var zero V
-	if c == nil {
-		return zero, false
-	}
-	ver := c.version(p)
-	if ver == "" {
-		v, found := c.byCall[p]
-		return v, found
-	}
-	if e, found := c.seen[p]; found && e.version == ver {
-		return e.v, true
-	}
-	k, _ := c.key(p)
-	v, found := c.byKey[k]
-	if found {
-		c.seen[p] = versioned[V]{ver, v}
-	}
-	return v, found
+	return c.get(p, true)
 }
 
 // Peek is Get without remembering anything: while nothing puts, any
 // number of goroutines may peek at once.
 func (c *Cache[P, K, V]) Peek(p P) (V, bool) {
+	return c.get(p, false)
+}
+
+// get looks p up; remember records a hit by content key against the
+// object itself, so the next Get of it skips making the key.
+func (c *Cache[P, K, V]) get(p P, remember bool) (V, bool) {
 	var zero V
 	if c == nil {
 		return zero, false
@@ -95,6 +84,9 @@ func (c *Cache[P, K, V]) Peek(p P) (V, bool) {
 	}
 	k, _ := c.key(p)
 	v, found := c.byKey[k]
+	if found && remember {
+		c.seen[p] = versioned[V]{ver, v}
+	}
 	return v, found
 }
 
