@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -129,25 +128,12 @@ func (c *Controller) annotateOverlays(nc *v1.NodeClaim, plan *provisioning.NodeC
 	if res == nil {
 		return
 	}
-	changes := res.Changes[plan.NodePool.Name]
-	set := map[string]bool{}
-	var names []string
-	for _, it := range plan.InstanceTypes {
-		if ch := changes[it.Name]; ch != nil {
-			for _, n := range ch.Overlays() {
-				if !set[n] {
-					set[n] = true
-					names = append(names, n)
-				}
-			}
-		}
-	}
+	names := res.Behind(plan.NodePool.Name, plan.InstanceTypes)
 	if len(names) == 0 {
 		return
 	}
 	if nc.Annotations == nil {
 		nc.Annotations = map[string]string{}
 	}
-	sort.Strings(names)
 	nc.Annotations[v1alpha1.AppliedAnnotationKey] = strings.Join(names, ",")
 }

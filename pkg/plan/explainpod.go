@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -65,11 +64,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	for r, q := range scheduling.PodRequests(pod) {
 		out.Requests[string(r)] = q.String()
 	}
-	var changes map[string]map[string]*overlay.Change
-	c, res := applyOverlays(c, "")
-	if res != nil {
-		changes = res.Changes
-	}
+	c, applied := applyOverlays(c, "")
 	snap := c.ProvisioningSnapshot()
 	var pending *corev1.Pod
 	for _, p := range snap.Pods {
@@ -91,7 +86,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		out.Node, out.Result = ex.Existing, "fits node "+ex.Existing+", which is there or on its way: no new node"
 	case ex.Claim != nil:
 		nc := nodeClaim(ex.Claim)
-		nc.NodeOverlays = overlaysOf(changes[nc.NodePool], ex.Claim)
+		nc.NodeOverlays = applied.Behind(nc.NodePool, ex.Claim.InstanceTypes)
 		out.NodeClaim, out.Result = &nc, fmt.Sprintf("a new NodeClaim of NodePool %s (with %d pending pod(s) in all)", nc.NodePool, len(nc.Pods))
 	case ex.Error != nil && sameVerdicts(ex):
 		out.Result = "stays pending: no NodePool can run it"
@@ -109,7 +104,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 		}
 		if v.Plan != nil {
 			nc := nodeClaim(v.Plan)
-			nc.NodeOverlays = overlaysOf(changes[nc.NodePool], v.Plan)
+			nc.NodeOverlays = applied.Behind(nc.NodePool, v.Plan.InstanceTypes)
 			pv.NodeClaim = &nc
 		}
 		out.Pools = append(out.Pools, pv)

@@ -174,10 +174,8 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	if opts.Decisions == provisioning.DecisionsKarpenter {
 		p.Decisions = string(opts.Decisions)
 	}
-	var changes map[string]map[string]*overlay.Change
 	c, applied := applyOverlays(c, opts.Decisions)
 	if applied != nil {
-		changes = applied.Changes
 		for _, s := range applied.Statuses {
 			p.NodeOverlays = append(p.NodeOverlays, NodeOverlay{Name: s.Name, Applied: s.Valid, InstanceTypes: s.Selected, Reason: s.Reason, Message: s.Message})
 		}
@@ -187,7 +185,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
 		out := nodeClaim(nc)
-		out.NodeOverlays = overlaysOf(changes[nc.NodePool.Name], nc)
+		out.NodeOverlays = applied.Behind(nc.NodePool.Name, nc.InstanceTypes)
 		p.NodeClaims = append(p.NodeClaims, out)
 	}
 	for _, b := range res.ExistingNodes {
@@ -240,27 +238,6 @@ func applyOverlays(c *state.Cluster, d provisioning.Decisions) (*state.Cluster, 
 	cp := *c
 	cp.InstanceTypes, cp.NodeOverlays, cp.AppliedOverlays = res.InstanceTypes, nil, res
 	return &cp, res
-}
-
-// overlaysOf names the overlays behind the claim's instance types.
-func overlaysOf(changes map[string]*overlay.Change, nc *provisioning.NodeClaimPlan) []string {
-	set := map[string]bool{}
-	for _, it := range nc.InstanceTypes {
-		if ch := changes[it.Name]; ch != nil {
-			for _, n := range ch.Overlays() {
-				set[n] = true
-			}
-		}
-	}
-	out := make([]string, 0, len(set))
-	for n := range set {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	if len(out) == 0 {
-		return nil
-	}
-	return out
 }
 
 func disruptionOf(d *disruption.Decision, c *state.Cluster, now time.Time) Disruption {

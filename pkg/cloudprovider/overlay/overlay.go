@@ -95,6 +95,32 @@ type Result struct {
 	Changes map[string]map[string]*Change
 }
 
+// Behind names the overlays that changed the price or capacity of any of
+// these instance types of the NodePool, sorted; nil for none, and for a
+// nil Result.
+func (r *Result) Behind(pool string, its []*cloudprovider.InstanceType) []string {
+	if r == nil {
+		return nil
+	}
+	set := map[string]bool{}
+	for _, it := range its {
+		if ch := r.Changes[pool][it.Name]; ch != nil {
+			for _, n := range ch.Overlays() {
+				set[n] = true
+			}
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
 // Status returns the named overlay's status.
 func (r *Result) Status(name string) (Status, bool) {
 	for _, s := range r.Statuses {
