@@ -124,15 +124,21 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
-			if _, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
+			c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
 				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
-				Decisions: engine.decisions, MinValuesPolicy: engine.minValues}); err != nil {
+				Decisions: engine.decisions, MinValuesPolicy: engine.minValues})
+			if err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
 			if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 				return err
 			}
 			if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+				return err
+			}
+			// Not ready until the controller has seen the whole cluster and
+			// decides: /readyz names what it still waits for.
+			if err := mgr.AddReadyzCheck("cluster-state", c.ReadyzCheck()); err != nil {
 				return err
 			}
 			return mgr.Start(ctx)

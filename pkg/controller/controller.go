@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,10 +28,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
@@ -110,6 +114,15 @@ type Controller struct {
 	gauges    gauges
 	// launches are the instances launched whose claim has not recorded them.
 	launches launchCache
+	// gate holds every decision back until the Store is complete.
+	gate *syncGate
+	// reader is the manager's cache, which the relisted kinds are read from.
+	reader client.Reader
+	// offeringsStale says a NodePool or NodeOverlay changed since the
+	// Store's instance types were asked of the cloud: the next pass asks
+	// again (informer callbacks only note it; cloud calls are the loops').
+	offeringsStale atomic.Bool
+	refreshMu      sync.Mutex // one refresh of the offerings at a time
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -138,7 +151,8 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
 	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: metered{opts.CloudProvider, opts.Clock}, opts: opts,
-		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter"), memo: disruption.NewMemo()}
+		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter"), memo: disruption.NewMemo(),
+		gate: newSyncGate(), reader: mgr.GetCache()}
 	c.disrupt.queue.Options = disruption.Options{SpotToSpot: opts.SpotToSpot}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
@@ -177,6 +191,15 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		if err := c.watchNodeClasses(mgr, r); err != nil {
 			return nil, err
 		}
+		// The provider's drift checks and launches read them.
+		inf, err := mgr.GetCache().GetInformer(ctx, &awsv1.EC2NodeClass{})
+		if err != nil {
+			return nil, err
+		}
+		c.gate.add("EC2NodeClasses", inf.HasSynced)
+	}
+	if err := mgr.Add(gateRunnable(func(ctx context.Context) error { return c.gate.run(ctx, c.complete) })); err != nil {
+		return nil, err
 	}
 	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
 	if opts.NodeRepair {
@@ -223,33 +246,47 @@ func (c *Controller) event(obj, related runtime.Object, eventType, reason, forma
 // Store is the controller's view of the cluster.
 func (c *Controller) Store() *state.Store { return c.store }
 
+// Synced says whether the Store has seen the whole cluster: every informer
+// the decisions read has handed it its whole list, and the NodePools'
+// instance types are known. No decision is made before.
+func (c *Controller) Synced() bool { return c.gate.synced() }
+
+// WaitSynced blocks until Synced (true) or ctx ends (false).
+func (c *Controller) WaitSynced(ctx context.Context) bool { return c.gate.wait(ctx) }
+
+// ReadyzCheck is a /readyz check: not ready, naming what is missing, until
+// Synced.
+func (c *Controller) ReadyzCheck() healthz.Checker { return c.gate.check }
+
 // watch feeds the Store from the manager's informers.
 func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 	cache := mgr.GetCache()
 	handlers := []struct {
-		obj client.Object
-		h   toolscache.ResourceEventHandler
+		name string
+		obj  client.Object
+		h    toolscache.ResourceEventHandler
 	}{
-		{&corev1.Pod{}, objectHandler(c.podChanged, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
+		{"Pods", &corev1.Pod{}, objectHandler(c.podChanged, func(p *corev1.Pod) { c.store.DeletePod(p.Namespace, p.Name) })},
 		// A Node or NodeClaim that goes may leave pods without the room
 		// planned for them: provisioning looks again.
-		{&corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name); c.batch.Trigger() })},
-		{&v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name); c.batch.Trigger() })},
-		{&v1.NodePool{}, c.relist(ctx, mgr, c.syncNodePools)},
-		{&appsv1.DaemonSet{}, c.relist(ctx, mgr, c.syncDaemonSets)},
-		{&policyv1.PodDisruptionBudget{}, c.relist(ctx, mgr, c.syncPDBs)},
+		{"Nodes", &corev1.Node{}, objectHandler(c.store.SetNode, func(n *corev1.Node) { c.store.DeleteNode(n.Name); c.batch.Trigger() })},
+		{"NodeClaims", &v1.NodeClaim{}, objectHandler(c.store.SetNodeClaim, func(nc *v1.NodeClaim) { c.store.DeleteNodeClaim(nc.Name); c.batch.Trigger() })},
+		{"NodePools", &v1.NodePool{}, c.offeringsChanged()},
+		{"DaemonSets", &appsv1.DaemonSet{}, c.relist(ctx, c.syncDaemonSets)},
+		{"PodDisruptionBudgets", &policyv1.PodDisruptionBudget{}, c.relist(ctx, c.syncPDBs)},
 		// Volumes pin the zones their pods' nodes may be in.
-		{&corev1.PersistentVolumeClaim{}, objectHandler(c.store.SetPersistentVolumeClaim, func(pvc *corev1.PersistentVolumeClaim) {
+		{"PersistentVolumeClaims", &corev1.PersistentVolumeClaim{}, objectHandler(c.store.SetPersistentVolumeClaim, func(pvc *corev1.PersistentVolumeClaim) {
 			c.store.DeletePersistentVolumeClaim(pvc.Namespace, pvc.Name)
 		})},
-		{&corev1.PersistentVolume{}, objectHandler(c.store.SetPersistentVolume, func(pv *corev1.PersistentVolume) { c.store.DeletePersistentVolume(pv.Name) })},
-		{&storagev1.StorageClass{}, objectHandler(c.store.SetStorageClass, func(sc *storagev1.StorageClass) { c.store.DeleteStorageClass(sc.Name) })},
+		{"PersistentVolumes", &corev1.PersistentVolume{}, objectHandler(c.store.SetPersistentVolume, func(pv *corev1.PersistentVolume) { c.store.DeletePersistentVolume(pv.Name) })},
+		{"StorageClasses", &storagev1.StorageClass{}, objectHandler(c.store.SetStorageClass, func(sc *storagev1.StorageClass) { c.store.DeleteStorageClass(sc.Name) })},
 	}
 	if c.opts.NodeOverlay {
 		handlers = append(handlers, struct {
-			obj client.Object
-			h   toolscache.ResourceEventHandler
-		}{&v1alpha1.NodeOverlay{}, c.relist(ctx, mgr, c.syncNodeOverlays)})
+			name string
+			obj  client.Object
+			h    toolscache.ResourceEventHandler
+		}{"NodeOverlays", &v1alpha1.NodeOverlay{}, c.offeringsChanged()})
 	}
 	for _, h := range handlers {
 		inf, err := cache.GetInformer(ctx, h.obj)
@@ -259,9 +296,13 @@ func (c *Controller) watch(ctx context.Context, mgr manager.Manager) error {
 		if err != nil {
 			return err
 		}
-		if _, err := inf.AddEventHandler(h.h); err != nil {
+		reg, err := inf.AddEventHandler(h.h)
+		if err != nil {
 			return err
 		}
+		// The handler's own sync, not the informer's: the informer's cache
+		// is full before its handlers have been handed all of it.
+		c.gate.add(h.name, reg.HasSynced)
 	}
 	return nil
 }
@@ -298,33 +339,39 @@ func objectHandler[T client.Object](set, del func(T)) toolscache.ResourceEventHa
 }
 
 // relist calls sync, after any change of its kind, with the informer's
-// whole list: NodePools, DaemonSets and PDBs are few.
-func (c *Controller) relist(ctx context.Context, mgr manager.Manager, sync func(context.Context, client.Reader) error) toolscache.ResourceEventHandler {
+// whole list: DaemonSets and PDBs are few.
+func (c *Controller) relist(ctx context.Context, sync func(context.Context, client.Reader) error) toolscache.ResourceEventHandler {
 	run := func() {
-		if err := sync(ctx, mgr.GetCache()); err != nil {
+		if err := sync(ctx, c.reader); err != nil {
 			logError(ctx, err, "refreshing state")
 		}
 	}
 	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { run() }, UpdateFunc: func(_, _ any) { run() }, DeleteFunc: func(any) { run() }}
 }
 
-func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
-	ctx = withController(ctx, "nodepool.state")
-	var list v1.NodePoolList
-	if err := r.List(ctx, &list); err != nil {
+// offeringsChanged is the handler of the kinds the instance types depend
+// on (NodePools, NodeOverlays): it only notes that the next pass must ask
+// the cloud again, and wakes provisioning — pods may fit a changed pool.
+func (c *Controller) offeringsChanged() toolscache.ResourceEventHandler {
+	changed := func() {
+		c.offeringsStale.Store(true)
+		c.batch.Trigger()
+	}
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { changed() }, UpdateFunc: func(_, _ any) { changed() }, DeleteFunc: func(any) { changed() }}
+}
+
+// complete is the sync gate's last step, once every handler has had its
+// informer's whole list: the relisted kinds read once more, the volumes
+// declared complete, and the NodePools' instance types asked of the cloud.
+func (c *Controller) complete(ctx context.Context) error {
+	if err := errors.Join(c.syncDaemonSets(ctx, c.reader), c.syncPDBs(ctx, c.reader)); err != nil {
 		return err
 	}
-	pools := pointers(list.Items)
-	var errs []error
-	if s, ok := c.opts.CloudProvider.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
-		errs = append(errs, s.SetNodePools(pools))
-	}
-	errs = append(errs, c.setOfferings(ctx, pools))
-	if c.opts.NodeOverlay {
-		errs = append(errs, c.writeOverlayStatuses(ctx)) // a conflict may come or go with a pool
-	}
-	c.batch.Trigger() // pods may fit a changed pool now
-	return errors.Join(errs...)
+	// Every claim, volume and StorageClass there is has reached the Store:
+	// one it has not seen holds its pods back, as upstream's.
+	c.store.SetVolumesComplete(true)
+	c.offeringsStale.Store(true)
+	return c.refreshOfferings(ctx)
 }
 
 // versioned is a cloud provider whose offerings' availability has a
@@ -332,23 +379,58 @@ func (c *Controller) syncNodePools(ctx context.Context, r client.Reader) error {
 type versioned interface{ Version() int }
 
 // refreshOfferings asks the cloud for the NodePools' instance types again
-// when their availability changed since the Store got them: an
-// insufficient-capacity error the provider learned is planned around.
+// when a NodePool, NodeOverlay or NodeClass changed, or their availability
+// did since the Store got them (an insufficient-capacity error the
+// provider learned is planned around). A refresh that failed is tried
+// again by the next pass.
 func (c *Controller) refreshOfferings(ctx context.Context) error {
-	v, ok := c.opts.CloudProvider.(versioned)
-	if !ok {
+	c.refreshMu.Lock()
+	defer c.refreshMu.Unlock()
+	stale := c.offeringsStale.Swap(false)
+	if v, ok := c.opts.CloudProvider.(versioned); ok && !stale {
+		c.offeringsMu.Lock()
+		stale = v.Version() != c.offeringsAt
+		c.offeringsMu.Unlock()
+	}
+	if !stale {
 		return nil
 	}
-	c.offeringsMu.Lock()
-	changed := v.Version() != c.offeringsAt
-	c.offeringsMu.Unlock()
-	if !changed {
-		return nil
+	ctx = withController(ctx, "nodepool.state")
+	var list v1.NodePoolList
+	if err := c.reader.List(ctx, &list); err != nil {
+		c.offeringsStale.Store(true)
+		return err
 	}
-	return c.setOfferings(ctx, c.store.ProvisioningSnapshot().NodePools)
+	pools := pointers(list.Items)
+	if c.opts.NodeOverlay {
+		var overlays v1alpha1.NodeOverlayList
+		if err := c.reader.List(ctx, &overlays); err != nil {
+			c.offeringsStale.Store(true)
+			return err
+		}
+		c.offeringsMu.Lock()
+		c.overlays.list = pointers(overlays.Items)
+		c.offeringsMu.Unlock()
+	}
+	var errs []error
+	if s, ok := c.opts.CloudProvider.(interface{ SetNodePools([]*v1.NodePool) error }); ok {
+		errs = append(errs, s.SetNodePools(pools))
+	}
+	errs = append(errs, c.setOfferings(ctx, pools))
+	if err := errors.Join(errs...); err != nil {
+		c.offeringsStale.Store(true)
+		return err
+	}
+	if c.opts.NodeOverlay {
+		// A conflict may come or go with a pool or an overlay.
+		return c.writeOverlayStatuses(ctx)
+	}
+	return nil
 }
 
 // setOfferings puts the NodePools and their instance types in the Store.
+// A NodePool whose NodeClass is not ready gets none (logged, as upstream
+// leaves such a pool out); any other error is returned.
 func (c *Controller) setOfferings(ctx context.Context, pools []*v1.NodePool) error {
 	c.offeringsMu.Lock()
 	defer c.offeringsMu.Unlock()
@@ -359,6 +441,10 @@ func (c *Controller) setOfferings(ctx context.Context, pools []*v1.NodePool) err
 	its := map[string][]*cloudprovider.InstanceType{}
 	for _, np := range pools {
 		got, err := c.cloud.GetInstanceTypes(ctx, np)
+		if cloudprovider.IsNodeClassNotReadyError(err) {
+			log.FromContext(ctx).Info("leaving out a NodePool whose NodeClass is not ready", "nodepool", np.Name, "reason", err.Error())
+			continue
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("NodePool %s: %w", np.Name, err))
 			continue
@@ -387,12 +473,12 @@ func (c *Controller) syncPDBs(ctx context.Context, r client.Reader) error {
 	return nil
 }
 
-// provisionLoop provisions after every batch until ctx ends.
+// provisionLoop provisions after every batch until ctx ends, from the
+// moment the Store is complete.
 func (c *Controller) provisionLoop(ctx context.Context) error {
-	// The manager starts this after its caches synced: the Store has every
-	// claim, volume and StorageClass there is, so one it has not seen
-	// holds its pods back, as upstream's.
-	c.store.SetVolumesComplete(true)
+	if !c.gate.wait(ctx) {
+		return nil
+	}
 	for c.batch.Wait(ctx) {
 		if _, err := c.Provision(ctx); err != nil {
 			logError(ctx, err, "provisioning")
@@ -403,8 +489,12 @@ func (c *Controller) provisionLoop(ctx context.Context) error {
 
 // Provision runs one provisioning pass over the Store and creates the
 // NodeClaims it plans, returning them. Each is put in the Store at once,
-// so the next pass counts it before its informer event arrives.
+// so the next pass counts it before its informer event arrives. Before the
+// Store is complete it decides nothing and returns ErrNotSynced.
 func (c *Controller) Provision(ctx context.Context) ([]*v1.NodeClaim, error) {
+	if !c.gate.synced() {
+		return nil, ErrNotSynced
+	}
 	ctx = withController(ctx, "provisioner")
 	if err := c.refreshOfferings(ctx); err != nil {
 		logError(ctx, err, "refreshing instance types")

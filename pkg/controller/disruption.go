@@ -46,10 +46,16 @@ func (c *Controller) disruptionLoop(ctx context.Context) error {
 // advances (validate, taint, launch replacements, wait for them, delete
 // the candidates' claims). It returns what the queue did.
 func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
+	if !c.gate.synced() {
+		return nil, ErrNotSynced
+	}
 	c.disrupt.mu.Lock()
 	defer c.disrupt.mu.Unlock()
 	ctx = withController(ctx, "disruption")
 	var errs []error
+	if err := c.refreshOfferings(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("refreshing instance types: %w", err))
+	}
 	fresh := func() *disruption.Cluster {
 		version := c.store.ConfigVersion()
 		dc := c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx))

@@ -26,8 +26,12 @@ func (c *Controller) gcLoop(ctx context.Context) error {
 	return c.every(ctx, gcEvery, "collecting garbage", c.CollectGarbage)
 }
 
-// every runs f every period until ctx ends, logging its errors.
+// every runs f every period until ctx ends, logging its errors, from the
+// moment the Store is complete.
 func (c *Controller) every(ctx context.Context, period time.Duration, what string, f func(context.Context) error) error {
+	if !c.gate.wait(ctx) {
+		return nil
+	}
 	t := c.opts.Clock.NewTicker(period)
 	defer t.Stop()
 	for {
@@ -46,6 +50,9 @@ func (c *Controller) every(ctx context.Context, period time.Duration, what strin
 // deletes launched NodeClaims whose instance is gone (their Node goes with
 // them).
 func (c *Controller) CollectGarbage(ctx context.Context) error {
+	if !c.gate.synced() {
+		return ErrNotSynced
+	}
 	ctx = withController(ctx, "nodeclaim.garbagecollection")
 	instances, err := c.cloud.List(ctx)
 	if err != nil {

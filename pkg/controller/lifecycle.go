@@ -36,6 +36,9 @@ const pollRegistration = 10 * time.Second
 // The claim's status is Joiner's alone, so it is patched, not updated:
 // a stale cache then costs no conflict.
 func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !c.gate.synced() {
+		return reconcile.Result{RequeueAfter: time.Second}, nil // a claim's Node may not be in the Store yet
+	}
 	nc := &v1.NodeClaim{}
 	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

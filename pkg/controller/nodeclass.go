@@ -99,10 +99,10 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 			return reconcile.Result{}, err
 		}
 		if resolveErr == nil {
-			// The pools' instance types depend on what their class resolved to.
-			if err := c.syncNodePools(ctx, c.client); err != nil {
-				logError(ctx, err, "refreshing the NodePools' instance types")
-			}
+			// The pools' instance types depend on what their class
+			// resolved to: the next pass asks for them again.
+			c.offeringsStale.Store(true)
+			c.batch.Trigger()
 		}
 	}
 	if resolveErr != nil {

@@ -42,22 +42,6 @@ type overlayState struct {
 	result *overlay.Result
 }
 
-// syncNodeOverlays reads the NodeOverlays after any change of one, applies
-// them and writes their statuses.
-func (c *Controller) syncNodeOverlays(ctx context.Context, r client.Reader) error {
-	ctx = withController(ctx, "nodeoverlay")
-	var list v1alpha1.NodeOverlayList
-	if err := r.List(ctx, &list); err != nil {
-		return err
-	}
-	c.offeringsMu.Lock()
-	c.overlays.list = pointers(list.Items)
-	c.offeringsMu.Unlock()
-	err := c.setOfferings(ctx, c.store.ProvisioningSnapshot().NodePools)
-	c.batch.Trigger() // pods may fit the new capacity, or go elsewhere at the new prices
-	return errors.Join(err, c.writeOverlayStatuses(ctx))
-}
-
 // applyOverlays is setOfferings' step: its with the overlays applied.
 // offeringsMu must be held.
 func (c *Controller) applyOverlays(pools []*v1.NodePool, its map[string][]*cloudprovider.InstanceType) map[string][]*cloudprovider.InstanceType {

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -38,6 +39,9 @@ const (
 // capacity they add up to (what its limits count), and its conditions —
 // Ready when it validated and the cloud offers it instance types.
 func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !c.gate.synced() {
+		return reconcile.Result{RequeueAfter: time.Second}, nil // counted from a partial list, its status would be wrong
+	}
 	ctx = withController(ctx, "nodepool.status")
 	np := &v1.NodePool{}
 	if err := c.client.Get(ctx, req.NamespacedName, np); err != nil {

@@ -31,6 +31,9 @@ func (c *Controller) repairLoop(ctx context.Context) error {
 // claim's — unless more than 20 % of its NodePool's nodes are unhealthy,
 // which an Event on the NodePool says. It returns the claims deleted.
 func (c *Controller) Repair(ctx context.Context) ([]string, error) {
+	if !c.gate.synced() {
+		return nil, ErrNotSynced
+	}
 	ctx = withController(ctx, "node.health")
 	d := disruption.Repairs(c.store.DisruptionCluster(c.opts.Clock.Now(), nil), c.cloud.RepairPolicies())
 	var deleted []string

@@ -326,8 +326,15 @@ func (p *pass) driftReason(cand *Candidate) string {
 	if !p.c.Memo.satisfies(cand.Node, p.reqs[np], p.reqKeys[np]) {
 		return "the node no longer satisfies the NodePool's requirements"
 	}
+	its, known := p.c.InstanceTypes[np.Name]
+	if !known {
+		// The cloud did not answer for this pool (an API error, a
+		// NodeClass not ready): nothing is known to be gone, as upstream
+		// decides no drift when it cannot get the instance types.
+		return ""
+	}
 	found := false
-	for _, it := range p.c.InstanceTypes[np.Name] {
+	for _, it := range its {
 		if it.Name == cand.InstanceType {
 			found = true
 			break

@@ -144,7 +144,7 @@ func TestSimulatorAndControllerAgree(t *testing.T) {
 			t.Errorf("manager: %v", err)
 		}
 	}()
-	if !mgr.GetCache().WaitForCacheSync(cctx) {
+	if !mgr.GetCache().WaitForCacheSync(cctx) || !c.WaitSynced(cctx) {
 		t.Fatal("the controller's caches did not sync")
 	}
 

@@ -110,6 +110,13 @@ func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(contex
 	if !mgr.GetCache().WaitForCacheSync(ctx) {
 		t.Fatal("the controller's caches did not sync")
 	}
+	// Its decisions wait for the Store to be complete; a test that asks
+	// for one at once waits too.
+	syncCtx, syncCancel := context.WithTimeout(ctx, time.Minute)
+	defer syncCancel()
+	if !c.WaitSynced(syncCtx) {
+		t.Fatal("the controller did not sync within a minute")
+	}
 	return c, func() {
 		cancel()
 		if err := <-done; err != nil {
