@@ -35,7 +35,7 @@ func benchStore(nodes, perNode int) (*Store, func(node, i int, rv string) *corev
 
 // managedNode is node-n and its claim, initialized and ready.
 func managedNode(n int, rv string) (*v1.NodeClaim, *corev1.Node) {
-	id := "aws:///zone-a/i-" + strconv.Itoa(n)
+	id := "aws:///zone-a/i-node-" + strconv.Itoa(n)
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("general-%d", n), ResourceVersion: rv,
 		Labels: map[string]string{v1.LabelNodePool: "general"}, CreationTimestamp: metav1.NewTime(t0.Add(-time.Hour))}}
 	nc.Status = v1.NodeClaimStatus{ProviderID: id, NodeName: fmt.Sprintf("node-%d", n), Allocatable: resources("4"),

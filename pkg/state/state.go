@@ -8,6 +8,7 @@
 package state
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -211,7 +212,8 @@ func (n *Node) Disrupting() bool {
 }
 
 // schedulingWith is the node as provisioning sees it, its pods' requests
-// summed to requested.
+// summed to requested. A Store's snapshots share it while the node stays
+// the same, so its Pods are clipped: a reader's append copies them.
 func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node {
 	pods := make([]*corev1.Pod, 0, len(n.Pods))
 	for _, p := range n.Pods {
@@ -220,7 +222,7 @@ func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node 
 		}
 	}
 	return &provisioning.Node{Name: n.Name(), NodePool: n.NodePool(), Labels: n.Labels(), Taints: n.Taints(),
-		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods, Requested: requested,
+		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: slices.Clip(pods), Requested: requested,
 		InFlight: n.Managed() && !n.Initialized(), MarkedForDeletion: n.MarkedForDeletion()}
 }
 

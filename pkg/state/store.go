@@ -2,6 +2,7 @@ package state
 
 import (
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -72,14 +73,15 @@ type entry struct {
 	name string
 }
 
-// view is one node as decisions see it, rebuilt when dirty.
+// view is one node as decisions see it, rebuilt when dirty. What a build
+// hands out (built, node's Pods, candidate's slices) is never written into
+// again: a rebuild makes new ones, so snapshots holding the old stay as
+// they were.
 type view struct {
 	key   entry
 	node  Node
 	dirty bool
 	built *provisioning.Node
-	// reschedulable are the pods that move if the node goes.
-	reschedulable []*corev1.Pod
 	// candidate is the node as disruption sees it, but for Price (priced
 	// at pricedAt, the instance types' generation) and NodeClassDrift.
 	candidate disruption.Candidate
@@ -395,7 +397,7 @@ func (s *Store) build() []*view {
 
 func (s *Store) rebuild(v *view) {
 	v.dirty = false
-	v.node.Pods = v.node.Pods[:0]
+	v.node.Pods = nil // never [:0]: Nodes() handed the last build's out
 	var requests []corev1.ResourceList
 	if n := v.node.Node; n != nil {
 		refs := make([]podRef, 0, len(s.podsOn[n.Name]))
@@ -430,18 +432,21 @@ func (s *Store) rebuild(v *view) {
 			v.built.Version += "/" + strconv.Itoa(s.itGen)
 		}
 	}
-	v.reschedulable = v.reschedulable[:0]
+	// A new slice each build, never the last one's [:0]: the candidates
+	// of disruption clusters handed out before hold that one. Not nil when
+	// empty (nil asks disruption to derive it); clipped, so a reader's
+	// append makes a slice of its own.
+	reschedulable := make([]*corev1.Pod, 0, len(v.built.Pods))
 	for _, p := range v.built.Pods {
 		if podutil.IsReschedulable(p) {
-			v.reschedulable = append(v.reschedulable, p)
+			reschedulable = append(reschedulable, p)
 		}
 	}
-	v.reschedulable = append([]*corev1.Pod{}, v.reschedulable...)
 	n, labels := &v.node, v.built.Labels
 	v.candidate = disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
 		InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
 		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
-		Reschedulable: v.reschedulable, Registered: n.Node != nil}
+		Reschedulable: slices.Clip(reschedulable), Registered: n.Node != nil}
 	if n.Node != nil {
 		v.candidate.Conditions = n.Node.Status.Conditions
 	}
