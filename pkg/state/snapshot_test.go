@@ -515,3 +515,38 @@ func summarizeCompute(d *disruption.Decision) string {
 	}
 	return b.String()
 }
+
+// TestCallersOwnWhatACallMakes: what the Store doc lets a caller change —
+// the structs a call returns and the lists it makes — a caller may change
+// without touching the Store or what anyone else took.
+func TestCallersOwnWhatACallMakes(t *testing.T) {
+	c := newChurn(t)
+	first := take(c.s)
+	want := first.describe()
+	mine := take(c.s)
+	mine.snap.Decisions, mine.snap.IgnorePreferences = provisioning.DecisionsKarpenter, true
+	mine.dc.Memo, mine.dc.Decisions = disruption.NewMemo(), provisioning.DecisionsKarpenter
+	for _, cand := range mine.dc.Nodes {
+		cand.Price, cand.Disrupting, cand.NodeClassDrift = 99, true, "Mine"
+	}
+	for _, n := range mine.nodes {
+		n.Node, n.NodeClaim = nil, nil
+	}
+	slices.Reverse(mine.snap.Nodes)
+	mine.snap.Pods = slices.DeleteFunc(mine.snap.Pods, func(p *corev1.Pod) bool { return p.Name == "pending" })
+	slices.Reverse(mine.dc.Nodes)
+	slices.Reverse(mine.dc.Unmanaged)
+	slices.Reverse(mine.dc.Pending)
+	slices.Reverse(mine.nodes)
+	slices.Reverse(mine.pending)
+	slices.Reverse(mine.cluster.Pods)
+	slices.Reverse(mine.cluster.Nodes)
+	slices.Reverse(mine.cluster.NodeClaims)
+	slices.Reverse(mine.cluster.PersistentVolumeClaims)
+	if got := first.describe(); got != want {
+		t.Errorf("what another caller took changed, at %s", firstDifference(want, got))
+	}
+	if got := take(c.s).describe(); got != want {
+		t.Errorf("the Store changed, at %s", firstDifference(want, got))
+	}
+}

@@ -5,6 +5,14 @@
 // NodeClaims by providerID; an in-flight NodeClaim without a Node yet is a
 // node too, labelled from its requirements. It reads what it is given and
 // writes into none of it.
+//
+// A Store keeps the cluster up to date one object at a time. Objects a
+// host hands it are the Store's from then on: the host never writes into
+// one again, and changes an object by handing over a new one. What the
+// Store hands out (snapshots, disruption clusters, candidates, views, and
+// everything they reach) is immutable: read-only for everyone, never
+// changed by the Store, and safe to keep across later changes and
+// rebuilds. See Store for the details.
 package state
 
 import (
@@ -28,7 +36,10 @@ import (
 )
 
 // Cluster is what a host knows. A Cluster is not safe for concurrent use
-// while a host changes it; its methods only read it.
+// while a host changes it; its methods only read it. What they return
+// shares its objects (each method builds a Store of them, see Store): a
+// host that writes into one rather than replacing it changes what it took
+// before.
 type Cluster struct {
 	NodePools  []*v1.NodePool
 	NodeClaims []*v1.NodeClaim
