@@ -5,9 +5,18 @@
 // NodeClaims by providerID; an in-flight NodeClaim without a Node yet is a
 // node too, labelled from its requirements. It reads what it is given and
 // writes into none of it.
+//
+// A Store keeps the cluster up to date one object at a time. Objects a
+// host hands it are the Store's from then on: the host never writes into
+// one again, and changes an object by handing over a new one. What the
+// Store hands out (snapshots, disruption clusters, candidates, views, and
+// everything they reach) is immutable: read-only for everyone, never
+// changed by the Store, and safe to keep across later changes and
+// rebuilds. See Store for the details.
 package state
 
 import (
+	"slices"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -27,7 +36,10 @@ import (
 )
 
 // Cluster is what a host knows. A Cluster is not safe for concurrent use
-// while a host changes it; its methods only read it.
+// while a host changes it; its methods only read it. What they return
+// shares its objects (each method builds a Store of them, see Store): a
+// host that writes into one rather than replacing it changes what it took
+// before.
 type Cluster struct {
 	NodePools  []*v1.NodePool
 	NodeClaims []*v1.NodeClaim
@@ -211,7 +223,8 @@ func (n *Node) Disrupting() bool {
 }
 
 // schedulingWith is the node as provisioning sees it, its pods' requests
-// summed to requested.
+// summed to requested. A Store's snapshots share it while the node stays
+// the same, so its Pods are clipped: a reader's append copies them.
 func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node {
 	pods := make([]*corev1.Pod, 0, len(n.Pods))
 	for _, p := range n.Pods {
@@ -220,7 +233,7 @@ func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node 
 		}
 	}
 	return &provisioning.Node{Name: n.Name(), NodePool: n.NodePool(), Labels: n.Labels(), Taints: n.Taints(),
-		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: pods, Requested: requested,
+		Allocatable: n.Allocatable(), Capacity: n.Capacity(), Pods: slices.Clip(pods), Requested: requested,
 		InFlight: n.Managed() && !n.Initialized(), MarkedForDeletion: n.MarkedForDeletion()}
 }
 

@@ -2,6 +2,7 @@ package state
 
 import (
 	"hash/fnv"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -27,9 +28,37 @@ import (
 // Version made of their resourceVersions, so the engine's caches hold
 // across decisions exactly while nothing changed.
 //
-// Objects handed to a Store are the Store's: a host changes an object by
-// handing over a new one (as informers do), never by writing into one it
-// gave. A Store is safe for concurrent use.
+// What a host hands a Store is the Store's: the objects (Nodes, NodeClaims,
+// pods, NodePools, instance types, DaemonSets, PDBs, claims, volumes,
+// StorageClasses), everything they reach (a pod's labels, a Node's
+// status), and the slices and maps they come in. The host never writes
+// into any of it afterwards, nor lets anyone else: it changes an object by
+// handing over a new one (as informers do), and a list or map by handing
+// over a new one.
+//
+// What a Store hands out is read-only and immutable: provisioning
+// snapshots, disruption clusters and their candidates, views, Nodes,
+// pending pods, volumes, a Cluster, and every node, pod, slice, map and
+// resource list they reach. The Store never writes into it again (nor, by
+// the rule above, does the host) — a change makes the changed node's view
+// anew, in new slices and maps, and leaves the old one to whoever holds
+// it — so a host may keep what it was
+// given across any number of later changes and rebuilds, read it from any
+// goroutine while the Store changes, and find it as it was. It is shared
+// (with the Store, with later snapshots while its node does not change,
+// with other callers), so nobody writes into it either: whoever needs it
+// different makes a copy (disruption copies a node before marking it).
+// Only what a call makes anew for its caller is the caller's to change:
+// the structs it returns (the *Snapshot, the *disruption.Cluster and its
+// *Candidates, the *Cluster, the *Nodes of Nodes()), whose fields a host
+// may set (a Snapshot's Decisions, a disruption Cluster's Planner and
+// Memo), and the lists a call makes: a Snapshot's Nodes and Pods, a
+// disruption Cluster's Nodes, Unmanaged and Pending, a Cluster's lists but
+// its NodePools, DaemonSets and PDBs, and the slices Nodes and
+// PendingPods return, which a host may filter or reorder in place. All
+// else they hold may be shared.
+//
+// A Store is safe for concurrent use.
 type Store struct {
 	mu sync.Mutex
 
@@ -72,14 +101,15 @@ type entry struct {
 	name string
 }
 
-// view is one node as decisions see it, rebuilt when dirty.
+// view is one node as decisions see it, rebuilt when dirty. What a build
+// hands out (built, node's Pods, candidate's slices) is never written into
+// again: a rebuild makes new ones, so snapshots holding the old stay as
+// they were.
 type view struct {
 	key   entry
 	node  Node
 	dirty bool
 	built *provisioning.Node
-	// reschedulable are the pods that move if the node goes.
-	reschedulable []*corev1.Pod
 	// candidate is the node as disruption sees it, but for Price (priced
 	// at pricedAt, the instance types' generation) and NodeClassDrift.
 	candidate disruption.Candidate
@@ -359,8 +389,8 @@ func (s *Store) Pod(namespace, name string) *corev1.Pod {
 	return nil
 }
 
-// NodeClaim returns the claim of that name, or nil. Callers must not
-// change it.
+// NodeClaim returns the claim of that name, or nil: the object the host
+// handed over, read-only (see Store).
 func (s *Store) NodeClaim(name string) *v1.NodeClaim {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -395,7 +425,7 @@ func (s *Store) build() []*view {
 
 func (s *Store) rebuild(v *view) {
 	v.dirty = false
-	v.node.Pods = v.node.Pods[:0]
+	v.node.Pods = nil // never [:0]: Nodes() handed the last build's out
 	var requests []corev1.ResourceList
 	if n := v.node.Node; n != nil {
 		refs := make([]podRef, 0, len(s.podsOn[n.Name]))
@@ -430,18 +460,21 @@ func (s *Store) rebuild(v *view) {
 			v.built.Version += "/" + strconv.Itoa(s.itGen)
 		}
 	}
-	v.reschedulable = v.reschedulable[:0]
+	// A new slice each build, never the last one's [:0]: the candidates
+	// of disruption clusters handed out before hold that one. Not nil when
+	// empty (nil asks disruption to derive it); clipped, so a reader's
+	// append makes a slice of its own.
+	reschedulable := make([]*corev1.Pod, 0, len(v.built.Pods))
 	for _, p := range v.built.Pods {
 		if podutil.IsReschedulable(p) {
-			v.reschedulable = append(v.reschedulable, p)
+			reschedulable = append(reschedulable, p)
 		}
 	}
-	v.reschedulable = append([]*corev1.Pod{}, v.reschedulable...)
 	n, labels := &v.node, v.built.Labels
 	v.candidate = disruption.Candidate{Node: v.built, NodeClaim: n.NodeClaim, NodePool: n.NodePool(),
 		InstanceType: labels[v1.LabelInstanceType], Zone: labels[v1.LabelZone], CapacityType: labels[v1.LabelCapacityType],
 		Initialized: n.Initialized(), Disrupting: n.Disrupting(), NotReady: n.Node != nil && !n.Ready(),
-		Reschedulable: v.reschedulable, Registered: n.Node != nil}
+		Reschedulable: slices.Clip(reschedulable), Registered: n.Node != nil}
 	if n.Node != nil {
 		v.candidate.Conditions = n.Node.Status.Conditions
 	}
@@ -518,7 +551,8 @@ func (s *Store) Nodes() []*Node {
 }
 
 // View returns the node (by Node name, or claim name before it registers)
-// as provisioning sees it, or nil. Callers must not change it.
+// as provisioning sees it, or nil: read-only, and kept as it is when the
+// node changes (see Store).
 func (s *Store) View(name string) *provisioning.Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -564,9 +598,9 @@ func (s *Store) pendingLocked() []*corev1.Pod {
 }
 
 // ProvisioningSnapshot is what provisioning plans over: every node and
-// in-flight claim, the DaemonSets, and the pending pods. The Nodes are
-// shared with later snapshots while they do not change: callers must not
-// change them.
+// in-flight claim, the DaemonSets, and the pending pods. It never changes
+// (see Store): its Nodes are shared with later snapshots while they do not
+// change, so callers must not write into them.
 func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -582,7 +616,8 @@ func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 // DisruptionCluster is what disruption decides over at now: every managed
 // node (in-flight claims too, as capacity pods may move to) as a
 // candidate, and the Nodes Joiner does not manage. drifted, when set, is
-// the cloud provider's drift check of a claim ("" for none).
+// the cloud provider's drift check of a claim ("" for none). It never
+// changes (see Store): a pass may hold its candidates throughout.
 func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Cluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -636,8 +671,8 @@ func (s *Store) DaemonSetPods() []*corev1.Pod {
 // Cluster is a copy of what the Store holds, as a Cluster: for a host that
 // hands its state to code reading a Cluster (plan and explain over a
 // simulated cluster at a moment of a run). Objects are listed by name
-// (pods by namespace, then name) and shared with the Store: callers must
-// not change them.
+// (pods by namespace, then name) and shared with the Store: read-only
+// (see Store).
 func (s *Store) Cluster() *Cluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
