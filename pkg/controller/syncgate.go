@@ -147,4 +147,4 @@ func (g *syncGate) check(*http.Request) error {
 type gateRunnable func(context.Context) error
 
 func (r gateRunnable) Start(ctx context.Context) error { return r(ctx) }
-func (gateRunnable) NeedLeaderElection() bool         { return false }
+func (gateRunnable) NeedLeaderElection() bool          { return false }
