@@ -88,6 +88,8 @@ type config struct {
 
 func main() {
 	var c config
+	// Its own flag set: controller-runtime registers --kubeconfig on the default one.
+	flag := flag.NewFlagSet("kwokrun", flag.ExitOnError)
 	flag.StringVar(&c.assets, "assets", os.Getenv("KUBEBUILDER_ASSETS"), "hack/control-plane.sh's directory (default $KUBEBUILDER_ASSETS)")
 	flag.StringVar(&c.karpenter, "karpenter", "", "hack/karpenter.sh's directory (karpenter-kwok and crds/)")
 	flag.StringVar(&c.instanceTypes, "instance-types", "", "instance-types file for INSTANCE_TYPES_FILE_PATH (hack/karpenter/instancetypes); empty: upstream's embedded types")
@@ -101,7 +103,7 @@ func main() {
 	flag.StringVar(&c.memory, "memory", "128Mi", "memory request of each replica")
 	flag.DurationVar(&c.timeout, "timeout", 10*time.Minute, "how long to wait for every replica to run")
 	flag.BoolVar(&c.keep, "keep", false, "keep everything running until interrupted")
-	flag.Parse()
+	_ = flag.Parse(os.Args[1:])
 	if err := run(c); err != nil {
 		fmt.Fprintln(os.Stderr, "kwokrun:", err)
 		os.Exit(1)
