@@ -122,7 +122,8 @@ type Controller struct {
 	// Store's instance types were asked of the cloud: the next pass asks
 	// again (informer callbacks only note it; cloud calls are the loops').
 	offeringsStale atomic.Bool
-	refreshMu      sync.Mutex // one refresh of the offerings at a time
+	offeringsWake  chan struct{} // the offerings loop's wake-up (buffered 1)
+	refreshMu      sync.Mutex    // one refresh of the offerings at a time
 }
 
 // Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
@@ -152,7 +153,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	c := &Controller{client: mgr.GetClient(), store: state.NewStore(false), cloud: metered{opts.CloudProvider, opts.Clock}, opts: opts,
 		batch: NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax), events: mgr.GetEventRecorder("karpenter"), memo: disruption.NewMemo(),
-		gate: newSyncGate(), reader: mgr.GetCache()}
+		gate: newSyncGate(), reader: mgr.GetCache(), offeringsWake: make(chan struct{}, 1)}
 	c.disrupt.queue.Options = disruption.Options{SpotToSpot: opts.SpotToSpot}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
@@ -199,6 +200,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		c.gate.add("EC2NodeClasses", inf.HasSynced)
 	}
 	if err := mgr.Add(gateRunnable(func(ctx context.Context) error { return c.gate.run(ctx, c.complete) })); err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(gateRunnable(c.offeringsLoop)); err != nil {
 		return nil, err
 	}
 	loops := []func(context.Context) error{c.gcLoop, c.disruptionLoop, c.metricsLoop}
@@ -355,9 +359,50 @@ func (c *Controller) relist(ctx context.Context, sync func(context.Context, clie
 func (c *Controller) offeringsChanged() toolscache.ResourceEventHandler {
 	changed := func() {
 		c.offeringsStale.Store(true)
+		c.wakeOfferings()
 		c.batch.Trigger()
 	}
 	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { changed() }, UpdateFunc: func(_, _ any) { changed() }, DeleteFunc: func(any) { changed() }}
+}
+
+// wakeOfferings has the offerings loop look at once.
+func (c *Controller) wakeOfferings() {
+	select {
+	case c.offeringsWake <- struct{}{}:
+	default: // a wake-up is already waiting
+	}
+}
+
+// offeringsRetry is how soon a failed refresh of the offerings is tried
+// again by the offerings loop (the passes try at every run too).
+const offeringsRetry = 5 * time.Second
+
+// offeringsLoop refreshes the Store's NodePools and instance types soon
+// after one of the kinds they depend on changed, from the moment the Store
+// is complete until ctx ends — on every replica, so a follower that takes
+// over decides with current offerings.
+func (c *Controller) offeringsLoop(ctx context.Context) error {
+	if !c.gate.wait(ctx) {
+		return nil
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-c.offeringsWake:
+		}
+		if err := c.refreshOfferings(ctx); err != nil {
+			logError(ctx, err, "refreshing instance types")
+			retry := c.opts.Clock.NewTimer(offeringsRetry)
+			select {
+			case <-ctx.Done():
+				retry.Stop()
+				return nil
+			case <-retry.C():
+				c.wakeOfferings()
+			}
+		}
+	}
 }
 
 // complete is the sync gate's last step, once every handler has had its

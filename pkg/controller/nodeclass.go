@@ -102,6 +102,7 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 			// The pools' instance types depend on what their class
 			// resolved to: the next pass asks for them again.
 			c.offeringsStale.Store(true)
+			c.wakeOfferings()
 			c.batch.Trigger()
 		}
 	}
