@@ -756,6 +756,7 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Res
 		}
 	}
 	snap.Pods = pods
+	snap.NoClaimCaps = true // it replaces with at most one node: a cap would only split that one
 	res := p.planner.Solve(ctx, snap)
 	for _, pe := range res.Unschedulable {
 		if mustPlace[pe.Pod] {

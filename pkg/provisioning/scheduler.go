@@ -50,6 +50,9 @@ type scheduler struct {
 	// progress counts the pods placed; placed marks them by queue index.
 	progress int
 	placed   []bool
+	// caps, by pool index, bound what a new claim may hold past its first
+	// pod (nil: no caps; see claimCaps).
+	caps []vec
 }
 
 // Solve places the snapshot's pending pods: first on existing nodes and
@@ -146,7 +149,11 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		return pl.solveBoth(ctx, snap)
 	}
 	j := pl.planAs(ctx, snap, false)
-	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+	if j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
+	}
+	j = pl.withCaps(ctx, snap, j, false)
+	if j.alike {
 		return j.results()
 	}
 	if u := pl.planAs(ctx, snap, true); u.better(j) {
@@ -184,7 +191,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
 			j.run(ctx)
-			return j.results()
+			return pl.withCaps(ctx, snap, j, false).results()
 		}
 	}
 	if pl.altCaches == nil {
@@ -239,7 +246,12 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		j.finish(snap)
 	}
 	j.run(ctx)
-	if j.alike || j.placedOnExisting() || ctx.Err() != nil {
+	if j.placedOnExisting() || ctx.Err() != nil {
+		return j.results()
+	}
+	// Upstream's way may be running beside: the memos are only read.
+	j = pl.withCaps(ctx, snap, j, true)
+	if j.alike {
 		return j.results()
 	}
 	if take() {

@@ -32,6 +32,9 @@ type Snapshot struct {
 	// PreferencePolicy=Ignore does; the default respects them, relaxing
 	// them one at a time where they cannot be met.
 	IgnorePreferences bool
+	// NoClaimCaps plans Joiner's way without claim caps (see claimCaps):
+	// for a consolidation's simulation, which may replace with one node.
+	NoClaimCaps bool
 	// Decisions says whose choices to make where Joiner and upstream
 	// differ: "" or DecisionsJoiner, or DecisionsKarpenter.
 	Decisions Decisions

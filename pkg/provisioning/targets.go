@@ -231,7 +231,7 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	if portsConflict(cl.ports, c.hostPorts) {
 		return nil, errHostPort, true
 	}
-	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) {
+	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) || !s.capFits(cl, c.requests) {
 		return nil, errNoRoom, true
 	}
 	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
