@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,8 +23,23 @@ import (
 // disruptionEvery is upstream's disruption polling period.
 const disruptionEvery = 10 * time.Second
 
-// disrupter owns the disruption queue: one pass at a time.
+// disrupter is the disruption loop and its queue, one pass at a time:
+// expiration, drift, consolidation and static NodePools' scaling.
 type disrupter struct {
+	gate      *syncGate
+	client    client.Client
+	store     *state.Store
+	cloud     CloudProvider // its drift check (metered)
+	offerings *offerings
+	planners  *plannerCache
+	claims    claimCreator
+	events    recorder
+	clock     clock.WithTicker
+	memo      *disruption.Memo // what passes learn of unchanged nodes
+	// decisions and minValues are the engine's policy.
+	decisions provisioning.Decisions
+	minValues provisioning.MinValuesPolicy
+
 	mu    sync.Mutex
 	queue disruption.Queue
 	// tainted are the nodes this process's queue put karpenter.sh/disrupted
@@ -32,63 +48,59 @@ type disrupter struct {
 	tainted map[string]bool
 }
 
-// disruptionLoop runs a disruption pass every disruptionEvery until ctx ends.
-func (c *Controller) disruptionLoop(ctx context.Context) error {
-	return c.every(ctx, disruptionEvery, "disrupting", func(ctx context.Context) error {
-		_, err := c.Disrupt(ctx)
+// loop runs a disruption pass every disruptionEvery until ctx ends.
+func (d *disrupter) loop(ctx context.Context) error {
+	return every(ctx, d.gate, d.clock, disruptionEvery, "disrupting", func(ctx context.Context) error {
+		_, err := d.disrupt(ctx)
 		return err
 	})
 }
 
-// Disrupt runs one disruption pass, as upstream's disruption controller:
-// expired claims are deleted; unless a command is waiting for its
-// validation, the engine's next commands are queued; then the queue
-// advances (validate, taint, launch replacements, wait for them, delete
-// the candidates' claims). It returns what the queue did.
-func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
-	if !c.gate.synced() {
+// disrupt is Controller.Disrupt.
+func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
+	if !d.gate.synced() {
 		return nil, ErrNotSynced
 	}
-	c.disrupt.mu.Lock()
-	defer c.disrupt.mu.Unlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	ctx = withController(ctx, "disruption")
 	var errs []error
-	if err := c.refreshOfferings(ctx); err != nil {
+	if err := d.offerings.refresh(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("refreshing instance types: %w", err))
 	}
 	fresh := func() *disruption.Cluster {
-		version := c.store.ConfigVersion()
-		dc := c.store.DisruptionCluster(c.opts.Clock.Now(), c.drifted(ctx))
-		dc.Planner = c.planner(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
-		dc.Memo = c.memo
-		dc.Decisions, dc.MinValuesPolicy = c.opts.Decisions, c.opts.MinValuesPolicy
+		version := d.store.ConfigVersion()
+		dc := d.store.DisruptionCluster(d.clock.Now(), d.drifted(ctx))
+		dc.Planner = d.planners.get(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
+		dc.Memo = d.memo
+		dc.Decisions, dc.MinValuesPolicy = d.decisions, d.minValues
 		return dc
 	}
-	errs = append(errs, c.untaintStale(ctx))
-	if !c.disrupt.queue.Validating() {
+	errs = append(errs, d.untaintStale(ctx))
+	if !d.queue.Validating() {
 		dc := fresh()
-		d := disruption.Compute(ctx, dc, c.disrupt.queue.Options)
-		for pool, as := range d.Allowances {
+		dec := disruption.Compute(ctx, dc, d.queue.Options)
+		for pool, as := range dec.Allowances {
 			for _, a := range as {
 				allowedDisruptions.WithLabelValues(pool, string(a.Reason)).Set(float64(a.Allowed))
 			}
 		}
-		c.blockedEvents(dc, d)
-		for _, cand := range d.Expired {
+		d.blockedEvents(dc, dec)
+		for _, cand := range dec.Expired {
 			log.FromContext(ctx).Info("deleting an expired NodeClaim", "nodeclaim", cand.NodeClaim.Name)
-			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
+			if err := d.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 				continue
 			}
 			nodeClaimsDisrupted.WithLabelValues(cand.NodePool, "expired", cand.CapacityType).Inc()
 		}
-		for _, cmd := range d.Commands {
+		for _, cmd := range dec.Commands {
 			log.FromContext(ctx).Info("disruption command", "command", cmd.String())
-			c.disrupt.queue.Add(cmd, c.opts.Clock.Now())
+			d.queue.Add(cmd, d.clock.Now())
 		}
-		errs = append(errs, c.scaleStatic(ctx, dc))
+		errs = append(errs, d.scaleStatic(ctx, dc))
 	}
-	events := c.disrupt.queue.Step(ctx, c.opts.Clock.Now(), apiActions{c, ctx}, fresh)
+	events := d.queue.Step(ctx, d.clock.Now(), apiActions{d, ctx}, fresh)
 	for _, ev := range events {
 		log.FromContext(ctx).Info("disruption", "event", string(ev.What), "command", ev.Command.String(), "detail", ev.Detail)
 		if ev.Err != nil {
@@ -115,28 +127,24 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 // termination drains them) as far as the NodePool's budgets allow (all of
 // them with decisions karpenter); a NodePool whose budget holds some back
 // gets a DisruptionBlocked event saying so.
-func (c *Controller) scaleStatic(ctx context.Context, dc *disruption.Cluster) error {
+func (d *disrupter) scaleStatic(ctx context.Context, dc *disruption.Cluster) error {
 	var errs []error
 	for _, s := range disruption.StaticScale(dc) {
 		if len(s.Held) > 0 {
-			c.event(s.NodePool, nil, corev1.EventTypeNormal, "DisruptionBlocked", "%s", s.String())
+			d.events.event(s.NodePool, nil, corev1.EventTypeNormal, "DisruptionBlocked", "%s", s.String())
 		}
 		for i := 0; i < s.Launch && s.Plan != nil; i++ {
-			nc := state.NewNodeClaim(s.Plan, "", metav1.Time{})
-			c.annotateOverlays(nc, s.Plan)
-			if err := c.client.Create(ctx, nc); err != nil {
+			if _, err := d.claims.create(ctx, s.Plan, "static"); err != nil {
 				errs = append(errs, fmt.Errorf("creating a NodeClaim of static NodePool %s: %w", s.NodePool.Name, err))
 				break
 			}
-			c.store.SetNodeClaim(nc)
-			nodeClaimsCreated.WithLabelValues(s.NodePool.Name, "static").Inc()
 		}
 		for _, cand := range s.Remove {
 			if cand.NodeClaim == nil {
 				continue
 			}
 			log.FromContext(ctx).Info("deleting a static NodePool's surplus NodeClaim", "nodeclaim", cand.NodeClaim.Name, "replicas", *s.NodePool.Spec.Replicas)
-			if err := c.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
+			if err := d.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 			}
 		}
@@ -149,7 +157,7 @@ func (c *Controller) scaleStatic(ctx context.Context, dc *disruption.Cluster) er
 // the engine's reason, and on a NodePool whose budget holds nodes back the
 // budget, what it allows and until when. The event recorder folds the
 // repeats of later passes into one event's series.
-func (c *Controller) blockedEvents(dc *disruption.Cluster, d *disruption.Decision) {
+func (d *disrupter) blockedEvents(dc *disruption.Cluster, dec *disruption.Decision) {
 	claims := map[string]*v1.NodeClaim{}
 	for _, cand := range dc.Nodes {
 		claims[cand.Node.Name] = cand.NodeClaim
@@ -159,28 +167,28 @@ func (c *Controller) blockedEvents(dc *disruption.Cluster, d *disruption.Decisio
 		pools[np.Name] = np
 	}
 	byBudget := map[[2]string]bool{}
-	for _, b := range d.Blocked {
+	for _, b := range dec.Blocked {
 		if nc := claims[b.Node]; nc != nil {
-			c.event(nc, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
+			d.events.event(nc, nil, corev1.EventTypeNormal, "DisruptionBlocked", "Cannot disrupt NodeClaim: %s", b.Reason)
 		}
 		if b.ByBudget != "" {
 			byBudget[[2]string{b.NodePool, string(b.ByBudget)}] = true
 		}
 	}
-	for pool, as := range d.Allowances {
+	for pool, as := range dec.Allowances {
 		np := pools[pool]
 		for _, a := range as {
 			if np != nil && byBudget[[2]string{pool, string(a.Reason)}] {
-				c.event(np, nil, corev1.EventTypeNormal, "DisruptionBlocked", "No allowed disruptions for reason %s: %s", a.Reason, a.Explain(np, dc.Now))
+				d.events.event(np, nil, corev1.EventTypeNormal, "DisruptionBlocked", "No allowed disruptions for reason %s: %s", a.Reason, a.Explain(np, dc.Now))
 			}
 		}
 	}
 }
 
 // drifted is the cloud provider's drift check for the Store.
-func (c *Controller) drifted(ctx context.Context) func(*v1.NodeClaim) cloudprovider.DriftReason {
+func (d *disrupter) drifted(ctx context.Context) func(*v1.NodeClaim) cloudprovider.DriftReason {
 	return func(nc *v1.NodeClaim) cloudprovider.DriftReason {
-		why, err := c.cloud.IsDrifted(ctx, nc)
+		why, err := d.cloud.IsDrifted(ctx, nc)
 		if err != nil {
 			return ""
 		}
@@ -190,18 +198,15 @@ func (c *Controller) drifted(ctx context.Context) func(*v1.NodeClaim) cloudprovi
 
 // apiActions carry out the queue's steps as API writes.
 type apiActions struct {
-	c   *Controller
+	d   *disrupter
 	ctx context.Context
 }
 
 func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
-	nc := state.NewNodeClaim(plan, "", metav1.Time{})
-	a.c.annotateOverlays(nc, plan)
-	if err := a.c.client.Create(a.ctx, nc); err != nil {
+	nc, err := a.d.claims.create(a.ctx, plan, "disruption")
+	if err != nil {
 		return "", err
 	}
-	a.c.store.SetNodeClaim(nc)
-	nodeClaimsCreated.WithLabelValues(plan.NodePool.Name, "disruption").Inc()
 	return nc.Name, nil
 }
 
@@ -209,7 +214,7 @@ func (a apiActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 // informer's cache may not have it yet, and a claim missing there is not a
 // failed one. The Store loses it when the informer sees it deleted.
 func (a apiActions) Replacement(name string) disruption.ReplacementState {
-	nc := a.c.store.NodeClaim(name)
+	nc := a.d.store.NodeClaim(name)
 	if nc == nil || nc.DeletionTimestamp != nil {
 		return disruption.ReplacementFailed
 	}
@@ -220,7 +225,7 @@ func (a apiActions) Replacement(name string) disruption.ReplacementState {
 }
 
 func (a apiActions) DeleteReplacement(name string) error {
-	return client.IgnoreNotFound(a.c.client.Delete(a.ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}))
+	return client.IgnoreNotFound(a.d.client.Delete(a.ctx, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}))
 }
 
 func (a apiActions) Taint(node string) error   { return a.setDisrupted(node, true) }
@@ -228,7 +233,7 @@ func (a apiActions) Untaint(node string) error { return a.setDisrupted(node, fal
 
 // setDisrupted adds or removes karpenter.sh/disrupted:NoSchedule.
 func (a apiActions) setDisrupted(name string, on bool) error {
-	for _, n := range a.c.store.Nodes() {
+	for _, n := range a.d.store.Nodes() {
 		if n.Name() != name || n.Node == nil {
 			continue
 		}
@@ -246,13 +251,13 @@ func (a apiActions) setDisrupted(name string, on bool) error {
 			}
 			node.Spec.Taints = kept
 		default:
-			a.c.disrupt.recordTaint(name, on)
+			a.d.recordTaint(name, on)
 			return nil
 		}
-		if err := a.c.client.Update(a.ctx, node); err != nil {
+		if err := a.d.client.Update(a.ctx, node); err != nil {
 			return err
 		}
-		a.c.disrupt.recordTaint(name, on)
+		a.d.recordTaint(name, on)
 		return nil
 	}
 	return fmt.Errorf("node %s is not known", name)
@@ -279,22 +284,22 @@ func (d *disrupter) recordTaint(node string, on bool) {
 // leaves the taint behind, and the node would take no new pods and count
 // against its NodePool's budgets as disrupting for good — with a budget of
 // one, no other node of the pool would ever be disrupted again.
-func (c *Controller) untaintStale(ctx context.Context) error {
+func (d *disrupter) untaintStale(ctx context.Context) error {
 	var errs []error
 	known := map[string]bool{}
-	for _, n := range c.store.Nodes() {
+	for _, n := range d.store.Nodes() {
 		known[n.Name()] = true
-		if n.Node == nil || c.disrupt.tainted[n.Name()] || n.MarkedForDeletion() || !hasTaint(n.Node.Spec.Taints, v1.DisruptedTaint) {
+		if n.Node == nil || d.tainted[n.Name()] || n.MarkedForDeletion() || !hasTaint(n.Node.Spec.Taints, v1.DisruptedTaint) {
 			continue
 		}
 		log.FromContext(ctx).Info("removing a disruption taint no command holds, left by a controller stopped mid-command", "node", n.Name())
-		if err := (apiActions{c, ctx}).Untaint(n.Name()); err != nil {
+		if err := (apiActions{d, ctx}).Untaint(n.Name()); err != nil {
 			errs = append(errs, fmt.Errorf("removing the stale disruption taint of node %s: %w", n.Name(), err))
 		}
 	}
-	for name := range c.disrupt.tainted {
+	for name := range d.tainted {
 		if !known[name] {
-			delete(c.disrupt.tainted, name)
+			delete(d.tainted, name)
 		}
 	}
 	return errors.Join(errs...)
@@ -302,9 +307,9 @@ func (c *Controller) untaintStale(ctx context.Context) error {
 
 // Terminate deletes the node's claim: its finalizer drains the node.
 func (a apiActions) Terminate(name string) error {
-	for _, n := range a.c.store.Nodes() {
+	for _, n := range a.d.store.Nodes() {
 		if n.Name() == name && n.NodeClaim != nil {
-			return client.IgnoreNotFound(a.c.client.Delete(a.ctx, n.NodeClaim))
+			return client.IgnoreNotFound(a.d.client.Delete(a.ctx, n.NodeClaim))
 		}
 	}
 	return fmt.Errorf("node %s has no NodeClaim", name)

@@ -9,42 +9,41 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
-// interruptionLoop handles the cloud's interruption notices until ctx
-// ends (the leader's alone, like every loop of the manager's).
-func (c *Controller) interruptionLoop(notices <-chan cloudprovider.Interruption) func(context.Context) error {
-	return func(ctx context.Context) error {
-		ctx = withController(ctx, "interruption")
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case n := <-notices:
-				if err := c.Interrupted(ctx, n); err != nil {
-					logError(ctx, err, "handling an interruption notice")
-					continue
-				}
-				if n.Handled != nil {
-					n.Handled()
-				}
+// interruption acts on the cloud's interruption notices.
+type interruption struct {
+	notices <-chan cloudprovider.Interruption // the provider's (nil: none)
+	client  client.Client
+	store   *state.Store
+	events  recorder
+}
+
+// loop handles the notices until ctx ends (the leader's alone, like every
+// loop of the manager's).
+func (i *interruption) loop(ctx context.Context) error {
+	ctx = withController(ctx, "interruption")
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case n := <-i.notices:
+			if err := i.handle(ctx, n); err != nil {
+				logError(ctx, err, "handling an interruption notice")
+				continue
+			}
+			if n.Handled != nil {
+				n.Handled()
 			}
 		}
 	}
 }
 
-// Interrupted handles one notice as upstream's interruption controller
-// does: for a notice that the instance goes away (every kind but a
-// rebalance recommendation) the instance's NodeClaim is deleted at once —
-// its termination taints and drains the node, and provisioning finds the
-// evicted pods a place — whatever the budgets say, since the instance goes
-// regardless; a rebalance recommendation is only recorded as an Event.
-// A notice for an instance no claim has, or whose claim is already going,
-// is done. A notice not handled (an error) is not acknowledged, so the
-// cloud sends it again.
-func (c *Controller) Interrupted(ctx context.Context, n cloudprovider.Interruption) error {
+// handle is Controller.Interrupted.
+func (i *interruption) handle(ctx context.Context, n cloudprovider.Interruption) error {
 	var claim *v1.NodeClaim
-	for _, node := range c.store.Nodes() {
+	for _, node := range i.store.Nodes() {
 		if node.NodeClaim != nil && node.NodeClaim.Status.ProviderID == n.ProviderID {
 			claim = node.NodeClaim
 		}
@@ -53,12 +52,12 @@ func (c *Controller) Interrupted(ctx context.Context, n cloudprovider.Interrupti
 		return nil
 	}
 	if !n.Kind.Disrupts() {
-		c.event(claim, nil, corev1.EventTypeNormal, string(n.Kind), "%s: the cloud recommends rebalancing instance %s (no action, as upstream)", n.Kind, n.ProviderID)
+		i.events.event(claim, nil, corev1.EventTypeNormal, string(n.Kind), "%s: the cloud recommends rebalancing instance %s (no action, as upstream)", n.Kind, n.ProviderID)
 		return nil
 	}
 	log.FromContext(ctx).Info("deleting an interrupted NodeClaim", "nodeclaim", claim.Name, "kind", string(n.Kind))
-	c.event(claim, nil, corev1.EventTypeWarning, string(n.Kind), "%s: instance %s goes away; draining its node", n.Kind, n.ProviderID)
-	if err := c.client.Delete(ctx, claim); err != nil {
+	i.events.event(claim, nil, corev1.EventTypeWarning, string(n.Kind), "%s: instance %s goes away; draining its node", n.Kind, n.ProviderID)
+	if err := i.client.Delete(ctx, claim); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	nodeClaimsDisrupted.WithLabelValues(claim.Labels[v1.LabelNodePool], snakeCase(string(n.Kind)), claim.Labels[v1.LabelCapacityType]).Inc()

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -26,7 +27,23 @@ import (
 // besides the Node events that wake it.
 const pollRegistration = 10 * time.Second
 
-// reconcileClaim moves a NodeClaim along its lifecycle, as upstream's
+// lifecycle is the nodeclaim.lifecycle reconciler: it takes a NodeClaim
+// through launch, registration and initialization, and terminates (drains)
+// its node when the claim is deleted.
+type lifecycle struct {
+	gate   *syncGate
+	client client.Client
+	cloud  CloudProvider // metered
+	events recorder
+	clock  clock.PassiveClock
+	// registrationTTL: a claim whose Node has not registered by then is
+	// deleted.
+	registrationTTL time.Duration
+	// launches are the instances launched whose claim has not recorded them.
+	launches launchCache
+}
+
+// reconcile moves a NodeClaim along its lifecycle, as upstream's
 // conditions mean it: Launched (the cloud has an instance for it),
 // Registered (its Node, found by providerID, carries the claim's labels
 // and taints and no longer Joiner's unregistered taint), Initialized (the
@@ -35,29 +52,29 @@ const pollRegistration = 10 * time.Second
 // writes once and returns: the write's own watch event runs the next.
 // The claim's status is Joiner's alone, so it is patched, not updated:
 // a stale cache then costs no conflict.
-func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !c.gate.synced() {
+func (l *lifecycle) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !l.gate.synced() {
 		return reconcile.Result{RequeueAfter: time.Second}, nil // a claim's Node may not be in the Store yet
 	}
 	nc := &v1.NodeClaim{}
-	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
+	if err := l.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if nc.DeletionTimestamp != nil {
-		return c.finalize(withController(ctx, "nodeclaim.termination"), nc)
+		return l.finalize(withController(ctx, "nodeclaim.termination"), nc)
 	}
 	ctx = withController(ctx, "nodeclaim.lifecycle")
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		controllerutil.AddFinalizer(nc, v1.TerminationFinalizer)
-		return reconcile.Result{}, c.client.Update(ctx, nc)
+		return reconcile.Result{}, l.client.Update(ctx, nc)
 	}
 	switch {
 	case !conditionTrue(nc, v1.ConditionLaunched):
-		return c.launch(ctx, nc)
+		return l.launch(ctx, nc)
 	case !conditionTrue(nc, v1.ConditionRegistered):
-		return c.register(ctx, nc)
+		return l.register(ctx, nc)
 	case !conditionTrue(nc, v1.ConditionInitialized):
-		return c.initialize(ctx, nc)
+		return l.initialize(ctx, nc)
 	}
 	return reconcile.Result{}, nil
 }
@@ -65,23 +82,23 @@ func (c *Controller) reconcileClaim(ctx context.Context, req reconcile.Request) 
 // launch asks the cloud for an instance. With no capacity for any allowed
 // offering the claim is deleted, as upstream: the provider remembers the
 // shortage and the next provisioning pass plans around it.
-func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+func (l *lifecycle) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	// A launch whose result could not be written (a conflict with a stale
 	// cache, say) is not launched again when the claim is retried: the
 	// instance exists. Upstream keeps the same cache, by claim UID.
-	now := c.opts.Clock.Now()
-	launched, err := c.launches.get(nc.UID), error(nil)
+	now := l.clock.Now()
+	launched, err := l.launches.get(nc.UID), error(nil)
 	if launched == nil {
-		launched, err = c.cloud.Create(ctx, nc)
+		launched, err = l.cloud.Create(ctx, nc)
 		if err == nil {
-			c.launches.put(nc.UID, launched, now)
+			l.launches.put(nc.UID, launched, now)
 		}
 	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
 		nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "insufficient_capacity", nc.Labels[v1.LabelCapacityType]).Inc()
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
-		c.event(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s event: %s", nc.Name, err)
-		return reconcile.Result{}, client.IgnoreNotFound(c.client.Delete(ctx, nc))
+		l.events.event(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s event: %s", nc.Name, err)
+		return reconcile.Result{}, client.IgnoreNotFound(l.client.Delete(ctx, nc))
 	}
 	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("launching NodeClaim %s: %w", nc.Name, err)
@@ -92,7 +109,7 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	for k, v := range launched.Labels {
 		nc.Labels[k] = v
 	}
-	if err := c.client.Update(ctx, nc); err != nil {
+	if err := l.client.Update(ctx, nc); err != nil {
 		return reconcile.Result{}, err
 	}
 	orig := nc.DeepCopy()
@@ -100,8 +117,8 @@ func (c *Controller) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Re
 	nc.Status.ImageID = launched.Status.ImageID
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
-	c.setCondition(nc, v1.ConditionLaunched, "Launched", "")
-	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	l.setCondition(nc, v1.ConditionLaunched, "Launched", "")
+	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // launchCacheTTL is how long a launch is remembered: a claim records it
@@ -146,17 +163,17 @@ func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim, now time.Time) {
 // its labels, its taints (once), no unregistered taint, Joiner's
 // finalizer. A claim whose Node does not come within the registration TTL
 // is deleted.
-func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	node, err := c.nodeOf(ctx, nc)
+func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	node, err := l.nodeOf(ctx, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if node == nil {
 		launched := conditionTime(nc, v1.ConditionLaunched)
-		if c.opts.Clock.Since(launched) >= c.opts.RegistrationTTL {
-			log.FromContext(ctx).Info("deleting a NodeClaim whose Node never registered", "nodeclaim", nc.Name, "ttl", c.opts.RegistrationTTL)
-			c.event(nc, nil, corev1.EventTypeWarning, "FailedRegistration", "NodeClaim %s: its Node did not register within %s; deleting it so provisioning tries again", nc.Name, c.opts.RegistrationTTL)
-			if err := c.client.Delete(ctx, nc); err != nil {
+		if l.clock.Since(launched) >= l.registrationTTL {
+			log.FromContext(ctx).Info("deleting a NodeClaim whose Node never registered", "nodeclaim", nc.Name, "ttl", l.registrationTTL)
+			l.events.event(nc, nil, corev1.EventTypeWarning, "FailedRegistration", "NodeClaim %s: its Node did not register within %s; deleting it so provisioning tries again", nc.Name, l.registrationTTL)
+			if err := l.client.Delete(ctx, nc); err != nil {
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			// Upstream's liveness check counts these under reason liveness.
@@ -184,19 +201,19 @@ func (c *Controller) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	}
 	node.Spec.Taints = taints
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
-	if err := c.client.Update(ctx, node); err != nil {
+	if err := l.client.Update(ctx, node); err != nil {
 		return reconcile.Result{}, err
 	}
 	orig := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
-	c.setCondition(nc, v1.ConditionRegistered, "Registered", "")
-	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	l.setCondition(nc, v1.ConditionRegistered, "Registered", "")
+	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // initialize marks the claim Initialized once its Node is Ready with no
 // startup or ephemeral taints left, and labels the Node so.
-func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
-	node, err := c.nodeOf(ctx, nc)
+func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+	node, err := l.nodeOf(ctx, nc)
 	if err != nil || node == nil {
 		return reconcile.Result{RequeueAfter: pollRegistration}, err
 	}
@@ -210,13 +227,13 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 	}
 	if node.Labels[v1.LabelNodeInitialized] != "true" {
 		node.Labels[v1.LabelNodeInitialized] = "true"
-		if err := c.client.Update(ctx, node); err != nil {
+		if err := l.client.Update(ctx, node); err != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	orig := nc.DeepCopy()
-	c.setCondition(nc, v1.ConditionInitialized, "Initialized", "")
-	return reconcile.Result{}, c.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	l.setCondition(nc, v1.ConditionInitialized, "Initialized", "")
+	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
 }
 
 // finalize terminates the claim's node as upstream does: taint it
@@ -224,34 +241,34 @@ func (c *Controller) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcil
 // termination's order (PDBs honoured; after the claim's
 // terminationGracePeriod what is left is deleted), then remove the Node
 // and the instance, and only then the claim's finalizer.
-func (c *Controller) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
+func (l *lifecycle) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	node, err := c.nodeOf(ctx, nc)
+	node, err := l.nodeOf(ctx, nc)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
 	if node != nil {
-		if done, err := c.drain(ctx, nc, node); err != nil || !done {
+		if done, err := l.drain(ctx, nc, node); err != nil || !done {
 			return reconcile.Result{RequeueAfter: drainEvery}, err
 		}
 		if controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer) {
-			if err := c.client.Update(ctx, node); err != nil {
+			if err := l.client.Update(ctx, node); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
-		if err := c.client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
+		if err := l.client.Delete(ctx, node); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, err
 		}
 	}
 	if nc.Status.ProviderID != "" {
-		if err := c.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+		if err := l.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
 	controllerutil.RemoveFinalizer(nc, v1.TerminationFinalizer)
-	if err := c.client.Update(ctx, nc); err != nil {
+	if err := l.client.Update(ctx, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	nodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
@@ -263,19 +280,19 @@ const drainEvery = 5 * time.Second
 
 // drain takes one step of the node's drain; done when nothing that
 // matters is left on it.
-func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (bool, error) {
+func (l *lifecycle) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (bool, error) {
 	if !hasTaint(node.Spec.Taints, v1.DisruptedTaint) {
 		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedTaint)
-		if err := c.client.Update(ctx, node); err != nil {
+		if err := l.client.Update(ctx, node); err != nil {
 			return false, err
 		}
 	}
 	var pods corev1.PodList
-	if err := c.client.List(ctx, &pods, client.MatchingFields{nodeNameField: node.Name}); err != nil {
+	if err := l.client.List(ctx, &pods, client.MatchingFields{nodeNameField: node.Name}); err != nil {
 		return false, err
 	}
 	var pdbs policyv1.PodDisruptionBudgetList
-	if err := c.client.List(ctx, &pdbs); err != nil {
+	if err := l.client.List(ctx, &pdbs); err != nil {
 		return false, err
 	}
 	d := termination.Drain{Started: nc.DeletionTimestamp.Time}
@@ -288,21 +305,21 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 	for i := range pdbs.Items {
 		d.PDBs = append(d.PDBs, &pdbs.Items[i])
 	}
-	step := termination.Next(d, c.opts.Clock.Now())
+	step := termination.Next(d, l.clock.Now())
 	if step.Done {
 		return true, nil
 	}
 	var errs []error
 	for _, p := range step.Evict {
 		eviction := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace}}
-		err := c.client.SubResource("eviction").Create(ctx, p, eviction)
+		err := l.client.SubResource("eviction").Create(ctx, p, eviction)
 		// 429: a PodDisruptionBudget allows none now; try again later.
 		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsTooManyRequests(err) {
 			errs = append(errs, fmt.Errorf("evicting %s/%s: %w", p.Namespace, p.Name, err))
 		}
 	}
 	for _, p := range step.Delete {
-		if err := c.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
+		if err := l.client.Delete(ctx, p); client.IgnoreNotFound(err) != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -310,12 +327,12 @@ func (c *Controller) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.N
 }
 
 // nodeOf is the claim's Node (by providerID), or nil.
-func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
+func (l *lifecycle) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node, error) {
 	if nc.Status.ProviderID == "" {
 		return nil, nil
 	}
 	var nodes corev1.NodeList
-	if err := c.client.List(ctx, &nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
+	if err := l.client.List(ctx, &nodes, client.MatchingFields{providerIDField: nc.Status.ProviderID}); err != nil {
 		return nil, err
 	}
 	if len(nodes.Items) == 0 {
@@ -325,13 +342,13 @@ func (c *Controller) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node
 }
 
 // claimOfNode maps a Node event to its claim's reconcile request.
-func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
 	node := o.(*corev1.Node)
 	if node.Spec.ProviderID == "" {
 		return nil
 	}
 	var claims v1.NodeClaimList
-	if err := c.client.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
+	if err := l.client.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
 		return nil
 	}
 	var out []reconcile.Request
@@ -341,8 +358,8 @@ func (c *Controller) claimOfNode(ctx context.Context, o client.Object) []reconci
 	return out
 }
 
-func (c *Controller) setCondition(nc *v1.NodeClaim, t, reason, message string) {
-	now := metav1.NewTime(c.opts.Clock.Now())
+func (l *lifecycle) setCondition(nc *v1.NodeClaim, t, reason, message string) {
+	now := metav1.NewTime(l.clock.Now())
 	for i := range nc.Status.Conditions {
 		if nc.Status.Conditions[i].Type == t {
 			if nc.Status.Conditions[i].Status != metav1.ConditionTrue {

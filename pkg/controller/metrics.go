@@ -9,11 +9,13 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // Metrics under upstream Karpenter's names, where the meaning is the same,
@@ -121,28 +123,31 @@ func consolidationType(m disruption.Method) string {
 // from the Store.
 const metricsEvery = 10 * time.Second
 
-// metricsLoop keeps the node and NodePool gauges until ctx ends.
-func (c *Controller) metricsLoop(ctx context.Context) error {
-	return c.every(ctx, metricsEvery, "updating metrics", func(context.Context) error {
-		c.UpdateGauges()
-		return nil
-	})
-}
+// metricsUpdater sets the gauges of nodes and NodePools from the Store.
+type metricsUpdater struct {
+	gate  *syncGate
+	store *state.Store
+	clock clock.WithTicker
 
-// gauges remembers which series UpdateGauges set last, to drop those of
-// nodes and NodePools that are gone (a Reset would leave a scrape in
-// between with none at all).
-type gauges struct {
+	// mu guards which series update set last, to drop those of nodes and
+	// NodePools that are gone (a Reset would leave a scrape in between
+	// with none at all).
 	mu       sync.Mutex
 	requests map[[3]string]bool
 	cost     map[string]bool
 }
 
-// UpdateGauges sets karpenter_nodes_total_pod_requests per node and
-// joiner_nodepool_cost_per_hour_usd per NodePool from the Store; the
-// series of nodes and pools that are gone are deleted.
-func (c *Controller) UpdateGauges() {
-	dc := c.store.DisruptionCluster(c.opts.Clock.Now(), nil)
+// loop keeps the gauges until ctx ends.
+func (m *metricsUpdater) loop(ctx context.Context) error {
+	return every(ctx, m.gate, m.clock, metricsEvery, "updating metrics", func(context.Context) error {
+		m.update()
+		return nil
+	})
+}
+
+// update is Controller.UpdateGauges.
+func (m *metricsUpdater) update() {
+	dc := m.store.DisruptionCluster(m.clock.Now(), nil)
 	requests, cost := map[[3]string]float64{}, map[string]float64{}
 	for _, np := range dc.NodePools {
 		cost[np.Name] = 0
@@ -166,27 +171,26 @@ func (c *Controller) UpdateGauges() {
 	for _, n := range dc.Unmanaged {
 		addRequests(n)
 	}
-	g := &c.gauges
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for k := range g.requests {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.requests {
 		if _, ok := requests[k]; !ok {
 			nodePodRequests.DeleteLabelValues(k[:]...)
 		}
 	}
-	for pool := range g.cost {
+	for pool := range m.cost {
 		if _, ok := cost[pool]; !ok {
 			nodePoolCost.DeleteLabelValues(pool)
 		}
 	}
-	g.requests, g.cost = map[[3]string]bool{}, map[string]bool{}
+	m.requests, m.cost = map[[3]string]bool{}, map[string]bool{}
 	for k, v := range requests {
 		nodePodRequests.WithLabelValues(k[:]...).Set(v)
-		g.requests[k] = true
+		m.requests[k] = true
 	}
 	for pool, v := range cost {
 		nodePoolCost.WithLabelValues(pool).Set(v)
-		g.cost[pool] = true
+		m.cost[pool] = true
 	}
 }
 

@@ -23,22 +23,6 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
-// NodeClassResolver is a cloud provider whose EC2NodeClasses resolve to
-// cloud resources (the AWS provider's subnets, security groups, AMIs and
-// instance profile). The controller writes what it resolves as the
-// NodeClass's status, with its Ready condition, as upstream's nodeclass
-// controller does.
-type NodeClassResolver interface {
-	ResolveNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) (awsv1.EC2NodeClassStatus, error)
-}
-
-// NodeClassFinalizer is a resolver that also removes what it made for a
-// NodeClass being deleted (the AWS provider's launch templates and
-// instance profile).
-type NodeClassFinalizer interface {
-	FinalizeNodeClass(ctx context.Context, nc *awsv1.EC2NodeClass) error
-}
-
 // FinalizerNodeClass holds an EC2NodeClass until its NodeClaims are gone
 // and what the provider made for it is removed: upstream's name.
 const FinalizerNodeClass = "karpenter.k8s.aws/termination"
@@ -48,39 +32,49 @@ const FinalizerNodeClass = "karpenter.k8s.aws/termination"
 // tagged) changes without an event.
 const nodeClassResync = 5 * time.Minute
 
-// watchNodeClasses registers the EC2NodeClass status reconciler; mgr's
-// scheme must know karpenter.k8s.aws/v1.
-func (c *Controller) watchNodeClasses(mgr manager.Manager, r NodeClassResolver) error {
-	return builder.ControllerManagedBy(mgr).Named("nodeclass.status").For(&awsv1.EC2NodeClass{}).
-		WithOptions(crcontroller.Options{SkipNameValidation: &c.opts.Restartable}).
-		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(classOfPool)).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			return c.reconcileNodeClass(ctx, r, req)
-		}))
+// nodeClassStatus is the nodeclass.status reconciler, for a provider
+// that resolves EC2NodeClasses.
+type nodeClassStatus struct {
+	client    client.Client
+	events    recorder
+	resolver  NodeClassResolver  // the provider's capability
+	finalizer NodeClassFinalizer // the provider's capability, or nil
+	// changed says the instance types must be asked for again (and wakes
+	// provisioning): what a class resolves to decides what its pools offer.
+	changed func()
 }
 
-// reconcileNodeClass resolves an EC2NodeClass and writes the result: the
+// register adds the reconciler to mgr; mgr's scheme must know
+// karpenter.k8s.aws/v1.
+func (r *nodeClassStatus) register(mgr manager.Manager, restartable bool) error {
+	return builder.ControllerManagedBy(mgr).Named("nodeclass.status").For(&awsv1.EC2NodeClass{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &restartable}).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(classOfPool)).
+		Complete(reconcile.Func(r.reconcile))
+}
+
+// reconcile resolves an EC2NodeClass and writes the result: the
 // resolved resources and Ready True, or Ready False with the resolver's
 // error (which names the selector and the fix) and the last good
 // resources kept, so running nodes are not taken for drifted by a passing
 // API failure. A change of what a NodeClass resolves to changes the
 // instance types its NodePools offer (zones, architectures): they are
 // asked for again.
-func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver, req reconcile.Request) (reconcile.Result, error) {
+func (r *nodeClassStatus) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = withController(ctx, "nodeclass.status")
 	nc := &awsv1.EC2NodeClass{}
-	if err := c.client.Get(ctx, req.NamespacedName, nc); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if f, ok := r.(NodeClassFinalizer); ok {
+	if r.finalizer != nil {
 		if nc.DeletionTimestamp != nil {
-			return c.finalizeNodeClass(ctx, f, nc)
+			return r.finalize(ctx, nc)
 		}
 		if controllerutil.AddFinalizer(nc, FinalizerNodeClass) {
-			return reconcile.Result{}, c.client.Update(ctx, nc) // its event brings us back
+			return reconcile.Result{}, r.client.Update(ctx, nc) // its event brings us back
 		}
 	}
-	resolved, resolveErr := r.ResolveNodeClass(ctx, nc)
+	resolved, resolveErr := r.resolver.ResolveNodeClass(ctx, nc)
 	status := nc.Status.DeepCopy()
 	ready := metav1.Condition{Type: ConditionReady, Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: nc.Generation,
 		Message: "subnets, security groups, AMIs and instance profile resolved"}
@@ -95,15 +89,13 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 	if !equality.Semantic.DeepEqual(status, &nc.Status) {
 		orig := nc.DeepCopy()
 		nc.Status = *status
-		if err := c.client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
+		if err := r.client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, err
 		}
 		if resolveErr == nil {
 			// The pools' instance types depend on what their class
 			// resolved to: the next pass asks for them again.
-			c.offeringsStale.Store(true)
-			c.wakeOfferings()
-			c.batch.Trigger()
+			r.changed()
 		}
 	}
 	if resolveErr != nil {
@@ -113,15 +105,15 @@ func (c *Controller) reconcileNodeClass(ctx context.Context, r NodeClassResolver
 	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
 }
 
-// finalizeNodeClass lets a deleted EC2NodeClass go once no NodeClaim
+// finalize lets a deleted EC2NodeClass go once no NodeClaim
 // uses it (their instances need its launch templates and profile until
 // they are terminated) and the provider has removed what it made for it.
-func (c *Controller) finalizeNodeClass(ctx context.Context, f NodeClassFinalizer, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
+func (r *nodeClassStatus) finalize(ctx context.Context, nc *awsv1.EC2NodeClass) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, FinalizerNodeClass) {
 		return reconcile.Result{}, nil
 	}
 	var claims v1.NodeClaimList
-	if err := c.client.List(ctx, &claims); err != nil {
+	if err := r.client.List(ctx, &claims); err != nil {
 		return reconcile.Result{}, err
 	}
 	var using []string
@@ -131,16 +123,16 @@ func (c *Controller) finalizeNodeClass(ctx context.Context, f NodeClassFinalizer
 		}
 	}
 	if len(using) > 0 {
-		c.event(nc, nil, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination", "EC2NodeClass %s waits for %d NodeClaim(s) to terminate: %s",
+		r.events.event(nc, nil, corev1.EventTypeNormal, "WaitingOnNodeClaimTermination", "EC2NodeClass %s waits for %d NodeClaim(s) to terminate: %s",
 			nc.Name, len(using), strings.Join(using, ", "))
 		return reconcile.Result{RequeueAfter: 10 * time.Second}, nil
 	}
-	if err := f.FinalizeNodeClass(ctx, nc); err != nil {
+	if err := r.finalizer.FinalizeNodeClass(ctx, nc); err != nil {
 		return reconcile.Result{}, fmt.Errorf("removing what EC2NodeClass %s had in the cloud: %w", nc.Name, err)
 	}
 	orig := nc.DeepCopy()
 	controllerutil.RemoveFinalizer(nc, FinalizerNodeClass)
-	return reconcile.Result{}, client.IgnoreNotFound(c.client.Patch(ctx, nc, client.MergeFrom(orig)))
+	return reconcile.Result{}, client.IgnoreNotFound(r.client.Patch(ctx, nc, client.MergeFrom(orig)))
 }
 
 // classOfPool maps a NodePool event to its EC2NodeClass's request, so a

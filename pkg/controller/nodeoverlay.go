@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -22,7 +23,7 @@ import (
 
 // NodeOverlays (upstream's NodeOverlay feature gate): the controller reads
 // every NodeOverlay, applies them to each NodePool's instance types before
-// the Store gets them (setOfferings), so provisioning and disruption
+// the Store gets them (offerings.set), so provisioning and disruption
 // decide with the overlaid prices and capacity, and writes each overlay's
 // ValidationSucceeded and Ready conditions: False, reason Conflict or
 // RuntimeValidation, when it was refused (package overlay says which
@@ -30,85 +31,64 @@ import (
 // types an overlay changed names the overlays in its
 // joiner.sh/nodeoverlays-applied annotation.
 
-// overlayAware is a cloud provider that launches by the overlaid prices
-// (the AWS provider: a prioritized fleet, as upstream's).
-type overlayAware interface {
-	SetNodeOverlays(*overlay.Result)
-}
+// overlays is what the offerings last applied of the NodeOverlays. It is
+// safe for concurrent use; a nil *overlays (the gate off) applies nothing.
+type overlays struct {
+	mode   overlay.Mode
+	aware  OverlayAware // the provider's capability, or nil
+	status overlayStatus
 
-// overlayState is what setOfferings applied, guarded by offeringsMu.
-type overlayState struct {
+	mu     sync.Mutex
 	list   []*v1alpha1.NodeOverlay
 	result *overlay.Result
 }
 
-// applyOverlays is setOfferings' step: its with the overlays applied.
-// offeringsMu must be held.
-func (c *Controller) applyOverlays(pools []*v1.NodePool, its map[string][]*cloudprovider.InstanceType) map[string][]*cloudprovider.InstanceType {
-	if !c.opts.NodeOverlay {
-		return its
-	}
+// newOverlays applies overlays in the engine's merge mode: upstream's
+// with decisions karpenter.
+func newOverlays(decisions provisioning.Decisions, aware OverlayAware, status overlayStatus) *overlays {
 	mode := overlay.HighestWeight
-	if c.opts.Decisions == provisioning.DecisionsKarpenter {
+	if decisions == provisioning.DecisionsKarpenter {
 		mode = overlay.UpstreamMerge
 	}
-	c.overlays.result = overlay.Apply(pools, its, c.overlays.list, mode)
-	if oa, ok := c.opts.CloudProvider.(overlayAware); ok {
-		oa.SetNodeOverlays(c.overlays.result)
-	}
-	return c.overlays.result.InstanceTypes
+	return &overlays{mode: mode, aware: aware, status: status}
 }
 
-// writeOverlayStatuses sets each overlay's conditions from the last Apply.
-func (c *Controller) writeOverlayStatuses(ctx context.Context) error {
-	c.offeringsMu.Lock()
-	list, res := c.overlays.list, c.overlays.result
-	c.offeringsMu.Unlock()
-	if res == nil {
-		return nil
-	}
-	var errs []error
-	for _, o := range list {
-		s, ok := res.Status(o.Name)
-		if !ok {
-			continue
-		}
-		cond := metav1.Condition{Type: v1alpha1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: "Valid", ObservedGeneration: o.Generation,
-			Message: fmt.Sprintf("applies to %d (NodePool, instance type) pairs", s.Selected)}
-		if !s.Valid {
-			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, s.Reason, s.Message
-		}
-		ready := cond
-		ready.Type = v1alpha1.ConditionReady
-		if s.Valid {
-			ready.Reason = "Ready"
-		}
-		updated := o.DeepCopy()
-		meta.SetStatusCondition(&updated.Status.Conditions, cond)
-		meta.SetStatusCondition(&updated.Status.Conditions, ready)
-		if equality.Semantic.DeepEqual(updated.Status, o.Status) {
-			continue
-		}
-		if err := c.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(o, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("NodeOverlay %s: %w", o.Name, err))
-			continue
-		}
-		if !s.Valid {
-			c.event(updated, nil, corev1.EventTypeWarning, s.Reason, "%s", s.Message)
-		}
-	}
-	return errors.Join(errs...)
+// setList is the NodeOverlays the next apply applies.
+func (o *overlays) setList(list []*v1alpha1.NodeOverlay) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.list = list
 }
 
-// annotateOverlays names, on a claim about to be created, the overlays
-// that changed its instance types.
-func (c *Controller) annotateOverlays(nc *v1.NodeClaim, plan *provisioning.NodeClaimPlan) {
-	if !c.opts.NodeOverlay {
+// apply returns its with the overlays applied, and tells an overlay-aware
+// provider the result.
+func (o *overlays) apply(pools []*v1.NodePool, its map[string][]*cloudprovider.InstanceType) map[string][]*cloudprovider.InstanceType {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.result = overlay.Apply(pools, its, o.list, o.mode)
+	if o.aware != nil {
+		o.aware.SetNodeOverlays(o.result)
+	}
+	return o.result.InstanceTypes
+}
+
+// writeStatuses sets each overlay's conditions from the last apply.
+func (o *overlays) writeStatuses(ctx context.Context) error {
+	o.mu.Lock()
+	list, res := o.list, o.result
+	o.mu.Unlock()
+	return o.status.write(ctx, list, res)
+}
+
+// annotate names, on a claim about to be created, the overlays that
+// changed its instance types.
+func (o *overlays) annotate(nc *v1.NodeClaim, plan *provisioning.NodeClaimPlan) {
+	if o == nil {
 		return
 	}
-	c.offeringsMu.Lock()
-	res := c.overlays.result
-	c.offeringsMu.Unlock()
+	o.mu.Lock()
+	res := o.result
+	o.mu.Unlock()
 	if res == nil {
 		return
 	}
@@ -120,4 +100,48 @@ func (c *Controller) annotateOverlays(nc *v1.NodeClaim, plan *provisioning.NodeC
 		nc.Annotations = map[string]string{}
 	}
 	nc.Annotations[v1alpha1.AppliedAnnotationKey] = strings.Join(names, ",")
+}
+
+// overlayStatus writes the NodeOverlays' conditions.
+type overlayStatus struct {
+	client client.Client
+	events recorder
+}
+
+// write sets each overlay's conditions from res, the Apply of list.
+func (s overlayStatus) write(ctx context.Context, list []*v1alpha1.NodeOverlay, res *overlay.Result) error {
+	if res == nil {
+		return nil
+	}
+	var errs []error
+	for _, o := range list {
+		st, ok := res.Status(o.Name)
+		if !ok {
+			continue
+		}
+		cond := metav1.Condition{Type: v1alpha1.ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: "Valid", ObservedGeneration: o.Generation,
+			Message: fmt.Sprintf("applies to %d (NodePool, instance type) pairs", st.Selected)}
+		if !st.Valid {
+			cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, st.Reason, st.Message
+		}
+		ready := cond
+		ready.Type = v1alpha1.ConditionReady
+		if st.Valid {
+			ready.Reason = "Ready"
+		}
+		updated := o.DeepCopy()
+		meta.SetStatusCondition(&updated.Status.Conditions, cond)
+		meta.SetStatusCondition(&updated.Status.Conditions, ready)
+		if equality.Semantic.DeepEqual(updated.Status, o.Status) {
+			continue
+		}
+		if err := s.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(o, client.MergeFromWithOptimisticLock{})); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("NodeOverlay %s: %w", o.Name, err))
+			continue
+		}
+		if !st.Valid {
+			s.events.event(updated, nil, corev1.EventTypeWarning, st.Reason, "%s", st.Message)
+		}
+	}
+	return errors.Join(errs...)
 }

@@ -34,17 +34,24 @@ const (
 	ConditionNodeClassReady      = "NodeClassReady"
 )
 
-// reconcileNodePool keeps a NodePool's template hash annotation (what
+// nodePoolStatus is the nodepool.status reconciler.
+type nodePoolStatus struct {
+	gate   *syncGate
+	client client.Client
+	cloud  CloudProvider // metered: its instance types say whether a pool is Ready
+}
+
+// reconcile keeps a NodePool's template hash annotation (what
 // drift compares its claims with) and its status: the nodes it has, the
 // capacity they add up to (what its limits count), and its conditions —
 // Ready when it validated and the cloud offers it instance types.
-func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	if !c.gate.synced() {
+func (r *nodePoolStatus) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	if !r.gate.synced() {
 		return reconcile.Result{RequeueAfter: time.Second}, nil // counted from a partial list, its status would be wrong
 	}
 	ctx = withController(ctx, "nodepool.status")
 	np := &v1.NodePool{}
-	if err := c.client.Get(ctx, req.NamespacedName, np); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, np); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	if hash := disruption.TemplateHash(np); np.Annotations[v1.AnnotationNodePoolHash] != hash || np.Annotations[v1.AnnotationNodePoolHashVersion] != NodePoolHashVersion {
@@ -53,12 +60,12 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 		}
 		np.Annotations[v1.AnnotationNodePoolHash] = hash
 		np.Annotations[v1.AnnotationNodePoolHashVersion] = NodePoolHashVersion
-		return reconcile.Result{}, c.client.Update(ctx, np) // its event brings us back for the status
+		return reconcile.Result{}, r.client.Update(ctx, np) // its event brings us back for the status
 	}
 	status := np.Status.DeepCopy()
 	// From the informer's cache, which the event that woke us is in.
 	var claims v1.NodeClaimList
-	if err := c.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
+	if err := r.client.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: np.Name}); err != nil {
 		return reconcile.Result{}, err
 	}
 	nodes := int64(len(claims.Items))
@@ -80,7 +87,7 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 	gen := np.Generation
 	meta.SetStatusCondition(&status.Conditions, metav1.Condition{Type: ConditionValidationSucceeded, Status: metav1.ConditionTrue, Reason: "Valid", ObservedGeneration: gen,
 		Message: "the API server's schema and CEL rules accepted it"})
-	its, err := c.cloud.GetInstanceTypes(ctx, np)
+	its, err := r.cloud.GetInstanceTypes(ctx, np)
 	classReady := metav1.Condition{Type: ConditionNodeClassReady, Status: metav1.ConditionTrue, Reason: "Ready", ObservedGeneration: gen}
 	if err != nil || len(its) == 0 {
 		why := "no instance type of the cloud satisfies its requirements"
@@ -100,7 +107,7 @@ func (c *Controller) reconcileNodePool(ctx context.Context, req reconcile.Reques
 	}
 	orig := np.DeepCopy()
 	np.Status = *status
-	return reconcile.Result{}, c.client.Status().Patch(ctx, np, client.MergeFrom(orig)) // the status is Joiner's alone
+	return reconcile.Result{}, r.client.Status().Patch(ctx, np, client.MergeFrom(orig)) // the status is Joiner's alone
 }
 
 // poolOfClaim maps a NodeClaim event to its NodePool's request.

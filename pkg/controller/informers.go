@@ -1,0 +1,162 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
+)
+
+// storeFeed feeds the Store from the manager's informers. Its callbacks
+// only update the Store, note that the offerings are stale and wake
+// provisioning: the cloud is called from the loops alone.
+type storeFeed struct {
+	store  *state.Store
+	reader client.Reader // the manager's cache, which the relisted kinds are read from
+	gate   *syncGate     // told of every handler's sync
+	batch  *Batcher      // woken by what may leave pods without room
+	// offeringsChanged says the instance types must be asked for again
+	// and wakes provisioning.
+	offeringsChanged func()
+	clock            clock.PassiveClock // times pods' startup
+	nodeOverlays     bool               // the NodeOverlay feature gate
+}
+
+// watch registers a handler on each informer the decisions read, and
+// each handler's sync with the gate.
+func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error {
+	handlers := []struct {
+		name string
+		obj  client.Object
+		h    toolscache.ResourceEventHandler
+	}{
+		{"Pods", &corev1.Pod{}, objectHandler(f.podChanged, func(p *corev1.Pod) { f.store.DeletePod(p.Namespace, p.Name) })},
+		// A Node or NodeClaim that goes may leave pods without the room
+		// planned for them: provisioning looks again.
+		{"Nodes", &corev1.Node{}, objectHandler(f.store.SetNode, func(n *corev1.Node) { f.store.DeleteNode(n.Name); f.batch.Trigger() })},
+		{"NodeClaims", &v1.NodeClaim{}, objectHandler(f.store.SetNodeClaim, func(nc *v1.NodeClaim) { f.store.DeleteNodeClaim(nc.Name); f.batch.Trigger() })},
+		{"NodePools", &v1.NodePool{}, anyChange(f.offeringsChanged)},
+		{"DaemonSets", &appsv1.DaemonSet{}, f.relist(ctx, f.syncDaemonSets)},
+		{"PodDisruptionBudgets", &policyv1.PodDisruptionBudget{}, f.relist(ctx, f.syncPDBs)},
+		// Volumes pin the zones their pods' nodes may be in.
+		{"PersistentVolumeClaims", &corev1.PersistentVolumeClaim{}, objectHandler(f.store.SetPersistentVolumeClaim, func(pvc *corev1.PersistentVolumeClaim) {
+			f.store.DeletePersistentVolumeClaim(pvc.Namespace, pvc.Name)
+		})},
+		{"PersistentVolumes", &corev1.PersistentVolume{}, objectHandler(f.store.SetPersistentVolume, func(pv *corev1.PersistentVolume) { f.store.DeletePersistentVolume(pv.Name) })},
+		{"StorageClasses", &storagev1.StorageClass{}, objectHandler(f.store.SetStorageClass, func(sc *storagev1.StorageClass) { f.store.DeleteStorageClass(sc.Name) })},
+	}
+	if f.nodeOverlays {
+		handlers = append(handlers, struct {
+			name string
+			obj  client.Object
+			h    toolscache.ResourceEventHandler
+		}{"NodeOverlays", &v1alpha1.NodeOverlay{}, anyChange(f.offeringsChanged)})
+	}
+	for _, h := range handlers {
+		inf, err := informers.GetInformer(ctx, h.obj)
+		if _, overlay := h.obj.(*v1alpha1.NodeOverlay); overlay && meta.IsNoMatchError(err) {
+			return fmt.Errorf("the NodeOverlay feature gate is on but the cluster does not serve karpenter.sh/v1alpha1 NodeOverlay: install its CRD (charts/joiner/crds/karpenter.sh_nodeoverlays.yaml) or turn the gate off: %w", err)
+		}
+		if err != nil {
+			return err
+		}
+		reg, err := inf.AddEventHandler(h.h)
+		if err != nil {
+			return err
+		}
+		// The handler's own sync, not the informer's: the informer's cache
+		// is full before its handlers have been handed all of it.
+		f.gate.add(h.name, reg.HasSynced)
+	}
+	return nil
+}
+
+// podChanged records a pod: a pod kube-scheduler found no room for starts
+// (or extends) a provisioning batch, and a pod seen turning Running is
+// timed from its creation for karpenter_pods_startup_duration_seconds.
+func (f *storeFeed) podChanged(p *corev1.Pod) {
+	old := f.store.Pod(p.Namespace, p.Name)
+	f.store.SetPod(p)
+	if state.Provisionable(p, false) {
+		f.batch.Trigger()
+	}
+	if old != nil && old.Status.Phase != corev1.PodRunning && p.Status.Phase == corev1.PodRunning {
+		podStartup.Observe(f.clock.Since(p.CreationTimestamp.Time).Seconds())
+	}
+}
+
+// objectHandler calls set on adds and updates and del on deletes
+// (tombstones included).
+func objectHandler[T client.Object](set, del func(T)) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { set(o.(T)) },
+		UpdateFunc: func(_, o any) { set(o.(T)) },
+		DeleteFunc: func(o any) {
+			if t, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if obj, ok := o.(T); ok {
+				del(obj)
+			}
+		},
+	}
+}
+
+// anyChange calls f on every add, update and delete.
+func anyChange(f func()) toolscache.ResourceEventHandler {
+	return toolscache.ResourceEventHandlerFuncs{AddFunc: func(any) { f() }, UpdateFunc: func(_, _ any) { f() }, DeleteFunc: func(any) { f() }}
+}
+
+// relist calls sync, after any change of its kind, with the informer's
+// whole list: DaemonSets and PDBs are few.
+func (f *storeFeed) relist(ctx context.Context, sync func(context.Context, client.Reader) error) toolscache.ResourceEventHandler {
+	return anyChange(func() {
+		if err := sync(ctx, f.reader); err != nil {
+			logError(ctx, err, "refreshing state")
+		}
+	})
+}
+
+// complete reads the relisted kinds once more, once every handler has had
+// its informer's whole list, and declares the volumes complete: the sync
+// gate's last step before the offerings.
+func (f *storeFeed) complete(ctx context.Context) error {
+	if err := errors.Join(f.syncDaemonSets(ctx, f.reader), f.syncPDBs(ctx, f.reader)); err != nil {
+		return err
+	}
+	// Every claim, volume and StorageClass there is has reached the Store:
+	// one it has not seen holds its pods back, as upstream's.
+	f.store.SetVolumesComplete(true)
+	return nil
+}
+
+func (f *storeFeed) syncDaemonSets(ctx context.Context, r client.Reader) error {
+	var list appsv1.DaemonSetList
+	if err := r.List(ctx, &list); err != nil {
+		return err
+	}
+	f.store.SetDaemonSets(pointers(list.Items))
+	return nil
+}
+
+func (f *storeFeed) syncPDBs(ctx context.Context, r client.Reader) error {
+	var list policyv1.PodDisruptionBudgetList
+	if err := r.List(ctx, &list); err != nil {
+		return err
+	}
+	f.store.SetPDBs(pointers(list.Items))
+	return nil
+}
