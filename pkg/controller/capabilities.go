@@ -11,7 +11,7 @@ import (
 
 // A cloud provider must be a CloudProvider; beyond that it may have any of
 // the optional capabilities below. The controller finds them once, in
-// discoverCapabilities, and hands each part only the one it uses: no other
+// DiscoverCapabilities, and hands each part only the one it uses: no other
 // code asks the provider what it is.
 
 // NodePoolAware is a provider told the NodePools whenever they change,
@@ -81,8 +81,9 @@ type Capabilities struct {
 	Runner Runner
 }
 
-// discoverCapabilities finds p's optional capabilities.
-func discoverCapabilities(p cloudprovider.CloudProvider) Capabilities {
+// DiscoverCapabilities finds p's optional capabilities (through embedding
+// too: a provider that embeds another has what it has).
+func DiscoverCapabilities(p cloudprovider.CloudProvider) Capabilities {
 	var c Capabilities
 	c.NodePools, _ = p.(NodePoolAware)
 	c.Offerings, _ = p.(VersionedOfferings)

@@ -39,7 +39,7 @@ func TestDiscoverCapabilities(t *testing.T) {
 		// NodeClasses are reconciled.
 		{"finalizer without resolver", &finalizerOnly{}, has{}},
 	} {
-		c := discoverCapabilities(tc.p)
+		c := DiscoverCapabilities(tc.p)
 		got := has{c.NodePools != nil, c.Offerings != nil, c.NodeClasses != nil, c.NodeClassFinalizer != nil, c.Interruptions != nil,
 			c.Overlays != nil, c.Runner != nil}
 		if got != tc.want {

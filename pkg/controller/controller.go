@@ -116,7 +116,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	caps := discoverCapabilities(opts.CloudProvider)
+	caps := DiscoverCapabilities(opts.CloudProvider)
 	kube := mgr.GetClient()
 	store := state.NewStore(false)
 	cloud := metered{opts.CloudProvider, opts.Clock}

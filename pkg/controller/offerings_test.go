@@ -32,7 +32,7 @@ func TestOfferingsRefresh(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(pools[0], pools[1]).Build()
 	cloud := &versionedCloud{stubCloud: &stubCloud{types: []*cloudprovider.InstanceType{instanceType("m.4x", 0.2)},
 		errs: map[string]error{"gpu": cloudprovider.NewNodeClassNotReadyError(errors.New("no subnets"))}}}
-	caps := discoverCapabilities(cloud)
+	caps := DiscoverCapabilities(cloud)
 	s := state.NewStore(false)
 	o := &offerings{store: s, reader: kube, cloud: metered{cloud, clocktesting.NewFakeClock(t0)}, pools: caps.NodePools, version: caps.Offerings}
 
