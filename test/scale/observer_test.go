@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -216,14 +217,60 @@ func (o *observer) claimChanged(obj any, deleted bool) {
 // describeRequirements is a short form of what a new claim asks for.
 func describeRequirements(nc *v1.NodeClaim) string {
 	for _, r := range nc.Spec.Requirements {
-		if r.Key == v1.LabelInstanceType {
+		if r.Key == v1.LabelInstanceType && r.Operator == corev1.NodeSelectorOpIn {
 			if len(r.Values) > 4 {
-				return fmt.Sprintf("%d instance types from %s", len(r.Values), strings.Join(r.Values[:4], ", "))
+				return fmt.Sprintf("%d instance types", len(r.Values))
 			}
 			return "instance types " + strings.Join(r.Values, ", ")
 		}
 	}
 	return "any instance type"
+}
+
+// watchDecisions scrapes the autoscaler's
+// karpenter_voluntary_disruption_decisions_total every 5 seconds until ctx
+// ends, and writes what it carried out since to the timeline: the reasons
+// behind the NodeClaims' deletions, which the claims do not all carry.
+func (o *observer) watchDecisions(ctx context.Context, p *harness.Process) {
+	seen := map[string]float64{}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(5 * time.Second):
+		}
+		families, err := p.Metrics(ctx)
+		if err != nil {
+			continue
+		}
+		now := decisions(families)
+		o.mu.Lock()
+		for _, k := range sortedKeys(now) {
+			if d := now[k] - seen[k]; d > 0 {
+				o.logf("  disruption decisions carried out: %s +%g", k, d)
+			}
+		}
+		o.mu.Unlock()
+		seen = now
+	}
+}
+
+// decisions are karpenter_voluntary_disruption_decisions_total's counts by
+// reason/decision/consolidation type.
+func decisions(families map[string]*dto.MetricFamily) map[string]float64 {
+	out := map[string]float64{}
+	for _, m := range families["karpenter_voluntary_disruption_decisions_total"].GetMetric() {
+		labels := map[string]string{}
+		for _, l := range m.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		key := labels["reason"] + "/" + labels["decision"]
+		if t := labels["consolidation_type"]; t != "" {
+			key += "/" + t
+		}
+		out[key] += m.GetCounter().GetValue()
+	}
+	return out
 }
 
 // disruptionReason is the claim's Disrupted (Joiner) or DisruptionReason

@@ -122,6 +122,9 @@ func BenchmarkScale(b *testing.B) {
 		return
 	}
 	table := sideBySide(results)
+	for _, r := range results {
+		fmt.Printf("\n%s(timeline, summary and logs: %s)\n", r.summary, r.dir)
+	}
 	fmt.Print(table)
 	path := filepath.Join(cfg.out, fmt.Sprintf("results-%d.txt", cfg.pods))
 	if err := os.WriteFile(path, []byte(table), 0o644); err != nil {
@@ -162,6 +165,8 @@ type result struct {
 	pods       int
 	metrics    []metric
 	notes      []string
+	summary    string
+	dir        string
 }
 
 func (r *result) add(name string, value float64) { r.metrics = append(r.metrics, metric{name, value}) }
@@ -170,7 +175,7 @@ func (r *result) add(name string, value float64) { r.metrics = append(r.metrics,
 type scrape struct {
 	evictions float64            // the API server's successful pods/eviction calls
 	requests  map[string]float64 // the autoscaler's rest_client_requests_total, by method
-	decisions map[string]float64 // karpenter_voluntary_disruption_decisions_total, by reason/decision
+	decisions map[string]float64 // karpenter_voluntary_disruption_decisions_total, by reason/decision/type
 	usage     harness.Usage
 }
 
@@ -189,14 +194,7 @@ func take(ctx context.Context, b *testing.B, c *harness.Cluster, p *harness.Proc
 		b.Fatal(err)
 	}
 	s.requests = harness.SumBy(own, "rest_client_requests_total", "method", nil)
-	s.decisions = map[string]float64{}
-	for _, m := range own["karpenter_voluntary_disruption_decisions_total"].GetMetric() {
-		labels := map[string]string{}
-		for _, l := range m.GetLabel() {
-			labels[l.GetName()] = l.GetValue()
-		}
-		s.decisions[labels["reason"]+"/"+labels["decision"]] += m.GetCounter().GetValue()
-	}
+	s.decisions = decisions(own)
 	if s.usage, err = p.Usage(); err != nil {
 		b.Fatal(err)
 	}
@@ -258,6 +256,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		b.Fatal(err)
 	}
 	obs.note("%s started (pid %d)", as.Name(), proc.PID())
+	go obs.watchDecisions(ctx, proc)
 	start := take(ctx, b, cluster, proc)
 	prev := start
 	// endPhase reads the counters at a phase's end, adds what is common to
@@ -392,7 +391,8 @@ func finish(b *testing.B, r *result, summary *strings.Builder, dir string, start
 	if err := os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(summary.String()), 0o644); err != nil {
 		b.Error(err)
 	}
-	b.Logf("%s\n(timeline: %s)", summary.String(), filepath.Join(dir, "timeline.txt"))
+	r.summary, r.dir = summary.String(), dir
+	b.Logf("timeline, summary and logs in %s", dir)
 	return r
 }
 
