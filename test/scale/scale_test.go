@@ -173,10 +173,11 @@ func (r *result) add(name string, value float64) { r.metrics = append(r.metrics,
 
 // scrape is what the counters outside the observer said at one moment.
 type scrape struct {
-	evictions float64            // the API server's successful pods/eviction calls
-	requests  map[string]float64 // the autoscaler's rest_client_requests_total, by method
-	decisions map[string]float64 // karpenter_voluntary_disruption_decisions_total, by reason/decision/type
-	usage     harness.Usage
+	evictions     float64            // the API server's successful pods/eviction calls
+	evictionCalls map[string]float64 // all of them, by HTTP code
+	requests      map[string]float64 // the autoscaler's rest_client_requests_total, by method
+	decisions     map[string]float64 // karpenter_voluntary_disruption_decisions_total, by reason/decision/type
+	usage         harness.Usage
 }
 
 func take(ctx context.Context, b *testing.B, c *harness.Cluster, p *harness.Process) scrape {
@@ -186,9 +187,14 @@ func take(ctx context.Context, b *testing.B, c *harness.Cluster, p *harness.Proc
 	if err != nil {
 		b.Fatal(err)
 	}
-	s.evictions = harness.Sum(api, "apiserver_request_total", func(l map[string]string) bool {
-		return l["resource"] == "pods" && l["subresource"] == "eviction" && strings.HasPrefix(l["code"], "2")
+	s.evictionCalls = harness.SumBy(api, "apiserver_request_total", "code", func(l map[string]string) bool {
+		return l["resource"] == "pods" && l["subresource"] == "eviction"
 	})
+	for code, n := range s.evictionCalls {
+		if strings.HasPrefix(code, "2") {
+			s.evictions += n
+		}
+	}
 	own, err := p.Metrics(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -271,10 +277,10 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		r.add(key+"-budget-violations", float64(c.violations))
 		fmt.Fprintf(summary, "\nphase %s (%s): %d NodeClaims, $%.3f/h (%d unpriced); %d created, %d deleted (%d rounds, 30 s apart); %d pod evictions, %d pod deletions;\n"+
 			"  budget: %d violations (%d snapshots over, by at most %d), at most %d disrupting; pods seen Pending ≥1 min into the phase: %d\n"+
-			"  instance types: %s\n  autoscaler: %.1f CPU s, peak RSS %.0f MB; API requests %s; disruption decisions %s\n",
+			"  instance types: %s\n  eviction calls by HTTP code: %s\n  autoscaler: %.1f CPU s, peak RSS %.0f MB; API requests %s; disruption decisions %s\n",
 			ph.name, time.Since(ph.start).Round(time.Second), s.claims, s.dollars, s.unpriced, c.created, c.deleting, bursts(c.changes, 30*time.Second),
 			int(evictions), c.podDeletions, c.violations, c.overBudget, c.maxOver, c.maxDisrupting, obs.pendingAfter1m(ph),
-			mix(s.instanceTypes), now.usage.CPUSeconds-prev.usage.CPUSeconds, now.usage.PeakRSSBytes/1e6,
+			mix(s.instanceTypes), deltas(now.evictionCalls, prev.evictionCalls), now.usage.CPUSeconds-prev.usage.CPUSeconds, now.usage.PeakRSSBytes/1e6,
 			deltas(now.requests, prev.requests), deltas(now.decisions, prev.decisions))
 		obs.note("phase %s done: %s", ph.name, s.row())
 		prev = now
