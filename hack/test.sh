@@ -30,17 +30,19 @@ unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "gofmt would change: $unformatted" >&2; exit 1; fi
 
 step "go vet"
-go vet -tags integration,browser ./...
+go vet -tags integration,browser,scale ./...
 
 step "staticcheck"
 staticcheck=$(hack/tool.sh staticcheck)
-"$staticcheck" -tags integration,browser ./...
+"$staticcheck" -tags integration,browser,scale ./...
 
 step "generated code is current"
 hack/verify-codegen.sh
 
 step "unit tests"
 go test -count=1 ./...
+# The scale benchmark's own checks (the benchmark itself is hack/scale.sh).
+go test -count=1 -tags scale -run '^Test' ./test/scale/
 
 step "race detector: the engine packages (what a controller shares between goroutines)"
 go test -count=1 -race ./pkg/state/ ./pkg/provisioning/ ./pkg/kubescheduler/ ./pkg/objcache/ ./pkg/disruption/ ./pkg/termination/ ./pkg/podutil/ ./pkg/scheduling/ ./pkg/manifest/ ./pkg/controller/ ./pkg/cloudprovider/...
