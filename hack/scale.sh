@@ -31,6 +31,28 @@ SCALE_OUT=${SCALE_OUT:-$(mktemp -d /tmp/joiner-scale.XXXXXX)}
 export SCALE_OUT
 mkdir -p "$SCALE_OUT"
 
+# Upstream Karpenter's own kwok controller beside Joiner (docs/karpenter-kwok.md):
+# built once by hack/karpenter.sh, choosing among the same instance types,
+# zones, prices and allocatable (hack/karpenter/instancetypes, from Joiner's
+# catalog). If it cannot be built, the benchmark runs Joiner alone and says so.
+if [[ ",${SCALE_AUTOSCALERS:-joiner,karpenter}," == *",karpenter,"* ]] && [ -z "${KARPENTER_KWOK_BIN:-}" ]; then
+  echo "upstream Karpenter's kwok controller: hack/karpenter.sh (built once and cached; a cold build takes ~20 min)" >&2
+  k_log=$(mktemp)
+  if hack/karpenter.sh >"$k_log" 2>&1; then
+    kdir=$(tail -1 "$k_log")
+    types=$SCALE_OUT/karpenter-instance-types.json
+    go run ./hack/karpenter/instancetypes --out "$types"
+    printf 'apiVersion: karpenter.kwok.sh/v1alpha1\nkind: KWOKNodeClass\nmetadata:\n  name: default\n' >"$SCALE_OUT/karpenter-objects.yaml"
+    export KARPENTER_KWOK_BIN=$kdir/karpenter-kwok KARPENTER_KWOK_CRDS=$kdir/crds
+    export KARPENTER_KWOK_OBJECTS=$SCALE_OUT/karpenter-objects.yaml
+    export KARPENTER_KWOK_ENV="INSTANCE_TYPES_FILE_PATH=$types ${KARPENTER_KWOK_ENV:-}"
+  else
+    cat "$k_log" >&2
+    echo "upstream Karpenter's kwok controller could not be built (above): the benchmark runs Joiner alone" >&2
+  fi
+  rm -f "$k_log"
+fi
+
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=("${SCALE_PODS:-100}")
 for pods in "${sizes[@]}"; do
