@@ -158,9 +158,8 @@ func (p CatalogPrices) Price(labels map[string]string) (float64, bool) {
 
 // External is an autoscaler built elsewhere — upstream Karpenter's kwok
 // controller, as hack/karpenter.sh builds it — configured by environment
-// variables (see ExternalFromEnv). UNTESTED until that script lands: the
-// variables it passes the process are upstream's settings as its chart
-// sets them.
+// variables (see ExternalFromEnv), which hack/scale.sh sets. It passes the
+// process upstream's settings as its chart sets them.
 type External struct {
 	name string
 	// Bin is the controller binary.
