@@ -30,7 +30,8 @@ func TestControllerTuning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s2s, _ := tun.spotToSpot(); tun.batchIdle != time.Second || tun.batchMax != 10*time.Second || tun.logLevel != "info" || s2s {
+	if s2s, _ := tun.spotToSpot(); tun.batchIdle != time.Second || tun.batchMax != 10*time.Second || tun.logLevel != "info" || s2s ||
+		tun.kubeQPS != 200 || tun.kubeBurst != 300 {
 		t.Fatalf("defaults: %+v spot-to-spot %v", tun, s2s)
 	}
 
@@ -71,6 +72,8 @@ func TestControllerTuning(t *testing.T) {
 		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: NodeOverlay, NodeRepair, SpotToSpotConsolidation)`},
 		{args: []string{"--feature-gates=SpotToSpotConsolidation"}, want: "is not Name=true or Name=false"},
 		{args: []string{"--log-level=warn"}, want: "the levels are debug, info and error"},
+		{env: map[string]string{"KUBE_CLIENT_QPS": "fast"}, want: `$KUBE_CLIENT_QPS="fast" (for --kube-client-qps)`},
+		{args: []string{"--kube-client-burst=0"}, want: "both must be positive (upstream: 200 and 300)"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			tun, err := parseTuning(t, tc.env, tc.args...)
