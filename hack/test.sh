@@ -80,3 +80,12 @@ go test -count=1 -race -tags integration $(go list -tags integration ./test/... 
 # other packages' timeouts tight. No -race: the controller it checks is the
 # binary (built without), and the test itself is sequential.
 go test -count=1 -tags integration ./test/chart/
+
+# The scale benchmark's small size (docs/scale.md), Joiner alone: 100 pods
+# out, held, in to 30 % and drifted under a 10 % budget on real parts, the
+# controller a process. A budget violation or a phase that does not
+# converge fails it; the 1,000- and 5,000-pod sizes beside upstream
+# Karpenter are hack/scale.sh's, too long for CI.
+step "scale benchmark, small size (100 pods, Joiner; hack/scale.sh runs the large ones beside Karpenter)"
+SCALE_PODS=100 SCALE_HOLD=1m SCALE_SETTLE=1m SCALE_STRICT=1 SCALE_AUTOSCALERS=joiner SCALE_OUT=$(mktemp -d) \
+  go test -count=1 -tags scale -run '^$' -bench . -benchtime 1x -timeout 45m ./test/scale/

@@ -52,12 +52,15 @@ func TestMain(m *testing.M) {
 
 // config is the benchmark's environment.
 type config struct {
-	pods        int           // SCALE_PODS: the workload's pods at full size (a multiple of 4)
-	hold        time.Duration // SCALE_HOLD: phase b
-	settle      time.Duration // SCALE_SETTLE: no node change for this long ends phase c
-	timeout     time.Duration // SCALE_PHASE_TIMEOUT: the most a phase may take to converge
-	out         string        // SCALE_OUT: timelines, summaries, logs
-	autoscalers []string      // SCALE_AUTOSCALERS
+	pods    int           // SCALE_PODS: the workload's pods at full size (a multiple of 4)
+	hold    time.Duration // SCALE_HOLD: phase b
+	settle  time.Duration // SCALE_SETTLE: no node change for this long ends phase c
+	timeout time.Duration // SCALE_PHASE_TIMEOUT: the most a phase may take to converge
+	// strict (SCALE_STRICT=1, as hack/test.sh runs the small size): a
+	// budget violation or a phase that does not converge fails the run.
+	strict      bool
+	out         string   // SCALE_OUT: timelines, summaries, logs
+	autoscalers []string // SCALE_AUTOSCALERS
 }
 
 func loadConfig(b *testing.B) config {
@@ -86,6 +89,7 @@ func loadConfig(b *testing.B) config {
 	if v := os.Getenv("SCALE_AUTOSCALERS"); v != "" {
 		c.autoscalers = strings.Split(v, ",")
 	}
+	c.strict = os.Getenv("SCALE_STRICT") == "1"
 	c.out = os.Getenv("SCALE_OUT")
 	if c.out == "" {
 		dir, err := os.MkdirTemp("", "joiner-scale-")
@@ -275,6 +279,9 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		r.add(key+"-dollars/h", round(s.dollars, 3))
 		r.add(key+"-evictions", evictions)
 		r.add(key+"-budget-violations", float64(c.violations))
+		if cfg.strict && c.violations > 0 {
+			b.Errorf("%s, phase %s: %d budget violations (at most %d disrupting, by at most %d over the budget)", as.Name(), ph.name, c.violations, c.maxDisrupting, c.maxOver)
+		}
 		fmt.Fprintf(summary, "\nphase %s (%s): %d NodeClaims, $%.3f/h (%d unpriced); %d created, %d deleted (%d rounds, 30 s apart); %d pod evictions, %d pod deletions;\n"+
 			"  budget: %d violations (%d snapshots over, by at most %d), at most %d disrupting; pods seen Pending ≥1 min into the phase: %d\n"+
 			"  instance types: %s\n  eviction calls by HTTP code: %s\n  autoscaler: %.1f CPU s, peak RSS %.0f MB; API requests %s; disruption decisions %s\n",
@@ -289,7 +296,11 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		msg := fmt.Sprintf("%s: not within %s (reported as -1)", what, d)
 		r.notes = append(r.notes, msg)
 		obs.note("TIMEOUT %s", msg)
-		b.Log(msg)
+		if cfg.strict {
+			b.Errorf("%s: %s", as.Name(), msg)
+		} else {
+			b.Log(msg)
+		}
 	}
 
 	// a. Scale-out.
