@@ -2,7 +2,17 @@
 // the engine's decisions become API writes — NodeClaims for pending pods,
 // instances launched through the cloud provider, Nodes registered and
 // initialized. It keeps no state of its own: a restarted controller
-// rebuilds everything from the API server.
+// rebuilds everything from the API server, and decides nothing until it
+// has (syncgate.go: every informer handler has had its whole list and the
+// cloud has answered for the NodePools' instance types; /readyz says what
+// is missing until then).
+//
+// One type per loop or reconciler (provisioner.go, disruption.go,
+// lifecycle.go, nodepool.go, nodeclass.go, nodeoverlay.go, interruption.go,
+// repair.go, gc.go, metrics.go), each given what it needs; informer
+// callbacks only update the Store (informers.go), cloud calls happen in
+// loops; the provider's optional capabilities are one declared set
+// (capabilities.go). Controller assembles them.
 package controller
 
 import (
