@@ -146,10 +146,11 @@ func nodePool(nodeClass string) *v1.NodePool {
 	return np
 }
 
-// calls counts the fake's calls of an action.
+// calls counts the provider's invocations of an action (the SDK's retries
+// folded in).
 func (e *env) calls(action string) int {
 	n := 0
-	for _, c := range e.aws.Calls() {
+	for _, c := range e.aws.Invocations() {
 		if c.Action == action {
 			n++
 		}

@@ -303,8 +303,14 @@ func TestThrottledCreateFleetIsRetried(t *testing.T) {
 	if _, err := e.p.Create(e.ctx, claim("c1", "default", threeTypes, onDemand)); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.calls("CreateFleet"); n != 3 {
-		t.Errorf("%d CreateFleet calls, want 3 (two throttled)", n)
+	var fleets []fake.Call
+	for _, c := range e.aws.Invocations() {
+		if c.Action == "CreateFleet" {
+			fleets = append(fleets, c)
+		}
+	}
+	if len(fleets) != 1 || fleets[0].Attempt < 3 || fleets[0].Error != "" {
+		t.Errorf("CreateFleet invocations %+v, want one, answered on its third attempt (two throttled)", fleets)
 	}
 	if n := len(e.aws.Instances()); n != 1 {
 		t.Errorf("%d instances, want 1", n)

@@ -49,11 +49,14 @@ func calls(f *AWS) map[string]func() error {
 	}
 }
 
-// count is how many calls of action (service:Action) f received.
-func count(f *AWS, action string) int {
+// count is how many requests of action (service:Action) f answered with
+// the error code ("" for an answer). Not every request: a transport that
+// drops a kept-alive connection under load makes the SDK send an answered
+// request again, and the fake cannot tell.
+func count(f *AWS, action, code string) int {
 	var n int
 	for _, c := range f.Calls() {
-		if c.IAMAction() == action {
+		if c.IAMAction() == action && c.Error == code {
 			n++
 		}
 	}
@@ -69,12 +72,15 @@ func TestThrottle(t *testing.T) {
 		t.Run(action, func(t *testing.T) {
 			// Throttled twice: the standard retryer's third attempt succeeds.
 			f.Throttle(name, 2)
-			before := count(f, action)
+			before := count(f, action, wantCode[service])
 			if err := call(); err != nil {
 				t.Fatalf("throttled twice: %v", err)
 			}
-			if n := count(f, action) - before; n != 3 {
-				t.Errorf("%d requests, want 3 (two throttled, one retry that succeeds)", n)
+			if n := count(f, action, wantCode[service]) - before; n != 2 {
+				t.Errorf("%d throttled requests, want 2", n)
+			}
+			if last := f.Invocations()[len(f.Invocations())-1]; last.IAMAction() != action || last.Error != "" || last.Attempt < 3 {
+				t.Errorf("last invocation %+v, want %s answered on its third attempt or later", last, action)
 			}
 			// Throttled three times: the SDK gives up, with a throttling error.
 			f.Throttle(action, 3)
@@ -110,12 +116,12 @@ func TestFail(t *testing.T) {
 	} {
 		t.Run(tc.action+"/"+tc.code, func(t *testing.T) {
 			f.Fail(tc.action, tc.code, 5)
-			before := count(f, tc.action)
+			before := count(f, tc.action, tc.code)
 			err := cs[tc.action]()
 			if apiCode(err) != tc.code {
 				t.Errorf("error = %v, want %s", err, tc.code)
 			}
-			if n := count(f, tc.action) - before; n != tc.requests {
+			if n := count(f, tc.action, tc.code) - before; n != tc.requests {
 				t.Errorf("%d requests, want %d", n, tc.requests)
 			}
 			f.Fail(tc.action, tc.code, 0)
@@ -135,7 +141,7 @@ func TestPricingUnavailable(t *testing.T) {
 	if !errors.As(err, &re) || re.HTTPStatusCode() != http.StatusServiceUnavailable {
 		t.Fatalf("Pricing down: %v, want a 503", err)
 	}
-	if n := count(f, "pricing:GetProducts"); n != 3 {
+	if n := count(f, "pricing:GetProducts", "ServiceUnavailableException"); n != 3 {
 		t.Errorf("%d requests, want 3 (retried)", n)
 	}
 	if err := calls(f)["ec2:DescribeSubnets"](); err != nil {
@@ -155,7 +161,7 @@ func TestCalls(t *testing.T) {
 		}
 	}
 	var got []string
-	for _, c := range f.Calls() {
+	for _, c := range f.Invocations() {
 		got = append(got, c.IAMAction())
 	}
 	want := "ec2:DescribeSubnets iam:GetRole ssm:GetParameter sqs:ReceiveMessage pricing:GetProducts"
@@ -204,5 +210,31 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	if n := len(f.Instances()); n != 8 {
 		t.Errorf("%d instances, want 8", n)
+	}
+}
+
+// TestInvocationsFoldRetries: a request retried by the SDK is one
+// invocation, its last attempt, while Calls has every request.
+func TestInvocationsFoldRetries(t *testing.T) {
+	f := standard(t)
+	f.Throttle("DescribeSubnets", 1)
+	if err := calls(f)["ec2:DescribeSubnets"](); err != nil {
+		t.Fatal(err)
+	}
+	if err := calls(f)["ec2:DescribeSubnets"](); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.Calls()); n != 3 {
+		t.Errorf("%d requests, want 3 (one throttled)", n)
+	}
+	inv := f.Invocations()
+	if len(inv) != 2 {
+		t.Fatalf("invocations %+v, want 2", inv)
+	}
+	if inv[0].Attempt != 2 || inv[0].Error != "" || inv[1].Attempt != 1 || inv[0].Invocation == inv[1].Invocation || inv[0].Invocation == "" {
+		t.Errorf("invocations %+v, want the first answered on attempt 2, the second on attempt 1, with distinct IDs", inv)
+	}
+	if c := f.Calls()[0]; c.Error != "RequestLimitExceeded" || c.Attempt != 1 {
+		t.Errorf("first request %+v, want attempt 1 throttled", c)
 	}
 }

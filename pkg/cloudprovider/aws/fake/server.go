@@ -23,6 +23,7 @@
 package fake
 
 import (
+	"bytes"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -59,6 +61,15 @@ type Call struct {
 	Service string
 	// Action, e.g. CreateFleet.
 	Action string
+	// Invocation is the SDK's amz-sdk-invocation-id: one per operation the
+	// caller invoked, shared by its retries ("" when the header is absent:
+	// every request is then its own invocation).
+	Invocation string
+	// Attempt is this request's attempt of its invocation, from the SDK's
+	// amz-sdk-request header (1 when absent).
+	Attempt int
+	// Error is the error code the fake answered with ("" for an answer).
+	Error string
 }
 
 // IAMAction is the call as an IAM policy names it, e.g. ec2:CreateFleet.
@@ -129,11 +140,33 @@ type noBackoff struct{}
 
 func (noBackoff) BackoffDelay(int, error) (time.Duration, error) { return time.Millisecond, nil }
 
-// Calls are every request received, in order, retries included.
+// Calls are every request received, in order, retries included: what the
+// wire carried, which depends on the SDK's retryer and the transport (a
+// kept-alive connection dropped under load is retried). Tests of what the
+// code under test decides count Invocations.
 func (f *AWS) Calls() []Call {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append([]Call(nil), f.calls...)
+}
+
+// Invocations are the operations the caller invoked, in the order of their
+// first attempt, one per amz-sdk-invocation-id: retries folded in. Each is
+// its last attempt (Attempt says how many the fake saw; Error its answer).
+func (f *AWS) Invocations() []Call {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []Call
+	at := map[string]int{}
+	for _, c := range f.calls {
+		if i, ok := at[c.Invocation]; ok && c.Invocation != "" {
+			out[i] = c
+			continue
+		}
+		at[c.Invocation] = len(out)
+		out = append(out, c)
+	}
+	return out
 }
 
 // nextID numbers the fake's resources, so IDs are unique and deterministic.
@@ -239,24 +272,59 @@ func (f *AWS) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
-	out, err := f.handle(s, action, q, body)
+	call := Call{Service: s.name, Action: action, Invocation: r.Header.Get("Amz-Sdk-Invocation-Id"), Attempt: attempt(r.Header.Get("Amz-Sdk-Request"))}
+	out, err := f.handle(s, call, q, body)
 	if err != nil {
 		writeError(w, s, err)
 		return
 	}
-	writeAnswer(w, s, action, out)
+	var buf bytes.Buffer
+	writeAnswer(&buf, w.Header(), s, action, out)
+	w.Header().Set("Content-Length", strconv.Itoa(buf.Len()))
+	_, _ = w.Write(buf.Bytes())
 }
 
 // handle records the call, applies the faults set for it and runs its
 // handler.
-func (f *AWS) handle(s *service, action string, q url.Values, body []byte) (any, error) {
+func (f *AWS) handle(s *service, call Call, q url.Values, body []byte) (any, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	call := Call{Service: s.name, Action: action}
-	f.calls = append(f.calls, call)
 	if err := f.faults.take(s, call); err != nil {
+		call.Error = errorCode(err)
+		f.calls = append(f.calls, call)
 		return nil, err
 	}
+	out, err := f.run(s, call, q, body)
+	if err != nil {
+		call.Error = errorCode(err)
+	}
+	f.calls = append(f.calls, call)
+	return out, err
+}
+
+// errorCode is the code of an error the fake answers with.
+func errorCode(err error) string {
+	if e, ok := err.(*apiError); ok {
+		return e.code
+	}
+	return "InternalError"
+}
+
+// attempt reads "attempt=2; max=3" (the SDK's amz-sdk-request header).
+func attempt(header string) int {
+	for _, part := range strings.Split(header, ";") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(part), "attempt="); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				return n
+			}
+		}
+	}
+	return 1
+}
+
+// run runs the handler of call.
+func (f *AWS) run(s *service, call Call, q url.Values, body []byte) (any, error) {
+	action := call.Action
 	switch s.protocol {
 	case awsJSON:
 		h, ok := s.json[action]
@@ -273,19 +341,19 @@ func (f *AWS) handle(s *service, action string, q url.Values, body []byte) (any,
 	}
 }
 
-func writeAnswer(w http.ResponseWriter, s *service, action string, out any) {
+func writeAnswer(w io.Writer, h http.Header, s *service, action string, out any) {
 	switch s.protocol {
 	case ec2Query:
-		w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+		h.Set("Content-Type", "text/xml;charset=UTF-8")
 		writeXML(w, action+"Response", s.xmlNamespace, out)
 	case awsQuery:
-		w.Header().Set("Content-Type", "text/xml")
+		h.Set("Content-Type", "text/xml")
 		writeXML(w, action+"Response", s.xmlNamespace, queryEnvelope{
 			Result:   xmlElement{name: action + "Result", value: out},
 			Metadata: responseMetadata{RequestID: "fake-request"},
 		})
 	case awsJSON:
-		w.Header().Set("Content-Type", "application/x-amz-json-"+s.jsonVersion)
+		h.Set("Content-Type", "application/x-amz-json-"+s.jsonVersion)
 		_ = json.NewEncoder(w).Encode(out)
 	}
 }

@@ -117,7 +117,7 @@ func TestReceiveAndDelete(t *testing.T) {
 				t.Errorf("after Delete received %d (err %v)", len(after), err)
 			}
 			actions := map[string]int{}
-			for _, c := range f.Calls() {
+			for _, c := range f.Invocations() {
 				actions[c.Action]++
 			}
 			wantLookups := map[string]int{"name": 1, "url": 0}[by]
