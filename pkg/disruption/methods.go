@@ -251,16 +251,45 @@ func (p *pass) eligible() (graceful, eventual []*Candidate) {
 // consolidatable: the pool consolidates, and nothing has been scheduled to
 // or removed from the node for consolidateAfter.
 func (p *pass) consolidatable(cand *Candidate) bool {
-	np := p.pools[cand.NodePool]
+	at, ok := consolidatableAt(p.pools[cand.NodePool], cand)
+	return ok && !p.c.Now.Before(at)
+}
+
+// consolidatableAt is when the candidate's consolidateAfter has passed
+// since a pod was last scheduled to or removed from it (its claim's
+// creation if none was); false when its pool never consolidates.
+func consolidatableAt(np *v1.NodePool, cand *Candidate) (time.Time, bool) {
+	if np == nil || cand.NodeClaim == nil {
+		return time.Time{}, false
+	}
 	after := np.Spec.Disruption.ConsolidateAfter
-	if after.IsNever() || np.IsStatic() {
-		return false
+	if after.IsNever() || np.IsStatic() || after.Duration == nil {
+		return time.Time{}, false
 	}
 	last := cand.NodeClaim.Status.LastPodEventTime.Time
 	if last.IsZero() {
 		last = cand.NodeClaim.CreationTimestamp.Time
 	}
-	return !p.c.Now.Before(last.Add(*after.Duration))
+	return last.Add(*after.Duration), true
+}
+
+// NextConsolidatable is the first moment after c.Now at which a node not
+// consolidatable yet becomes so (upstream's Consolidatable condition turns
+// true then, a change of the cluster's state that makes consolidation look
+// again); zero when no node is waiting.
+func NextConsolidatable(c *Cluster) time.Time {
+	pools := map[string]*v1.NodePool{}
+	for _, np := range c.NodePools {
+		pools[np.Name] = np
+	}
+	var next time.Time
+	for _, cand := range c.Nodes {
+		at, ok := consolidatableAt(pools[cand.NodePool], cand)
+		if ok && at.After(c.Now) && (next.IsZero() || at.Before(next)) {
+			next = at
+		}
+	}
+	return next
 }
 
 // take reserves budget for a candidate under a reason, or records it blocked.

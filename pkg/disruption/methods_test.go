@@ -586,3 +586,26 @@ func TestTerminationGracePeriodLetsDriftPass(t *testing.T) {
 		t.Fatalf("consolidation stays blocked by the pod: %s", d.Commands[0])
 	}
 }
+
+// TestNextConsolidatable: the first node to pass its consolidateAfter
+// after now; nodes already past it, and pools that never consolidate, do
+// not count.
+func TestNextConsolidatable(t *testing.T) {
+	np := nodePool("general") // consolidateAfter 30s
+	never := nodePool("never", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never") })
+	past := node("past", np, types()[0], v1.CapacityTypeOnDemand)
+	soon := node("soon", np, types()[0], v1.CapacityTypeOnDemand)
+	soon.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-20 * time.Second))
+	later := node("later", np, types()[0], v1.CapacityTypeOnDemand)
+	later.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-5 * time.Second))
+	held := node("held", never, types()[0], v1.CapacityTypeOnDemand)
+	held.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0)
+	c := cluster(np, past, later, soon, held)
+	c.NodePools = append(c.NodePools, never)
+	if got, want := NextConsolidatable(c), t0.Add(10*time.Second); !got.Equal(want) {
+		t.Errorf("NextConsolidatable = %s, want %s (soon: 20s ago + 30s)", got, want)
+	}
+	if got := NextConsolidatable(cluster(np, past)); !got.IsZero() {
+		t.Errorf("with every node consolidatable: %s, want zero", got)
+	}
+}

@@ -85,7 +85,8 @@ func (e *engine) pdbs() []*policyv1.PodDisruptionBudget {
 // disrupt runs a disruption pass when something changed (or every few
 // minutes regardless) and queues its commands.
 func (e *engine) disrupt() {
-	if !e.dirty && e.clk.now.Sub(e.rep.lastPass) < forcedPassEvery {
+	due := !e.nextConsolidatable.IsZero() && !e.clk.now.Before(e.nextConsolidatable)
+	if !e.dirty && !due && e.clk.now.Sub(e.rep.lastPass) < forcedPassEvery {
 		return
 	}
 	if e.queue.Validating() {
@@ -99,7 +100,11 @@ func (e *engine) disrupt() {
 	opts := e.queue.Options
 	opts.Simulations = simulationsPerMethod
 	// Consolidation simulates; when it last found nothing, back off
-	// (10 s doubling to 5 min) until it finds something again.
+	// (10 s doubling to 5 min) until it finds something again — but no
+	// later than a node's consolidateAfter ends: upstream's Consolidatable
+	// condition turns true then, a change that makes consolidation look
+	// again (without it a scale-in drained one budget's worth of nodes
+	// every five minutes).
 	consolidate := !e.clk.now.Before(e.nextConsolidation)
 	opts.SkipConsolidation = !consolidate
 	d := disruption.Compute(context.Background(), c, opts)
@@ -114,6 +119,10 @@ func (e *engine) disrupt() {
 			e.consolidationBackoff = min(2*max(e.consolidationBackoff, disruptionEvery), maxConsolidationBackoff)
 		}
 		e.nextConsolidation = e.clk.now.Add(e.consolidationBackoff)
+	}
+	e.nextConsolidatable = disruption.NextConsolidatable(c)
+	if at := e.nextConsolidatable; !at.IsZero() && at.Before(e.nextConsolidation) {
+		e.nextConsolidation = at
 	}
 	e.rep.disruptionPass(d)
 	for _, cand := range d.Expired {

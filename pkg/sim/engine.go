@@ -108,9 +108,12 @@ type engine struct {
 	queueArmed            bool
 	batchTimer            time.Time
 	nextConsolidation     time.Time
-	consolidationBackoff  time.Duration
-	bindArmed             bool
-	dirty                 bool
+	// nextConsolidatable: when the next node's consolidateAfter ends (a
+	// pass runs then even when nothing else changed).
+	nextConsolidatable   time.Time
+	consolidationBackoff time.Duration
+	bindArmed            bool
+	dirty                bool
 
 	rep *recorder
 	// st is the cluster as the engine reads it, fed like informers feed a

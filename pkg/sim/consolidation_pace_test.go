@@ -1,0 +1,86 @@
+package sim
+
+import (
+	"testing"
+	"time"
+)
+
+// pacedPool consolidates one node at a time after 1m.
+const pacedPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: general}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+        - {key: node.kubernetes.io/instance-type, operator: In, values: ["m6i.large"]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+    budgets: [{nodes: "1"}]
+---
+`
+
+// queueApp is 500m pods scaled by a queue: 16 until minute 10, then 5.
+const queueApp = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: app}
+spec:
+  replicas: 0
+  selector: {matchLabels: {app: app}}
+  template:
+    metadata: {labels: {app: app}}
+    spec:
+      containers:
+        - {name: c, image: x, resources: {requests: {cpu: 500m, memory: 512Mi}}}
+---
+apiVersion: keda.sh/v1alpha1
+kind: ScaledObject
+metadata: {name: app}
+spec:
+  scaleTargetRef: {name: app}
+  pollingInterval: 15
+  cooldownPeriod: 60
+  maxReplicaCount: 100
+  triggers:
+    - type: aws-sqs-queue
+      metadata: {queueLength: "1"}
+`
+
+// TestScaleInIsPacedByConsolidateAfter: after a scale-in, a node that took
+// the pods of a consolidated one is looked at again as soon as its own
+// consolidateAfter has passed (upstream's Consolidatable condition turns
+// true, a change of state), not at the next five-minute forced pass: the
+// six nodes are down to two within five minutes of the scale-in (it took
+// eleven when only the forced pass looked again).
+func TestScaleInIsPacedByConsolidateAfter(t *testing.T) {
+	rep, _ := runInline(t, inlineScenario(pacedPool, queueApp, `  start: "2026-11-30T08:00:00Z"
+  duration: 40m
+  seed: 1
+  loads:
+    - target: {kind: ScaledObject, name: app}
+      pattern: steps
+      steps:
+        - {at: 0h, value: 16}
+        - {at: 10m, value: 5}
+`))
+	scaleIn := rep.Start.Add(10 * time.Minute)
+	var last time.Time
+	deleted := 0
+	for _, n := range rep.ByNode {
+		if n.Deleted != nil {
+			deleted++
+			if n.Deleted.After(last) {
+				last = *n.Deleted
+			}
+		}
+	}
+	if rep.Nodes.Launched != 6 || deleted != 4 {
+		t.Fatalf("%d nodes launched, %d deleted; want 6 and 4 (16 pods of 500m on m6i.large, then 5)", rep.Nodes.Launched, deleted)
+	}
+	if settle := last.Sub(scaleIn); settle > 5*time.Minute {
+		t.Errorf("the last node was deleted %s after the scale-in, want within 5m (1m consolidateAfter a round, one node a round)", settle)
+	}
+}
