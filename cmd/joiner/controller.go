@@ -1,9 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -19,6 +19,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 func newControllerCommand() *cobra.Command {
@@ -27,7 +28,7 @@ func newControllerCommand() *cobra.Command {
 	var cloud cloudFlags
 	var leaderElect bool
 	var tuning controllerTuning
-	var decisions, minValuesPolicy string
+	var pf policyFlags
 	cmd := &cobra.Command{
 		Use:   "controller",
 		Short: "Run Joiner in a cluster: pending pods become NodeClaims, NodeClaims become nodes",
@@ -83,8 +84,9 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
-			engine, err := parseChoices(decisions, minValuesPolicy)
-			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); err != nil && ok && v == minValuesPolicy && strings.Contains(err.Error(), "min-values-policy") {
+			policy, err := pf.policy()
+			var bad *provisioning.FlagError
+			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); errors.As(err, &bad) && bad.Flag == provisioning.FlagMinValues && ok && v == pf.minValues {
 				return fmt.Errorf("$MIN_VALUES_POLICY=%q: %w", v, err)
 			}
 			if err != nil {
@@ -127,7 +129,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			}
 			c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
 				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
-				Decisions: engine.decisions, MinValuesPolicy: engine.minValues})
+				Policy: policy})
 			if err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}
@@ -153,6 +155,6 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
 	tuning.addFlags(f)
-	registerChoices(cmd, &decisions, &minValuesPolicy)
+	pf.register(cmd)
 	return cmd
 }

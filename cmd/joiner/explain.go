@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // sources is the help every explain command shares on where it reads.
@@ -34,19 +35,27 @@ func newExplainCommand() *cobra.Command {
 type explainFlags struct {
 	src    clusterSource
 	output string
+	pf     policyFlags
+	// policy is pf's, once read has checked it.
+	policy provisioning.Policy
 }
 
 func (f *explainFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
 	f.src.register(cmd, false)
+	f.pf.register(cmd)
 }
 
-// read checks -o and reads the cluster.
+// read checks -o and the policy flags and reads the cluster.
 func (f *explainFlags) read(cmd *cobra.Command, paths []string) (*clusterInput, error) {
 	if f.output != "text" && f.output != "json" {
 		return nil, fmt.Errorf("-o %q: use text or json", f.output)
 	}
-	return f.src.read(cmd.Context(), paths)
+	var err error
+	if f.policy, err = f.pf.policy(); err != nil {
+		return nil, err
+	}
+	return f.src.read(cmd.Context(), paths, f.policy)
 }
 
 func newExplainNodePoolCommand() *cobra.Command {
@@ -65,7 +74,7 @@ against spec.limits.
 			if err != nil {
 				return err
 			}
-			ex, err := plan.ExplainNodePool(in.cluster, args[0], in.now)
+			ex, err := plan.ExplainNodePool(in.cluster, args[0], in.now, f.policy)
 			if err != nil {
 				return err
 			}
@@ -97,7 +106,7 @@ cheaper replacement and what the cheapest costs, or what would be done.
 			if err != nil {
 				return err
 			}
-			ex, err := plan.ExplainNode(cmd.Context(), in.cluster, args[0], in.now)
+			ex, err := plan.ExplainNode(cmd.Context(), in.cluster, args[0], in.now, f.policy)
 			if err != nil {
 				return err
 			}
@@ -136,7 +145,7 @@ topology spread or pod (anti-)affinity it cannot meet).
 			if !found {
 				ns, name = "", args[0]
 			}
-			ex, err := plan.ExplainPod(cmd.Context(), in.cluster, ns, name)
+			ex, err := plan.ExplainPod(cmd.Context(), in.cluster, ns, name, f.policy)
 			if err != nil {
 				return fmt.Errorf("%s: %w", in.where, err)
 			}

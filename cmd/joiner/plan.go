@@ -17,7 +17,8 @@ import (
 )
 
 func newPlanCommand() *cobra.Command {
-	var output, decisions, minValuesPolicy string
+	var output string
+	var pf policyFlags
 	var src clusterSource
 	cmd := &cobra.Command{
 		Use:   "plan [PATH...]",
@@ -43,21 +44,21 @@ catalog are synthetic.`,
 			default:
 				return fmt.Errorf("-o %q: use table, json or yaml", output)
 			}
-			c, err := parseChoices(decisions, minValuesPolicy)
+			policy, err := pf.policy()
 			if err != nil {
 				return err
 			}
-			in, err := src.read(cmd.Context(), args)
+			in, err := src.read(cmd.Context(), args, policy)
 			if err != nil {
 				return err
 			}
-			p := plan.Run(cmd.Context(), in.cluster, in.now, plan.Options{Decisions: c.decisions, MinValuesPolicy: c.minValues})
+			p := plan.Run(cmd.Context(), in.cluster, in.now, plan.Options{Policy: policy})
 			return writePlanAs(cmd.OutOrStdout(), p, in, output)
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
 	src.register(cmd, true)
-	registerChoices(cmd, &decisions, &minValuesPolicy)
+	pf.register(cmd)
 	return cmd
 }
 

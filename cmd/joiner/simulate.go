@@ -16,7 +16,8 @@ import (
 
 func newSimulateCommand() *cobra.Command {
 	var jsonOut, quiet bool
-	var reportFile, compare, decisions, minValuesPolicy string
+	var reportFile, compare string
+	var pf policyFlags
 	cmd := &cobra.Command{
 		Use:   "simulate [SCENARIO_DIR]",
 		Short: "Simulate what a set of NodePools would do: cost, pod start latency, disruption",
@@ -29,17 +30,17 @@ Karpenter course over one simulated Monday.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
-			choices, err := parseChoices(decisions, minValuesPolicy)
+			policy, err := pf.policy()
 			if err != nil {
 				return err
 			}
-			a, err := runScenario(args, choices, quiet || jsonOut, cmd.ErrOrStderr())
+			a, err := runScenario(args, policy, quiet || jsonOut, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var b *sim.Report
 			if compare != "" {
-				b, err = runScenario([]string{compare}, choices, quiet || jsonOut, cmd.ErrOrStderr())
+				b, err = runScenario([]string{compare}, policy, quiet || jsonOut, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -75,7 +76,7 @@ Karpenter course over one simulated Monday.`,
 	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
 	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
-	registerChoices(cmd, &decisions, &minValuesPolicy)
+	pf.register(cmd)
 	return cmd
 }
 
@@ -86,31 +87,22 @@ const (
 	minValuesHelp = "upstream's MIN_VALUES_POLICY: Strict (a NodePool whose minValues a claim cannot keep leaves the pod to the next) or BestEffort (the minimum is lowered and the NodeClaim marked)"
 )
 
-// registerChoices adds --decisions and --min-values-policy.
-func registerChoices(cmd *cobra.Command, decisions, minValuesPolicy *string) {
-	cmd.Flags().StringVar(decisions, "decisions", string(provisioning.DecisionsJoiner), decisionsHelp)
-	cmd.Flags().StringVar(minValuesPolicy, "min-values-policy", string(provisioning.MinValuesStrict), minValuesHelp)
+// policyFlags are --decisions and --min-values-policy: the engine's
+// provisioning.Policy, the same flags on every command that decides.
+type policyFlags struct{ decisions, minValues string }
+
+// register adds --decisions and --min-values-policy.
+func (f *policyFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.decisions, provisioning.FlagDecisions, string(provisioning.DecisionsJoiner), decisionsHelp)
+	cmd.Flags().StringVar(&f.minValues, provisioning.FlagMinValues, string(provisioning.MinValuesStrict), minValuesHelp)
 }
 
-// choices are the engine's options the flags set.
-type choices struct {
-	decisions provisioning.Decisions
-	minValues provisioning.MinValuesPolicy
+// policy is the flags' Policy; the error names the flag.
+func (f *policyFlags) policy() (provisioning.Policy, error) {
+	return provisioning.ParsePolicy(f.decisions, f.minValues)
 }
 
-func parseChoices(decisions, minValuesPolicy string) (choices, error) {
-	d, err := provisioning.ParseDecisions(decisions)
-	if err != nil {
-		return choices{}, fmt.Errorf("--decisions: %w", err)
-	}
-	m, err := provisioning.ParseMinValuesPolicy(minValuesPolicy)
-	if err != nil {
-		return choices{}, fmt.Errorf("--min-values-policy: %w", err)
-	}
-	return choices{decisions: d, minValues: m}, nil
-}
-
-func runScenario(args []string, c choices, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+func runScenario(args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*sim.Report, error) {
 	arg := ""
 	if len(args) > 0 {
 		arg = args[0]
@@ -123,7 +115,7 @@ func runScenario(args []string, c choices, quiet bool, progressOut io.Writer) (*
 	if err != nil {
 		return nil, err
 	}
-	opts := sim.Options{Decisions: c.decisions, MinValuesPolicy: c.minValues}
+	opts := sim.Options{Policy: policy}
 	if !quiet && isTerminal(progressOut) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
 			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))

@@ -17,6 +17,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -61,8 +62,9 @@ type clusterInput struct {
 }
 
 // read reads the cluster from exactly one of paths, --kubeconfig and
-// --scenario.
-func (s *clusterSource) read(ctx context.Context, paths []string) (*clusterInput, error) {
+// --scenario; a simulated one grows under the policy the command decides
+// with.
+func (s *clusterSource) read(ctx context.Context, paths []string, policy provisioning.Policy) (*clusterInput, error) {
 	given := 0
 	for _, b := range []bool{len(paths) > 0, s.kubeconfig != "", s.scenario != ""} {
 		if b {
@@ -76,7 +78,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string) (*clusterInput
 		if s.catalog != "" || s.region != "" || len(s.zones) > 0 {
 			return nil, errors.New("--catalog, --region and --zones do not go with --scenario: the scenario's scenario.yaml says them")
 		}
-		return s.simulated()
+		return s.simulated(policy)
 	}
 	now, err := planTime(s.at)
 	if err != nil {
@@ -140,7 +142,7 @@ func readLive(ctx context.Context, kubeconfig string) (*plan.Objects, string, er
 }
 
 // simulated runs the scenario up to --at.
-func (s *clusterSource) simulated() (*clusterInput, error) {
+func (s *clusterSource) simulated(policy provisioning.Policy) (*clusterInput, error) {
 	arg := s.scenario
 	if _, err := os.Stat(arg); arg == "default" && err != nil {
 		arg = "" // the bundled scenario, as simulate with no directory
@@ -168,7 +170,7 @@ func (s *clusterSource) simulated() (*clusterInput, error) {
 			return nil, err
 		}
 	}
-	m, err := sim.RunUntil(in, fsys, dir, at)
+	m, err := sim.RunUntil(in, fsys, dir, at, sim.Options{Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}

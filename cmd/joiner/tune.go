@@ -17,13 +17,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/tune"
 )
 
 type tuneFlags struct {
 	space, report, chart, write, emitJob, image, jobName, namespace, variantIndex string
-	decisions, minValuesPolicy, sampler                                           string
+	sampler                                                                       string
+	policy                                                                        policyFlags
 	maxVariants, samples, seeds, workers, parallelism                             int
 	sampleSeed                                                                    int64
 	jsonOut, quiet, gather                                                        bool
@@ -74,7 +76,7 @@ merges those lines (the pods' logs) into the same output as a local search.`,
 	fl.StringVar(&f.variantIndex, "variant-index", "", "run only this variant over every seed and print its JSON line (what a Job's pod does; the Job passes $(JOB_COMPLETION_INDEX))")
 	fl.BoolVar(&f.gather, "gather", false, "merge the JSON lines in the files given as arguments (a Job's pod logs; - for stdin) into the search's result")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress bar")
-	registerChoices(cmd, &f.decisions, &f.minValuesPolicy)
+	f.policy.register(cmd)
 	return cmd
 }
 
@@ -107,7 +109,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 	if f.maxVariants < 0 || f.samples < 0 || f.seeds < 0 {
 		return errors.New("--max-variants, --samples and --seeds must not be negative (0: the space's setting)")
 	}
-	choices, err := parseChoices(f.decisions, f.minValuesPolicy)
+	policy, err := f.policy.policy()
 	if err != nil {
 		return err
 	}
@@ -137,7 +139,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		return err
 	}
 	opts := tune.Options{MaxVariants: f.maxVariants, Samples: f.samples, Sampler: f.sampler, Seeds: f.seeds, Workers: f.workers,
-		Sim: sim.Options{Decisions: choices.decisions, MinValuesPolicy: choices.minValues}}
+		Sim: sim.Options{Policy: policy}}
 	if cmd.Flags().Changed("sample-seed") {
 		opts.SampleSeed = &f.sampleSeed
 	}
@@ -162,7 +164,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		_, err = fmt.Fprintf(out, "%s\n", b)
 		return err
 	case f.emitJob != "":
-		return emitJob(cmd, plan, opts, f, spaceData, choices)
+		return emitJob(cmd, plan, opts, f, spaceData, policy)
 	}
 	if !f.quiet && !f.jsonOut && isTerminal(cmd.ErrOrStderr()) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("tuning "+name),
@@ -280,10 +282,10 @@ func gatherFiles(names []string, stdin io.Reader) (*tune.Result, error) {
 	return tune.Gather(readers...)
 }
 
-func emitJob(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, f tuneFlags, space []byte, c choices) error {
+func emitJob(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, f tuneFlags, space []byte, policy provisioning.Policy) error {
 	// One worker: the Job's parallelism spreads the variants, and a pod's
 	// seeds in parallel would only share the one CPU it requests.
-	args := []string{"--workers", "1", "--decisions", string(c.decisions), "--min-values-policy", string(c.minValues)}
+	args := []string{"--workers", "1", "--decisions", string(policy.Decisions), "--min-values-policy", string(policy.MinValues)}
 	for _, fl := range []string{"max-variants", "samples", "sampler", "sample-seed", "seeds"} {
 		if cmd.Flags().Changed(fl) {
 			args = append(args, "--"+fl, cmd.Flags().Lookup(fl).Value.String())

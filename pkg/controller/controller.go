@@ -70,11 +70,11 @@ type Options struct {
 	// change the instance types' prices and capacity the engine decides
 	// with (off by default, as upstream's; needs the NodeOverlay CRD).
 	NodeOverlay bool
-	// Decisions and MinValuesPolicy are the engine's choices where Joiner
-	// and upstream differ (--decisions, --min-values-policy): "" is
-	// Joiner's (never dearer than upstream's on a batch) and Strict.
-	Decisions       provisioning.Decisions
-	MinValuesPolicy provisioning.MinValuesPolicy
+	// Policy is the engine's choices where Joiner and upstream differ
+	// (--decisions, --min-values-policy; see provisioning.Policy): the
+	// zero value is Joiner's (never dearer than upstream's on a batch) and
+	// Strict.
+	Policy provisioning.Policy
 	// Restartable lets a process build a second Controller after the first
 	// stopped (as a test restarting Joiner does): controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -136,7 +136,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	off := &offerings{store: store, reader: mgr.GetCache(), cloud: cloud, pools: caps.NodePools, version: caps.Offerings,
 		gate: gate, clock: opts.Clock, wake: make(chan struct{}, 1)}
 	if opts.NodeOverlay {
-		off.overlays = newOverlays(opts.Decisions, caps.Overlays, overlayStatus{client: kube, events: events})
+		off.overlays = newOverlays(opts.Policy, caps.Overlays, overlayStatus{client: kube, events: events})
 	}
 	// What the instance types depend on changed: the offerings loop asks
 	// the cloud again soon, and pods may fit a changed pool.
@@ -150,9 +150,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		store: store,
 		gate:  gate,
 		provisioner: &provisioner{gate: gate, batch: batch, store: store, offerings: off, planners: planners, claims: claims, events: events,
-			clock: opts.Clock, decisions: opts.Decisions, minValues: opts.MinValuesPolicy},
+			clock: opts.Clock, policy: opts.Policy},
 		disrupter: &disrupter{gate: gate, client: kube, store: store, cloud: cloud, offerings: off, planners: planners, claims: claims, events: events,
-			clock: opts.Clock, memo: disruption.NewMemo(), decisions: opts.Decisions, minValues: opts.MinValuesPolicy,
+			clock: opts.Clock, memo: disruption.NewMemo(), policy: opts.Policy,
 			queue: disruption.Queue{Options: disruption.Options{SpotToSpot: opts.SpotToSpot}}},
 		gc:           &garbageCollector{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
 		repairer:     &repairer{gate: gate, client: kube, store: store, policies: cloud.RepairPolicies, events: events, clock: opts.Clock},

@@ -35,10 +35,8 @@ type disrupter struct {
 	claims    claimCreator
 	events    recorder
 	clock     clock.WithTicker
-	memo      *disruption.Memo // what passes learn of unchanged nodes
-	// decisions and minValues are the engine's policy.
-	decisions provisioning.Decisions
-	minValues provisioning.MinValuesPolicy
+	memo      *disruption.Memo    // what passes learn of unchanged nodes
+	policy    provisioning.Policy // the engine's
 
 	mu    sync.Mutex
 	queue disruption.Queue
@@ -73,7 +71,7 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 		dc := d.store.DisruptionCluster(d.clock.Now(), d.drifted(ctx))
 		dc.Planner = d.planners.get(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
 		dc.Memo = d.memo
-		dc.Decisions, dc.MinValuesPolicy = d.decisions, d.minValues
+		dc.Policy = d.policy
 		return dc
 	}
 	errs = append(errs, d.untaintStale(ctx))

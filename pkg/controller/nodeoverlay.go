@@ -43,14 +43,9 @@ type overlays struct {
 	result *overlay.Result
 }
 
-// newOverlays applies overlays in the engine's merge mode: upstream's
-// with decisions karpenter.
-func newOverlays(decisions provisioning.Decisions, aware OverlayAware, status overlayStatus) *overlays {
-	mode := overlay.HighestWeight
-	if decisions == provisioning.DecisionsKarpenter {
-		mode = overlay.UpstreamMerge
-	}
-	return &overlays{mode: mode, aware: aware, status: status}
+// newOverlays applies overlays in the policy's merge mode.
+func newOverlays(policy provisioning.Policy, aware OverlayAware, status overlayStatus) *overlays {
+	return &overlays{mode: policy.OverlayMode(), aware: aware, status: status}
 }
 
 // setList is the NodeOverlays the next apply applies.

@@ -25,9 +25,7 @@ type provisioner struct {
 	claims    claimCreator
 	events    recorder
 	clock     clock.PassiveClock
-	// decisions and minValues are the engine's policy.
-	decisions provisioning.Decisions
-	minValues provisioning.MinValuesPolicy
+	policy    provisioning.Policy // the engine's
 }
 
 // loop provisions after every batch until ctx ends, from the moment the
@@ -55,7 +53,7 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	version := p.store.ConfigVersion()
 	snap := p.store.ProvisioningSnapshot()
-	snap.Decisions, snap.MinValuesPolicy = p.decisions, p.minValues
+	snap.Policy = p.policy
 	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
 	if len(snap.Pods) == 0 {
 		return nil, nil

@@ -45,10 +45,8 @@ type Cluster struct {
 	// change between them (callers reuse the same *provisioning.Node while
 	// a node and its pods stay the same).
 	Memo *Memo
-	// Decisions and MinValuesPolicy are the scheduling simulations' (see
-	// provisioning.Snapshot).
-	Decisions       provisioning.Decisions
-	MinValuesPolicy provisioning.MinValuesPolicy
+	// Policy is the scheduling simulations' (see provisioning.Policy).
+	Policy provisioning.Policy
 }
 
 // A Memo is safe for concurrent use.

@@ -760,7 +760,7 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Res
 		pods = append(pods, p.c.Pending...)
 	}
 	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets,
-		Decisions: p.c.Decisions, MinValuesPolicy: p.c.MinValuesPolicy, Volumes: p.c.Volumes}
+		Policy: p.c.Policy, Volumes: p.c.Volumes}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue

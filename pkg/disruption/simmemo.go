@@ -23,8 +23,7 @@ import (
 // the candidates that go.
 type simKey struct {
 	planner    *provisioning.Planner
-	decisions  provisioning.Decisions
-	minValues  provisioning.MinValuesPolicy
+	policy     provisioning.Policy
 	world      [sha256.Size]byte
 	candidates string
 }
@@ -94,7 +93,7 @@ func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results,
 		res, ok, _ := run()
 		return res, ok
 	}
-	k := simKey{planner: p.c.Planner, decisions: p.c.Decisions, minValues: p.c.MinValuesPolicy, world: world}
+	k := simKey{planner: p.c.Planner, policy: p.c.Policy, world: world}
 	for _, cand := range cands {
 		k.candidates += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
 	}

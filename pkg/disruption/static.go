@@ -81,7 +81,7 @@ func (s StaticScaling) String() string {
 // pace it. A drift command of the same pass is revalidated against the
 // budget after these removals start, so the two do not overspend it.
 //
-// With c.Decisions karpenter, as upstream's (its docs: "scale operations
+// With c.Policy's decisions karpenter, as upstream's (its docs: "scale operations
 // bypass node disruption budgets but respect PodDisruptionBudgets"), the
 // whole surplus goes at once; in either mode the drains respect
 // PodDisruptionBudgets.
@@ -119,7 +119,7 @@ func StaticScale(c *Cluster) []StaticScaling {
 			}
 		case have > want:
 			surplus := c.removalOrder(removable)[:have-want]
-			if c.Decisions == provisioning.DecisionsKarpenter {
+			if c.Policy.Karpenter() {
 				out = append(out, StaticScaling{NodePool: np, Remove: surplus})
 				continue
 			}

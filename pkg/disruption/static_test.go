@@ -206,7 +206,7 @@ func TestStaticScaleBudgets(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := cluster(tc.pool, tc.nodes(tc.pool)...)
-			c.Decisions = tc.decisions
+			c.Policy.Decisions = tc.decisions
 			got := StaticScale(c)
 			if len(got) != 1 {
 				t.Fatalf("want one scaling, got %+v", got)
@@ -273,7 +273,7 @@ func TestStaticScaleDownStepsThroughPasses(t *testing.T) {
 			var got []int
 			for pass := 0; pass < 20 && len(nodes) > 2; pass++ {
 				c := cluster(np, nodes...)
-				c.Decisions = tc.decisions
+				c.Policy.Decisions = tc.decisions
 				ss := StaticScale(c)
 				if len(ss) != 1 {
 					t.Fatalf("pass %d over %d nodes: want one scaling, got %+v", pass, len(nodes), ss)

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -54,7 +55,7 @@ type Usage struct {
 }
 
 // ExplainNodePool explains the named NodePool at now.
-func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExplanation, error) {
+func ExplainNodePool(c *state.Cluster, name string, now time.Time, policy provisioning.Policy) (*NodePoolExplanation, error) {
 	var np *v1.NodePool
 	var names []string
 	for _, p := range c.NodePools {
@@ -67,7 +68,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 		return nil, fmt.Errorf("no NodePool %q here (there are: %v)", name, names)
 	}
 	out := &NodePoolExplanation{NodePool: name, At: now.UTC(), Allowed: []Budget{}, Windows: []Window{}, Usage: []Usage{}, DisruptingNodes: []string{}}
-	if _, res := applyOverlays(c, ""); res != nil {
+	if _, res := applyOverlays(c, policy); res != nil {
 		count := map[string]int{}
 		for _, ch := range res.Changes[name] {
 			for _, o := range ch.Overlays() {
@@ -134,7 +135,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time) (*NodePoolExp
 
 // poolNodes counts the pool's nodes as its budgets do.
 func poolNodes(c *state.Cluster, pool string, now time.Time) disruption.PoolNodes {
-	ex, err := ExplainNodePool(c, pool, now)
+	ex, err := ExplainNodePool(c, pool, now, provisioning.Policy{}) // its counts, which no policy changes
 	if err != nil {
 		return disruption.PoolNodes{}
 	}
@@ -156,10 +157,12 @@ type Method struct {
 }
 
 // ExplainNode explains the named node at now, through the same checks a
-// disruption pass makes.
-func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time) (*NodeExplanation, error) {
-	c, _ = applyOverlays(c, "")
-	answers, err := disruption.ExplainNode(ctx, c.DisruptionCluster(now, c.Drifted), name, disruption.Options{})
+// disruption pass makes under the policy.
+func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time, policy provisioning.Policy) (*NodeExplanation, error) {
+	c, _ = applyOverlays(c, policy)
+	dc := c.DisruptionCluster(now, c.Drifted)
+	dc.Policy = policy
+	answers, err := disruption.ExplainNode(ctx, dc, name, disruption.Options{})
 	if err != nil {
 		return nil, err
 	}

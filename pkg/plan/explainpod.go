@@ -47,7 +47,7 @@ type PoolVerdict struct {
 
 // ExplainPod explains the pod namespace/name ("" namespace: default) of the
 // cluster: a pod already bound, or one provisioning leaves alone, says so.
-func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (*PodExplanation, error) {
+func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string, policy provisioning.Policy) (*PodExplanation, error) {
 	if namespace == "" {
 		namespace = corev1.NamespaceDefault
 	}
@@ -64,8 +64,9 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string) (
 	for r, q := range scheduling.PodRequests(pod) {
 		out.Requests[string(r)] = q.String()
 	}
-	c, applied := applyOverlays(c, "")
+	c, applied := applyOverlays(c, policy)
 	snap := c.ProvisioningSnapshot()
+	snap.Policy = policy
 	var pending *corev1.Pod
 	for _, p := range snap.Pods {
 		if podutil.Namespace(p.ObjectMeta) == namespace && p.Name == name {

@@ -75,7 +75,7 @@ func TestPlanAppliesNodeOverlays(t *testing.T) {
 		t.Fatalf("test premise: m7i.xlarge ($%v) lists dearer than m6i.xlarge ($%v)", list["m7i.xlarge"], list["m6i.xlarge"])
 	}
 	for _, d := range []provisioning.Decisions{provisioning.DecisionsJoiner, provisioning.DecisionsKarpenter} {
-		p := plan.Run(context.Background(), objs.Cluster(its), time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), plan.Options{Decisions: d})
+		p := plan.Run(context.Background(), objs.Cluster(its), time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), plan.Options{Policy: provisioning.Policy{Decisions: d}})
 		if len(p.Pending) != 0 || len(p.NodeClaims) != 1 {
 			t.Fatalf("%s: want one claim and nothing pending, got %+v pending %+v", d, p.NodeClaims, p.Pending)
 		}
@@ -108,14 +108,14 @@ func TestPlanAppliesNodeOverlays(t *testing.T) {
 func TestExplainNamesNodeOverlays(t *testing.T) {
 	objs, its := overlayInput(t)
 	c := objs.Cluster(its)
-	ex, err := plan.ExplainPod(context.Background(), c, "default", "builder")
+	ex, err := plan.ExplainPod(context.Background(), c, "default", "builder", provisioning.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if ex.NodeClaim == nil || !reflect.DeepEqual(ex.NodeClaim.NodeOverlays, []string{"fuse", "savings-plan"}) {
 		t.Fatalf("explain pod: %+v (claim %+v)", ex, ex.NodeClaim)
 	}
-	np, err := plan.ExplainNodePool(c, "general", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	np, err := plan.ExplainNodePool(c, "general", time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), provisioning.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +144,7 @@ func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.RunUntil(in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(time.Hour))
+	m, err := sim.RunUntil(in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(time.Hour), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -160,28 +160,25 @@ type Budget struct {
 
 // Options are a plan's choices.
 type Options struct {
-	// Decisions are provisioning's and disruption's (see
-	// provisioning.Snapshot.Decisions).
-	Decisions provisioning.Decisions
-	// MinValuesPolicy is upstream's operator option (see
-	// provisioning.Snapshot.MinValuesPolicy).
-	MinValuesPolicy provisioning.MinValuesPolicy
+	// Policy is provisioning's, disruption's and the NodeOverlays' (see
+	// provisioning.Policy).
+	Policy provisioning.Policy
 }
 
 // Run makes the plan at now.
 func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Plan {
 	p := &Plan{At: now.UTC(), NodeClaims: []NodeClaim{}, Bindings: []Binding{}, Pending: []Pending{}}
-	if opts.Decisions == provisioning.DecisionsKarpenter {
-		p.Decisions = string(opts.Decisions)
+	if opts.Policy.Karpenter() {
+		p.Decisions = string(opts.Policy.Decisions)
 	}
-	c, applied := applyOverlays(c, opts.Decisions)
+	c, applied := applyOverlays(c, opts.Policy)
 	if applied != nil {
 		for _, s := range applied.Statuses {
 			p.NodeOverlays = append(p.NodeOverlays, NodeOverlay{Name: s.Name, Applied: s.Valid, InstanceTypes: s.Selected, Reason: s.Reason, Message: s.Message})
 		}
 	}
 	snap := c.ProvisioningSnapshot()
-	snap.Decisions, snap.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
+	snap.Policy = opts.Policy
 	res := provisioning.Solve(ctx, snap)
 	for _, nc := range res.NewNodeClaims {
 		out := nodeClaim(nc)
@@ -198,7 +195,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
 	dc := c.DisruptionCluster(now, c.Drifted)
-	dc.Decisions, dc.MinValuesPolicy = opts.Decisions, opts.MinValuesPolicy
+	dc.Policy = opts.Policy
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	for _, s := range disruption.StaticScale(dc) {
 		out := StaticScaling{NodePool: s.NodePool.Name, Replicas: *s.NodePool.Spec.Replicas, Launch: s.Launch}
@@ -223,18 +220,13 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 }
 
 // applyOverlays returns a copy of c whose instance types carry its
-// NodeOverlays, with upstream's capacity merge when predicting upstream,
-// and what they did; c itself and what its types already carry when they
-// do (nil without overlays).
-func applyOverlays(c *state.Cluster, d provisioning.Decisions) (*state.Cluster, *overlay.Result) {
+// NodeOverlays merged as the policy says, and what they did; c itself and
+// what its types already carry when they do (nil without overlays).
+func applyOverlays(c *state.Cluster, policy provisioning.Policy) (*state.Cluster, *overlay.Result) {
 	if len(c.NodeOverlays) == 0 {
 		return c, c.AppliedOverlays
 	}
-	mode := overlay.HighestWeight
-	if d == provisioning.DecisionsKarpenter {
-		mode = overlay.UpstreamMerge
-	}
-	res := overlay.Apply(c.NodePools, c.InstanceTypes, c.NodeOverlays, mode)
+	res := overlay.Apply(c.NodePools, c.InstanceTypes, c.NodeOverlays, policy.OverlayMode())
 	cp := *c
 	cp.InstanceTypes, cp.NodeOverlays, cp.AppliedOverlays = res.InstanceTypes, nil, res
 	return &cp, res
@@ -323,7 +315,7 @@ func heldDetail(c *state.Cluster, np *v1.NodePool, a disruption.Allowance, now t
 	if a.Allowed != 0 || a.Binding < 0 || a.Err != nil {
 		return s
 	}
-	ex, err := ExplainNodePool(c, np.Name, now)
+	ex, err := ExplainNodePool(c, np.Name, now, provisioning.Policy{}) // its counts, which no policy changes
 	if err != nil {
 		return s
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -82,7 +83,7 @@ func simulated(t *testing.T, at time.Duration, docs ...string) *sim.Moment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.RunUntil(in, os.DirFS(dir), ".", scenarioStart.Add(at))
+	m, err := sim.RunUntil(in, os.DirFS(dir), ".", scenarioStart.Add(at), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestExplainPodInSimulation(t *testing.T) {
 				tc.at = 30 * time.Minute
 			}
 			m := simulated(t, tc.at, tc.docs...)
-			ex, err := plan.ExplainPod(context.Background(), m.Cluster, "default", tc.pod)
+			ex, err := plan.ExplainPod(context.Background(), m.Cluster, "default", tc.pod, provisioning.Policy{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +243,7 @@ spec:
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := simulated(t, 30*time.Minute, tc.docs...)
-			ex, err := plan.ExplainNode(context.Background(), m.Cluster, nodeOf(t, m.Cluster, "web"), m.At)
+			ex, err := plan.ExplainNode(context.Background(), m.Cluster, nodeOf(t, m.Cluster, "web"), m.At, provisioning.Policy{})
 			if err != nil {
 				t.Fatal(err)
 			}

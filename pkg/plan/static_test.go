@@ -50,7 +50,7 @@ func TestPlanStaticScaleDown(t *testing.T) {
 		{provisioning.DecisionsKarpenter, 4, 0, ""},
 	} {
 		t.Run(string(tc.decisions), func(t *testing.T) {
-			p := plan.Run(context.Background(), m.Cluster, m.At, plan.Options{Decisions: tc.decisions})
+			p := plan.Run(context.Background(), m.Cluster, m.At, plan.Options{Policy: provisioning.Policy{Decisions: tc.decisions}})
 			if len(p.Static) != 1 {
 				t.Fatalf("want one static scaling, got %+v", p.Static)
 			}

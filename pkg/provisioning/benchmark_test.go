@@ -244,9 +244,9 @@ func TestPreferencePodsShape(t *testing.T) {
 // BenchmarkSchedulingKarpenter5000 plans the diverse pods with upstream's
 // choices only (Decisions karpenter).
 func BenchmarkSchedulingKarpenter5000(b *testing.B) {
-	benchmarkScheduling(b, diversePods(5000), func(s *Snapshot) { s.Decisions = DecisionsKarpenter })
+	benchmarkScheduling(b, diversePods(5000), func(s *Snapshot) { s.Policy.Decisions = DecisionsKarpenter })
 }
 
 func BenchmarkSchedulingKarpenter20000(b *testing.B) {
-	benchmarkScheduling(b, diversePods(20000), func(s *Snapshot) { s.Decisions = DecisionsKarpenter })
+	benchmarkScheduling(b, diversePods(20000), func(s *Snapshot) { s.Policy.Decisions = DecisionsKarpenter })
 }

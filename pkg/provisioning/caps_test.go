@@ -44,7 +44,7 @@ func TestClaimCapsBuyTheBestPricedSize(t *testing.T) {
 
 	joiner := solve(t, pools, its, pods)
 	uncapped := solve(t, pools, its, pods, func(s *Snapshot) { s.NoClaimCaps = true })
-	upstream := solve(t, pools, its, pods, func(s *Snapshot) { s.Decisions = DecisionsKarpenter })
+	upstream := solve(t, pools, its, pods, func(s *Snapshot) { s.Policy.Decisions = DecisionsKarpenter })
 	for _, res := range []*Results{joiner, uncapped, upstream} {
 		requireAllPlaced(t, res)
 	}

@@ -41,7 +41,7 @@ func TestConcurrentSolveIsSequential(t *testing.T) {
 			con.Concurrent, con.minConcurrent = true, 1 // however few the pods
 			for _, d := range []Decisions{DecisionsJoiner, DecisionsKarpenter, DecisionsJoiner} {
 				s := *snap
-				s.Decisions = d
+				s.Policy.Decisions = d
 				want, got := renderResults(seq.Solve(context.Background(), &s)), renderResults(con.Solve(context.Background(), &s))
 				if got != want {
 					t.Fatalf("decisions %s: concurrently\n%s\none way after the other\n%s", d, got, want)

@@ -80,7 +80,7 @@ type batch struct{ snap *Snapshot }
 
 func (b *batch) solve(d Decisions) *Results {
 	snap := *b.snap
-	snap.Decisions = d
+	snap.Policy.Decisions = d
 	return Solve(context.Background(), &snap)
 }
 

@@ -116,7 +116,7 @@ func TestRetryWhileTheBatchProgresses(t *testing.T) {
 	for _, tc := range tests {
 		for _, d := range DecisionsValues {
 			t.Run(tc.name+"/"+string(d), func(t *testing.T) {
-				res := solve(t, []*v1.NodePool{tc.pool}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Decisions = d })
+				res := solve(t, []*v1.NodePool{tc.pool}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Policy.Decisions = d })
 				requireAllPlaced(t, res)
 				if tc.wantZones != "" {
 					if got := zoneCounts(res); got != tc.wantZones {
@@ -163,7 +163,7 @@ func TestClaimChoice(t *testing.T) {
 	for _, tc := range tests {
 		for _, d := range DecisionsValues {
 			t.Run(tc.name+"/"+string(d), func(t *testing.T) {
-				res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Decisions = d })
+				res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), tc.pods(), func(s *Snapshot) { s.Policy.Decisions = d })
 				requireAllPlaced(t, res)
 				var sizes []string
 				for _, nc := range res.NewNodeClaims {
@@ -192,7 +192,7 @@ func TestKarpenterPodOrder(t *testing.T) {
 	}
 	want := map[Decisions]string{DecisionsJoiner: "made-3 made-2 made-1", DecisionsKarpenter: "made-1 made-2 made-3"}
 	for _, d := range DecisionsValues {
-		res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), pods, func(s *Snapshot) { s.Decisions = d })
+		res := solve(t, []*v1.NodePool{pool("p")}, standardTypes(), pods, func(s *Snapshot) { s.Policy.Decisions = d })
 		if len(res.NewNodeClaims) != 1 {
 			t.Fatalf("%s: %d claims, want 1", d, len(res.NewNodeClaims))
 		}
@@ -237,7 +237,7 @@ func TestMinValuesPolicy(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			res := solve(t, tc.pools, its, []*corev1.Pod{pod(tc.cpu, "1Gi")}, func(s *Snapshot) { s.MinValuesPolicy = tc.policy })
+			res := solve(t, tc.pools, its, []*corev1.Pod{pod(tc.cpu, "1Gi")}, func(s *Snapshot) { s.Policy.MinValues = tc.policy })
 			if tc.wantPool == "" {
 				if len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, "minValues: family needs 3") {
 					t.Fatalf("want the pod pending for minValues, got %+v", res.Unschedulable)

@@ -36,7 +36,7 @@ type scheduler struct {
 	initialFree []int64
 	// upstream: choose as upstream does (emptiest open claim first).
 	upstream bool
-	// minValues is the snapshot's MinValuesPolicy.
+	// minValues is the snapshot's Policy.MinValues.
 	minValues MinValuesPolicy
 	// byPods orders the claims by their pod count, then creation, for
 	// upstream's choice.
@@ -142,7 +142,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.nodeMemos.NewCall(8 * len(snap.Nodes))
 	pl.podMemos.NewCall(0)
 	pl.caches.newCall()
-	if snap.Decisions == DecisionsKarpenter {
+	if snap.Policy.Karpenter() {
 		return pl.planAs(ctx, snap, true).results()
 	}
 	if pl.Concurrent && len(snap.Pods) >= pl.minConcurrent {
@@ -295,7 +295,7 @@ type prepared struct {
 // scheduler, with the nodes added as targets.
 func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepared {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
-		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.MinValuesPolicy}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.Policy.MinValues}
 	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node

@@ -35,14 +35,13 @@ type Snapshot struct {
 	// NoClaimCaps plans Joiner's way without claim caps (see claimCaps):
 	// for a consolidation's simulation, which may replace with one node.
 	NoClaimCaps bool
-	// Decisions says whose choices to make where Joiner and upstream
-	// differ: "" or DecisionsJoiner, or DecisionsKarpenter.
-	Decisions Decisions
-	// MinValuesPolicy is upstream's operator option: "" or
-	// MinValuesStrict leaves a pod a NodePool's minValues cannot be met
-	// for to the next NodePool; MinValuesBestEffort lowers the minimum to
-	// what the types that fit allow and marks the claim.
-	MinValuesPolicy MinValuesPolicy
+	// Policy: whose choices to make where Joiner and upstream differ
+	// (DecisionsJoiner, the default, or DecisionsKarpenter), and the
+	// minValues policy — MinValuesStrict (the default) leaves a pod a
+	// NodePool's minValues cannot be met for to the next NodePool;
+	// MinValuesBestEffort lowers the minimum to what the types that fit
+	// allow and marks the claim.
+	Policy Policy
 }
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.

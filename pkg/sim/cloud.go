@@ -79,7 +79,7 @@ func (e *engine) provision() {
 	if len(snap.Pods) == 0 {
 		return
 	}
-	snap.Decisions, snap.MinValuesPolicy = e.opts.Decisions, e.opts.MinValuesPolicy
+	snap.Policy = e.opts.Policy
 	res := e.currentPlanner().Solve(context.Background(), snap)
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason

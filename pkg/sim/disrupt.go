@@ -41,7 +41,7 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why
 	})
-	c.Planner, c.Memo, c.Decisions, c.MinValuesPolicy = e.currentPlanner(), e.memo, e.opts.Decisions, e.opts.MinValuesPolicy
+	c.Planner, c.Memo, c.Policy = e.currentPlanner(), e.memo, e.opts.Policy
 	return c
 }
 

@@ -18,7 +18,6 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
@@ -48,13 +47,10 @@ type Options struct {
 	// created: a trace another host can be fed and compared with (the
 	// controller's agreement test replays it).
 	OnProvision func(ProvisioningPass)
-	// Decisions are provisioning's and disruption's (see
-	// provisioning.Snapshot.Decisions): DecisionsKarpenter predicts what
-	// Karpenter would do with the scenario.
-	Decisions provisioning.Decisions
-	// MinValuesPolicy is upstream's operator option (see
-	// provisioning.Snapshot.MinValuesPolicy).
-	MinValuesPolicy provisioning.MinValuesPolicy
+	// Policy is provisioning's, disruption's and the NodeOverlays' (see
+	// provisioning.Policy): decisions karpenter predicts what Karpenter
+	// would do with the scenario.
+	Policy provisioning.Policy
 }
 
 // ProvisioningPass is one provisioning pass of a run.
@@ -152,16 +148,12 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	// A run allocates many short-lived scheduling states; trading memory for
 	// less GC work speeds long runs by about a fifth. Restored afterwards.
 	defer debug.SetGCPercent(debug.SetGCPercent(400))
-	e, err := newEngine(in, fsys, dir)
+	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}
-	e.opts = opts
-	if opts.MinValuesPolicy == provisioning.MinValuesBestEffort {
-		e.rep.note("minValues policy BestEffort: a claim whose types cannot meet a NodePool's minValues has it lowered to what they allow")
-	}
-	if opts.Decisions == provisioning.DecisionsKarpenter {
-		e.rep.note("decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
+	for _, n := range opts.Policy.Notes() {
+		e.rep.note(n)
 	}
 	for _, n := range in.Notes { // what loading assumed (default settings, fields not modelled)
 		e.rep.note(n)
@@ -188,9 +180,11 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	return e.finish(), nil
 }
 
-func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
+// newEngine builds a run's engine; everything that depends on opts (the
+// overlays' merge) is set from them here, before anything reads them.
+func newEngine(in *Input, fsys fs.FS, dir string, opts Options) (*engine, error) {
 	s := in.Scenario.Spec
-	e := &engine{in: in, fsys: fsys, dir: dir, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
+	e := &engine{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo(),
 		st: state.NewStore(true), storeCloudAt: -1}
 	e.clk.now = e.start
@@ -224,12 +218,8 @@ func newEngine(in *Input, fsys fs.FS, dir string) (*engine, error) {
 	for _, a := range assumptions {
 		e.rep.note("catalog: " + a)
 	}
-	mode := overlay.HighestWeight
-	if e.opts.Decisions == provisioning.DecisionsKarpenter {
-		mode = overlay.UpstreamMerge
-	}
 	e.cloud, err = simcloud.New(e.pools, all, images, simcloud.Options{Now: func() time.Time { return e.clk.now }, Rand: e.rng,
-		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError, Overlays: in.NodeOverlays, OverlayMode: mode})
+		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError, Overlays: in.NodeOverlays, OverlayMode: opts.Policy.OverlayMode()})
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,7 @@ func runExample(t *testing.T, name string, edit func(*Input)) (*engine, *Report)
 		return in
 	}
 	in := load()
-	e, err := newEngine(in, fsys, ".")
+	e, err := newEngine(in, fsys, ".", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

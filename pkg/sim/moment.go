@@ -29,9 +29,11 @@ type Moment struct {
 
 // RunUntil simulates a loaded scenario up to at (events at at included)
 // and returns the cluster as it is then. at must lie within the run. A run
-// to its end gives the state the report of Run describes.
-func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time) (*Moment, error) {
-	e, err := newEngine(in, fsys, dir)
+// to its end gives the state the report of Run describes. The cluster grows
+// under opts.Policy, as Run's would (its Progress and OnProvision are not
+// called).
+func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
+	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}

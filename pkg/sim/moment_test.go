@@ -38,7 +38,7 @@ func TestRunUntil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := RunUntil(in, fsys, ".", at)
+		m, err := RunUntil(in, fsys, ".", at, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +58,7 @@ func TestRunUntil(t *testing.T) {
 			t.Error("no drift check: the simulated EC2's AMI drift would go unseen")
 		}
 	}
-	if _, err := RunUntil(in, fsys, ".", rep.End.Add(time.Second)); err == nil || !strings.Contains(err.Error(), "is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)") {
+	if _, err := RunUntil(in, fsys, ".", rep.End.Add(time.Second), Options{}); err == nil || !strings.Contains(err.Error(), "is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)") {
 		t.Errorf("after the end: %v", err)
 	}
 }

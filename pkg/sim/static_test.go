@@ -86,7 +86,7 @@ func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(in, fsys, "sc")
+	e, err := newEngine(in, fsys, "sc", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestStaticScaleDownWithinBudget(t *testing.T) {
 		{provisioning.DecisionsKarpenter, []int{8}, false},
 	} {
 		t.Run(string(tc.decisions), func(t *testing.T) {
-			rep := runScaledTo(t, fsys, Options{Decisions: tc.decisions}, "fixed", time.Hour, 2)
+			rep := runScaledTo(t, fsys, Options{Policy: provisioning.Policy{Decisions: tc.decisions}}, "fixed", time.Hour, 2)
 			at := map[time.Time]int{}
 			launched := 0
 			for _, n := range rep.ByNode {

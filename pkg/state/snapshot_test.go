@@ -524,8 +524,8 @@ func TestCallersOwnWhatACallMakes(t *testing.T) {
 	first := take(c.s)
 	want := first.describe()
 	mine := take(c.s)
-	mine.snap.Decisions, mine.snap.IgnorePreferences = provisioning.DecisionsKarpenter, true
-	mine.dc.Memo, mine.dc.Decisions = disruption.NewMemo(), provisioning.DecisionsKarpenter
+	mine.snap.Policy.Decisions, mine.snap.IgnorePreferences = provisioning.DecisionsKarpenter, true
+	mine.dc.Memo, mine.dc.Policy.Decisions = disruption.NewMemo(), provisioning.DecisionsKarpenter
 	for _, cand := range mine.dc.Nodes {
 		cand.Price, cand.Disrupting, cand.NodeClassDrift = 99, true, "Mine"
 	}

@@ -25,6 +25,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // explainScheme knows every kind plan reads.
@@ -207,7 +208,7 @@ func TestExplainLive(t *testing.T) {
 		{"huge", "ex-slow", "no instance type is large enough: the pod needs 6 cpu, the largest compatible type, m6i.xlarge, has 3920m allocatable"},
 		{"db-1", "ex-zone", "cannot satisfy pod anti-affinity on topology.kubernetes.io/zone (app=db); pods matching app=db by topology.kubernetes.io/zone: us-east-1a 1 (explain/db-0); NodePool ex-zone allows topology.kubernetes.io/zone In [us-east-1a]"},
 	} {
-		ex, err := plan.ExplainPod(ctx, cluster, c.ns, tc.pod)
+		ex, err := plan.ExplainPod(ctx, cluster, c.ns, tc.pod, provisioning.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,7 +234,7 @@ func TestExplainLive(t *testing.T) {
 		{"ex-slow-1", "consolidateAfter 2h0m0s has not passed since its last pod change at " + now.Add(-30*time.Minute).Format(time.RFC3339) +
 			" (until " + now.Add(90*time.Minute).Format(time.RFC3339) + ")"},
 	} {
-		ex, err := plan.ExplainNode(ctx, cluster, tc.node, now)
+		ex, err := plan.ExplainNode(ctx, cluster, tc.node, now, provisioning.Policy{})
 		if err != nil {
 			t.Fatal(err)
 		}

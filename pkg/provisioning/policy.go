@@ -1,0 +1,86 @@
+package provisioning
+
+import (
+	"fmt"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
+)
+
+// Policy is every operator setting that changes what the engine decides:
+// whose choices to make where Joiner and upstream Karpenter differ (which
+// also says how NodeOverlays merge), and upstream's minValues policy. Each
+// host — the controller, the simulator, plan and explain — parses one from
+// its flags (ParsePolicy) and hands the same value to everything it runs;
+// nothing else switches on the mode. The zero Policy is the default:
+// Joiner's decisions, Strict minValues.
+type Policy struct {
+	Decisions Decisions
+	MinValues MinValuesPolicy
+}
+
+// The flags a Policy is read from.
+const (
+	FlagDecisions = "decisions"
+	FlagMinValues = "min-values-policy"
+)
+
+// FlagError is a bad value of one of the Policy's flags.
+type FlagError struct {
+	Flag string // FlagDecisions or FlagMinValues
+	Err  error
+}
+
+func (e *FlagError) Error() string { return "--" + e.Flag + ": " + e.Err.Error() }
+func (e *FlagError) Unwrap() error { return e.Err }
+
+// ParsePolicy reads the --decisions and --min-values-policy flags' values
+// ("" is each one's default); a bad value is a *FlagError.
+func ParsePolicy(decisions, minValues string) (Policy, error) {
+	d, err := ParseDecisions(decisions)
+	if err != nil {
+		return Policy{}, &FlagError{Flag: FlagDecisions, Err: err}
+	}
+	m, err := ParseMinValuesPolicy(minValues)
+	if err != nil {
+		return Policy{}, &FlagError{Flag: FlagMinValues, Err: err}
+	}
+	return Policy{Decisions: d, MinValues: m}, nil
+}
+
+// Karpenter is true when the policy makes upstream's choices.
+func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
+
+// OverlayMode is how NodeOverlays apply under the policy: upstream's merge
+// (capacity from every matching overlay) when it makes upstream's choices,
+// else the highest weight's alone.
+func (p Policy) OverlayMode() overlay.Mode {
+	if p.Karpenter() {
+		return overlay.UpstreamMerge
+	}
+	return overlay.HighestWeight
+}
+
+// Notes say, for a report, what the policy changes from the default; none
+// for the default.
+func (p Policy) Notes() []string {
+	var notes []string
+	if p.MinValues == MinValuesBestEffort {
+		notes = append(notes, "minValues policy BestEffort: a claim whose types cannot meet a NodePool's minValues has it lowered to what they allow")
+	}
+	if p.Karpenter() {
+		notes = append(notes, "decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
+	}
+	return notes
+}
+
+// String is the policy as its flags: "--decisions joiner --min-values-policy Strict".
+func (p Policy) String() string {
+	d, m := p.Decisions, p.MinValues
+	if d == "" {
+		d = DecisionsJoiner
+	}
+	if m == "" {
+		m = MinValuesStrict
+	}
+	return fmt.Sprintf("--decisions %s --min-values-policy %s", d, m)
+}
