@@ -33,6 +33,7 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -144,15 +145,18 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		off.changed()
 		batch.Trigger()
 	}
-	planners := &plannerCache{}
+	// The engine, once: the policy, the Planner for the Store's
+	// configuration (provisioning passes and consolidation's simulations
+	// share its caches) and the disruption memo.
+	decider := decide.New(opts.Policy, decide.Options{Concurrent: true})
 	claims := claimCreator{client: kube, store: store, overlays: off.overlays}
 	c := &Controller{
 		store: store,
 		gate:  gate,
-		provisioner: &provisioner{gate: gate, batch: batch, store: store, offerings: off, planners: planners, claims: claims, events: events,
-			clock: opts.Clock, policy: opts.Policy},
-		disrupter: &disrupter{gate: gate, client: kube, store: store, cloud: cloud, offerings: off, planners: planners, claims: claims, events: events,
-			clock: opts.Clock, memo: disruption.NewMemo(), policy: opts.Policy,
+		provisioner: &provisioner{gate: gate, batch: batch, store: store, offerings: off, decider: decider, claims: claims, events: events,
+			clock: opts.Clock},
+		disrupter: &disrupter{gate: gate, client: kube, store: store, cloud: cloud, offerings: off, decider: decider, claims: claims, events: events,
+			clock: opts.Clock,
 			queue: disruption.Queue{Options: disruption.Options{SpotToSpot: opts.SpotToSpot}}},
 		gc:           &garbageCollector{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
 		repairer:     &repairer{gate: gate, client: kube, store: store, policies: cloud.RepairPolicies, events: events, clock: opts.Clock},

@@ -15,6 +15,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -31,12 +32,10 @@ type disrupter struct {
 	store     *state.Store
 	cloud     CloudProvider // its drift check (metered)
 	offerings *offerings
-	planners  *plannerCache
+	decider   *decide.Decider
 	claims    claimCreator
 	events    recorder
 	clock     clock.WithTicker
-	memo      *disruption.Memo    // what passes learn of unchanged nodes
-	policy    provisioning.Policy // the engine's
 
 	mu    sync.Mutex
 	queue disruption.Queue
@@ -68,11 +67,7 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 	}
 	fresh := func() *disruption.Cluster {
 		version := d.store.ConfigVersion()
-		dc := d.store.DisruptionCluster(d.clock.Now(), d.drifted(ctx))
-		dc.Planner = d.planners.get(&provisioning.Snapshot{NodePools: dc.NodePools, InstanceTypes: dc.InstanceTypes, DaemonSets: dc.DaemonSets}, version)
-		dc.Memo = d.memo
-		dc.Policy = d.policy
-		return dc
+		return d.decider.Prepare(d.store.DisruptionCluster(d.clock.Now(), d.drifted(ctx)), version)
 	}
 	errs = append(errs, d.untaintStale(ctx))
 	if !d.queue.Validating() {

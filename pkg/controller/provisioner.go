@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -21,11 +22,10 @@ type provisioner struct {
 	batch     *Batcher
 	store     *state.Store
 	offerings *offerings
-	planners  *plannerCache
+	decider   *decide.Decider
 	claims    claimCreator
 	events    recorder
 	clock     clock.PassiveClock
-	policy    provisioning.Policy // the engine's
 }
 
 // loop provisions after every batch until ctx ends, from the moment the
@@ -53,13 +53,12 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	version := p.store.ConfigVersion()
 	snap := p.store.ProvisioningSnapshot()
-	snap.Policy = p.policy
 	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
 	if len(snap.Pods) == 0 {
 		return nil, nil
 	}
 	start := p.clock.Now()
-	res := p.planners.get(snap, version).Solve(ctx, snap)
+	res := p.decider.Provision(ctx, snap, version)
 	schedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
 	var created []*v1.NodeClaim
 	var errs []error

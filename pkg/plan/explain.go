@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -160,8 +161,7 @@ type Method struct {
 // disruption pass makes under the policy.
 func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time, policy provisioning.Policy) (*NodeExplanation, error) {
 	c, _ = applyOverlays(c, policy)
-	dc := c.DisruptionCluster(now, c.Drifted)
-	dc.Policy = policy
+	dc := decide.New(policy, decide.Options{}).Prepare(c.DisruptionCluster(now, c.Drifted), 0)
 	answers, err := disruption.ExplainNode(ctx, dc, name, disruption.Options{})
 	if err != nil {
 		return nil, err

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -65,8 +66,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string, p
 		out.Requests[string(r)] = q.String()
 	}
 	c, applied := applyOverlays(c, policy)
-	snap := c.ProvisioningSnapshot()
-	snap.Policy = policy
+	snap := decide.New(policy, decide.Options{}).PrepareSnapshot(c.ProvisioningSnapshot())
 	var pending *corev1.Pod
 	for _, p := range snap.Pods {
 		if podutil.Namespace(p.ObjectMeta) == namespace && p.Name == name {

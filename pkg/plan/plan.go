@@ -16,6 +16,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -177,9 +178,8 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 			p.NodeOverlays = append(p.NodeOverlays, NodeOverlay{Name: s.Name, Applied: s.Valid, InstanceTypes: s.Selected, Reason: s.Reason, Message: s.Message})
 		}
 	}
-	snap := c.ProvisioningSnapshot()
-	snap.Policy = opts.Policy
-	res := provisioning.Solve(ctx, snap)
+	dec := decide.New(opts.Policy, decide.Options{})
+	res := dec.Provision(ctx, c.ProvisioningSnapshot(), 0) // one configuration: version 0
 	for _, nc := range res.NewNodeClaims {
 		out := nodeClaim(nc)
 		out.NodeOverlays = applied.Behind(nc.NodePool.Name, nc.InstanceTypes)
@@ -194,8 +194,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
-	dc := c.DisruptionCluster(now, c.Drifted)
-	dc.Policy = opts.Policy
+	dc := dec.Prepare(c.DisruptionCluster(now, c.Drifted), 0)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	for _, s := range disruption.StaticScale(dc) {
 		out := StaticScaling{NodePool: s.NodePool.Name, Replicas: *s.NodePool.Spec.Replicas, Launch: s.Launch}

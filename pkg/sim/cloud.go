@@ -71,6 +71,7 @@ func (e *engine) provision() {
 	if len(e.pending) == 0 {
 		return
 	}
+	version := e.syncOfferings()
 	snap := e.st.ProvisioningSnapshot()
 	_, byPod := e.pendingPods()
 	// The launch-loop guard is the simulator's: pods it gave up on are not
@@ -79,8 +80,7 @@ func (e *engine) provision() {
 	if len(snap.Pods) == 0 {
 		return
 	}
-	snap.Policy = e.opts.Policy
-	res := e.currentPlanner().Solve(context.Background(), snap)
+	res := e.decider.Provision(context.Background(), snap, version)
 	for _, pe := range res.Unschedulable {
 		byPod[pe.Pod].reason = pe.Reason
 	}

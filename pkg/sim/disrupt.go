@@ -33,16 +33,12 @@ func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
 // disruptionCluster is the state disruption decides over.
 func (e *engine) disruptionCluster() *disruption.Cluster {
 	e.st.SetPDBs(e.pdbs())
-	if v := e.cloud.Version(); v != e.storeCloudAt {
-		e.st.SetInstanceTypes(e.cloud.InstanceTypes())
-		e.storeCloudAt = v
-	}
+	version := e.syncOfferings()
 	c := e.st.DisruptionCluster(e.clk.now, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why
 	})
-	c.Planner, c.Memo, c.Policy = e.currentPlanner(), e.memo, e.opts.Policy
-	return c
+	return e.decider.Prepare(c, version)
 }
 
 // pdbs computes each PodDisruptionBudget's allowed disruptions from the

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
@@ -122,11 +123,8 @@ type engine struct {
 	// of its current call back to the simulation's.
 	binder   *kubescheduler.Binder
 	bindPods map[*corev1.Pod]*simPod
-	// memo keeps disruption's per-node findings between passes.
-	memo *disruption.Memo
-	// planner is prepared for the offerings of cloud version plannerAt.
-	planner   *provisioning.Planner
-	plannerAt int
+	// decider is the engine under the run's policy (see package decide).
+	decider *decide.Decider
 	// launches collects a provisioning pass's launches for OnProvision.
 	launches []Launch
 	// vol is the cluster's storage.
@@ -135,12 +133,15 @@ type engine struct {
 	repairAt time.Time
 }
 
-// currentPlanner returns a provisioning planner for the current offerings.
-func (e *engine) currentPlanner() *provisioning.Planner {
-	if v := e.cloud.Version(); e.planner == nil || e.plannerAt != v {
-		e.planner, e.plannerAt = provisioning.NewPlanner(e.pools, e.cloud.InstanceTypes(), e.dsPods), v
+// syncOfferings gives the Store the simulated cloud's instance types when
+// they changed, and returns their version (the Decider's configuration
+// version: the NodePools and DaemonSets of a run never change).
+func (e *engine) syncOfferings() uint64 {
+	if v := e.cloud.Version(); v != e.storeCloudAt {
+		e.st.SetInstanceTypes(e.cloud.InstanceTypes())
+		e.storeCloudAt = v
 	}
-	return e.planner
+	return uint64(e.storeCloudAt)
 }
 
 // Run simulates a loaded scenario and returns its report.
@@ -185,7 +186,7 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 func newEngine(in *Input, fsys fs.FS, dir string, opts Options) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
-		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, memo: disruption.NewMemo(),
+		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
 		st: state.NewStore(true), storeCloudAt: -1}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}

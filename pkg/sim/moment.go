@@ -45,10 +45,7 @@ func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*M
 	// What a disruption pass would read now; the store has the PDBs and
 	// offerings of the last pass only.
 	e.st.SetPDBs(e.pdbs())
-	if v := e.cloud.Version(); v != e.storeCloudAt {
-		e.st.SetInstanceTypes(e.cloud.InstanceTypes())
-		e.storeCloudAt = v
-	}
+	e.syncOfferings()
 	c := e.st.Cluster()
 	c.AppliedOverlays = e.cloud.Overlays()
 	c.Drifted = func(nc *v1.NodeClaim) cloudprovider.DriftReason {

@@ -86,11 +86,10 @@ func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(in, fsys, "sc", Options{})
+	e, err := newEngine(in, fsys, "sc", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.opts = opts
 	e.schedule()
 	e.clk.at(e.start.Add(at), func() {
 		for _, np := range e.pools {

@@ -1,0 +1,89 @@
+// Package decide is the engine as a host holds it: the Policy it decides
+// under, the provisioning Planner prepared for the cluster's NodePools,
+// instance types and DaemonSets (rebuilt when they change), and what
+// disruption passes remember of unchanged nodes (a disruption.Memo).
+//
+// Every host — the controller, the simulator, plan and explain — builds one
+// Decider from its flags and asks it for each provisioning and disruption
+// decision; none sets the engine's fields (a Snapshot's Policy, a
+// disruption Cluster's Planner, Memo and Policy) itself, so the same input
+// and Policy give the same decisions in every host.
+package decide
+
+import (
+	"context"
+	"sync"
+
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// Options of a Decider.
+type Options struct {
+	// Concurrent lets a batch's two plans (Joiner's way and upstream's)
+	// take a core each: for a controller, which plans one batch at a time.
+	// Decisions do not depend on it.
+	Concurrent bool
+}
+
+// A Decider is safe for concurrent use.
+type Decider struct {
+	policy provisioning.Policy
+	opts   Options
+	memo   *disruption.Memo
+
+	mu      sync.Mutex
+	planner *provisioning.Planner
+	at      uint64 // the configuration version planner is for
+}
+
+// New is a Decider deciding under policy.
+func New(policy provisioning.Policy, opts Options) *Decider {
+	return &Decider{policy: policy, opts: opts, memo: disruption.NewMemo()}
+}
+
+// Policy is what the Decider decides under.
+func (d *Decider) Policy() provisioning.Policy { return d.policy }
+
+// plannerFor is the Planner for a configuration: the NodePools, instance types
+// and DaemonSets given, which version names. A host passes the version its
+// source had before it took the configuration (a change in between only
+// makes the next call build anew); the same version must mean the same
+// configuration.
+func (d *Decider) plannerFor(version uint64, snap *provisioning.Snapshot) *provisioning.Planner {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.planner == nil || d.at != version {
+		d.planner, d.at = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets), version
+		d.planner.Concurrent = d.opts.Concurrent
+	}
+	return d.planner
+}
+
+// Provision plans the snapshot's pending pods under the policy, with the
+// Planner for the configuration version.
+func (d *Decider) Provision(ctx context.Context, snap *provisioning.Snapshot, version uint64) *provisioning.Results {
+	return d.plannerFor(version, d.PrepareSnapshot(snap)).Solve(ctx, snap)
+}
+
+// PrepareSnapshot readies a provisioning Snapshot for the engine (its
+// Policy) for a host that hands it to provisioning's explanations.
+func (d *Decider) PrepareSnapshot(snap *provisioning.Snapshot) *provisioning.Snapshot {
+	snap.Policy = d.policy
+	return snap
+}
+
+// Prepare readies a disruption Cluster for the engine: its Planner (for
+// the configuration version), Memo and Policy. Disrupt prepares its
+// cluster itself; a host prepares one it hands the disruption queue's
+// validation or StaticScale.
+func (d *Decider) Prepare(c *disruption.Cluster, version uint64) *disruption.Cluster {
+	c.Planner = d.plannerFor(version, &provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes, DaemonSets: c.DaemonSets})
+	c.Memo, c.Policy = d.memo, d.policy
+	return c
+}
+
+// Disrupt decides a disruption pass over c under the policy.
+func (d *Decider) Disrupt(ctx context.Context, c *disruption.Cluster, version uint64, opts disruption.Options) *disruption.Decision {
+	return disruption.Compute(ctx, d.Prepare(c, version), opts)
+}
