@@ -32,6 +32,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
@@ -79,7 +80,16 @@ import (
 // on where kube-scheduler put each pod after the last provisioning pass and
 // on the consolidation pass timing (the simulator backs off, 10 s doubling
 // to 5 min), which this replay of provisioning passes does not reproduce.
+//
+// Both hosts decide under each Policy — Joiner's decisions and upstream's —
+// built the one way every host builds it.
 func TestSimulatorAndControllerAgree(t *testing.T) {
+	for _, d := range []provisioning.Decisions{provisioning.DecisionsJoiner, provisioning.DecisionsKarpenter} {
+		t.Run(string(d), func(t *testing.T) { agreeUnder(t, provisioning.Policy{Decisions: d}) })
+	}
+}
+
+func agreeUnder(t *testing.T, policy provisioning.Policy) {
 	ctx := context.Background()
 	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
@@ -88,7 +98,7 @@ func TestSimulatorAndControllerAgree(t *testing.T) {
 	spec := &in.Scenario.Spec
 	spec.Duration = metav1.Duration{Duration: time.Hour}
 	var passes []recordedPass
-	if _, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{OnProvision: func(p sim.ProvisioningPass) {
+	if _, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{Policy: policy, OnProvision: func(p sim.ProvisioningPass) {
 		passes = append(passes, record(p))
 	}}); err != nil {
 		t.Fatal(err)
@@ -132,7 +142,7 @@ func TestSimulatorAndControllerAgree(t *testing.T) {
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	parked := 1000 * time.Hour // the batch loop never fires: the passes are run below
-	c, err := controller.New(cctx, mgr, controller.Options{CloudProvider: provider, Clock: clk, BatchIdle: parked, BatchMax: parked, Restartable: true})
+	c, err := controller.New(cctx, mgr, controller.Options{CloudProvider: provider, Clock: clk, BatchIdle: parked, BatchMax: parked, Restartable: true, Policy: policy})
 	if err != nil {
 		t.Fatal(err)
 	}
