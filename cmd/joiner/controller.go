@@ -26,7 +26,7 @@ func newControllerCommand() *cobra.Command {
 	var election leaderElection
 	var kubeconfig, metricsAddr, probeAddr string
 	var cloud cloudFlags
-	var leaderElect bool
+	var leaderElect, profiling bool
 	var tuning controllerTuning
 	var pf policyFlags
 	cmd := &cobra.Command{
@@ -115,7 +115,11 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 				return err
 			}
 			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
-				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election"}
+				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election",
+				Cache: controller.CacheOptions()}
+			if profiling {
+				opts.Metrics.ExtraHandlers = controller.ProfilingHandlers()
+			}
 			election.apply(&opts)
 			mgr, err := ctrl.NewManager(cfg, opts)
 			if err != nil {
@@ -154,6 +158,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
+	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof endpoints under /debug/pprof/ beside /metrics (upstream's flag)")
 	tuning.addFlags(f)
 	pf.register(cmd)
 	return cmd

@@ -40,6 +40,7 @@ var tuningEnv = []struct{ flag, env string }{
 	{"min-values-policy", "MIN_VALUES_POLICY"},
 	{"kube-client-qps", "KUBE_CLIENT_QPS"},
 	{"kube-client-burst", "KUBE_CLIENT_BURST"},
+	{"enable-profiling", "ENABLE_PROFILING"},
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).

@@ -1,0 +1,65 @@
+package controller
+
+import (
+	"net/http"
+	"net/http/pprof"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// CacheOptions are the informer cache options the controller runs with:
+// every object without its managedFields (the API server's bookkeeping,
+// a kilobyte or more per object, never read here), and pods without what
+// no decision reads — their containers' environment, commands, arguments,
+// probes and lifecycle hooks. What scheduling reads stays: requests and
+// limits, ports, volumes, selectors, affinities, tolerations, spread,
+// priority, owners, annotations and labels, status. The controller never
+// writes a pod back (it evicts through the eviction subresource), and the
+// objects it updates (Nodes, NodeClaims, NodePools) lose only their
+// managedFields, which an update without them leaves as they are.
+func CacheOptions() cache.Options {
+	return cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: TrimPod}},
+	}
+}
+
+// TrimPod is CacheOptions' transform of a pod (anything else is returned
+// as it is).
+func TrimPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	p.ManagedFields = nil
+	for i := range p.Spec.InitContainers {
+		trimContainer(&p.Spec.InitContainers[i])
+	}
+	for i := range p.Spec.Containers {
+		trimContainer(&p.Spec.Containers[i])
+	}
+	for i := range p.Spec.EphemeralContainers {
+		trimContainer((*corev1.Container)(&p.Spec.EphemeralContainers[i].EphemeralContainerCommon))
+	}
+	return p, nil
+}
+
+func trimContainer(c *corev1.Container) {
+	c.Env, c.EnvFrom, c.Command, c.Args = nil, nil, nil, nil
+	c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
+}
+
+// ProfilingHandlers are Go's pprof endpoints under /debug/pprof/, for the
+// metrics server with --enable-profiling (upstream's flag): heap, CPU,
+// goroutines. Off by default, as upstream's.
+func ProfilingHandlers() map[string]http.Handler {
+	return map[string]http.Handler{
+		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+	}
+}

@@ -1,0 +1,53 @@
+package controller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestTrimPod: what scheduling reads stays, the rest of a container and
+// the managedFields go.
+func TestTrimPod(t *testing.T) {
+	c := corev1.Container{Name: "app", Image: "app:1",
+		Env:     []corev1.EnvVar{{Name: "SECRET", Value: "x"}},
+		Command: []string{"run"}, Args: []string{"--fast"},
+		Ports:          []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}},
+		LivenessProbe:  &corev1.Probe{},
+		VolumeMounts:   []corev1.VolumeMount{{Name: "data", MountPath: "/d"}},
+		Resources:      corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		ReadinessProbe: &corev1.Probe{}, Lifecycle: &corev1.Lifecycle{}}
+	always := corev1.ContainerRestartPolicyAlways
+	sidecar := c
+	sidecar.RestartPolicy = &always
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+		Annotations: map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{c}, InitContainers: []corev1.Container{sidecar},
+			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
+			Volumes:     []corev1.Volume{{Name: "data"}}, NodeSelector: map[string]string{"zone": "a"}}}
+	out, err := TrimPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*corev1.Pod)
+	if got.ManagedFields != nil {
+		t.Error("managedFields kept")
+	}
+	for _, tc := range []corev1.Container{got.Spec.Containers[0], got.Spec.InitContainers[0]} {
+		if tc.Env != nil || tc.Command != nil || tc.Args != nil || tc.LivenessProbe != nil || tc.ReadinessProbe != nil || tc.Lifecycle != nil {
+			t.Errorf("container %s kept what no decision reads: %+v", tc.Name, tc)
+		}
+		if tc.Resources.Requests.Cpu().String() != "1" || len(tc.Ports) != 1 || tc.Ports[0].HostPort != 8080 || len(tc.VolumeMounts) != 1 {
+			t.Errorf("container %s lost what scheduling reads: %+v", tc.Name, tc)
+		}
+	}
+	if got.Spec.InitContainers[0].RestartPolicy == nil || got.Annotations["karpenter.sh/do-not-disrupt"] != "true" ||
+		len(got.Spec.Tolerations) != 1 || len(got.Spec.Volumes) != 1 || got.Spec.NodeSelector["zone"] != "a" {
+		t.Errorf("the pod lost what scheduling reads: %+v", got)
+	}
+	if n := &(corev1.Node{}); func() bool { o, _ := TrimPod(n); return o != n }() {
+		t.Error("a Node was changed")
+	}
+}
