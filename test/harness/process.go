@@ -191,6 +191,37 @@ func (p *Process) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, er
 	return parseMetrics(resp.Body)
 }
 
+// SaveHeapProfile writes the process's heap profile (its metrics
+// server's /debug/pprof/heap: joiner's --enable-profiling) to file.
+func (p *Process) SaveHeapProfile(ctx context.Context, file string) error {
+	if p.Spec.MetricsAddr == "" {
+		return fmt.Errorf("%s serves no metrics endpoint", p.Spec.Name)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec.MetricsAddr+"/debug/pprof/heap", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s /debug/pprof/heap: %s", p.Spec.Name, resp.Status)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
 // WaitMetrics waits up to timeout for the process to serve /metrics.
 func (p *Process) WaitMetrics(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)

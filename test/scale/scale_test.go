@@ -142,7 +142,7 @@ func autoscaler(b *testing.B, name string) harness.Autoscaler {
 	b.Helper()
 	switch name {
 	case "joiner":
-		return harness.BuildJoiner(b)
+		return harness.BuildJoiner(b, "--enable-profiling") // a heap profile at each phase's end
 	case "karpenter":
 		e, err := harness.ExternalFromEnv("karpenter", "KARPENTER_KWOK")
 		if err != nil {
@@ -273,6 +273,11 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	// every phase and writes the phase's summary.
 	endPhase := func(key string, ph *phase, s snapshot) {
 		now := take(ctx, b, cluster, proc)
+		if as.Name() == "joiner" {
+			if err := proc.SaveHeapProfile(ctx, filepath.Join(dir, key+"-heap.pprof")); err != nil {
+				b.Logf("no heap profile after %s: %v", key, err)
+			}
+		}
 		c := obs.counts(ph)
 		evictions := now.evictions - prev.evictions
 		r.add(key+"-nodeclaims", float64(s.claims))
