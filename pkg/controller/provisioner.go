@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
@@ -78,9 +77,9 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	atLimit := map[string]string{}
 	for _, pe := range res.Unschedulable {
 		p.events.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
-		for pool, why := range pe.ByNodePool {
-			if strings.HasPrefix(why, provisioning.LimitsReasonPrefix) {
-				atLimit[pool] = why
+		for pool, code := range pe.CodeByNodePool {
+			if code == provisioning.ReasonLimits {
+				atLimit[pool] = pe.ByNodePool[pool]
 			}
 		}
 	}

@@ -100,7 +100,7 @@ func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string, p
 	}
 	for _, v := range ex.Pools {
 		pv := PoolVerdict{NodePool: v.NodePool, Weight: v.Weight, CanRun: v.Plan != nil, Why: v.Reason}
-		if strings.HasPrefix(v.Reason, "cannot satisfy ") || strings.Contains(v.Reason, "anti-affinity against this pod") {
+		if v.Code == provisioning.ReasonTopology {
 			pv.Why += topologyEvidence(c, pending, pools[v.NodePool])
 		}
 		if v.Plan != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -69,8 +68,10 @@ func TestDecisionsDifferential(t *testing.T) {
 // limitsBind says a NodePool's limits left some pod of the plan pending.
 func limitsBind(res *Results) bool {
 	for _, e := range res.Unschedulable {
-		if strings.Contains(e.Reason, LimitsReasonPrefix) {
-			return true
+		for _, code := range e.CodeByNodePool {
+			if code == ReasonLimits {
+				return true
+			}
 		}
 	}
 	return false

@@ -14,8 +14,9 @@ type PoolVerdict struct {
 	// Reason is the first thing that keeps the pool from running the pod
 	// (the taint it does not tolerate, the requirement in conflict with
 	// both sides' values, the limit with its usage, the largest instance
-	// type with the pod's requests, …); "" when it can.
+	// type with the pod's requests, …); "" when it can. Code is its kind.
 	Reason string
+	Code   ReasonCode
 	// Plan, when it can, is a new claim of the pool for the pod alone: its
 	// instance types cheapest first.
 	Plan *NodeClaimPlan
@@ -75,10 +76,10 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 		for rc := c; rc != nil && c.invalid == nil; rc = s.relaxedClass(rc) {
 			cl, err := s.newClaim(p, pi, rc, pod, false)
 			if err == nil {
-				v.Reason, v.Plan = "", s.finalize(cl)
+				v.Reason, v.Code, v.Plan = "", ReasonOther, s.finalize(cl)
 				break
 			}
-			v.Reason = err.Error()
+			v.Reason, v.Code = err.Error(), CodeOf(err)
 		}
 		out.Pools = append(out.Pools, v)
 	}

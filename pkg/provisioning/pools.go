@@ -206,10 +206,7 @@ func (p *poolInfo) consume(capacity vec, d *dims) {
 	p.used = p.used.plus(c)
 }
 
-// LimitsReasonPrefix starts the reason a NodePool gives for a pod its
-// limits leave no room for.
-const LimitsReasonPrefix = "would exceed the NodePool's limits"
-
+// limitsReason is the text of a limitsError: the usage against each limit.
 func (p *poolInfo) limitsReason(d *dims) string {
 	var parts []string
 	for i, l := range p.limits {
@@ -217,7 +214,7 @@ func (p *poolInfo) limitsReason(d *dims) string {
 			parts = append(parts, fmt.Sprintf("%s %s of %s used", d.names[i], fmtQty(d, i, p.used.get(i)), fmtQty(d, i, l)))
 		}
 	}
-	return LimitsReasonPrefix + " (" + strings.Join(parts, ", ") + ")"
+	return "would exceed the NodePool's limits (" + strings.Join(parts, ", ") + ")"
 }
 
 func fmtQty(d *dims, i int, v int64) string {

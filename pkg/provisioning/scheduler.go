@@ -381,7 +381,7 @@ func (w *prepared) results() *Results {
 				e = s.explain(pod, s.lastRelaxed(c))
 				explained[c] = e
 			}
-			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: pod, ByNodePool: e.ByNodePool, Reason: e.Reason})
+			res.Unschedulable = append(res.Unschedulable, &PodError{Pod: pod, ByNodePool: e.ByNodePool, CodeByNodePool: e.CodeByNodePool, Reason: e.Reason})
 		}
 	}
 	for _, e := range s.existing {
@@ -822,7 +822,7 @@ func invalidPod(pod *corev1.Pod, c *podClass, pools []*poolInfo) *PodError {
 
 // explain builds the per-NodePool reasons for a pod that fits nowhere.
 func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
-	e := &PodError{Pod: pod, ByNodePool: map[string]string{}}
+	e := &PodError{Pod: pod, ByNodePool: map[string]string{}, CodeByNodePool: map[string]ReasonCode{}}
 	var parts []string
 	distinct := map[string]bool{}
 	for pi, p := range s.pools {
@@ -830,6 +830,9 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 		msg := "no reason found"
 		if err != nil {
 			msg = err.Error()
+			if code := CodeOf(err); code != ReasonOther {
+				e.CodeByNodePool[p.np.Name] = code
+			}
 		}
 		e.ByNodePool[p.np.Name] = msg
 		distinct[msg] = true

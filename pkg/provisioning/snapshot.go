@@ -145,8 +145,10 @@ type ExistingNodePlan struct {
 // PodError says why a pod could not be placed, per NodePool.
 type PodError struct {
 	Pod *corev1.Pod
-	// ByNodePool maps a NodePool name to the reason it cannot take the pod.
-	ByNodePool map[string]string
+	// ByNodePool maps a NodePool name to the reason it cannot take the pod,
+	// CodeByNodePool to that reason's code (ReasonOther left out).
+	ByNodePool     map[string]string
+	CodeByNodePool map[string]ReasonCode
 	// Reason is a one-line summary over all NodePools.
 	Reason string
 }

@@ -400,7 +400,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 			return true
 		})
 		if cand.count() == 0 {
-			return nil, errors.New(p.limitsReason(s.dims))
+			return nil, &limitsError{p.limitsReason(s.dims)}
 		}
 		maxAlloc = p.fit.max(cand)
 	}
