@@ -74,16 +74,10 @@ func (d *Decider) PrepareSnapshot(snap *provisioning.Snapshot) *provisioning.Sna
 }
 
 // Prepare readies a disruption Cluster for the engine: its Planner (for
-// the configuration version), Memo and Policy. Disrupt prepares its
-// cluster itself; a host prepares one it hands the disruption queue's
-// validation or StaticScale.
+// the configuration version), Memo and Policy, before a host hands it to
+// disruption.Compute, the queue's validation or StaticScale.
 func (d *Decider) Prepare(c *disruption.Cluster, version uint64) *disruption.Cluster {
 	c.Planner = d.plannerFor(version, &provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes, DaemonSets: c.DaemonSets})
 	c.Memo, c.Policy = d.memo, d.policy
 	return c
-}
-
-// Disrupt decides a disruption pass over c under the policy.
-func (d *Decider) Disrupt(ctx context.Context, c *disruption.Cluster, version uint64, opts disruption.Options) *disruption.Decision {
-	return disruption.Compute(ctx, d.Prepare(c, version), opts)
 }

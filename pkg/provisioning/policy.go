@@ -1,10 +1,6 @@
 package provisioning
 
-import (
-	"fmt"
-
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
-)
+import "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 
 // Policy is every operator setting that changes what the engine decides:
 // whose choices to make where Joiner and upstream Karpenter differ (which
@@ -71,16 +67,4 @@ func (p Policy) Notes() []string {
 		notes = append(notes, "decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
 	}
 	return notes
-}
-
-// String is the policy as its flags: "--decisions joiner --min-values-policy Strict".
-func (p Policy) String() string {
-	d, m := p.Decisions, p.MinValues
-	if d == "" {
-		d = DecisionsJoiner
-	}
-	if m == "" {
-		m = MinValuesStrict
-	}
-	return fmt.Sprintf("--decisions %s --min-values-policy %s", d, m)
 }
