@@ -176,7 +176,18 @@ func (p *Process) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec.MetricsAddr+"/metrics", nil)
+	resp, err := p.get(ctx, "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	return parseMetrics(resp.Body)
+}
+
+// get GETs path from the process's metrics server; an answer other than
+// 200 is an error.
+func (p *Process) get(ctx context.Context, path string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec.MetricsAddr+path, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -184,11 +195,11 @@ func (p *Process) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, er
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%s /metrics: %s", p.Spec.Name, resp.Status)
+		_ = resp.Body.Close()
+		return nil, fmt.Errorf("%s %s: %s", p.Spec.Name, path, resp.Status)
 	}
-	return parseMetrics(resp.Body)
+	return resp, nil
 }
 
 // SaveHeapProfile writes the process's heap profile (its metrics
@@ -199,18 +210,11 @@ func (p *Process) SaveHeapProfile(ctx context.Context, file string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.Spec.MetricsAddr+"/debug/pprof/heap", nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := p.get(ctx, "/debug/pprof/heap")
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s /debug/pprof/heap: %s", p.Spec.Name, resp.Status)
-	}
 	f, err := os.Create(file)
 	if err != nil {
 		return err
