@@ -54,6 +54,9 @@ func (d *Decider) plannerFor(version uint64, snap *provisioning.Snapshot) *provi
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.planner == nil || d.at != version {
+		if d.planner != nil {
+			d.memo.ForgetSimulations() // the old Planner's; it can go
+		}
 		d.planner, d.at = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets), version
 		d.planner.Concurrent = d.opts.Concurrent
 	}

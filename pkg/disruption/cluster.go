@@ -62,7 +62,8 @@ type Memo struct {
 	doNotDisrupt map[memoKey]protection
 	satisfied    map[satisfiedKey]bool
 	evictions    map[memoKey]float64
-	simulations  map[simKey]simAnswer
+	simulations  map[simScope]map[string]simAnswer
+	scopes       []simScope // simulations' scopes, oldest first
 }
 
 type memoKey struct{ name, version string }
@@ -93,7 +94,7 @@ func (p protection) at(now time.Time) string {
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
 	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]float64{},
-		simulations: map[simKey]simAnswer{}}
+		simulations: map[simScope]map[string]simAnswer{}}
 }
 
 // remembered returns what compute says of node n, kept in m under n's key

@@ -3,6 +3,7 @@ package disruption
 import (
 	"crypto/sha256"
 	"hash"
+	"slices"
 	"strconv"
 
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -17,16 +18,25 @@ import (
 // the cluster of the pass before — so the Memo keeps the answers, keyed by
 // all of that content.
 
-// simKey identifies one simulation: the planner (held by the key, so its
-// address is not reused while the entry lives; a Planner never changes
-// what it was prepared from), the digest of the cluster it runs over, and
-// the candidates that go.
-type simKey struct {
-	planner    *provisioning.Planner
-	policy     provisioning.Policy
-	world      [sha256.Size]byte
-	candidates string
+// simScope is what every simulation of a pass shares: the planner (held by
+// the key, so its address is not reused while the entry lives; a Planner
+// never changes what it was prepared from), the policy and the digest of
+// the cluster it runs over. Within a scope, the candidates that go tell
+// one simulation from another.
+type simScope struct {
+	planner *provisioning.Planner
+	policy  provisioning.Policy
+	world   [sha256.Size]byte
 }
+
+// maxSimScopes is how many scopes the Memo keeps answers for, the newest:
+// a cluster at rest repeats the last one, and a cluster that changes makes
+// a new one every pass, whose answers no later pass asks for. Older
+// scopes, and the Planners, pods and nodes their answers hold, are let go.
+const maxSimScopes = 4
+
+// maxSimsPerScope bounds one scope's answers.
+const maxSimsPerScope = 1 << 12
 
 type simAnswer struct {
 	res *provisioning.Results
@@ -93,24 +103,48 @@ func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results,
 		res, ok, _ := run()
 		return res, ok
 	}
-	k := simKey{planner: p.c.Planner, policy: p.c.Policy, world: world}
+	scope := simScope{planner: p.c.Planner, policy: p.c.Policy, world: world}
+	var k string
 	for _, cand := range cands {
-		k.candidates += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
+		k += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
 	}
 	m.mu.Lock()
-	a, found := m.simulations[k]
+	a, found := m.simulations[scope][k]
 	m.mu.Unlock()
 	if found {
 		return a.res, a.ok
 	}
 	res, ok, complete := run()
 	if complete {
-		m.mu.Lock()
-		if len(m.simulations) >= 1<<12 {
-			m.simulations = map[simKey]simAnswer{}
-		}
-		m.simulations[k] = simAnswer{res, ok}
-		m.mu.Unlock()
+		m.remember(scope, k, simAnswer{res, ok})
 	}
 	return res, ok
+}
+
+// remember keeps an answer in its scope, making the scope the newest.
+func (m *Memo) remember(scope simScope, k string, a simAnswer) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	answers := m.simulations[scope]
+	if answers == nil || len(answers) >= maxSimsPerScope {
+		answers = map[string]simAnswer{}
+		m.simulations[scope] = answers
+	}
+	if i := slices.Index(m.scopes, scope); i >= 0 {
+		m.scopes = slices.Delete(m.scopes, i, i+1)
+	}
+	m.scopes = append(m.scopes, scope)
+	for len(m.scopes) > maxSimScopes {
+		delete(m.simulations, m.scopes[0])
+		m.scopes = m.scopes[1:]
+	}
+	answers[k] = a
+}
+
+// ForgetSimulations lets go of every remembered simulation — what a host
+// does when it replaces its Planner, whose answers no pass asks for again.
+func (m *Memo) ForgetSimulations() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.simulations, m.scopes = map[simScope]map[string]simAnswer{}, nil
 }

@@ -91,3 +91,26 @@ func TestSimulationsAreRememberedByContent(t *testing.T) {
 		t.Fatalf("nodes without a Version: %d simulations remembered", n)
 	}
 }
+
+// TestMemoKeepsTheNewestScopes: answers are kept for the maxSimScopes
+// scopes used last (a scope asked again becomes the newest), older ones
+// are let go with what they hold, and ForgetSimulations lets go of all.
+func TestMemoKeepsTheNewestScopes(t *testing.T) {
+	m := NewMemo()
+	scope := func(i byte) simScope { return simScope{world: [32]byte{i}} }
+	for i := byte(0); i < maxSimScopes; i++ {
+		m.remember(scope(i), "a", simAnswer{ok: true})
+	}
+	m.remember(scope(0), "b", simAnswer{ok: true}) // 0 is the newest now
+	m.remember(scope(maxSimScopes), "a", simAnswer{ok: true})
+	if _, ok := m.simulations[scope(1)]; ok {
+		t.Errorf("the oldest scope was kept")
+	}
+	if len(m.simulations) != maxSimScopes || len(m.simulations[scope(0)]) != 2 {
+		t.Errorf("%d scopes, scope 0 with %d answers; want %d and 2", len(m.simulations), len(m.simulations[scope(0)]), maxSimScopes)
+	}
+	m.ForgetSimulations()
+	if len(m.simulations) != 0 || len(m.scopes) != 0 {
+		t.Errorf("ForgetSimulations kept %d scopes", len(m.simulations))
+	}
+}
