@@ -46,6 +46,10 @@ const (
 	DefaultRegistrationTTL = 15 * time.Minute
 )
 
+// DefaultLaunchMissAfter is Joiner's (upstream has no launch-loop guard):
+// see Options.LaunchMissAfter.
+const DefaultLaunchMissAfter = 30 * time.Second
+
 // CloudProvider is what the controller launches through; the optional
 // capabilities it may have beyond are Capabilities'.
 type CloudProvider = cloudprovider.CloudProvider
@@ -76,6 +80,11 @@ type Options struct {
 	// zero value is Joiner's (never dearer than upstream's on a batch) and
 	// Strict.
 	Policy provisioning.Policy
+	// LaunchMissAfter: a pod still pending this long after the node
+	// launched for it was initialized missed that node; after
+	// state.MaxLaunchRounds misses provisioning stops launching for it
+	// (30 s when 0: kube-scheduler binds to a new node within seconds).
+	LaunchMissAfter time.Duration
 	// Restartable lets a process build a second Controller after the first
 	// stopped (as a test restarting Joiner does): controller-runtime
 	// otherwise refuses a second controller of the same name.
@@ -124,6 +133,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.RegistrationTTL == 0 {
 		opts.RegistrationTTL = DefaultRegistrationTTL
 	}
+	if opts.LaunchMissAfter == 0 {
+		opts.LaunchMissAfter = DefaultLaunchMissAfter
+	}
 	if err := indexFields(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
@@ -154,7 +166,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		store: store,
 		gate:  gate,
 		provisioner: &provisioner{gate: gate, batch: batch, store: store, offerings: off, decider: decider, claims: claims, events: events,
-			clock: opts.Clock},
+			clock: opts.Clock, missAfter: opts.LaunchMissAfter},
 		disrupter: &disrupter{gate: gate, client: kube, store: store, cloud: cloud, offerings: off, decider: decider, claims: claims, events: events,
 			clock: opts.Clock,
 			queue: disruption.Queue{Options: disruption.Options{SpotToSpot: opts.SpotToSpot}}},

@@ -81,12 +81,16 @@ var (
 		Namespace: "joiner", Subsystem: "nodepool", Name: "cost_per_hour_usd",
 		Help: "What a NodePool's nodes cost per hour now, at their offerings' current prices (USD).",
 	}, []string{"nodepool"})
+	podsGivenUp = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "joiner", Subsystem: "provisioner", Name: "pods_given_up_total",
+		Help: "Pods the launch-loop guard stopped launching nodes for: each missed three ready nodes launched for it.",
+	})
 )
 
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions,
 		nodePoolUsage, nodePoolLimit, allowedDisruptions, nodeClaimsDisrupted, cloudProviderDuration, schedulingDuration,
-		nodePodRequests, nodePoolCost, schedulingQueueDepth)
+		nodePodRequests, nodePoolCost, schedulingQueueDepth, podsGivenUp)
 }
 
 // snakeCase writes a reason as upstream's metrics label it: Underutilized

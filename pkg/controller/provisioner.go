@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
@@ -24,7 +26,11 @@ type provisioner struct {
 	decider   *decide.Decider
 	claims    claimCreator
 	events    recorder
-	clock     clock.PassiveClock
+	clock     clock.WithTicker
+	// missAfter: how long after a claim's node is initialized a pod it
+	// was launched for and that is still pending counts as having missed
+	// it (the launch-loop guard, state.MaxLaunchRounds).
+	missAfter time.Duration
 }
 
 // loop provisions after every batch until ctx ends, from the moment the
@@ -33,6 +39,7 @@ func (p *provisioner) loop(ctx context.Context) error {
 	if !p.gate.wait(ctx) {
 		return nil
 	}
+	go p.wakeForLaunches(ctx)
 	for p.batch.Wait(ctx) {
 		if _, err := p.provision(ctx); err != nil {
 			logError(ctx, err, "provisioning")
@@ -50,6 +57,7 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	if err := p.offerings.refresh(ctx); err != nil {
 		logError(ctx, err, "refreshing instance types")
 	}
+	p.settleLaunches(ctx)
 	version := p.store.ConfigVersion()
 	snap := p.store.ProvisioningSnapshot()
 	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
@@ -61,13 +69,14 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	schedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
 	var created []*v1.NodeClaim
 	var errs []error
-	for _, plan := range res.NewNodeClaims {
+	for _, plan := range p.store.Unawaited(res.NewNodeClaims) {
 		nc, err := p.claims.create(ctx, plan, "provisioning")
 		if err != nil {
 			errs = append(errs, fmt.Errorf("creating a NodeClaim of NodePool %s: %w", plan.NodePool.Name, err))
 			continue
 		}
 		created = append(created, nc)
+		p.store.LaunchedFor(nc.Name, plan.Pods)
 		for _, pod := range plan.Pods {
 			p.events.event(pod, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
 		}
@@ -89,4 +98,33 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		}
 	}
 	return created, errors.Join(errs...)
+}
+
+// settleLaunches counts the misses of pods whose nodes have been
+// initialized for missAfter (the Store's launch-loop guard) and tells each
+// pod given up on why.
+func (p *provisioner) settleLaunches(ctx context.Context) {
+	for _, g := range p.store.SettleLaunches(p.clock.Now(), p.missAfter) {
+		podsGivenUp.Inc()
+		p.events.event(g.Pod, nil, corev1.EventTypeWarning, "LaunchLoop", "Provisioning stopped launching nodes for this pod: %s", g.Reason())
+		log.FromContext(ctx).Info("launch loop: no more nodes are launched for the pod", "pod", g.Pod.Namespace+"/"+g.Pod.Name, "nodeclaims", g.Claims, "why", g.Why)
+	}
+}
+
+// wakeForLaunches starts a pass when a launch is due to settle: its pods,
+// held back from a second node until then (Store.Unawaited), may need one
+// now, and nothing else may be about to start a pass.
+func (p *provisioner) wakeForLaunches(ctx context.Context) {
+	t := p.clock.NewTicker(max(time.Second, min(p.missAfter, 5*time.Second)))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			if p.store.LaunchesDue(p.clock.Now(), p.missAfter) {
+				p.batch.Trigger()
+			}
+		}
+	}
 }

@@ -74,9 +74,8 @@ func (e *engine) provision() {
 	version := e.syncOfferings()
 	snap := e.st.ProvisioningSnapshot()
 	_, byPod := e.pendingPods()
-	// The launch-loop guard is the simulator's: pods it gave up on are not
-	// planned for again.
-	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil || byPod[p].loop != "" })
+	// Pods the launch-loop guard gave up on are not in the snapshot.
+	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil })
 	if len(snap.Pods) == 0 {
 		return
 	}
@@ -87,9 +86,9 @@ func (e *engine) provision() {
 	if e.opts.OnProvision != nil {
 		e.launches = []Launch{}
 	}
-	for _, plan := range res.NewNodeClaims {
+	for _, plan := range e.st.Unawaited(res.NewNodeClaims) {
 		if n, err := e.launch(plan, "provisioning"); err == nil {
-			e.launchedFor(n, plan.Pods, byPod)
+			e.st.LaunchedFor(n.name, plan.Pods)
 		}
 	}
 	if e.opts.OnProvision != nil {

@@ -7,66 +7,35 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
-	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
-// maxLaunchRounds is how many nodes provisioning launches for a pod that
-// then does not bind to them before it stops launching for that pod. A pod
-// the scheduler keeps refusing the nodes planned for it (a label the pod
-// selects that the nodes never carry) would otherwise launch nodes that go
-// empty, are consolidated and are launched again, all run long.
-const maxLaunchRounds = 3
-
-// launchedFor remembers, on a node launched by provisioning, the pods its
-// plan was made for.
-func (e *engine) launchedFor(n *simNode, pods []*corev1.Pod, byPod map[*corev1.Pod]*simPod) {
-	for _, p := range pods {
-		if sp := byPod[p]; sp != nil {
-			n.plannedFor = append(n.plannedFor, sp)
-		}
-	}
-}
+// maxLaunchRounds: see state.MaxLaunchRounds — the launch-loop guard is
+// the Store's, as the controller's is.
+const maxLaunchRounds = state.MaxLaunchRounds
 
 // checkPlannedFor runs after the first bind pass of a node that became
-// ready: each pod the node was launched for that is still pending (neither
-// bound elsewhere nor waiting on a preemption) missed it. At the last round
-// the pod is given up on, with the reason the scheduler refused the node.
+// ready: kube-scheduler has had its chance on it, and the Store counts a
+// miss for each pod the node was launched for that is still pending. The
+// pods it gives up on are reported, with the reason the scheduler refused
+// the node.
 func (e *engine) checkPlannedFor(n *simNode) {
-	planned := n.plannedFor
-	n.plannedFor = nil
-	if n.state != nodeReady {
+	given := e.st.SettleLaunch(n.name)
+	if len(given) == 0 {
 		return
 	}
-	for _, p := range planned {
-		if !e.pending[p] || p.finished || p.nominated != nil || p.loop != "" {
+	byPod := make(map[*corev1.Pod]*simPod, len(e.pending))
+	for p := range e.pending {
+		byPod[p.pod] = p
+	}
+	for _, g := range given {
+		p := byPod[g.Pod]
+		if p == nil {
 			continue
 		}
-		p.launchNodes = append(p.launchNodes, n.name)
-		if len(p.launchNodes) < maxLaunchRounds {
-			continue
-		}
-		p.loop = missReason(e.view(n), p.pod, e.st.Volumes)
-		p.reason = fmt.Sprintf("launch loop: %d nodes were launched for it and it bound to none (%s); no more are launched for it", len(p.launchNodes), p.loop)
+		p.launchNodes, p.loop, p.reason = g.Claims, g.Why, g.Reason()
 		e.rep.launchLoop(p)
 	}
-}
-
-// missReason says why the scheduler does not put the pod on the node
-// (volumes: the pods' volumes now, or nil).
-func missReason(node *provisioning.Node, pod *corev1.Pod, volumes func() provisioning.Volumes) string {
-	if err := scheduling.ToleratesForScheduling(node.Taints, pod.Spec.Tolerations); err != nil {
-		return "the nodes have a taint it does not tolerate: " + err.Error()
-	}
-	if why := scheduling.NewNodeAffinity(pod).Unmet(node.Labels); why != "" {
-		return "it requires " + why
-	}
-	res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: volumes}).Bind([]*provisioning.Node{node}, []*corev1.Pod{pod})
-	if len(res.Unschedulable) > 0 {
-		return "the node launched for it cannot run it: " + strings.TrimPrefix(res.Unschedulable[0].Reason, "no existing node can run it: ")
-	}
-	return "other pods took the nodes launched for it first"
 }
 
 // LaunchLoop is one workload's pods that provisioning gave up on.

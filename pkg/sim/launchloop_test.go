@@ -4,11 +4,6 @@ import (
 	"bytes"
 	"strings"
 	"testing"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 const loopPool = `apiVersion: karpenter.sh/v1
@@ -139,32 +134,6 @@ func TestLaunchLoopIsAFinding(t *testing.T) {
 				t.Error("JSON lacks the launch loop")
 			}
 		})
-	}
-}
-
-func TestMissReason(t *testing.T) {
-	node := &provisioning.Node{Name: "n", Labels: map[string]string{"capacity-spread": "2"},
-		Taints:      []corev1.Taint{{Key: "gpu", Effect: corev1.TaintEffectNoSchedule}},
-		Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourcePods: resource.MustParse("10")}}
-	tolerate := []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}}
-	for _, tc := range []struct {
-		name string
-		spec corev1.PodSpec
-		want string
-	}{
-		{"taint", corev1.PodSpec{}, "the nodes have a taint it does not tolerate"},
-		{"label value", corev1.PodSpec{Tolerations: tolerate, NodeSelector: map[string]string{"capacity-spread": "3"}},
-			"it requires capacity-spread In [3], and the node has capacity-spread=2"},
-		{"label absent", corev1.PodSpec{Tolerations: tolerate, NodeSelector: map[string]string{"team": "a"}},
-			"it requires team In [a], and the node has no team label"},
-		{"room", corev1.PodSpec{Tolerations: tolerate, Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}}}, "the node launched for it cannot run it: "},
-	} {
-		pod := &corev1.Pod{Spec: tc.spec}
-		pod.Name, pod.Namespace = "p", "default"
-		if got := missReason(node, pod, nil); !strings.HasPrefix(got, tc.want) {
-			t.Errorf("%s: %q, want it to start with %q", tc.name, got, tc.want)
-		}
 	}
 }
 

@@ -40,9 +40,6 @@ type simNode struct {
 	drainStarted time.Time
 	drainReason  string
 	lastPodEvent time.Time
-	// plannedFor: the pods provisioning launched the node for, until its
-	// first bind pass (see checkPlannedFor).
-	plannedFor []*simPod
 	// failedAt: when its kubelet stopped reporting (zero: it did not).
 	failedAt time.Time
 }

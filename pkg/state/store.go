@@ -84,6 +84,7 @@ type Store struct {
 	nodeEntry  map[string]entry           // Node name → its entry
 	claimEntry map[string]entry           // claim name → its entry
 	vol        volumeObjects
+	launch     launches // the launch-loop guard (launches.go)
 }
 
 type podRef struct{ namespace, name string }
@@ -135,6 +136,7 @@ func (s *Store) SetNodePools(pools []*v1.NodePool) {
 	defer s.mu.Unlock()
 	s.nodePools = pools
 	s.configGen++
+	s.specChanged()
 }
 
 // SetInstanceTypes replaces what the cloud offers each NodePool.
@@ -164,6 +166,7 @@ func (s *Store) SetDaemonSets(dss []*appsv1.DaemonSet) {
 	s.daemonSets = dss
 	s.dsPods = (&Cluster{DaemonSets: dss}).DaemonSetPods()
 	s.configGen++
+	s.specChanged()
 }
 
 // SetNodePoolsAndTypes replaces the NodePools and their instance types at
@@ -175,6 +178,7 @@ func (s *Store) SetNodePoolsAndTypes(pools []*v1.NodePool, its map[string][]*clo
 	s.itGen++
 	s.configGen++
 	s.unlaunchedDirty()
+	s.specChanged()
 }
 
 // ConfigVersion changes whenever the NodePools, instance types or
@@ -250,6 +254,12 @@ func (s *Store) SetNodeClaim(nc *v1.NodeClaim) {
 func (s *Store) DeleteNodeClaim(name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if nc, ok := s.claims[name]; ok {
+		if _, ok := initializedSince(nc); ok {
+			s.settleLocked(name) // its pods had their chance
+		}
+	}
+	delete(s.launch.planned, name)
 	s.deleteClaimLocked(name)
 }
 
@@ -323,6 +333,9 @@ func (s *Store) SetPod(p *corev1.Pod) {
 	s.unlinkPod(ref)
 	sp := &storedPod{pod: p, requests: scheduling.PodRequests(p)}
 	s.pods[ref] = sp
+	if p.Spec.NodeName != "" {
+		s.launch.forgetPod(ref)
+	}
 	if p.Spec.NodeName == "" {
 		s.unbound[ref] = true
 		if hasClaims(p) {
@@ -349,6 +362,7 @@ func (s *Store) DeletePod(namespace, name string) {
 	}
 	s.unlinkPod(ref)
 	delete(s.pods, ref)
+	s.launch.forgetPod(ref)
 }
 
 func (s *Store) unlinkPod(ref podRef) {
@@ -580,7 +594,7 @@ func (s *Store) PendingPods() []*corev1.Pod {
 func (s *Store) pendingLocked() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(s.unbound))
 	for ref := range s.unbound {
-		if p := s.pods[ref].pod; Provisionable(p, s.assumeUnschedulable) {
+		if p := s.pods[ref].pod; Provisionable(p, s.assumeUnschedulable) && s.launch.givenUp[ref] == nil {
 			out = append(out, p)
 		}
 	}
