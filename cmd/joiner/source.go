@@ -78,7 +78,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 		if s.catalog != "" || s.region != "" || len(s.zones) > 0 {
 			return nil, errors.New("--catalog, --region and --zones do not go with --scenario: the scenario's scenario.yaml says them")
 		}
-		return s.simulated(policy)
+		return s.simulated(ctx, policy)
 	}
 	now, err := planTime(s.at)
 	if err != nil {
@@ -142,7 +142,7 @@ func readLive(ctx context.Context, kubeconfig string) (*plan.Objects, string, er
 }
 
 // simulated runs the scenario up to --at.
-func (s *clusterSource) simulated(policy provisioning.Policy) (*clusterInput, error) {
+func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Policy) (*clusterInput, error) {
 	arg := s.scenario
 	if _, err := os.Stat(arg); arg == "default" && err != nil {
 		arg = "" // the bundled scenario, as simulate with no directory
@@ -170,7 +170,7 @@ func (s *clusterSource) simulated(policy provisioning.Policy) (*clusterInput, er
 			return nil, err
 		}
 	}
-	m, err := sim.RunUntil(in, fsys, dir, at, sim.Options{Policy: policy})
+	m, err := sim.RunUntil(ctx, in, fsys, dir, at, sim.Options{Policy: policy})
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}

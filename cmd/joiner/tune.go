@@ -81,6 +81,7 @@ merges those lines (the pods' logs) into the same output as a local search.`,
 }
 
 func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
+	simulationGC()
 	out := cmd.OutOrStdout()
 	if f.gather {
 		if len(args) == 0 {
@@ -153,7 +154,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		if err != nil {
 			return fmt.Errorf("--variant-index %q: not a number (a Job passes $(JOB_COMPLETION_INDEX), which the kubelet expands)", f.variantIndex)
 		}
-		l, err := plan.RunIndex(opts, i)
+		l, err := plan.RunIndex(cmd.Context(), opts, i)
 		if err != nil {
 			return err
 		}
@@ -172,7 +173,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		opts.Progress = func(done, total int) { _ = bar.Set(min(100, 100*done/max(total, 1))) }
 		defer func() { _ = bar.Finish() }()
 	}
-	res, err := plan.Search(opts)
+	res, err := plan.Search(cmd.Context(), opts)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -273,5 +274,5 @@ func loadAndRun(dir string) (*sim.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return sim.Run(in, fsys, ".", sim.Options{})
+	return sim.Run(context.Background(), in, fsys, ".", sim.Options{})
 }

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -134,7 +135,7 @@ func TestBundledScenario(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{})
+	r, err := sim.Run(context.Background(), in, examples.Scenarios, "scenarios/default", sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

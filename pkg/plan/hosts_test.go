@@ -68,7 +68,7 @@ spec:
 				t.Fatal(err)
 			}
 			var first *sim.ProvisioningPass
-			if _, err := sim.Run(in, os.DirFS(dir), ".", sim.Options{Policy: policy, OnProvision: func(p sim.ProvisioningPass) {
+			if _, err := sim.Run(context.Background(), in, os.DirFS(dir), ".", sim.Options{Policy: policy, OnProvision: func(p sim.ProvisioningPass) {
 				if first == nil {
 					first = &p
 				}
@@ -86,7 +86,7 @@ spec:
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := sim.RunUntil(in, os.DirFS(dir), ".", first.At.Add(-1), sim.Options{Policy: policy})
+			m, err := sim.RunUntil(context.Background(), in, os.DirFS(dir), ".", first.At.Add(-1), sim.Options{Policy: policy})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -144,7 +144,7 @@ func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.RunUntil(in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(time.Hour), sim.Options{})
+	m, err := sim.RunUntil(context.Background(), in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(time.Hour), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,7 +83,7 @@ func simulated(t *testing.T, at time.Duration, docs ...string) *sim.Moment {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := sim.RunUntil(in, os.DirFS(dir), ".", scenarioStart.Add(at), sim.Options{})
+	m, err := sim.RunUntil(context.Background(), in, os.DirFS(dir), ".", scenarioStart.Add(at), sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

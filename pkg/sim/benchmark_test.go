@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -29,9 +30,9 @@ func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
 		b.StartTimer()
 		switch f := fsys().(type) {
 		case fstest.MapFS:
-			rep, err = Run(in, f, "sc", Options{})
+			rep, err = Run(context.Background(), in, f, "sc", Options{})
 		default:
-			rep, err = Run(in, examples.Scenarios, "scenarios/default", Options{})
+			rep, err = Run(context.Background(), in, examples.Scenarios, "scenarios/default", Options{})
 		}
 		if err != nil {
 			b.Fatal(err)

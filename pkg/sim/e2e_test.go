@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io/fs"
 	"math"
@@ -41,7 +42,7 @@ func runFS(t *testing.T, fsys fs.FS, dir, name string) (*Report, []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(in, fsys, dir, Options{})
+	rep, err := Run(context.Background(), in, fsys, dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestHeadroomStartsServicePodsAtOnce(t *testing.T) {
 			}
 			in.Deployments = keep
 		}
-		rep, err := Run(in, fsys, ".", Options{})
+		rep, err := Run(context.Background(), in, fsys, ".", Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

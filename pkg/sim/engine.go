@@ -1,12 +1,12 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"math"
 	"math/rand"
 	"path"
-	"runtime/debug"
 	"sort"
 	"time"
 
@@ -144,11 +144,14 @@ func (e *engine) syncOfferings() uint64 {
 	return uint64(e.storeCloudAt)
 }
 
-// Run simulates a loaded scenario and returns its report.
-func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
-	// A run allocates many short-lived scheduling states; trading memory for
-	// less GC work speeds long runs by about a fifth. Restored afterwards.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+// Run simulates a loaded scenario and returns its report, or ctx's error
+// if ctx ends first.
+//
+// A run allocates many short-lived scheduling states: a command that runs
+// long simulations may trade memory for less GC work (joiner's raise the
+// GC percentage to 400, about a fifth faster); Run leaves process-wide
+// settings alone.
+func Run(ctx context.Context, in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
@@ -168,7 +171,7 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	e.schedule()
 	total := e.end.Sub(e.start)
 	var lastPct float64 = -1
-	e.clk.run(e.end, func(now time.Time) {
+	err = e.clk.run(ctx, e.end, func(now time.Time) {
 		if opts.Progress == nil {
 			return
 		}
@@ -178,6 +181,9 @@ func Run(in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 			opts.Progress(pct / 100)
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
 	return e.finish(), nil
 }
 

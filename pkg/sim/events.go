@@ -2,6 +2,8 @@ package sim
 
 import (
 	"container/heap"
+	"context"
+	"fmt"
 	"time"
 )
 
@@ -63,12 +65,15 @@ func (c *clock) every(t0 time.Time, period time.Duration, end time.Time, fn func
 }
 
 // run processes events until end (inclusive of events at end).
-func (c *clock) run(end time.Time, progress func(time.Time)) {
-	for len(c.queue) > 0 {
+func (c *clock) run(ctx context.Context, end time.Time, progress func(time.Time)) error {
+	for n := 0; len(c.queue) > 0; n++ {
+		if n%checkContextEvery == 0 && ctx.Err() != nil {
+			return fmt.Errorf("the simulation stopped at %s: %w", c.now.UTC().Format(time.RFC3339), context.Cause(ctx))
+		}
 		e := heap.Pop(&c.queue).(*event)
 		if e.at.After(end) {
 			c.now = end
-			return
+			return nil
 		}
 		c.now = e.at
 		e.fn()
@@ -77,4 +82,9 @@ func (c *clock) run(end time.Time, progress func(time.Time)) {
 		}
 	}
 	c.now = end
+	return nil
 }
+
+// checkContextEvery: how many events run between looks at the context (a
+// look costs little, but a week's run has millions of events).
+const checkContextEvery = 1024

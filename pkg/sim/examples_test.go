@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"os"
@@ -53,10 +54,12 @@ func runExample(t *testing.T, name string, edit func(*Input)) (*engine, *Report)
 		t.Fatal("every example has its EC2NodeClasses")
 	}
 	e.schedule()
-	e.clk.run(e.end, nil)
+	if err := e.clk.run(context.Background(), e.end, nil); err != nil {
+		t.Fatal(err)
+	}
 	rep := e.finish()
 
-	want, err := Run(load(), fsys, ".", Options{})
+	want, err := Run(context.Background(), load(), fsys, ".", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestLoadKubectlDump(t *testing.T) {
 	if len(in.Notes) != 1 || !strings.Contains(in.Notes[0], note) {
 		t.Errorf("a directory without scenario.yaml must say so: %q", in.Notes)
 	}
-	rep, err := Run(in, os.DirFS("testdata/kubectl-dump"), ".", Options{})
+	rep, err := Run(context.Background(), in, os.DirFS("testdata/kubectl-dump"), ".", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +103,7 @@ func TestLoadErrors(t *testing.T) {
 			}
 			in, err := Load(fsys, "sc", "sc")
 			if err == nil {
-				_, err = Run(in, fsys, "sc", Options{})
+				_, err = Run(context.Background(), in, fsys, "sc", Options{})
 			}
 			if err == nil {
 				t.Fatal("want an error")

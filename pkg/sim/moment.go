@@ -31,8 +31,8 @@ type Moment struct {
 // and returns the cluster as it is then. at must lie within the run. A run
 // to its end gives the state the report of Run describes. The cluster grows
 // under opts.Policy, as Run's would (its Progress and OnProvision are not
-// called).
-func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
+// called), or stops with ctx's error if ctx ends first.
+func RunUntil(ctx context.Context, in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
 	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
@@ -41,7 +41,9 @@ func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*M
 		return nil, fmt.Errorf("%s is outside the run (%s to %s)", at.UTC().Format(time.RFC3339), e.start.Format(time.RFC3339), e.end.Format(time.RFC3339))
 	}
 	e.schedule()
-	e.clk.run(at, nil)
+	if err := e.clk.run(ctx, at, nil); err != nil {
+		return nil, err
+	}
 	// What a disruption pass would read now; the store has the PDBs and
 	// offerings of the last pass only.
 	e.st.SetPDBs(e.pdbs())
@@ -49,7 +51,7 @@ func RunUntil(in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*M
 	c := e.st.Cluster()
 	c.AppliedOverlays = e.cloud.Overlays()
 	c.Drifted = func(nc *v1.NodeClaim) cloudprovider.DriftReason {
-		why, _ := e.cloud.IsDrifted(context.Background(), nc)
+		why, _ := e.cloud.IsDrifted(context.Background(), nc) // the closure outlives ctx
 		return why
 	}
 	m := &Moment{At: at.UTC(), Start: e.start, End: e.end, Cluster: c, GaveUp: map[string]string{}}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"sort"
@@ -19,7 +20,7 @@ func TestRunUntil(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := Run(in, fsys, ".", Options{})
+	rep, err := Run(context.Background(), in, fsys, ".", Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +39,7 @@ func TestRunUntil(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := RunUntil(in, fsys, ".", at, Options{})
+		m, err := RunUntil(context.Background(), in, fsys, ".", at, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -58,7 +59,7 @@ func TestRunUntil(t *testing.T) {
 			t.Error("no drift check: the simulated EC2's AMI drift would go unseen")
 		}
 	}
-	if _, err := RunUntil(in, fsys, ".", rep.End.Add(time.Second), Options{}); err == nil || !strings.Contains(err.Error(), "is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)") {
+	if _, err := RunUntil(context.Background(), in, fsys, ".", rep.End.Add(time.Second), Options{}); err == nil || !strings.Contains(err.Error(), "is outside the run (2026-11-30T00:00:00Z to 2026-12-01T00:00:00Z)") {
 		t.Errorf("after the end: %v", err)
 	}
 }

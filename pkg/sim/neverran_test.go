@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -60,7 +61,7 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Run(in, os.DirFS(dir), ".", Options{})
+		rep, err := Run(context.Background(), in, os.DirFS(dir), ".", Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

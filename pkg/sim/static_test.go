@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
@@ -100,7 +101,9 @@ func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at 
 		e.st.SetNodePools(e.pools)
 		e.dirty = true
 	})
-	e.clk.run(e.end, nil)
+	if err := e.clk.run(context.Background(), e.end, nil); err != nil {
+		t.Fatal(err)
+	}
 	return e.finish()
 }
 

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"os"
 	"strings"
 	"testing"
@@ -81,7 +82,7 @@ func TestStatefulSetStaysWithItsVolumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, at := range []time.Duration{time.Hour, 5 * time.Hour} {
-		m, err := RunUntil(in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(at), Options{})
+		m, err := RunUntil(context.Background(), in, os.DirFS(dir), ".", in.Scenario.Spec.Start.Add(at), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"runtime"
 	"testing"
 )
@@ -32,7 +33,7 @@ func BenchmarkTune100Variants(b *testing.B) {
 	b.ResetTimer()
 	var runs int
 	for b.Loop() {
-		res, err := p.Search(Options{Workers: runtime.NumCPU()})
+		res, err := p.Search(context.Background(), Options{Workers: runtime.NumCPU()})
 		if err != nil {
 			b.Fatal(err)
 		}

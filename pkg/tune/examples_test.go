@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -28,7 +29,7 @@ func TestTunedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := p.Search(Options{Workers: 2})
+	res, err := p.Search(context.Background(), Options{Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

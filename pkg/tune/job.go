@@ -2,6 +2,7 @@ package tune
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -51,7 +52,7 @@ func (p *Plan) Completions(o Options) int {
 }
 
 // RunIndex runs the variant of a Job's completion index over every seed.
-func (p *Plan) RunIndex(o Options, index int) (Line, error) {
+func (p *Plan) RunIndex(ctx context.Context, o Options, index int) (Line, error) {
 	o = p.resolved(o)
 	h, vs := p.jobHeader(o)
 	if index < 0 || index >= len(vs) {
@@ -63,7 +64,9 @@ func (p *Plan) RunIndex(o Options, index int) (Line, error) {
 		runs[s] = run{v: v, seed: int64(s)}
 	}
 	done := 0
-	p.runAll(runs, o, &done, len(runs))
+	if err := p.runAll(ctx, runs, o, &done, len(runs)); err != nil {
+		return Line{}, err
+	}
 	l := Line{Header: h, Variant: p.result(v, runs[0].m, runs[0].err)}
 	for _, r := range runs {
 		if r.err != nil {
@@ -76,12 +79,12 @@ func (p *Plan) RunIndex(o Options, index int) (Line, error) {
 
 // SearchAsJob is what a Job's pods and Gather give, run here: every
 // variant over every seed. Tests compare it with Gather's result.
-func (p *Plan) SearchAsJob(o Options) (*Result, error) {
+func (p *Plan) SearchAsJob(ctx context.Context, o Options) (*Result, error) {
 	o = p.resolved(o)
 	h, vs := p.jobHeader(o)
 	var lines []Line
 	for i := range vs {
-		l, err := p.RunIndex(o, i)
+		l, err := p.RunIndex(ctx, o, i)
 		if err != nil {
 			return nil, err
 		}

@@ -1,11 +1,11 @@
 package tune
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"math"
 	"math/rand/v2"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -201,8 +201,8 @@ func (p *Plan) Edits(v Variant) []Edit {
 }
 
 // Run simulates one variant with the scenario's seed plus offset, over
-// horizon (0: the scenario's duration).
-func (p *Plan) Run(v Variant, seedOffset int64, horizon time.Duration, o sim.Options) (Metrics, error) {
+// horizon (0: the scenario's duration), until ctx ends.
+func (p *Plan) Run(ctx context.Context, v Variant, seedOffset int64, horizon time.Duration, o sim.Options) (Metrics, error) {
 	in, err := p.t.withEdits(p.In, p.Edits(v))
 	if err != nil {
 		return Metrics{}, err
@@ -212,7 +212,7 @@ func (p *Plan) Run(v Variant, seedOffset int64, horizon time.Duration, o sim.Opt
 		in.Scenario.Spec.Duration.Duration = horizon
 	}
 	o.Progress = nil
-	r, err := sim.Run(in, p.FS, p.Dir, o)
+	r, err := sim.Run(ctx, in, p.FS, p.Dir, o)
 	if err != nil {
 		return Metrics{}, err
 	}
@@ -229,8 +229,10 @@ type run struct {
 }
 
 // runAll runs the simulations on a pool of workers; each result lands in
-// its own slot, so the outcome is the same for any number of workers.
-func (p *Plan) runAll(runs []run, o Options, done *int, total int) {
+// its own slot, so the outcome is the same for any number of workers. When
+// ctx ends, the runs under way stop, no more start, and it returns ctx's
+// cause.
+func (p *Plan) runAll(ctx context.Context, runs []run, o Options, done *int, total int) error {
 	var mu sync.Mutex
 	next := make(chan int)
 	var wg sync.WaitGroup
@@ -238,7 +240,10 @@ func (p *Plan) runAll(runs []run, o Options, done *int, total int) {
 		wg.Go(func() {
 			for i := range next {
 				r := &runs[i]
-				r.m, r.err = p.Run(r.v, r.seed, r.horizon, o.Sim)
+				if ctx.Err() != nil {
+					continue
+				}
+				r.m, r.err = p.Run(ctx, r.v, r.seed, r.horizon, o.Sim)
 				if o.Progress != nil {
 					mu.Lock()
 					*done++
@@ -253,6 +258,10 @@ func (p *Plan) runAll(runs []run, o Options, done *int, total int) {
 	}
 	close(next)
 	wg.Wait()
+	if ctx.Err() != nil {
+		return fmt.Errorf("the search stopped: %w", context.Cause(ctx))
+	}
+	return nil
 }
 
 // Search runs the space: every variant, or a sample thinned by successive
@@ -260,11 +269,10 @@ func (p *Plan) runAll(runs []run, o Options, done *int, total int) {
 // (keeping the better half each time); then the finalists — the Pareto
 // front of the variants meeting the constraints, and the baseline — over
 // o.Seeds seeds, the choice made on their means.
-func (p *Plan) Search(o Options) (*Result, error) {
-	// sim.Run raises the GC percentage for its run and restores it; runs
-	// in parallel would restore each other's. Raised once here, restored
-	// once.
-	defer debug.SetGCPercent(debug.SetGCPercent(400))
+//
+// It stops with ctx's cause when ctx ends. Like sim.Run it leaves
+// process-wide settings (the GC percentage) to the command.
+func (p *Plan) Search(ctx context.Context, o Options) (*Result, error) {
 	o = p.resolved(o)
 	vs, sampled := p.Variants(o)
 	full := p.In.Scenario.Spec.Duration.Duration
@@ -295,14 +303,16 @@ func (p *Plan) Search(o Options) (*Result, error) {
 		if i == len(horizons)-1 {
 			runs = append([]run{{v: vs[0], horizon: h}}, runs...)
 		}
-		p.runAll(runs, o, &done, total)
+		if err := p.runAll(ctx, runs, o, &done, total); err != nil {
+			return nil, err
+		}
 		info.Rungs = append(info.Rungs, Rung{Horizon: horizon(h), Variants: len(cands)})
 		if i == len(horizons)-1 {
 			results := make([]VariantResult, len(runs))
 			for j, r := range runs {
 				results[j] = p.result(r.v, r.m, r.err)
 			}
-			return p.finish(results, info, o, &done, total)
+			return p.finish(ctx, results, info, o, &done, total)
 		}
 		ms := make([]Metrics, len(runs))
 		for j, r := range runs {
@@ -338,7 +348,7 @@ func (p *Plan) result(v Variant, m Metrics, err error) VariantResult {
 }
 
 // finish runs the finalists over the other seeds and assembles the result.
-func (p *Plan) finish(results []VariantResult, info SearchInfo, o Options, done *int, total int) (*Result, error) {
+func (p *Plan) finish(ctx context.Context, results []VariantResult, info SearchInfo, o Options, done *int, total int) (*Result, error) {
 	res := assemble(p.header(info), results)
 	var runs []run
 	for _, f := range res.finalists() {
@@ -347,7 +357,9 @@ func (p *Plan) finish(results []VariantResult, info SearchInfo, o Options, done 
 			runs = append(runs, run{v: v, seed: int64(s)})
 		}
 	}
-	p.runAll(runs, o, done, *done+len(runs))
+	if err := p.runAll(ctx, runs, o, done, *done+len(runs)); err != nil {
+		return nil, err
+	}
 	perSeed := map[int][]Metrics{}
 	for _, f := range res.finalists() {
 		perSeed[res.Variants[f].Index] = []Metrics{res.Variants[f].Metrics}

@@ -2,7 +2,9 @@ package tune
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"math"
 	"path/filepath"
@@ -101,7 +103,7 @@ func TestSearchDeterministic(t *testing.T) {
 			for _, workers := range []int{1, 3, 3} {
 				o := tc.o
 				o.Workers = workers
-				res, err := p.Search(o)
+				res, err := p.Search(context.Background(), o)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -130,7 +132,7 @@ func TestSampledSearchHalves(t *testing.T) {
 		t.Skip("runs the bundled scenario")
 	}
 	p := planOf(t, smallSpace)
-	res, err := p.Search(Options{MaxVariants: 4, Samples: 8, Seeds: 1, Workers: 2})
+	res, err := p.Search(context.Background(), Options{MaxVariants: 4, Samples: 8, Seeds: 1, Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -366,5 +368,17 @@ items:
 	_, err = p.EditFiles(Variant{Index: 1, Choice: []int{0}})
 	if err == nil || !strings.Contains(err.Error(), "NodePool/general: not a document of its own") {
 		t.Errorf("error %v, want one naming NodePool/general", err)
+	}
+}
+
+// TestSearchStopsWithItsContext: a search whose context has ended runs no
+// simulation and returns the context's cause.
+func TestSearchStopsWithItsContext(t *testing.T) {
+	p := planOf(t, smallSpace)
+	stopped := errors.New("the user pressed Ctrl-C")
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(stopped)
+	if res, err := p.Search(ctx, Options{MaxVariants: 4, Samples: 8, Seeds: 1, Workers: 2}); res != nil || !errors.Is(err, stopped) {
+		t.Fatalf("result %v, error %v; want none and the cause", res != nil, err)
 	}
 }

@@ -35,7 +35,7 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{})
+	rep, err := sim.Run(context.Background(), in, examples.Scenarios, "scenarios/default", sim.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -98,7 +98,7 @@ func agreeUnder(t *testing.T, policy provisioning.Policy) {
 	spec := &in.Scenario.Spec
 	spec.Duration = metav1.Duration{Duration: time.Hour}
 	var passes []recordedPass
-	if _, err := sim.Run(in, examples.Scenarios, "scenarios/default", sim.Options{Policy: policy, OnProvision: func(p sim.ProvisioningPass) {
+	if _, err := sim.Run(context.Background(), in, examples.Scenarios, "scenarios/default", sim.Options{Policy: policy, OnProvision: func(p sim.ProvisioningPass) {
 		passes = append(passes, record(p))
 	}}); err != nil {
 		t.Fatal(err)
