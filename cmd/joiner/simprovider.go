@@ -15,7 +15,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // cloudFlags choose and configure the controller's cloud provider.
@@ -77,7 +77,7 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 			if err != nil {
 				return nil, err
 			}
-			in, err := sim.Load(os.DirFS(abs), ".", f.scenario)
+			in, err := scenario.Load(os.DirFS(abs), ".", f.scenario)
 			if err != nil {
 				return nil, fmt.Errorf("--scenario: %w", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -118,7 +119,7 @@ func runScenario(ctx context.Context, args []string, policy provisioning.Policy,
 	if err != nil {
 		return nil, err
 	}
-	in, err := sim.Load(fsys, dir, name)
+	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -151,7 +152,7 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if err != nil {
 		return nil, err
 	}
-	in, err := sim.Load(fsys, dir, name)
+	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/tune"
 )
@@ -131,7 +132,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 			return fmt.Errorf("--space %s is inside the scenario directory %s, whose YAML files are all read as the scenario: move it out", f.space, args[0])
 		}
 	}
-	in, err := sim.Load(fsys, dir, name)
+	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
 		return err
 	}

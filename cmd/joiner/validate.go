@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/tune"
 )
 
@@ -179,9 +179,9 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 				if len(ps.Errors()) == 0 {
 					r.valid = append(r.valid, d)
 				}
-			case sim.IsScenarioDocument(d):
+			case scenario.IsScenarioDocument(d):
 				r.scenarios++
-				check := sim.CheckScenario
+				check := scenario.CheckScenario
 				if tune.IsSpaceDocument(d) {
 					check = tune.CheckSpace
 				}

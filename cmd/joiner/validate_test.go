@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -193,7 +194,7 @@ func TestValidateAndSimulateAgree(t *testing.T) {
 		if out, err := run(t, "validate", dir); err != nil {
 			t.Errorf("%s must validate: %v\n%s", dir, err, out)
 		}
-		if _, err := sim.Load(os.DirFS(dir), ".", filepath.Base(dir)); err != nil {
+		if _, err := scenario.Load(os.DirFS(dir), ".", filepath.Base(dir)); err != nil {
 			t.Errorf("%s must load: %v", dir, err)
 		}
 	}
@@ -270,7 +271,7 @@ func TestValidateAndSimulateAgree(t *testing.T) {
 
 func loadAndRun(dir string) (*sim.Report, error) {
 	fsys := os.DirFS(dir)
-	in, err := sim.Load(fsys, ".", "t")
+	in, err := scenario.Load(fsys, ".", "t")
 	if err != nil {
 		return nil, err
 	}

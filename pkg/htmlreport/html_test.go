@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -131,7 +132,7 @@ func TestComparisonWarnings(t *testing.T) {
 // TestBundledScenario: the page of a real run — nodes come and go, pods
 // wait, nodes are disrupted — draws every chart and lists every node.
 func TestBundledScenario(t *testing.T) {
-	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
+	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestBundledScenario(t *testing.T) {
 }
 
 // TestNoTimeline: a report with no samples (hand-built, or JSON without a
-// timeline; sim.Load refuses a zero duration) renders a page that says so.
+// timeline; scenario.Load refuses a zero duration) renders a page that says so.
 // It used to draw three empty charts of it, and to fail with gonum's
 // "plotter: no data points" where the startup buckets were missing too.
 func TestNoTimeline(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -63,7 +64,7 @@ spec:
 	for _, d := range []provisioning.Decisions{provisioning.DecisionsJoiner, provisioning.DecisionsKarpenter} {
 		t.Run(string(d), func(t *testing.T) {
 			policy := provisioning.Policy{Decisions: d}
-			in, err := sim.Load(os.DirFS(dir), ".", "hosts")
+			in, err := scenario.Load(os.DirFS(dir), ".", "hosts")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +83,7 @@ spec:
 			for _, l := range first.Launches {
 				simulated = append(simulated, l.NodeClaim.Labels["karpenter.sh/nodepool"])
 			}
-			in, err = sim.Load(os.DirFS(dir), ".", "hosts")
+			in, err = scenario.Load(os.DirFS(dir), ".", "hosts")
 			if err != nil {
 				t.Fatal(err)
 			}

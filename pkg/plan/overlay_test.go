@@ -12,6 +12,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -140,7 +141,7 @@ func TestExplainNamesNodeOverlays(t *testing.T) {
 // -48 %).
 func TestPlanOfASimulationNamesItsOverlays(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "scenarios", "node-overlays")
-	in, err := sim.Load(os.DirFS(dir), ".", "node-overlays")
+	in, err := scenario.Load(os.DirFS(dir), ".", "node-overlays")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -79,7 +80,7 @@ func simulated(t *testing.T, at time.Duration, docs ...string) *sim.Moment {
 	if err := os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(strings.Join(docs, "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	in, err := sim.Load(os.DirFS(dir), ".", "explain")
+	in, err := scenario.Load(os.DirFS(dir), ".", "explain")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,11 +10,12 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // benchmarkRun times the run alone (run-wall-s, and simulated seconds per
 // wall second of it) and, apart, loading the scenario (load-wall-s).
-func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
+func benchmarkRun(b *testing.B, load func() (*scenario.Input, error), fsys func() any) {
 	var rep *Report
 	var simulated, loading time.Duration
 	b.ResetTimer()
@@ -66,14 +67,16 @@ func benchmarkRun(b *testing.B, load func() (*Input, error), fsys func() any) {
 
 // BenchmarkSimulateDefault: the bundled scenario, 24 simulated hours.
 func BenchmarkSimulateDefault(b *testing.B) {
-	benchmarkRun(b, func() (*Input, error) { return Load(examples.Scenarios, "scenarios/default", "default") }, func() any { return nil })
+	benchmarkRun(b, func() (*scenario.Input, error) {
+		return scenario.Load(examples.Scenarios, "scenarios/default", "default")
+	}, func() any { return nil })
 }
 
 // BenchmarkSimulateWeek20k: 7 simulated days, 20,000 pods on about 1,000
 // nodes, with a diurnal HPA on a fifth of the deployments.
 func BenchmarkSimulateWeek20k(b *testing.B) {
 	fsys := weekScenario()
-	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
+	benchmarkRun(b, func() (*scenario.Input, error) { return scenario.Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }
 
 func weekScenario() fstest.MapFS { return scaleScenario("168h", 100) }
@@ -87,7 +90,7 @@ func weekScenario() fstest.MapFS { return scaleScenario("168h", 100) }
 // (192 s and 5.6 GiB on 2 cores; 9.9 GiB without GOMEMLIMIT)
 func BenchmarkSimulateMonth100k(b *testing.B) {
 	fsys := scaleScenario("720h", 500)
-	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "month-100k") }, func() any { return fsys })
+	benchmarkRun(b, func() (*scenario.Input, error) { return scenario.Load(fsys, "sc", "month-100k") }, func() any { return fsys })
 }
 
 // scaleScenario is apps Deployments of 200 pods (a fifth of them scaled
@@ -137,16 +140,16 @@ spec:
     consolidateAfter: 10m
     budgets: [{nodes: "10%"}]
 `
-	scenario := "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: week}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: " + duration + "\n  seed: 7\n  loads:\n" + loads.String()
+	scenarioYAML := "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: week}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: " + duration + "\n  seed: 7\n  loads:\n" + loads.String()
 	return fstest.MapFS{
 		"sc/pool.yaml":     {Data: []byte(pool)},
 		"sc/apps.yaml":     {Data: []byte(w.String())},
-		"sc/scenario.yaml": {Data: []byte(scenario)},
+		"sc/scenario.yaml": {Data: []byte(scenarioYAML)},
 	}
 }
 
 // BenchmarkSimulateDay20k: the first day of the week run, for profiling.
 func BenchmarkSimulateDay20k(b *testing.B) {
 	fsys := scaleScenario("24h", 100)
-	benchmarkRun(b, func() (*Input, error) { return Load(fsys, "sc", "week-20k") }, func() any { return fsys })
+	benchmarkRun(b, func() (*scenario.Input, error) { return scenario.Load(fsys, "sc", "week-20k") }, func() any { return fsys })
 }

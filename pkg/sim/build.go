@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -32,7 +33,7 @@ func (e *engine) buildWorkloads() error {
 	if err := e.buildPods(prio); err != nil {
 		return err
 	}
-	loads := map[string]*LoadSpec{}
+	loads := map[string]*scenario.LoadSpec{}
 	for i := range s.Loads {
 		l := &s.Loads[i]
 		loads[l.Target.Kind+"/"+podutil.Namespace(metav1.ObjectMeta{Namespace: l.Target.Namespace})+"/"+l.Target.Name] = l
@@ -117,7 +118,7 @@ func (e *engine) buildPods(prio *priorities) error {
 }
 
 // buildHPAs models the HorizontalPodAutoscalers over their targets.
-func (e *engine) buildHPAs(byName map[string]*workload, loads map[string]*LoadSpec) error {
+func (e *engine) buildHPAs(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
 	ns := podutil.Namespace
 	for _, h := range e.in.HPAs {
 		target, spec, lf, err := e.autoscaled("HorizontalPodAutoscaler", ns(h.ObjectMeta), h.Name,
@@ -145,7 +146,7 @@ func (e *engine) buildHPAs(byName map[string]*workload, loads map[string]*LoadSp
 }
 
 // buildScaledObjects models KEDA's ScaledObjects over their targets.
-func (e *engine) buildScaledObjects(byName map[string]*workload, loads map[string]*LoadSpec) error {
+func (e *engine) buildScaledObjects(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
 	ns := podutil.Namespace
 	for _, so := range e.in.ScaledObjects {
 		kind := "Deployment"

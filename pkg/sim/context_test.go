@@ -6,13 +6,14 @@ import (
 	"testing"
 
 	"github.com/joiner-autoscaler/joiner/examples"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestRunStopsWithItsContext: a run whose context has ended stops and says
 // so (and when it stopped), instead of running its week to the end; a
 // cause given to the cancel comes through.
 func TestRunStopsWithItsContext(t *testing.T) {
-	in, err := Load(examples.Scenarios, "scenarios/default", "default")
+	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
 		t.Fatal(err)
 	}

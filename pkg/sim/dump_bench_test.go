@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // dumpShape sizes a generated kubectl dump.
@@ -1134,9 +1136,9 @@ func BenchmarkLoadDump50MB(b *testing.B) {
 	peak := sampleHeap()
 	b.ResetTimer()
 	start := time.Now()
-	var in *Input
+	var in *scenario.Input
 	for i := 0; i < b.N; i++ {
-		in, err = Load(fsys, ".", "dump")
+		in, err = scenario.Load(fsys, ".", "dump")
 		if err != nil {
 			b.Fatal(err)
 		}

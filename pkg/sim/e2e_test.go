@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	appsv1 "k8s.io/api/apps/v1"
 )
 
@@ -38,7 +39,7 @@ func runDir(t *testing.T, dir string) (*Report, []byte) {
 // runFS loads and runs the scenario at dir in fsys; the report also as JSON.
 func runFS(t *testing.T, fsys fs.FS, dir, name string) (*Report, []byte) {
 	t.Helper()
-	in, err := Load(fsys, dir, name)
+	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +154,7 @@ func TestHeadroomStartsServicePodsAtOnce(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "scenarios", "overprovisioning")
 	fsys := os.DirFS(dir)
 	run := func(headroom bool) *Report {
-		in, err := Load(fsys, ".", "overprovisioning")
+		in, err := scenario.Load(fsys, ".", "overprovisioning")
 		if err != nil {
 			t.Fatal(err)
 		}

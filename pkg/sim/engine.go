@@ -24,6 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -77,7 +78,7 @@ type Launch struct {
 }
 
 type engine struct {
-	in    *Input
+	in    *scenario.Input
 	opts  Options
 	fsys  fs.FS
 	dir   string
@@ -151,7 +152,7 @@ func (e *engine) syncOfferings() uint64 {
 // long simulations may trade memory for less GC work (joiner's raise the
 // GC percentage to 400, about a fifth faster); Run leaves process-wide
 // settings alone.
-func Run(ctx context.Context, in *Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
+func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
@@ -189,7 +190,7 @@ func Run(ctx context.Context, in *Input, fsys fs.FS, dir string, opts Options) (
 
 // newEngine builds a run's engine; everything that depends on opts (the
 // overlays' merge) is set from them here, before anything reads them.
-func newEngine(in *Input, fsys fs.FS, dir string, opts Options) (*engine, error) {
+func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engine, error) {
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
@@ -250,7 +251,7 @@ func amiOf(nc *awsv1.EC2NodeClass) string {
 
 // autoscaled finds an autoscaler's target workload and the load that
 // drives it, or says what to add to the scenario.
-func (e *engine) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*LoadSpec) (*workload, *LoadSpec, *loadFn, error) {
+func (e *engine) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*scenario.LoadSpec) (*workload, *scenario.LoadSpec, *loadFn, error) {
 	target, ok := byName[targetKey]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%s %s: scaleTargetRef %s is not in the scenario", kind, name, targetKey)

@@ -18,6 +18,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // The example scenarios' own assertions: what each is meant to show, in
@@ -28,12 +29,12 @@ import (
 // nil) has changed what was loaded, and keeps the engine, so a test can look
 // at every node it launched and the pods on the live ones. It checks that
 // Run itself gives the same report, so the two cannot drift apart.
-func runExample(t *testing.T, name string, edit func(*Input)) (*engine, *Report) {
+func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*engine, *Report) {
 	t.Helper()
 	dir := filepath.Join("..", "..", "examples", "scenarios", name)
 	fsys := os.DirFS(dir)
-	load := func() *Input {
-		in, err := Load(fsys, ".", name)
+	load := func() *scenario.Input {
+		in, err := scenario.Load(fsys, ".", name)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -240,7 +241,7 @@ func TestExampleGPUInferenceLimits(t *testing.T) {
 // the other two for a g6.12xlarge (4 GPUs) — about twice the cost of ten
 // g6.xlarge. It still never puts more pods on a node than it has GPUs.
 func TestExampleGPUPoolWithoutSizes(t *testing.T) {
-	e, rep := runExample(t, "gpu-inference-limits", func(in *Input) {
+	e, rep := runExample(t, "gpu-inference-limits", func(in *scenario.Input) {
 		for _, np := range in.NodePools {
 			if np.Name != "gpu" {
 				continue

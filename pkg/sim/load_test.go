@@ -6,10 +6,12 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 func TestLoadKubectlDump(t *testing.T) {
-	in, err := Load(os.DirFS("testdata/kubectl-dump"), ".", "dump")
+	in, err := scenario.Load(os.DirFS("testdata/kubectl-dump"), ".", "dump")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -20,7 +22,7 @@ func TestLoadKubectlDump(t *testing.T) {
 	if len(in.Services) != 1 || in.Skipped["ReplicaSet (owned by its Deployment)"] != 1 {
 		t.Errorf("skipped: %v", in.Skipped)
 	}
-	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(DefaultStart) {
+	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(scenario.DefaultStart) {
 		t.Errorf("defaults without scenario.yaml: %+v", in.Scenario.Spec)
 	}
 	const note = "has no scenario.yaml: the default scenario settings were used"
@@ -49,48 +51,17 @@ spec:
       nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
 `
 
-func TestLoadErrors(t *testing.T) {
+// TestBuildErrors: what only building the run finds (a PriorityClass a
+// workload names, an autoscaler's load) is answered as loading's errors
+// are (pkg/scenario's TestLoadErrors).
+func TestBuildErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		files map[string]string
 		want  []string
 	}{
-		{"typo in a Deployment", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  replcas: 3\n"},
-			[]string{"app.yaml", `Deployment "web"`, `unknown field "spec.replcas"`}},
-		{"removed API version", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1beta1\nkind: Deployment\nmetadata: {name: web}\n"},
-			[]string{"app.yaml:1", "apps/v1beta1 is no longer served", "fix: apiVersion: apps/v1"}},
-		{"scenario of an unknown apiVersion", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  duration: 24h\n"},
-			[]string{"scenario.yaml:1", "a scenario is apiVersion joiner.dev/v1alpha1, kind Scenario", "fix: apiVersion: joiner.dev/v1alpha1"}},
-		{"scenario of an unknown kind", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Simulation\nmetadata: {name: x}\n"},
-			[]string{"scenario.yaml:2", "kind Scenario"}},
-		{"scenario.yaml without apiVersion", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "spec:\n  duration: 24h\n"},
-			[]string{"scenario.yaml", "a scenario is apiVersion joiner.dev/v1alpha1, kind Scenario"}},
-		{"two NodePools of one name", map[string]string{"pool.yaml": minimalPool, "more/pool-copy.yaml": "# a copy\n" + minimalPool},
-			[]string{"sc/more/pool-copy.yaml:4", `NodePool "general" is defined twice`, "sc/pool.yaml:3"}},
-		{"an early Provisioner is answered, not skipped", map[string]string{"pool.yaml": minimalPool,
-			"old.yaml": "apiVersion: provisioning.karpenter.sh/v1alpha2\nkind: Provisioner\nmetadata: {name: old}\nspec:\n  instanceTypes: [m5.large]\n"},
-			[]string{"old.yaml:2", "Provisioner (provisioning.karpenter.sh/v1alpha2) was replaced by NodePool (karpenter.sh/v1)"}},
-		{"a Helm template", map[string]string{"pool.yaml": strings.Replace(minimalPool, "{name: general}", "{name: {{ .Values.name }}}", 1)},
-			[]string{"pool.yaml:3", "Helm template", "render it first"}},
-		{"bad NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "operator: In", "operator: Within", 1)},
-			[]string{"pool.yaml", "spec.template.spec.requirements[0].operator", "Unsupported value"}},
-		{"legacy NodePool", map[string]string{"pool.yaml": strings.Replace(minimalPool, "  template:", "  disruption: {consolidationPolicy: WhenUnderutilized, consolidateAfter: 1m}\n  template:", 1)},
-			[]string{"consolidationPolicy: WhenEmptyOrUnderutilized"}},
-		{"scenario units", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 1 day\n"},
-			[]string{"scenario.yaml:6", "spec.duration", "1 day", "fix: write a duration with a unit"}},
-		{"wrong unit in a request", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: web\n          resources:\n            requests: {cpu: 500mb}\n"},
-			[]string{"app.yaml:13", `Deployment "web"`, "spec.template.spec.containers[0].resources.requests.cpu", "fix: write a Kubernetes quantity"}},
 		{"unknown PriorityClass", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      priorityClassName: hihg\n      containers: [{name: web, image: web}]\n"},
 			[]string{`Deployment web: spec.template.spec: priorityClassName "hihg"`, "add a scheduling.k8s.io/v1 PriorityClass"}},
-		{"scenario unknown field", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duraton: 24h\n"},
-			[]string{"scenario.yaml", `unknown field "duraton"`}},
-		{"scenario bad share", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 24h\n  faults: {apiErrorRate: 5}\n"},
-			[]string{"spec.faults.apiErrorRate", "use a number from 0 to 1"}},
-		{"no NodePool", map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
-			[]string{"has no NodePool"}},
-		{"NodePool naming a missing EC2NodeClass", map[string]string{"pool.yaml": strings.Replace(minimalPool, "name: default}", "name: defualt}", 1),
-			"class.yaml": "apiVersion: karpenter.k8s.aws/v1\nkind: EC2NodeClass\nmetadata: {name: default}\nspec:\n  role: r\n  amiSelectorTerms: [{alias: al2023@latest}]\n  subnetSelectorTerms: [{tags: {a: b}}]\n  securityGroupSelectorTerms: [{tags: {a: b}}]\n"},
-			[]string{"pool.yaml:8", "spec.template.spec.nodeClassRef.name", `EC2NodeClass "defualt" is not in the scenario`, "name one it has: default"}},
 		{"HPA without load", map[string]string{"pool.yaml": minimalPool,
 			"app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: c, image: x}]}\n---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: web}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  maxReplicas: 5\n"},
 			[]string{"HorizontalPodAutoscaler web: scenario.yaml has no load for it"}},
@@ -101,10 +72,11 @@ func TestLoadErrors(t *testing.T) {
 			for name, body := range tc.files {
 				fsys["sc/"+name] = &fstest.MapFile{Data: []byte(body)}
 			}
-			in, err := Load(fsys, "sc", "sc")
-			if err == nil {
-				_, err = Run(context.Background(), in, fsys, "sc", Options{})
+			in, err := scenario.Load(fsys, "sc", "sc")
+			if err != nil {
+				t.Fatal(err)
 			}
+			_, err = Run(context.Background(), in, fsys, "sc", Options{})
 			if err == nil {
 				t.Fatal("want an error")
 			}

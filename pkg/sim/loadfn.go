@@ -10,6 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // loadFn is a load over time, as an offset from the start.
@@ -17,7 +21,7 @@ type loadFn struct {
 	at func(time.Duration) float64
 }
 
-func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
+func newLoadFn(l scenario.LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 	switch l.Pattern {
 	case "constant":
 		v := l.Value
@@ -30,7 +34,7 @@ func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 			return base + (peak-base)*(1+math.Cos(2*math.Pi*(h-hour)/24))/2
 		}}, nil
 	case "steps":
-		steps := append([]Step(nil), l.Steps...)
+		steps := append([]scenario.Step(nil), l.Steps...)
 		sort.SliceStable(steps, func(i, j int) bool { return steps[i].At.Duration < steps[j].At.Duration })
 		return &loadFn{at: func(d time.Duration) float64 {
 			v := 0.0
@@ -46,7 +50,7 @@ func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 		if err != nil {
 			return nil, fmt.Errorf("csv %q: %w (the path is relative to the scenario directory)", l.CSV, err)
 		}
-		var steps []Step
+		var steps []scenario.Step
 		sc := bufio.NewScanner(strings.NewReader(string(b)))
 		for line := 1; sc.Scan(); line++ {
 			text := strings.TrimSpace(sc.Text())
@@ -62,9 +66,11 @@ func newLoadFn(l LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 			if err1 != nil || err2 != nil {
 				return nil, fmt.Errorf("%s:%d: want offset,value (e.g. 1h30m,250), got %q", l.CSV, line, text)
 			}
-			steps = append(steps, Step{At: durationOf(at), Value: v})
+			steps = append(steps, scenario.Step{At: durationOf(at), Value: v})
 		}
-		return newLoadFn(LoadSpec{Pattern: "steps", Steps: steps}, fsys, dir)
+		return newLoadFn(scenario.LoadSpec{Pattern: "steps", Steps: steps}, fsys, dir)
 	}
 	return nil, fmt.Errorf("unknown load pattern %q", l.Pattern)
 }
+
+func durationOf(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }

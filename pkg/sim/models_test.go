@@ -8,6 +8,7 @@ import (
 	"testing/fstest"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 )
 
@@ -138,7 +139,7 @@ func TestHPABehaviorPolicies(t *testing.T) {
 
 func TestKEDA(t *testing.T) {
 	q := 95.0
-	so := &ScaledObject{}
+	so := &scenario.ScaledObject{}
 	min0, max8, cool := int32(0), int32(8), int32(300)
 	so.Spec.MinReplicaCount, so.Spec.MaxReplicaCount, so.Spec.CooldownPeriod = &min0, &max8, &cool
 	so.Spec.Triggers = append(so.Spec.Triggers, struct {
@@ -172,7 +173,7 @@ func TestKEDA(t *testing.T) {
 }
 
 func TestLoadPatterns(t *testing.T) {
-	d, _ := newLoadFn(LoadSpec{Pattern: "diurnal", Base: 100, Peak: 500, PeakHour: 14}, nil, "")
+	d, _ := newLoadFn(scenario.LoadSpec{Pattern: "diurnal", Base: 100, Peak: 500, PeakHour: 14}, nil, "")
 	if v := d.at(14 * time.Hour); math.Abs(v-500) > 1e-9 {
 		t.Errorf("diurnal at peak hour = %v", v)
 	}
@@ -182,25 +183,25 @@ func TestLoadPatterns(t *testing.T) {
 	if v := d.at(38 * time.Hour); math.Abs(v-500) > 1e-9 {
 		t.Errorf("diurnal repeats daily: %v", v)
 	}
-	s, _ := newLoadFn(LoadSpec{Pattern: "steps", Steps: []Step{{At: durationOf(2 * time.Hour), Value: 7}, {At: durationOf(0), Value: 3}}}, nil, "")
+	s, _ := newLoadFn(scenario.LoadSpec{Pattern: "steps", Steps: []scenario.Step{{At: durationOf(2 * time.Hour), Value: 7}, {At: durationOf(0), Value: 3}}}, nil, "")
 	if s.at(time.Hour) != 3 || s.at(2*time.Hour) != 7 {
 		t.Errorf("steps: %v %v", s.at(time.Hour), s.at(2*time.Hour))
 	}
 	fsys := fstest.MapFS{"sc/trace.csv": {Data: []byte("# offset,value\n0s,10\n30m,40\n")}, "sc/bad.csv": {Data: []byte("0s;10\n")}}
-	c, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "trace.csv"}, fsys, "sc")
+	c, err := newLoadFn(scenario.LoadSpec{Pattern: "csv", CSV: "trace.csv"}, fsys, "sc")
 	if err != nil || c.at(29*time.Minute) != 10 || c.at(31*time.Minute) != 40 {
 		t.Errorf("csv: %v", err)
 	}
 	// A scenario directory opened as the root of its file system (the CLI's
 	// os.DirFS(dir) with dir ".") must work too.
 	root := fstest.MapFS{"trace.csv": {Data: []byte("0s,10\n")}}
-	if c, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "trace.csv"}, root, "."); err != nil || c.at(0) != 10 {
+	if c, err := newLoadFn(scenario.LoadSpec{Pattern: "csv", CSV: "trace.csv"}, root, "."); err != nil || c.at(0) != 10 {
 		t.Errorf("csv beside scenario.yaml at the root: %v", err)
 	}
-	if _, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "missing.csv"}, root, "."); err == nil || !strings.Contains(err.Error(), `csv "missing.csv"`) {
+	if _, err := newLoadFn(scenario.LoadSpec{Pattern: "csv", CSV: "missing.csv"}, root, "."); err == nil || !strings.Contains(err.Error(), `csv "missing.csv"`) {
 		t.Errorf("missing csv: %v", err)
 	}
-	if _, err := newLoadFn(LoadSpec{Pattern: "csv", CSV: "bad.csv"}, fsys, "sc"); err == nil || !strings.Contains(err.Error(), "bad.csv:1: want offset,value") {
+	if _, err := newLoadFn(scenario.LoadSpec{Pattern: "csv", CSV: "bad.csv"}, fsys, "sc"); err == nil || !strings.Contains(err.Error(), "bad.csv:1: want offset,value") {
 		t.Errorf("bad csv: %v", err)
 	}
 }

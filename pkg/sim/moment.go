@@ -8,6 +8,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -32,7 +33,7 @@ type Moment struct {
 // to its end gives the state the report of Run describes. The cluster grows
 // under opts.Policy, as Run's would (its Progress and OnProvision are not
 // called), or stops with ctx's error if ctx ends first.
-func RunUntil(ctx context.Context, in *Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
+func RunUntil(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
 	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestRunUntil: the bundled scenario run to its end holds exactly the
@@ -16,7 +18,7 @@ import (
 // not yet gone); a time outside the run is refused.
 func TestRunUntil(t *testing.T) {
 	fsys := os.DirFS(filepath.Join("..", "..", "examples", "scenarios", "default"))
-	in, err := Load(fsys, ".", "default")
+	in, err := scenario.Load(fsys, ".", "default")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +37,7 @@ func TestRunUntil(t *testing.T) {
 		return strings.Join(names, ",")
 	}
 	for _, at := range []time.Time{rep.End, rep.Start.Add(10*time.Hour + 15*time.Minute), rep.Start.Add(3 * time.Hour)} {
-		in, err := Load(fsys, ".", "default")
+		in, err := scenario.Load(fsys, ".", "default")
 		if err != nil {
 			t.Fatal(err)
 		}

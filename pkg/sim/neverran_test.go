@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestNeverRanPods: the report names the pods that never ran, by workload
@@ -57,7 +59,7 @@ spec:
 		}
 	}
 	run := func() (*Report, string) {
-		in, err := Load(os.DirFS(dir), ".", dir)
+		in, err := scenario.Load(os.DirFS(dir), ".", dir)
 		if err != nil {
 			t.Fatal(err)
 		}

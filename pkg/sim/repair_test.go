@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 const repairPool = `apiVersion: karpenter.sh/v1
@@ -78,7 +80,7 @@ func TestNodeRepair(t *testing.T) {
 		})
 	}
 	bad := inlineScenario(repairPool, repairApp, "  start: \"2026-11-30T00:00:00Z\"\n  duration: 1h\n  faults: {nodeFailuresPerNodeHour: 3}\n")
-	if _, err := Load(bad, "sc", "sc"); err == nil || !strings.Contains(err.Error(), "spec.faults.nodeFailuresPerNodeHour") || !strings.Contains(err.Error(), "sc/scenario.yaml") {
+	if _, err := scenario.Load(bad, "sc", "sc"); err == nil || !strings.Contains(err.Error(), "spec.faults.nodeFailuresPerNodeHour") || !strings.Contains(err.Error(), "sc/scenario.yaml") {
 		t.Errorf("a rate above 1 per node-hour: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // staticPools: a static pool of two nodes and a dynamic one.
@@ -83,7 +84,7 @@ func TestStaticNodePool(t *testing.T) {
 // NodePool during a run, so the test changes it as an operator would.
 func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at time.Duration, replicas int64) *Report {
 	t.Helper()
-	in, err := Load(fsys, "sc", "inline")
+	in, err := scenario.Load(fsys, "sc", "inline")
 	if err != nil {
 		t.Fatal(err)
 	}

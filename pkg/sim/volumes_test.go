@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 const gp3Class = `apiVersion: storage.k8s.io/v1
@@ -50,7 +51,7 @@ func TestVolumeLoadErrors(t *testing.T) {
 			for name, body := range tc.files {
 				fsys["sc/"+name] = &fstest.MapFile{Data: []byte(body)}
 			}
-			_, err := Load(fsys, "sc", "sc")
+			_, err := scenario.Load(fsys, "sc", "sc")
 			if err == nil {
 				t.Fatal("want an error")
 			}
@@ -63,7 +64,7 @@ func TestVolumeLoadErrors(t *testing.T) {
 	}
 	// With the default class there, the template takes it.
 	fsys := fstest.MapFS{"sc/pool.yaml": {Data: []byte(minimalPool)}, "sc/app.yaml": {Data: []byte(sts + "---\n" + gp3Class)}}
-	in, err := Load(fsys, "sc", "sc")
+	in, err := scenario.Load(fsys, "sc", "sc")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestVolumeLoadErrors(t *testing.T) {
 // node, each replica runs in its volume's zone still.
 func TestStatefulSetStaysWithItsVolumes(t *testing.T) {
 	dir := "../../examples/scenarios/stateful-zones"
-	in, err := Load(os.DirFS(dir), ".", "stateful-zones")
+	in, err := scenario.Load(os.DirFS(dir), ".", "stateful-zones")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -95,7 +96,7 @@ func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
 
 // kedaModel is a ScaledObject with a queue-length trigger.
 type kedaModel struct {
-	so         *ScaledObject
+	so         *scenario.ScaledObject
 	target     *workload
 	load       *loadFn
 	perReplica float64
@@ -117,7 +118,7 @@ func (k *kedaModel) evaluate(now, start time.Time) int {
 	return k.minR
 }
 
-func newKeda(so *ScaledObject, target *workload, load *loadFn) (*kedaModel, error) {
+func newKeda(so *scenario.ScaledObject, target *workload, load *loadFn) (*kedaModel, error) {
 	k := &kedaModel{so: so, target: target, load: load, minR: 0, maxR: 100, cooldown: 300 * time.Second, perReplica: 5}
 	if so.Spec.MinReplicaCount != nil {
 		k.minR = int(*so.Spec.MinReplicaCount)

@@ -11,12 +11,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 // Plan is a space over a loaded scenario, checked and ready to run.
 type Plan struct {
-	In    *sim.Input
+	In    *scenario.Input
 	FS    fs.FS
 	Dir   string
 	Space *Space
@@ -25,8 +26,8 @@ type Plan struct {
 }
 
 // NewPlan checks the space against the scenario in (loaded from fsys at
-// dir by sim.Load).
-func NewPlan(in *sim.Input, fsys fs.FS, dir string, space *Space) (*Plan, error) {
+// dir by scenario.Load).
+func NewPlan(in *scenario.Input, fsys fs.FS, dir string, space *Space) (*Plan, error) {
 	t, err := readTargets(fsys, dir)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestFront on hand-made points.
@@ -353,7 +353,7 @@ items:
       disruption: {consolidateAfter: 5m}
 `)},
 	}
-	in, err := sim.Load(fsys, "s", "list")
+	in, err := scenario.Load(fsys, "s", "list")
 	if err != nil {
 		t.Fatal(err)
 	}

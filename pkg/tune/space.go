@@ -19,10 +19,10 @@ import (
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
-// SpaceKind is the kind of a tuning space file, of sim.ScenarioAPIVersion.
+// SpaceKind is the kind of a tuning space file, of scenario.ScenarioAPIVersion.
 const SpaceKind = "TuningSpace"
 
 // Space is a TuningSpace document:
@@ -180,14 +180,14 @@ func CheckSpace(d *manifest.Document) error {
 }
 
 func spaceOf(d *manifest.Document) (*Space, error) {
-	if d.APIVersion != sim.ScenarioAPIVersion || d.Kind != SpaceKind {
+	if d.APIVersion != scenario.ScenarioAPIVersion || d.Kind != SpaceKind {
 		field := "apiVersion"
-		if d.APIVersion == sim.ScenarioAPIVersion {
+		if d.APIVersion == scenario.ScenarioAPIVersion {
 			field = "kind"
 		}
 		return nil, manifest.Problems{{File: d.File, Line: d.LineOf(field), Doc: d.Doc, Kind: d.Kind, Name: d.Name, Field: field,
-			Message: fmt.Sprintf("a tuning space is apiVersion %s, kind %s; this is %q %q", sim.ScenarioAPIVersion, SpaceKind, d.APIVersion, d.Kind),
-			Fix:     fmt.Sprintf("apiVersion: %s\nkind: %s", sim.ScenarioAPIVersion, SpaceKind)}}
+			Message: fmt.Sprintf("a tuning space is apiVersion %s, kind %s; this is %q %q", scenario.ScenarioAPIVersion, SpaceKind, d.APIVersion, d.Kind),
+			Fix:     fmt.Sprintf("apiVersion: %s\nkind: %s", scenario.ScenarioAPIVersion, SpaceKind)}}
 	}
 	s := &Space{doc: d}
 	if err := decodeStrict(d.Object, s); err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/joiner-autoscaler/joiner/examples"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 const header = "apiVersion: joiner.dev/v1alpha1\nkind: TuningSpace\nmetadata: {name: t}\n"
@@ -54,9 +54,9 @@ func TestSpaceErrors(t *testing.T) {
 	}
 }
 
-func bundled(t testing.TB) *sim.Input {
+func bundled(t testing.TB) *scenario.Input {
 	t.Helper()
-	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
+	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
 		t.Fatal(err)
 	}

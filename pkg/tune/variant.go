@@ -12,7 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // Edit sets one field of one object: Path is a JSON path whose segments
@@ -176,7 +176,7 @@ type targets struct {
 func docKey(kind, name string) string { return kind + "/" + name }
 
 // readTargets parses the scenario's files for its NodePools and HPAs, the
-// documents a space can edit (sim.Load keeps only their decoded objects).
+// documents a space can edit (scenario.Load keeps only their decoded objects).
 func readTargets(fsys fs.FS, dir string) (*targets, error) {
 	t := &targets{docs: map[string]*manifest.Document{}}
 	files, err := yamlFiles(fsys, dir)
@@ -297,7 +297,7 @@ func (t *targets) unchanged(edits []Edit) bool {
 
 // withEdits is in with the edited NodePools and HPAs in place of the
 // loaded ones; everything else is shared, which a run only reads.
-func (t *targets) withEdits(in *sim.Input, edits []Edit) (*sim.Input, error) {
+func (t *targets) withEdits(in *scenario.Input, edits []Edit) (*scenario.Input, error) {
 	pools, hpas, err := t.edited(edits)
 	if err != nil {
 		return nil, err

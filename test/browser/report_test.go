@@ -17,6 +17,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -31,7 +32,7 @@ func chromium(t *testing.T) string {
 }
 
 func TestReportRendersInChromium(t *testing.T) {
-	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
+	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
 		t.Fatal(err)
 	}

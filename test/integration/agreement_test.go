@@ -33,6 +33,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
@@ -91,7 +92,7 @@ func TestSimulatorAndControllerAgree(t *testing.T) {
 
 func agreeUnder(t *testing.T, policy provisioning.Policy) {
 	ctx := context.Background()
-	in, err := sim.Load(examples.Scenarios, "scenarios/default", "default")
+	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestScenarioIsTheBenchmarksWorkload: test/scale/scenario is this
@@ -15,7 +15,7 @@ import (
 // (churn at a constant workload, how long a scale-in takes to settle) is
 // about the same workload the benchmark runs.
 func TestScenarioIsTheBenchmarksWorkload(t *testing.T) {
-	in, err := sim.Load(os.DirFS("scenario"), ".", "scale1000")
+	in, err := scenario.Load(os.DirFS("scenario"), ".", "scale1000")
 	if err != nil {
 		t.Fatal(err)
 	}

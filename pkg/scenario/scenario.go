@@ -1,8 +1,9 @@
-// Package sim is Joiner's simulator: it runs the real provisioning,
-// disruption and termination code against an in-memory cluster and a
-// simulated EC2 on a virtual clock, driven by ordinary workload manifests,
-// and reports cost, pod start latency and disruption.
-package sim
+// Package scenario is what the simulator runs: a scenario directory's
+// scenario.yaml (when, how long, what load, which faults — the Scenario
+// type) and the manifests beside it (NodePools, node classes, workloads,
+// autoscalers, storage), loaded, defaulted as the API server would and
+// checked, into an Input. It knows nothing of how a run goes (pkg/sim).
+package scenario
 
 import (
 	"encoding/json"
@@ -294,5 +295,3 @@ func decodeLoose(obj map[string]any, v any) error {
 	}
 	return json.Unmarshal(b, v)
 }
-
-func durationOf(d time.Duration) metav1.Duration { return metav1.Duration{Duration: d} }

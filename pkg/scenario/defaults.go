@@ -1,4 +1,4 @@
-package sim
+package scenario
 
 import (
 	appsv1 "k8s.io/api/apps/v1"
