@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"encoding/json"
+	"errors"
 	"reflect"
 	"strings"
 
@@ -75,8 +76,16 @@ func DecodeBuiltin(d *Document) (any, Problems) {
 }
 
 // DecodeStrict decodes d into v (a pointer), reporting unknown or mistyped
-// fields and malformed values with their path and line.
+// fields and malformed values with their path and line; the fix for an
+// unknown field points at kubectl explain.
 func DecodeStrict(d *Document, v any) Problems {
+	return DecodeStrictFields(d, v, "check the spelling; kubectl explain "+strings.ToLower(d.Kind)+" lists the fields")
+}
+
+// DecodeStrictFields is DecodeStrict for kinds kubectl does not know (a
+// scenario, a tuning space): fields is the fix for an unknown field, the
+// fields there are. Field names match exactly, as the API server's do.
+func DecodeStrictFields(d *Document, v any, fields string) Problems {
 	b, err := json.Marshal(d.Object)
 	if err != nil {
 		return Problems{d.problem("", err.Error(), "")}
@@ -91,12 +100,12 @@ func DecodeStrict(d *Document, v any) Problems {
 	}
 	var ps Problems
 	for _, e := range strict {
-		msg := e.Error()
 		field := ""
-		if i := strings.Index(msg, `unknown field "`); i >= 0 {
-			field = strings.TrimSuffix(msg[i+len(`unknown field "`):], `"`)
+		var fe sigsjson.FieldError
+		if errors.As(e, &fe) {
+			field = fe.FieldPath()
 		}
-		ps = append(ps, d.problem(field, msg, "check the spelling; kubectl explain "+strings.ToLower(d.Kind)+" lists the fields"))
+		ps = append(ps, d.problem(field, e.Error(), fields))
 	}
 	return ps
 }

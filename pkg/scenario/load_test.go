@@ -50,7 +50,7 @@ func TestLoadErrors(t *testing.T) {
 		{"wrong unit in a request", map[string]string{"pool.yaml": minimalPool, "app.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers:\n        - name: web\n          image: web\n          resources:\n            requests: {cpu: 500mb}\n"},
 			[]string{"app.yaml:13", `Deployment "web"`, "spec.template.spec.containers[0].resources.requests.cpu", "fix: write a Kubernetes quantity"}},
 		{"scenario unknown field", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duraton: 24h\n"},
-			[]string{"scenario.yaml", `unknown field "duraton"`}},
+			[]string{"scenario.yaml:6", `unknown field "spec.duraton"`, "fix: the fields of spec: start, duration"}},
 		{"scenario bad share", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 24h\n  faults: {apiErrorRate: 5}\n"},
 			[]string{"spec.faults.apiErrorRate", "use a number from 0 to 1"}},
 		{"no NodePool", map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},

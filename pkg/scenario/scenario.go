@@ -19,6 +19,9 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
+// scenarioFields is the fix for an unknown field of scenario.yaml.
+const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot"
+
 // ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
 const (
 	ScenarioAPIVersion = "joiner.dev/v1alpha1"
@@ -210,11 +213,8 @@ func decodeScenario(d *manifest.Document, base Scenario) (Scenario, error) {
 			Fix:     fmt.Sprintf("apiVersion: %s\nkind: %s", ScenarioAPIVersion, ScenarioKind)}}
 	}
 	s := base
-	if err := decodeStrict(d.Object, &s); err != nil {
-		if strings.Contains(err.Error(), "unknown field") {
-			return base, fmt.Errorf("%s: %w (fields: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot)", d.File, err)
-		}
-		return base, manifest.Problems{manifest.ValueProblem(d, err, func(o map[string]any) error { return decodeStrict(o, &Scenario{}) })}
+	if ps := manifest.DecodeStrictFields(d, &s, scenarioFields); len(ps) > 0 {
+		return base, ps
 	}
 	if ps := s.validate(d); len(ps) > 0 {
 		return base, ps
@@ -274,17 +274,6 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 		bad("spec.faults.nodeFailuresPerNodeHour", fmt.Sprintf("%v: a rate per node-hour from 0 to 1, e.g. 0.001 (one failure in a thousand node-hours)", r))
 	}
 	return ps
-}
-
-// decodeStrict decodes JSON into v, rejecting unknown fields.
-func decodeStrict(obj map[string]any, v any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // decodeLoose decodes JSON into v, ignoring fields v does not model.

@@ -22,6 +22,9 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
+// spaceFields is the fix for an unknown field of a tuning space.
+const spaceFields = "the fields of spec: nodePools (name, requirements, weight, consolidationPolicy, consolidateAfter, budgets, expireAfter, limits), workloads (hpa, namespace, targetUtilization), objectives, constraints (metric, max), search (maxVariants, samples, sampler, seed, seeds)"
+
 // SpaceKind is the kind of a tuning space file, of scenario.ScenarioAPIVersion.
 const SpaceKind = "TuningSpace"
 
@@ -190,12 +193,8 @@ func spaceOf(d *manifest.Document) (*Space, error) {
 			Fix:     fmt.Sprintf("apiVersion: %s\nkind: %s", scenario.ScenarioAPIVersion, SpaceKind)}}
 	}
 	s := &Space{doc: d}
-	if err := decodeStrict(d.Object, s); err != nil {
-		p := manifest.ValueProblem(d, err, func(o map[string]any) error { return decodeStrict(o, &Space{}) })
-		if strings.Contains(err.Error(), "unknown field") {
-			p.Fix = "the fields of spec: nodePools (name, requirements, weight, consolidationPolicy, consolidateAfter, budgets, expireAfter, limits), workloads (hpa, namespace, targetUtilization), objectives, constraints (metric, max), search (maxVariants, samples, sampler, seed, seeds)"
-		}
-		return nil, manifest.Problems{p}
+	if ps := manifest.DecodeStrictFields(d, s, spaceFields); len(ps) > 0 {
+		return nil, ps
 	}
 	if ps := s.validate(); len(ps) > 0 {
 		return nil, ps
@@ -386,17 +385,6 @@ func parseMax(metric string, raw json.RawMessage) (float64, error) {
 		return 0, fmt.Errorf("%q is not a duration", s)
 	}
 	return d.Seconds(), nil
-}
-
-// decodeStrict decodes JSON into v, rejecting unknown fields.
-func decodeStrict(obj map[string]any, v any) error {
-	b, err := json.Marshal(obj)
-	if err != nil {
-		return err
-	}
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	return dec.Decode(v)
 }
 
 // check checks the space against the scenario: every NodePool and HPA it
