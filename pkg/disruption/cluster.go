@@ -277,7 +277,5 @@ func (c *Cluster) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
 
 // requirementsOf are the pool's requirements, for requirement drift.
 func requirementsOf(np *v1.NodePool) scheduling.Requirements {
-	r := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
-	r.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
-	return r
+	return scheduling.FromNodePool(np)
 }

@@ -1,9 +1,6 @@
 package lint
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
-	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -54,16 +51,4 @@ func (ct *catalogTypes) matching(reqs scheduling.Requirements) []catalogType {
 		}
 	}
 	return out
-}
-
-// poolRequirements are what a pool's nodes may be: its requirements and
-// template labels, with on-demand only when it says nothing of capacity
-// type, as Karpenter defaults.
-func poolRequirements(np *v1.NodePool) scheduling.Requirements {
-	reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
-	reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
-	if !reqs.Has(v1.LabelCapacityType) {
-		reqs.Add(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
-	}
-	return reqs
 }

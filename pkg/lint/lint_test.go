@@ -101,7 +101,7 @@ func rulesOf(r *Result) []string {
 }
 
 const (
-	gpuReqs  = "      requirements:\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [g5.xlarge, g5.2xlarge]\n"
+	gpuReqs  = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [on-demand]\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [g5.xlarge, g5.2xlarge]\n"
 	gpuTaint = "      taints:\n        - {key: nvidia.com/gpu, effect: NoSchedule}\n"
 	zoneReqs = "      requirements:\n        - key: topology.kubernetes.io/zone\n          operator: In\n          values: [us-east-1a]\n"
 	spotFew  = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [spot]\n        - key: node.kubernetes.io/instance-type\n          operator: In\n          values: [m5.large, m5.xlarge]\n"

@@ -28,7 +28,7 @@ const narrowZones = 3
 func (l *Linter) poolFindings(d *manifest.Document, np *v1.NodePool) []Finding {
 	var fs []Finding
 	spec := np.Spec.Template.Spec
-	reqs := poolRequirements(np)
+	reqs := scheduling.FromNodePool(np)
 	types := l.types.matching(reqs)
 	accelerated := len(types) > 0
 	for _, t := range types {

@@ -16,6 +16,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // setFindings are the rules across the objects of one set.
@@ -59,7 +60,7 @@ func (l *Linter) overlayFindings(s *set) []Finding {
 	}
 	its := map[string][]*cloudprovider.InstanceType{}
 	for _, np := range pools {
-		for _, t := range l.types.matching(poolRequirements(np)) {
+		for _, t := range l.types.matching(scheduling.FromNodePool(np)) {
 			its[np.Name] = append(its[np.Name], t.it)
 		}
 	}
@@ -113,7 +114,7 @@ func (l *Linter) overlaps(s *set) []Finding {
 			if a.doc.Name == b.doc.Name || weightOf(a.pool) != weightOf(b.pool) || taintKey(a.pool.Spec.Template.Spec.Taints) != taintKey(b.pool.Spec.Template.Spec.Taints) {
 				continue
 			}
-			ra, rb := poolRequirements(a.pool), poolRequirements(b.pool)
+			ra, rb := scheduling.FromNodePool(a.pool), scheduling.FromNodePool(b.pool)
 			if ra.Intersects(rb) != nil {
 				continue
 			}

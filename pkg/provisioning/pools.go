@@ -124,8 +124,7 @@ type itInfo struct {
 func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets []*corev1.Pod, d *dims) *poolInfo {
 	p := &poolInfo{np: np, taints: np.Spec.Template.Spec.Taints, compat: map[string]bitset{}, fits: map[string]bitset{}, fitting: map[string]fitting{}, offer: map[string]bitset{},
 		wellKnown: map[string]bool{v1.LabelHostname: true}}
-	p.reqs = scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
-	p.reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
+	p.reqs = scheduling.FromNodePool(np)
 	p.reqs.Add(scheduling.NewRequirement(v1.LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
 	for _, it := range its {
 		for k := range it.Requirements {

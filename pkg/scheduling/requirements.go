@@ -38,6 +38,17 @@ func FromCoreNodeSelectorRequirements(in []corev1.NodeSelectorRequirement) Requi
 	return out
 }
 
+// FromNodePool is what a NodePool's nodes may be: its template's
+// requirements and labels. (Provisioning adds the karpenter.sh/nodepool
+// label of its own claims.) A pool that says nothing of a key, such as
+// karpenter.sh/capacity-type, allows every value of it — upstream has no
+// default there.
+func FromNodePool(np *v1.NodePool) Requirements {
+	reqs := FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
+	reqs.Merge(FromLabels(np.Spec.Template.Labels))
+	return reqs
+}
+
 // FromLabels turns labels into single-value In requirements.
 func FromLabels(labels map[string]string) Requirements {
 	out := Requirements{}

@@ -118,7 +118,7 @@ func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 	var errs []error
 	for _, np := range pools {
 		p.pools[np.Name] = np
-		reqs := poolRequirements(np)
+		reqs := scheduling.FromNodePool(np)
 		for _, it := range p.types {
 			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
 				p.byPool[np.Name] = append(p.byPool[np.Name], it)
@@ -157,12 +157,6 @@ func (p *Provider) baseOf(o *cloudprovider.Offering) *cloudprovider.Offering {
 		return b
 	}
 	return o
-}
-
-func poolRequirements(np *v1.NodePool) scheduling.Requirements {
-	reqs := scheduling.FromNodeSelectorRequirements(np.Spec.Template.Spec.Requirements)
-	reqs.Merge(scheduling.FromLabels(np.Spec.Template.Labels))
-	return reqs
 }
 
 // Name identifies the provider.
