@@ -107,8 +107,8 @@ func (f *policyFlags) policy() (provisioning.Policy, error) {
 
 // runScenario runs a scenario (the bundled default when args is empty). A
 // run allocates many short-lived scheduling states: the command trades
-// memory for less GC work (GOGC 400 unless the environment sets GOGC),
-// about a fifth faster over a long run.
+// memory for less GC work (GOGC 400 unless the environment sets GOGC;
+// BenchmarkSimulateWeek20k in pkg/sim shows what it buys).
 func runScenario(ctx context.Context, args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*sim.Report, error) {
 	simulationGC()
 	arg := ""

@@ -13,10 +13,9 @@ import (
 // planner (NodePools, instance types and their offerings, DaemonSets), the
 // nodes that stay with their pods and whether they are being disrupted,
 // the pending pods, and which candidates go. None of it depends on the
-// clock. A cluster at rest asks the same questions pass after pass — in
-// the week-long benchmark, 1901 of 2016 consolidation passes saw exactly
-// the cluster of the pass before — so the Memo keeps the answers, keyed by
-// all of that content.
+// clock. A cluster at rest asks the same questions pass after pass — most
+// passes of a simulated week see exactly the cluster of the pass before —
+// so the Memo keeps the answers, keyed by all of that content.
 
 // simScope is what every simulation of a pass shares: the planner (held by
 // the key, so its address is not reused while the entry lives; a Planner

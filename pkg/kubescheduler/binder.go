@@ -294,7 +294,7 @@ func (r *bindRun) feasible(p pendingPod, toFind int) (feasible []int, lastErr er
 			c.Reject(idx)
 			continue
 		}
-		err, permanent := r.f.Check(c, idx)
+		permanent, err := r.f.Check(c, idx)
 		if err != nil {
 			lastErr = err
 			if permanent {

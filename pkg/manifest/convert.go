@@ -16,8 +16,7 @@ import (
 // reading the text back as sigs.k8s.io/yaml.YAMLToJSON does (YAML 1.1
 // scalars through go.yaml.in/yaml/v2: yes is true, 0777 is 511) and decoding
 // the JSON with int64 and float64 numbers. The three passes cost most of a
-// large file's load (a 50 MB kubectl dump: 40 of 54 s, 9 of 11 GB
-// allocated). ok is false for input whose round trip it does not reproduce
+// large file's load (BenchmarkLoadDump50MB in pkg/sim). ok is false for input whose round trip it does not reproduce
 // exactly — explicit tags, aliases, merge keys, keys that are not strings,
 // folded block scalars, invalid UTF-8, NaN or infinity — which the caller
 // converts the slow way.

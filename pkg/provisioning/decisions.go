@@ -119,7 +119,7 @@ func (s *scheduler) placeUpstream(c *podClass, pod *corev1.Pod) bool {
 		if c.rejected.has(base + ci) {
 			continue
 		}
-		err, permanent := s.claims[ci].tryAdd(s, c, pod)
+		permanent, err := s.claims[ci].tryAdd(s, c, pod)
 		if err == nil {
 			s.reorderClaim(at)
 			return true

@@ -133,9 +133,9 @@ func (c Class) Waiting() string {
 func (c Class) Requirements() scheduling.Requirements { return c.c.reqs }
 
 // Check reports whether a pod of the class passes the filters on node i
-// now, changing nothing; permanent says the failure cannot go away while
-// pods are only added.
-func (f *Filter) Check(c Class, i int) (err error, permanent bool) {
+// now, changing nothing: err says why not, and permanent that the failure
+// cannot go away while pods are only added.
+func (f *Filter) Check(c Class, i int) (permanent bool, err error) {
 	return f.s.existing[i].check(f.s, c.c)
 }
 

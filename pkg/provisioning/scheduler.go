@@ -776,9 +776,9 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 			var err error
 			var permanent bool
 			if idx < len(s.existing) {
-				err, permanent = s.existing[idx].tryAdd(s, c, pod)
+				permanent, err = s.existing[idx].tryAdd(s, c, pod)
 			} else {
-				err, permanent = s.claims[idx-len(s.existing)].tryAdd(s, c, pod)
+				permanent, err = s.claims[idx-len(s.existing)].tryAdd(s, c, pod)
 			}
 			if err == nil {
 				return true

@@ -34,33 +34,33 @@ type existingTarget struct {
 
 // tryAdd places the pod if the node can run it. The boolean says the
 // failure is permanent for the class (it cannot change as pods are added).
-func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
-	if err, permanent := e.check(s, c); err != nil {
-		return err, permanent
+func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent bool, err error) {
+	if permanent, err := e.check(s, c); err != nil {
+		return permanent, err
 	}
 	e.add(s, c, pod)
-	return nil, false
+	return false, nil
 }
 
 // check reports whether the node can run a pod of the class now, without
 // changing anything; the boolean says a failure is permanent for the class.
-func (e *existingTarget) check(s *scheduler, c *podClass) (error, bool) {
+func (e *existingTarget) check(s *scheduler, c *podClass) (permanent bool, err error) {
 	n := e.node
 	if n.MarkedForDeletion {
-		return errDeleting, true
+		return true, errDeleting
 	}
 	taints := n.Taints
 	if n.InFlight {
 		taints = withoutTaint(taints, v1.UnregisteredTaint)
 	}
 	if err := scheduling.ToleratesForScheduling(taints, c.tolerations); err != nil {
-		return err, true
+		return true, err
 	}
 	if !c.reqs.MatchesLabels(e.labels) {
-		return fmt.Errorf("the node's labels do not satisfy %s", c.reqs), true
+		return true, fmt.Errorf("the node's labels do not satisfy %s", c.reqs)
 	}
 	if !sumFitsIn(e.used, c.requests, e.alloc) {
-		return errFull, true
+		return true, errFull
 	}
 	if len(c.hostPorts) > 0 {
 		if !e.portsKnown {
@@ -70,13 +70,13 @@ func (e *existingTarget) check(s *scheduler, c *podClass) (error, bool) {
 			e.portsKnown = true
 		}
 		if portsConflict(e.ports, c.hostPorts) {
-			return errHostPort, true
+			return true, errHostPort
 		}
 	}
 	if _, err := s.topo.check(c, existingDomains(n), func(g *topoGroup) []string { return s.eligible(c, g) }); err != nil {
-		return err, permanentTopology(err)
+		return permanentTopology(err), err
 	}
-	return nil, false
+	return false, nil
 }
 
 // add places a pod of the class that check accepted.
@@ -201,10 +201,10 @@ type claimUpdate struct {
 	minRelaxed bool // reqs' minValues were lowered (BestEffort)
 }
 
-func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool) {
-	u, err, permanent := cl.check(s, c)
+func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent bool, err error) {
+	u, permanent, err := cl.check(s, c)
 	if err != nil {
-		return err, permanent
+		return permanent, err
 	}
 	cl.reqs = u.reqs
 	cl.requests = u.total
@@ -214,29 +214,29 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (error, bool
 	cl.pods = append(cl.pods, pod)
 	cl.ports = append(cl.ports, c.hostPorts...)
 	s.topo.record(c, cl.domains(u.reqs, s.topo.universe))
-	return nil, false
+	return false, nil
 }
 
 // check computes whether the class can join the claim, and the claim's
 // state if it does, without changing anything.
-func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
+func (cl *claim) check(s *scheduler, c *podClass) (u *claimUpdate, permanent bool, err error) {
 	cp := s.poolCheck(c, cl.pool, cl.poolIdx)
 	if cp.err != nil {
-		return nil, cp.err, true
+		return nil, true, cp.err
 	}
 	reqs, err := cl.joinedReqs(c)
 	if err != nil {
-		return nil, err, true
+		return nil, true, err
 	}
 	if portsConflict(cl.ports, c.hostPorts) {
-		return nil, errHostPort, true
+		return nil, true, errHostPort
 	}
 	if !sumFitsIn(cl.requests, c.requests, cl.maxAlloc) || !s.capFits(cl, c.requests) {
-		return nil, errNoRoom, true
+		return nil, true, errNoRoom
 	}
 	narrow, err := s.topo.check(c, cl.domains(reqs, s.topo.universe), func(g *topoGroup) []string { return s.eligible(c, g) })
 	if err != nil {
-		return nil, err, permanentTopology(err)
+		return nil, permanentTopology(err), err
 	}
 	total := cl.requests.plus(c.requests)
 	reqs = narrowed(reqs, narrow)
@@ -244,15 +244,15 @@ func (cl *claim) check(s *scheduler, c *podClass) (*claimUpdate, error, bool) {
 	cand, maxAlloc, fitAny := cl.holding(cp.candidates, total, reqs, recheckKeys, recheck)
 	if maxAlloc == nil {
 		if !fitAny {
-			return nil, errNoRoom, true
+			return nil, true, errNoRoom
 		}
-		return nil, fmt.Errorf("no remaining instance type satisfies %s", reqs), len(narrow) == 0
+		return nil, len(narrow) == 0, fmt.Errorf("no remaining instance type satisfies %s", reqs)
 	}
 	reqs, relaxed, err := checkMinValues(reqs, cand, cl.pool, s.minValues == MinValuesBestEffort)
 	if err != nil {
-		return nil, err, true
+		return nil, true, err
 	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed}, nil, false
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed}, false, nil
 }
 
 // joinedReqs are the claim's requirements with the class's merged in, or
@@ -409,12 +409,12 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	reqs.Add(scheduling.NewRequirement(v1.LabelHostname, corev1.NodeSelectorOpIn, name))
 	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, candidates: cand, maxAlloc: maxAlloc}
 	if dryRun {
-		if _, err, _ := cl.check(s, c); err != nil {
+		if _, _, err := cl.check(s, c); err != nil {
 			return nil, err
 		}
 		return nil, errors.New("it fits a new node but was not placed")
 	}
-	if err, _ := cl.tryAdd(s, c, pod); err != nil {
+	if _, err := cl.tryAdd(s, c, pod); err != nil {
 		return nil, err
 	}
 	s.claims = append(s.claims, cl)

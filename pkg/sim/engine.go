@@ -150,8 +150,7 @@ func (e *engine) syncOfferings() uint64 {
 //
 // A run allocates many short-lived scheduling states: a command that runs
 // long simulations may trade memory for less GC work (joiner's raise the
-// GC percentage to 400, about a fifth faster); Run leaves process-wide
-// settings alone.
+// GC percentage to 400); Run leaves process-wide settings alone.
 func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
 	e, err := newEngine(in, fsys, dir, opts)
 	if err != nil {

@@ -96,11 +96,20 @@ type storedPod struct {
 	requests corev1.ResourceList
 }
 
-// entry names a view: a claim ("c", name) or an unmanaged Node ("n", name).
+// entry names a view: a claim's, or an unmanaged Node's (one without a
+// claim yet, or that Joiner does not manage).
 type entry struct {
-	kind byte
+	kind viewKind
 	name string
 }
+
+// viewKind says what an entry's name names.
+type viewKind uint8
+
+const (
+	claimView viewKind = iota // a NodeClaim, with its Node once it registers
+	nodeView                  // a Node without a claim
+)
 
 // view is one node as decisions see it, rebuilt when dirty. What a build
 // hands out (built, node's Pods, candidate's slices) is never written into
@@ -230,7 +239,7 @@ func (s *Store) SetNodeClaim(nc *v1.NodeClaim) {
 		s.deleteClaimLocked(nc.Name)
 	}
 	s.claims[nc.Name] = nc
-	k := entry{'c', nc.Name}
+	k := entry{claimView, nc.Name}
 	v := s.views[k]
 	if v == nil {
 		v = &view{key: k}
@@ -289,7 +298,7 @@ func (s *Store) deleteClaimLocked(name string) {
 // attachNode joins a Node to the claim with its providerID, or makes it a
 // view of its own.
 func (s *Store) attachNode(n *corev1.Node) {
-	k := entry{'n', n.Name}
+	k := entry{nodeView, n.Name}
 	if claim, ok := s.claimOf[n.Spec.ProviderID]; ok && n.Spec.ProviderID != "" {
 		k = s.claimEntry[claim]
 	}
@@ -316,7 +325,7 @@ func (s *Store) detachNode(name string) {
 	if v == nil {
 		return
 	}
-	if k.kind == 'n' {
+	if k.kind == nodeView {
 		delete(s.views, k)
 		s.sorted = nil
 		return
