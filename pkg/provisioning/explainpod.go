@@ -17,6 +17,10 @@ type PoolVerdict struct {
 	// type with the pod's requests, …); "" when it can. Code is its kind.
 	Reason string
 	Code   ReasonCode
+	// Err is the reason itself, for its evidence: a *Reason, a
+	// scheduling.UntoleratedTaintError or IncompatibleError, or a topology
+	// constraint's error; nil when the pool can run the pod.
+	Err error
 	// Plan, when it can, is a new claim of the pool for the pod alone: its
 	// instance types cheapest first.
 	Plan *NodeClaimPlan
@@ -79,7 +83,7 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 				v.Reason, v.Code, v.Plan = "", ReasonOther, s.finalize(cl)
 				break
 			}
-			v.Reason, v.Code = err.Error(), CodeOf(err)
+			v.Reason, v.Code, v.Err = err.Error(), CodeOf(err), err
 		}
 		out.Pools = append(out.Pools, v)
 	}

@@ -286,7 +286,7 @@ func TestStaticNodePools(t *testing.T) {
 	}
 
 	res = solve(t, []*v1.NodePool{static}, standardTypes(), []*corev1.Pod{pod("1", "1Gi")})
-	if len(res.Unschedulable) != 1 || !strings.Contains(res.Unschedulable[0].Reason, StaticReasonPrefix+" (replicas 2)") {
+	if len(res.Unschedulable) != 1 || res.Unschedulable[0].CodeByNodePool[static.Name] != ReasonStatic {
 		t.Fatalf("only a static pool: want the pod pending for it, got %+v", res.Unschedulable)
 	}
 

@@ -205,15 +205,16 @@ func (p *poolInfo) consume(capacity vec, d *dims) {
 	p.used = p.used.plus(c)
 }
 
-// limitsReason is the text of a limitsError: the usage against each limit.
-func (p *poolInfo) limitsReason(d *dims) string {
-	var parts []string
+// limitsReason is the reason the limits give: the usage against each
+// limit.
+func (p *poolInfo) limitsReason(d *dims) *Reason {
+	r := &Reason{Code: ReasonLimits}
 	for i, l := range p.limits {
 		if l >= 0 && i < len(d.names) {
-			parts = append(parts, fmt.Sprintf("%s %s of %s used", d.names[i], fmtQty(d, i, p.used.get(i)), fmtQty(d, i, l)))
+			r.Limits = append(r.Limits, LimitUse{Resource: d.names[i], Used: fmtQty(d, i, p.used.get(i)), Limit: fmtQty(d, i, l)})
 		}
 	}
-	return "would exceed the NodePool's limits (" + strings.Join(parts, ", ") + ")"
+	return r
 }
 
 func fmtQty(d *dims, i int, v int64) string {
@@ -324,7 +325,7 @@ func (s *scheduler) poolCheck(c *podClass, p *poolInfo, pi int) *classPool {
 			return true
 		})
 		if cp.candidates.count() == 0 {
-			cp.err = fmt.Errorf("host port %d/%s, which it needs, is taken by a DaemonSet on every instance type that fits", taken.port, taken.protocol)
+			cp.err = &Reason{Code: ReasonHostPort, Port: taken.port, Protocol: taken.protocol, ByDaemonSet: true}
 		}
 		cp.maxAlloc = nil
 		cp.candidates.each(func(i int) bool { cp.maxAlloc = maxInto(cp.maxAlloc, p.its[i].alloc); return true })
@@ -344,10 +345,10 @@ func vecKey(v vec) string {
 // a pod: none matches its requirements, or the largest that does is too small.
 func (s *scheduler) noInstanceTypeReason(p *poolInfo, compat bitset, need vec, reqs scheduling.Requirements) error {
 	if len(p.its) == 0 {
-		return fmt.Errorf("no instance type satisfies the NodePool's requirements (%s)", p.reqs)
+		return &Reason{Code: ReasonNoInstanceType, Requirements: p.reqs, OfNodePool: true}
 	}
 	if compat.count() == 0 {
-		return fmt.Errorf("no instance type satisfies %s", reqs)
+		return &Reason{Code: ReasonNoInstanceType, Requirements: reqs}
 	}
 	var largest *itInfo
 	compat.each(func(i int) bool {
@@ -369,13 +370,12 @@ func (s *scheduler) noInstanceTypeReason(p *poolInfo, compat bitset, need vec, r
 		}
 		return true
 	})
-	name := s.dims.names[dim]
-	var overhead string
+	r := &Reason{Code: ReasonTooLarge, Resource: s.dims.names[dim], Needed: fmtQty(s.dims, dim, need.get(dim)), InstanceType: largest.it.Name,
+		Allocatable: fmtQty(s.dims, dim, largest.alloc.get(dim)+largest.daemon.get(dim))}
 	if ds := largest.daemon.get(dim); ds > 0 {
-		overhead = fmt.Sprintf(", of which DaemonSets take %s", fmtQty(s.dims, dim, ds))
+		r.DaemonSets = fmtQty(s.dims, dim, ds)
 	}
-	return fmt.Errorf("no instance type is large enough: the pod needs %s %s, the largest compatible type, %s, has %s allocatable%s",
-		fmtQty(s.dims, dim, need.get(dim)), name, largest.it.Name, fmtQty(s.dims, dim, largest.alloc.get(dim)+largest.daemon.get(dim)), overhead)
+	return r
 }
 
 // orderPools sorts NodePools by weight, highest first, then by name.

@@ -1,7 +1,6 @@
 package provisioning
 
 import (
-	"errors"
 	"fmt"
 	"math/bits"
 
@@ -14,10 +13,11 @@ import (
 func trailingZeros(w uint64) int { return bits.TrailingZeros64(w) }
 
 var (
-	errHostPort = errors.New("a host port it needs is taken")
-	errNoRoom   = errors.New("not enough room on any remaining instance type")
-	errFull     = errors.New("not enough room")
-	errDeleting = errors.New("the node is being deleted")
+	errHostPort  = &Reason{Code: ReasonHostPort}
+	errNoRoom    = &Reason{Code: ReasonNoRoom}
+	errFull      = &Reason{Code: ReasonNodeFull}
+	errDeleting  = &Reason{Code: ReasonNodeDeleting}
+	errNotPlaced = &Reason{Code: ReasonNotPlaced}
 )
 
 // existingTarget is an existing node or in-flight claim being filled.
@@ -246,7 +246,7 @@ func (cl *claim) check(s *scheduler, c *podClass) (u *claimUpdate, permanent boo
 		if !fitAny {
 			return nil, true, errNoRoom
 		}
-		return nil, len(narrow) == 0, fmt.Errorf("no remaining instance type satisfies %s", reqs)
+		return nil, len(narrow) == 0, &Reason{Code: ReasonNoRemainingType, Requirements: reqs}
 	}
 	reqs, relaxed, err := checkMinValues(reqs, cand, cl.pool, s.minValues == MinValuesBestEffort)
 	if err != nil {
@@ -363,7 +363,7 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, best
 			continue
 		}
 		if !bestEffort {
-			return nil, false, fmt.Errorf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", k, *r.MinValues, len(seen))
+			return nil, false, &Reason{Code: ReasonMinValues, Key: k, MinValues: *r.MinValues, Distinct: len(seen)}
 		}
 		if !relaxed {
 			out, relaxed = reqs.Copy(), true
@@ -376,14 +376,11 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, best
 	return out, relaxed, nil
 }
 
-// StaticReasonPrefix starts the reason a static NodePool gives a pod.
-const StaticReasonPrefix = "a static NodePool"
-
 // newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
 // reports why it cannot.
 func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, dryRun bool) (*claim, error) {
 	if p.np.IsStatic() {
-		return nil, fmt.Errorf("%s (replicas %d): it keeps its own nodes and launches none for pending pods", StaticReasonPrefix, *p.np.Spec.Replicas)
+		return nil, &Reason{Code: ReasonStatic, Replicas: *p.np.Spec.Replicas}
 	}
 	cp := s.poolCheck(c, p, pi)
 	if cp.err != nil {
@@ -400,7 +397,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 			return true
 		})
 		if cand.count() == 0 {
-			return nil, &limitsError{p.limitsReason(s.dims)}
+			return nil, p.limitsReason(s.dims)
 		}
 		maxAlloc = p.fit.max(cand)
 	}
@@ -412,7 +409,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 		if _, _, err := cl.check(s, c); err != nil {
 			return nil, err
 		}
-		return nil, errors.New("it fits a new node but was not placed")
+		return nil, errNotPlaced
 	}
 	if _, err := cl.tryAdd(s, c, pod); err != nil {
 		return nil, err
