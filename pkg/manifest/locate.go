@@ -1,10 +1,14 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Locate finds the field a decode error comes from when the decoder does
@@ -111,10 +115,10 @@ func pathString(path []any) string {
 func ValueProblem(d *Document, err error, decode func(map[string]any) error) Problem {
 	field := Locate(d.Object, decode)
 	msg := err.Error()
-	fix := ValueFix(msg)
+	fix := ValueFix(err)
 	if field != "" {
 		msg = strings.TrimPrefix(msg, "json: ")
-		if strings.Contains(msg, "quantities must match") {
+		if errors.Is(err, resource.ErrFormatWrong) {
 			if v, ok := valueAt(d.Object, splitPath(field)); ok {
 				key := field[strings.LastIndexAny(field, ".]")+1:]
 				msg = fmt.Sprintf("%q is not a Kubernetes quantity", fmt.Sprint(v))
@@ -147,15 +151,22 @@ func valueAt(v any, path []string) (any, bool) {
 	return v, true
 }
 
-// ValueFix says how to write a value a decoder rejected, from its message.
-func ValueFix(msg string) string {
+// ValueFix says how to write a value a decoder rejected: from the error's
+// kind where its package exports one (a quantity's, a time's), else from
+// its words — time.ParseDuration's error type and sigs.k8s.io/json's type
+// errors are not exported, so their text is all there is to go on.
+func ValueFix(err error) string {
+	var timeErr *time.ParseError
 	switch {
-	case strings.Contains(msg, "quantities must match"):
+	case errors.Is(err, resource.ErrFormatWrong):
 		return "write a Kubernetes quantity: cpu as 500m or 0.5, memory as 512Mi or 2Gi"
+	case errors.As(err, &timeErr):
+		return `write an RFC 3339 time: "2026-11-30T00:00:00Z"`
+	}
+	msg := err.Error()
+	switch {
 	case strings.Contains(msg, "in duration"), strings.Contains(msg, "invalid duration"):
 		return "write a duration with a unit: 30s, 15m, 24h (there is no d: a week is 168h)"
-	case strings.Contains(msg, "parsing time"):
-		return `write an RFC 3339 time: "2026-11-30T00:00:00Z"`
 	case strings.Contains(msg, "cannot unmarshal object into") && strings.Contains(msg, "of type []"):
 		return "write a list here, one item per line starting with '- ', not a map"
 	case strings.Contains(msg, "cannot unmarshal array into") && !strings.Contains(msg, "of type []"):
