@@ -203,3 +203,26 @@ func TestSimulateCompareWarnsWhenRunsDiffer(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordBadInput: record says which flag is wrong and how to write it,
+// before it connects to anything or creates the file.
+func TestRecordBadInput(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "x.trace.gz")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record"}, "-o/--output: say which file the trace goes to"},
+		{[]string{"record", "-o", out, "--selector", "app=(web"}, `--selector "app=(web"`},
+		{[]string{"record", "-o", out, "--for", "-1h"}, "--for -1h0m0s: a duration to record"},
+		{[]string{"record", "-o", out, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "--kubeconfig"},
+	} {
+		_, err := run(t, tc.args...)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	if _, err := os.Stat(out); !os.IsNotExist(err) {
+		t.Errorf("a refused recording left %s behind (%v)", out, err)
+	}
+}

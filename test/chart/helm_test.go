@@ -4,6 +4,7 @@ package chart
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -25,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/pkg/apis/crds"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // helm runs the helm binary against the test's API server and returns its
@@ -368,6 +370,74 @@ func TestChartCRDsAreTheGenerated(t *testing.T) {
 		}
 		if !equality.Semantic.DeepEqual(g.Spec, w.Spec) {
 			t.Errorf("the chart's CRD %s differs from pkg/apis/crds (with crds.Patch): run hack/codegen.sh", w.Name)
+		}
+	}
+}
+
+// TestTemplateRecorderRole: recorder.clusterRole renders the read-only
+// ClusterRole `joiner record` needs — get, list and watch on every kind a
+// trace records (pkg/trace.Kinds), nothing on Secrets or ConfigMaps, no
+// write verb — and recorder.subjects binds it.
+func TestTemplateRecorderRole(t *testing.T) {
+	if slices.ContainsFunc(render(t), func(o *unstructured.Unstructured) bool { return strings.HasSuffix(o.GetName(), "-recorder") }) {
+		t.Error("the recorder's ClusterRole renders by default")
+	}
+	objs := render(t, "--set", "recorder.clusterRole=true", "--set", "recorder.subjects[0].kind=Group", "--set", "recorder.subjects[0].name=platform-team",
+		"--set", "recorder.subjects[0].apiGroup=rbac.authorization.k8s.io")
+	var role *rbacv1.ClusterRole
+	var binding *rbacv1.ClusterRoleBinding
+	for _, o := range objs {
+		if o.GetName() != "joiner-recorder" {
+			continue
+		}
+		b, _ := o.MarshalJSON()
+		switch o.GetKind() {
+		case "ClusterRole":
+			role = &rbacv1.ClusterRole{}
+			if err := json.Unmarshal(b, role); err != nil {
+				t.Fatal(err)
+			}
+		case "ClusterRoleBinding":
+			binding = &rbacv1.ClusterRoleBinding{}
+			if err := json.Unmarshal(b, binding); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if role == nil || binding == nil || binding.RoleRef.Name != "joiner-recorder" || len(binding.Subjects) != 1 || binding.Subjects[0].Name != "platform-team" {
+		t.Fatalf("role %v, binding %+v", role != nil, binding)
+	}
+	scheme, err := trace.Scheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groupOf := map[string]string{}
+	for gvk := range scheme.AllKnownTypes() {
+		groupOf[gvk.Kind] = gvk.Group
+	}
+	granted := map[string]bool{}
+	for _, r := range role.Rules {
+		for _, v := range r.Verbs {
+			if v != "get" && v != "list" && v != "watch" {
+				t.Errorf("rule %+v grants %s", r, v)
+			}
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				if res == "secrets" || res == "configmaps" {
+					t.Errorf("rule %+v reaches %s", r, res)
+				}
+				granted[g+"/"+res] = slices.Contains(r.Verbs, "list") && slices.Contains(r.Verbs, "watch")
+			}
+		}
+	}
+	for _, k := range trace.Kinds {
+		plural := strings.ToLower(k.Name) + "s"
+		if strings.HasSuffix(k.Name, "s") {
+			plural = strings.ToLower(k.Name) + "es"
+		}
+		if key := groupOf[k.Name] + "/" + plural; !granted[key] {
+			t.Errorf("the recorder records %s but the ClusterRole does not let it list and watch %s", k.Name, key)
 		}
 	}
 }
