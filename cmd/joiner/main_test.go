@@ -216,6 +216,8 @@ func TestRecordBadInput(t *testing.T) {
 		{[]string{"record", "-o", out, "--selector", "app=(web"}, `--selector "app=(web"`},
 		{[]string{"record", "-o", out, "--for", "-1h"}, "--for -1h0m0s: a duration to record"},
 		{[]string{"record", "-o", out, "--kubeconfig", filepath.Join(t.TempDir(), "none")}, "--kubeconfig"},
+		{[]string{"record", "-o", out, "--from-audit-log", "a.log", "--for", "1h"}, "--from-audit-log reads files: --kubeconfig, --for"},
+		{[]string{"record", "-o", out, "--from-audit-log", "../../README.md"}, "README.md:1: not an audit event"},
 	} {
 		_, err := run(t, tc.args...)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

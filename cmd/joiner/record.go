@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,7 @@ import (
 type recordFlags struct {
 	kubeconfig, namespace, selector, output string
 	duration                                time.Duration
+	auditLogs                               []string
 }
 
 func newRecordCommand() *cobra.Command {
@@ -37,7 +39,13 @@ and every Secret and ConfigMap are never written.
 It records for --for, or until interrupted, and flushes what it has every few
 seconds: a recording that is killed keeps all but its last moments. A watch
 that breaks resumes where it stopped; one that cannot (its resourceVersion
-expired) is written as a gap, and the kind is listed again.`,
+expired) is written as a gap, and the kind is listed again.
+
+--from-audit-log FILE... makes the same trace from kube-apiserver audit events
+(audit.k8s.io/v1 JSON lines, as EKS exports them; several files are merged by
+time) instead of a live cluster: creates, updates, patches and deletes of the
+kinds above, bindings and evictions. Changes audited at level Metadata carry
+no object and are counted in the trace's notes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runRecord(cmd.Context(), cmd.ErrOrStderr(), f)
@@ -48,12 +56,19 @@ expired) is written as a gap, and the kind is listed again.`,
 	cmd.Flags().DurationVar(&f.duration, "for", 0, "how long to record (0: until interrupted)")
 	cmd.Flags().StringVarP(&f.namespace, "namespace", "n", "", "record the namespaced kinds of one namespace only")
 	cmd.Flags().StringVarP(&f.selector, "selector", "l", "", "record only the pods and workloads this label selector selects")
+	cmd.Flags().StringSliceVar(&f.auditLogs, "from-audit-log", nil, "make the trace from these audit logs (audit.k8s.io/v1 JSON lines) instead of a live cluster")
 	return cmd
 }
 
 func runRecord(ctx context.Context, errOut io.Writer, f recordFlags) error {
 	if f.output == "" {
 		return errors.New("-o/--output: say which file the trace goes to, e.g. -o cluster.trace.gz")
+	}
+	if len(f.auditLogs) > 0 {
+		if f.kubeconfig != "" || f.duration != 0 || f.namespace != "" || f.selector != "" {
+			return errors.New("--from-audit-log reads files: --kubeconfig, --for, --namespace and --selector do not go with it")
+		}
+		return recordAuditLogs(errOut, f)
 	}
 	if f.duration < 0 {
 		return fmt.Errorf("--for %s: a duration to record, e.g. --for 24h (0: until interrupted)", f.duration)
@@ -106,5 +121,27 @@ func runRecord(ctx context.Context, errOut io.Writer, f recordFlags) error {
 		return fmt.Errorf("recording (the trace %s holds what came before): %w", f.output, err)
 	}
 	fmt.Fprintf(errOut, "recorded to %s\n", f.output)
+	return nil
+}
+
+// recordAuditLogs writes the trace of audit logs, to a temporary file
+// renamed into place: a log with a bad line leaves no trace behind.
+func recordAuditLogs(errOut io.Writer, f recordFlags) error {
+	tmp, err := os.CreateTemp(filepath.Dir(f.output), ".joiner-trace-*")
+	if err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	defer func() { _ = os.Remove(tmp.Name()) }()
+	if err := trace.FromAuditLog(tmp, f.auditLogs); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("--from-audit-log: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp.Name(), f.output); err != nil {
+		return fmt.Errorf("-o: %w", err)
+	}
+	fmt.Fprintf(errOut, "recorded %d audit log(s) to %s\n", len(f.auditLogs), f.output)
 	return nil
 }
