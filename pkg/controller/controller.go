@@ -141,7 +141,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	caps := DiscoverCapabilities(opts.CloudProvider)
 	kube := mgr.GetClient()
-	store := state.NewStore(false)
+	store := state.NewStore(state.WaitForScheduler)
 	cloud := metered{opts.CloudProvider, opts.Clock}
 	events := recorder{mgr.GetEventRecorder("karpenter")}
 	gate := newSyncGate()

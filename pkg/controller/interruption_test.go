@@ -35,7 +35,7 @@ func TestInterruption(t *testing.T) {
 		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-a", Labels: map[string]string{v1.LabelNodePool: "general"}},
 			Status: v1.NodeClaimStatus{ProviderID: "p:///zone-a/i-1", NodeName: "node-1"}}
 		kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(nc.DeepCopy()).Build()
-		s := state.NewStore(false)
+		s := state.NewStore(state.WaitForScheduler)
 		s.SetNodeClaim(nc)
 		s.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: "p:///zone-a/i-1"}})
 		rec := events.NewFakeRecorder(10)

@@ -50,7 +50,7 @@ func boundPod(name, node, cpu string) *corev1.Pod {
 // its nodes' prices (a claim still launching costs nothing yet), and the
 // series of a node that is gone are dropped.
 func TestMetricsUpdater(t *testing.T) {
-	s := state.NewStore(false)
+	s := state.NewStore(state.WaitForScheduler)
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "metrics-pool"}}
 	s.SetNodePoolsAndTypes([]*v1.NodePool{np}, map[string][]*cloudprovider.InstanceType{"metrics-pool": {instanceType("m.4x", 0.25)}})
 	launched := []v1.Condition{{Type: v1.ConditionLaunched, Status: metav1.ConditionTrue}, {Type: v1.ConditionRegistered, Status: metav1.ConditionTrue},

@@ -33,7 +33,7 @@ func TestOfferingsRefresh(t *testing.T) {
 	cloud := &versionedCloud{stubCloud: &stubCloud{types: []*cloudprovider.InstanceType{instanceType("m.4x", 0.2)},
 		errs: map[string]error{"gpu": cloudprovider.NewNodeClassNotReadyError(errors.New("no subnets"))}}}
 	caps := DiscoverCapabilities(cloud)
-	s := state.NewStore(false)
+	s := state.NewStore(state.WaitForScheduler)
 	o := &offerings{store: s, reader: kube, cloud: metered{cloud, clocktesting.NewFakeClock(t0)}, pools: caps.NodePools, version: caps.Offerings}
 
 	refresh := func(what string, wantAsked int) {

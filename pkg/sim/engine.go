@@ -193,7 +193,7 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 	s := in.Scenario.Spec
 	e := &engine{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
-		st: state.NewStore(true), storeCloudAt: -1}
+		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	var cat *catalog.Catalog

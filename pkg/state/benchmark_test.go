@@ -16,7 +16,7 @@ import (
 // a controller's informers would fill it.
 func benchStore(nodes, perNode int) (*Store, func(node, i int, rv string) *corev1.Pod) {
 	c := cluster()
-	s := NewStore(false)
+	s := NewStore(WaitForScheduler)
 	s.SetNodePoolsAndTypes(c.NodePools, c.InstanceTypes)
 	s.SetDaemonSets(c.DaemonSets)
 	podOn := func(node, i int, rv string) *corev1.Pod {

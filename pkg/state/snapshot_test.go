@@ -299,7 +299,7 @@ func unlaunchedClaim(rv string) *v1.NodeClaim {
 }
 
 func newChurn(t *testing.T) *churn {
-	c := &churn{s: NewStore(false), on: make([][]string, churnNodes)}
+	c := &churn{s: NewStore(WaitForScheduler), on: make([][]string, churnNodes)}
 	s, base := c.s, cluster()
 	s.SetNodePoolsAndTypes(base.NodePools, base.InstanceTypes)
 	s.SetDaemonSets(base.DaemonSets)

@@ -239,7 +239,7 @@ func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node 
 
 // Store is a Store holding the cluster's objects.
 func (c *Cluster) Store() *Store {
-	s := NewStore(c.AssumeUnschedulable)
+	s := NewStore(Untried(c.AssumeUnschedulable))
 	s.SetNodePools(c.NodePools)
 	s.SetInstanceTypes(c.InstanceTypes)
 	s.SetDaemonSets(c.DaemonSets)

@@ -130,10 +130,22 @@ type view struct {
 	unlaunched bool
 }
 
-// NewStore returns an empty Store. assumeUnschedulable: see
-// Cluster.AssumeUnschedulable.
-func NewStore(assumeUnschedulable bool) *Store {
-	return &Store{assumeUnschedulable: assumeUnschedulable,
+// Untried says what a Store makes of an unbound pod no scheduler has
+// tried yet (no PodScheduled condition): see Cluster.AssumeUnschedulable.
+type Untried bool
+
+const (
+	// WaitForScheduler: such a pod is not provisioned for until
+	// kube-scheduler gives up on it, as upstream waits (a controller).
+	WaitForScheduler Untried = false
+	// AssumeUnschedulable: such a pod is provisioned for at once
+	// (manifests that never met a cluster, the simulator).
+	AssumeUnschedulable Untried = true
+)
+
+// NewStore returns an empty Store that treats untried pods as untried says.
+func NewStore(untried Untried) *Store {
+	return &Store{assumeUnschedulable: bool(untried),
 		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{}, nodeOf: map[string]string{},
 		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]bool{},
 		views: map[entry]*view{}, nodeEntry: map[string]entry{}, claimEntry: map[string]entry{}}

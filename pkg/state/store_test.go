@@ -34,7 +34,7 @@ func viewNames(s *Store) string {
 // that a node's Version changes exactly when the node, its claim or its
 // pods change.
 func TestStoreFollowsEvents(t *testing.T) {
-	s := NewStore(false)
+	s := NewStore(WaitForScheduler)
 	claim := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-abc", ResourceVersion: "1", Labels: map[string]string{v1.LabelNodePool: "general"}},
 		Status: v1.NodeClaimStatus{Allocatable: resources("4")}}
 	s.SetNodeClaim(claim)
@@ -102,7 +102,7 @@ func TestStoreFollowsEvents(t *testing.T) {
 // a Cluster built from the same lists does.
 func TestStoreMatchesCluster(t *testing.T) {
 	c := cluster()
-	s := NewStore(false)
+	s := NewStore(WaitForScheduler)
 	for _, p := range c.Pods { // pods before their nodes, as informers may deliver them
 		s.SetPod(p)
 	}
@@ -166,7 +166,7 @@ func TestStoreUnderConcurrency(t *testing.T) {
 // TestConfigVersion: the version a host keeps its Planner by changes with
 // the NodePools, instance types and DaemonSets, and not with pods.
 func TestConfigVersion(t *testing.T) {
-	s := NewStore(false)
+	s := NewStore(WaitForScheduler)
 	v0 := s.ConfigVersion()
 	s.SetPod(pod("web", "", "1", withRV("1")))
 	if s.ConfigVersion() != v0 {
@@ -189,7 +189,7 @@ func TestConfigVersion(t *testing.T) {
 // than on a second claim; once its instance types change it is resized.
 func TestUnlaunchedClaimHoldsItsPods(t *testing.T) {
 	c := cluster()
-	s := NewStore(false)
+	s := NewStore(WaitForScheduler)
 	np := c.NodePools[0]
 	s.SetNodePoolsAndTypes([]*v1.NodePool{np}, map[string][]*cloudprovider.InstanceType{np.Name: {
 		instanceType("small", 2, 0.1), instanceType("medium", 4, 0.2), instanceType("large", 8, 0.4)}})

@@ -81,7 +81,7 @@ func TestVolumes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s := NewStore(true)
+			s := NewStore(AssumeUnschedulable)
 			for _, pv := range pvs {
 				s.SetPersistentVolume(pv)
 			}
@@ -114,7 +114,7 @@ func TestVolumes(t *testing.T) {
 // unbound claim of its template's class; once made, the claim as it is.
 // The store's Volumes follow claims as they change.
 func TestEphemeralAndChangingClaims(t *testing.T) {
-	s := NewStore(true)
+	s := NewStore(AssumeUnschedulable)
 	s.SetVolumesComplete(true)
 	s.SetStorageClass(storageClass("wffc", storagev1.VolumeBindingWaitForFirstConsumer, "zone-a"))
 	s.SetPersistentVolume(&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv"}, Spec: corev1.PersistentVolumeSpec{NodeAffinity: zoneAffinity("zone-b")}})
