@@ -2,8 +2,6 @@ package trace
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -75,14 +73,11 @@ func TestFromAuditLog(t *testing.T) {
 		t.Errorf("header %+v", r.Header)
 	}
 	var got []string
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	recs, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
 		s := rec.Time.Format("05") + " " + string(rec.Op) + " " + rec.Kind
 		switch {
 		case bytes.Contains(rec.Object, []byte(`"nodeName":"node-a"`)) && bytes.Contains(rec.Object, []byte(`"DisruptionTarget"`)):

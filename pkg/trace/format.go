@@ -191,3 +191,18 @@ func (r *Reader) Next() (Record, error) {
 	r.line++
 	return rec, nil
 }
+
+// All reads the records left, up to the end.
+func (r *Reader) All() ([]Record, error) {
+	var out []Record
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+		out = append(out, rec)
+	}
+}

@@ -3,7 +3,6 @@ package trace
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -119,14 +118,11 @@ func TestRecorderResumesAndRecordsGaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	var pods []string
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	recs, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
 		if rec.Kind != "Pod" && rec.Op != OpEnd {
 			continue
 		}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"compress/gzip"
 	"encoding/json"
-	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -46,14 +45,11 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("header %+v", r.Header)
 	}
 	var ops []string
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	recs, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
 		ops = append(ops, string(rec.Op))
 		if rec.Op == OpAdd {
 			var got corev1.Pod

@@ -39,7 +39,14 @@ func TestControllerStopsALaunchLoop(t *testing.T) {
 	scheme, kc := controllerClient(t)
 	c, stop := runController(t, scheme, func(_ context.Context, mgr manager.Manager) (controller.CloudProvider, error) {
 		return kwok.New(mgr.GetClient(), catalogTypes(t, catalog.Options{Region: "us-east-1"}), clock.RealClock{})
-	}, func(o *controller.Options) { o.LaunchMissAfter = time.Nanosecond }) // a miss is due once the node is initialized
+	}, func(o *controller.Options) {
+		// A miss is due 2 s after a node's initialization: by then the
+		// Store has the guard pod the test binds to it (a settle before
+		// that would find the node free and count no miss). Until then the
+		// pod is held back from a second node; the provisioner wakes itself
+		// when the miss is due.
+		o.LaunchMissAfter = 2 * time.Second
+	})
 	defer stop()
 	createPool(t, kc, "looping", func(np *v1.NodePool) {
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")

@@ -7,7 +7,6 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -134,14 +133,11 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 	}
 	var ops []string
 	var last trace.Record
-	for {
-		rec, err := r.Next()
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	recs, err := r.All()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rec := range recs {
 		last = rec
 		if rec.Object == nil {
 			continue // a sync's start or end
