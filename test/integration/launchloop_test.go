@@ -62,6 +62,8 @@ func TestControllerStopsALaunchLoop(t *testing.T) {
 	pod := pendingPodWith(t, kc, "loop-metrics", func(p *corev1.Pod) {
 		p.Labels = map[string]string{"app": "loop-metrics"}
 		p.Spec.Tolerations = []corev1.Toleration{{Key: "looping", Operator: corev1.TolerationOpExists}}
+		// Only this pool's nodes: NodePools other tests left would take it too.
+		p.Spec.NodeSelector = map[string]string{"pool": "looping"}
 	})
 	defer func() { _ = kc.Delete(context.Background(), pod) }()
 
