@@ -3,7 +3,6 @@ package state
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -28,9 +27,8 @@ import (
 // kube-scheduler has had its chance on the claim's node (SettleLaunch,
 // SettleLaunches); the Store counts the misses, gives up on a pod at the
 // last one, and leaves given-up pods out of PendingPods and provisioning
-// snapshots. A change to a NodePool's or DaemonSet's spec (its
-// generation) is a change that may end the loop: every pod given up on is
-// tried again.
+// snapshots. A NodePool or DaemonSet added, or its spec changed (its
+// generation), may end the loop: every pod given up on is tried again.
 const MaxLaunchRounds = 3
 
 // GivenUp is a pod provisioning stopped launching nodes for.
@@ -54,7 +52,8 @@ type launches struct {
 	missed  map[podRef][]string // pod → claims it did not bind to
 	givenUp map[podRef]*GivenUp
 	fresh   []GivenUp // given up since a host last asked
-	specKey string    // NodePools' and DaemonSets' names and generations
+	// specs are the NodePools' and DaemonSets' generations by kind/name.
+	specs map[string]int64
 }
 
 // LaunchedFor records that the claim was launched for the pods.
@@ -269,20 +268,28 @@ func (l *launches) forgetPod(ref podRef) {
 	delete(l.givenUp, ref)
 }
 
-// specChanged tries every given-up pod again when a NodePool's or
-// DaemonSet's spec changed.
+// specChanged tries every given-up pod again when a NodePool or DaemonSet
+// is added or its spec changes (its generation): that may end the loop. A
+// deletion does not, nor does any other change; misses counted so far are
+// kept.
 func (s *Store) specChanged() {
-	var b strings.Builder
+	specs := make(map[string]int64, len(s.nodePools)+len(s.daemonSets))
 	for _, np := range s.nodePools {
-		b.WriteString(np.Name + "/" + strconv.FormatInt(np.Generation, 10) + ",")
+		specs["NodePool/"+np.Name] = np.Generation
 	}
-	b.WriteString(";")
 	for _, ds := range s.daemonSets {
-		b.WriteString(ds.Namespace + "/" + ds.Name + "/" + strconv.FormatInt(ds.Generation, 10) + ",")
+		specs["DaemonSet/"+ds.Namespace+"/"+ds.Name] = ds.Generation
 	}
-	if key := b.String(); key != s.launch.specKey {
-		s.launch.specKey = key
-		s.launch.givenUp, s.launch.missed = nil, nil
+	changed := false
+	for k, g := range specs {
+		if old, ok := s.launch.specs[k]; !ok || old != g {
+			changed = true
+			break
+		}
+	}
+	s.launch.specs = specs
+	if changed {
+		s.launch.givenUp = nil
 	}
 }
 
@@ -312,4 +319,26 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// Misses are the claims the pod has missed so far (none once given up or
+// bound): what an operator's tools, and a failing test, can show.
+func (s *Store) Misses(namespace, name string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.launch.missed[podRef{namespace, name}])
+}
+
+// AwaitedLaunches are the claims whose launch has not settled yet, by
+// name, with the pods they were launched for.
+func (s *Store) AwaitedLaunches() map[string][]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string][]string{}
+	for claim, refs := range s.launch.planned {
+		for _, r := range refs {
+			out[claim] = append(out[claim], r.namespace+"/"+r.name)
+		}
+	}
+	return out
 }

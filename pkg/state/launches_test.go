@@ -261,3 +261,27 @@ func TestLaunchedClaimLaunches(t *testing.T) {
 		t.Errorf("misses %v, want n1", m)
 	}
 }
+
+// TestPoolChurnKeepsMisses: NodePools coming and going around a looping
+// pod — one deleted, one's status updated (same generation) — neither
+// forget its misses nor retry it; the third miss gives up on it.
+func TestPoolChurnKeepsMisses(t *testing.T) {
+	general := cluster().NodePools[0]
+	other := general.DeepCopy()
+	other.Name = "other"
+	s := (&Cluster{NodePools: []*v1.NodePool{general, other}}).Store()
+	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
+	s.SetPod(stuck)
+	launchedNode(s, "n1", true, stuck)
+	s.SettleLaunch("n1")
+	s.SetNodePools([]*v1.NodePool{general}) // other deleted
+	launchedNode(s, "n2", true, stuck)
+	s.SettleLaunch("n2")
+	updated := general.DeepCopy()
+	updated.Status.Resources = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	s.SetNodePools([]*v1.NodePool{updated}) // a status update
+	launchedNode(s, "n3", true, stuck)
+	if got := s.SettleLaunch("n3"); len(got) != 1 || strings.Join(got[0].Claims, ",") != "n1,n2,n3" {
+		t.Fatalf("given up %+v, want stuck after n1,n2,n3", got)
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
@@ -21,6 +22,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -93,7 +95,7 @@ func TestControllerStopsALaunchLoop(t *testing.T) {
 			}
 			seen[nc.Name] = true
 			if len(seen) > state.MaxLaunchRounds {
-				t.Fatalf("%d NodeClaims launched for one pod: the launch loop did not stop", len(seen))
+				t.Fatalf("%d NodeClaims launched for one pod: the launch loop did not stop\n%s", len(seen), loopDiagnosis(ctx, kc, c, pod))
 			}
 			node := waitRegistered(t, kc, nc)
 			g := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "guard-" + node.Name, Namespace: "default", Labels: map[string]string{"app": "guard"},
@@ -157,4 +159,32 @@ func retried(t *testing.T, kc client.Client, pod *corev1.Pod, message string) {
 			Message: message, LastTransitionTime: metav1.Now()}}
 		return kc.Status().Update(ctx, pod) == nil, nil
 	})
+}
+
+// loopDiagnosis is what a failure shows: the pool's claims, the pod's
+// events, and what the controller's Store knows of the pod.
+func loopDiagnosis(ctx context.Context, kc client.Client, c *controller.Controller, pod *corev1.Pod) string {
+	var b strings.Builder
+	var list v1.NodeClaimList
+	_ = kc.List(ctx, &list, client.MatchingLabels{v1.LabelNodePool: "looping"})
+	for _, nc := range list.Items {
+		fmt.Fprintf(&b, "claim %s created %s node %q conditions %v\n", nc.Name, nc.CreationTimestamp.Format(time.RFC3339Nano), nc.Status.NodeName, nc.Status.Conditions)
+	}
+	var events eventsv1.EventList
+	_ = kc.List(ctx, &events, client.InNamespace(pod.Namespace))
+	for _, e := range events.Items {
+		if e.Regarding.Name == pod.Name || strings.HasPrefix(e.Regarding.Name, "looping-") {
+			fmt.Fprintf(&b, "event %s %s %s: %s\n", e.CreationTimestamp.Format(time.RFC3339Nano), e.Regarding.Name, e.Reason, e.Note)
+		}
+	}
+	if p := c.Store().Pod(pod.Namespace, pod.Name); p != nil {
+		fmt.Fprintf(&b, "store: pod node %q conditions %v; given up %d; missed %v; awaited %v\n", p.Spec.NodeName, p.Status.Conditions,
+			len(c.Store().GivenUpPods()), c.Store().Misses(pod.Namespace, pod.Name), c.Store().AwaitedLaunches())
+		for name := range c.Store().AwaitedLaunches() {
+			if v := c.Store().View(name); v != nil {
+				fmt.Fprintf(&b, "view %s: taints %v labels %v pods %d; refuses: %s\n", name, v.Taints, v.Labels, len(v.Pods), state.MissReason(v, p, provisioning.Volumes{}))
+			}
+		}
+	}
+	return b.String()
 }
