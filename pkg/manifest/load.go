@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -226,8 +227,19 @@ func ManifestFiles(path string) ([]string, error) {
 	if !st.IsDir() {
 		return []string{path}, nil
 	}
+	rel, err := YAMLFiles(os.DirFS(path), ".")
+	files := make([]string, len(rel))
+	for i, r := range rel {
+		files[i] = filepath.Join(path, r)
+	}
+	return files, err
+}
+
+// YAMLFiles lists every .yaml/.yml file below dir of fsys, sorted, so
+// loading is deterministic.
+func YAMLFiles(fsys fs.FS, dir string) ([]string, error) {
 	var files []string
-	err = filepath.WalkDir(path, func(p string, d os.DirEntry, err error) error {
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

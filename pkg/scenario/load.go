@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strings"
 	"time"
 
@@ -93,20 +92,10 @@ var DefaultStart = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 func Load(fsys fs.FS, dir, name string) (*Input, error) {
 	in := &Input{Name: name, Skipped: map[string]int{}}
 	in.Scenario = DefaultScenario()
-	var files []string
-	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
-		}
-		return nil
-	})
+	files, err := manifest.YAMLFiles(fsys, dir)
 	if err != nil {
 		return nil, fmt.Errorf("reading scenario %s: %w", dir, err)
 	}
-	sort.Strings(files)
 	if len(files) == 0 {
 		return nil, fmt.Errorf("scenario %s has no .yaml files", dir)
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -182,7 +183,7 @@ const (
 // in fsys) and the space, and an Indexed Job that runs one variant per
 // completion index, its result as a JSON line on stdout.
 func (p *Plan) JobObjects(o Options, js JobSpec, space []byte) (*corev1.ConfigMap, *batchv1.Job, error) {
-	files, err := yamlFiles(p.FS, p.Dir)
+	files, err := manifest.YAMLFiles(p.FS, p.Dir)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -179,7 +179,7 @@ func docKey(kind, name string) string { return kind + "/" + name }
 // documents a space can edit (scenario.Load keeps only their decoded objects).
 func readTargets(fsys fs.FS, dir string) (*targets, error) {
 	t := &targets{docs: map[string]*manifest.Document{}}
-	files, err := yamlFiles(fsys, dir)
+	files, err := manifest.YAMLFiles(fsys, dir)
 	if err != nil {
 		return nil, err
 	}
@@ -205,21 +205,6 @@ func readTargets(fsys fs.FS, dir string) (*targets, error) {
 		return nil, err
 	}
 	return t, nil
-}
-
-func yamlFiles(fsys fs.FS, dir string) ([]string, error) {
-	var files []string
-	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if !d.IsDir() && (strings.HasSuffix(p, ".yaml") || strings.HasSuffix(p, ".yml")) {
-			files = append(files, p)
-		}
-		return nil
-	})
-	sort.Strings(files)
-	return files, err
 }
 
 // edited applies edits to the documents they name and decodes the results

@@ -36,7 +36,7 @@ func (p *Plan) EditFiles(v Variant) ([]EditedFile, error) {
 	for _, e := range edits {
 		byDoc[docKey(e.Kind, e.Name)] = append(byDoc[docKey(e.Kind, e.Name)], e)
 	}
-	files, err := yamlFiles(p.FS, p.Dir)
+	files, err := manifest.YAMLFiles(p.FS, p.Dir)
 	if err != nil {
 		return nil, err
 	}
