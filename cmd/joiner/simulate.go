@@ -13,23 +13,28 @@ import (
 	"golang.org/x/term"
 
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 func newSimulateCommand() *cobra.Command {
 	var jsonOut, quiet bool
-	var reportFile, compare string
+	var reportFile, compare, replayTrace string
 	var pf policyFlags
 	cmd := &cobra.Command{
-		Use:   "simulate [SCENARIO_DIR]",
+		Use:   "simulate [SCENARIO_DIR | --replay TRACE [NODEPOOLS_DIR]]",
 		Short: "Simulate what a set of NodePools would do: cost, pod start latency, disruption",
 		Long: `simulate runs Joiner's real provisioning, disruption and termination code against
 an in-memory cluster and a simulated EC2 (from the bundled instance-type
 catalog; spot prices are synthetic) on a virtual clock, driven by the
 workload manifests in SCENARIO_DIR and its scenario.yaml. With no directory
 it runs the bundled default scenario: the production architecture of the
-Karpenter course over one simulated Monday.`,
+Karpenter course over one simulated Monday.
+
+With --replay it runs a trace of a real cluster (joiner record): its pods
+come and go, and its workloads scale, as they did, while the simulated
+autoscaler decides every node under the NodePools, EC2NodeClasses and
+NodeOverlays of NODEPOOLS_DIR (the recorded ones without it); --compare
+then names a second directory of NodePools for the same trace.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
@@ -37,13 +42,13 @@ Karpenter course over one simulated Monday.`,
 			if err != nil {
 				return err
 			}
-			a, err := runScenario(cmd.Context(), args, policy, quiet || jsonOut, cmd.ErrOrStderr())
+			a, err := runScenario(cmd.Context(), replayTrace, args, policy, quiet || jsonOut, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
 			var b *sim.Report
 			if compare != "" {
-				b, err = runScenario(cmd.Context(), []string{compare}, policy, quiet || jsonOut, cmd.ErrOrStderr())
+				b, err = runScenario(cmd.Context(), replayTrace, []string{compare}, policy, quiet || jsonOut, cmd.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -77,7 +82,8 @@ Karpenter course over one simulated Monday.`,
 	}
 	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the report as JSON (deterministic for a scenario and seed)")
 	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with charts to this file")
-	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory and compare the two")
+	cmd.Flags().StringVar(&compare, "compare", "", "run a second scenario directory (with --replay: a second directory of NodePools) and compare the two")
+	cmd.Flags().StringVar(&replayTrace, "replay", "", "replay a trace `joiner record` wrote, under the NodePools of the directory argument (the recorded ones without it)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
 	pf.register(cmd)
 	return cmd
@@ -109,20 +115,17 @@ func (f *policyFlags) policy() (provisioning.Policy, error) {
 // run allocates many short-lived scheduling states: the command trades
 // memory for less GC work (GOGC 400 unless the environment sets GOGC;
 // BenchmarkSimulateWeek20k in pkg/sim shows what it buys).
-func runScenario(ctx context.Context, args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+func runScenario(ctx context.Context, replayTrace string, args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*sim.Report, error) {
 	simulationGC()
 	arg := ""
 	if len(args) > 0 {
 		arg = args[0]
 	}
-	fsys, dir, name, err := scenarioFS(arg)
+	fsys, dir, in, err := loadInput(replayTrace, arg)
 	if err != nil {
 		return nil, err
 	}
-	in, err := scenario.Load(fsys, dir, name)
-	if err != nil {
-		return nil, err
-	}
+	name := in.Name
 	opts := sim.Options{Policy: policy}
 	if !quiet && isTerminal(progressOut) {
 		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),

@@ -18,7 +18,6 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
-	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -39,7 +38,7 @@ type clusterSource struct {
 func (s *clusterSource) register(cmd *cobra.Command, withRegion bool) {
 	f := cmd.Flags()
 	f.StringVar(&s.kubeconfig, "kubeconfig", "", "read the cluster behind this kubeconfig instead of manifests (read-only: nothing is written)")
-	f.StringVar(&s.scenario, "scenario", "", `simulate this scenario directory ("default": the bundled one) up to --at and read the simulated cluster`)
+	f.StringVar(&s.scenario, "scenario", "", `simulate this scenario directory ("default": the bundled one), or replay this trace (joiner record), up to --at and read the simulated cluster`)
 	f.StringVar(&s.at, "at", "", "as of this RFC 3339 time (default now); with --scenario the simulated time to stop at, RFC 3339 or +DURATION from the start (default the end of the run)")
 	f.StringVar(&s.catalog, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one (not with --scenario: its own)")
 	if withRegion {
@@ -148,14 +147,15 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if _, err := os.Stat(arg); arg == "default" && err != nil {
 		arg = "" // the bundled scenario, as simulate with no directory
 	}
-	fsys, dir, name, err := scenarioFS(arg)
+	tracePath := ""
+	if isTraceFile(arg) { // a trace: replayed under its recorded NodePools
+		tracePath, arg = arg, ""
+	}
+	fsys, dir, in, err := loadInput(tracePath, arg)
 	if err != nil {
 		return nil, err
 	}
-	in, err := scenario.Load(fsys, dir, name)
-	if err != nil {
-		return nil, err
-	}
+	name := in.Name
 	start, end := in.Scenario.Spec.Start.UTC(), in.Scenario.Spec.Start.UTC().Add(in.Scenario.Spec.Duration.Duration)
 	at := end
 	switch {

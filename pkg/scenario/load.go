@@ -59,6 +59,12 @@ type Input struct {
 	// settings, fields upstream Karpenter accepts that Joiner does not
 	// model); the report carries them.
 	Notes []string
+	// ScenarioFile is the file the Scenario document came from ("" when
+	// the directory has none and the defaults were used).
+	ScenarioFile string
+	// Replay, when set, drives the workloads from a recording (see
+	// Replay); the workload kinds above are then empty.
+	Replay *Replay
 }
 
 // ScaledObject is the part of a KEDA keda.sh/v1alpha1 ScaledObject the
@@ -130,6 +136,7 @@ func Load(fsys fs.FS, dir, name string) (*Input, error) {
 					continue
 				}
 				in.Scenario = s
+				in.ScenarioFile = d.File
 				continue
 			}
 			where := fmt.Sprintf("%s: %s %q (document %d)", f, d.Kind, d.Name, d.Doc)

@@ -26,6 +26,11 @@ func (e *engine) buildWorkloads() error {
 		return err
 	}
 	e.startVolumes()
+	if e.in.Replay != nil {
+		if err := e.buildReplay(prio); err != nil {
+			return err
+		}
+	}
 	byName := map[string]*workload{}
 	if err := e.buildControllers(prio, runtimes, byName); err != nil {
 		return err

@@ -165,7 +165,7 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 	if len(in.NodeClasses) == 0 {
 		e.rep.note("the scenario has no EC2NodeClass: the node classes its NodePools name are taken to exist, with one image each (no AMI drift)")
 	}
-	if len(e.workloads) == 0 && len(e.bare) == 0 && len(in.CronJobs) == 0 {
+	if in.Replay == nil && len(e.workloads) == 0 && len(e.bare) == 0 && len(in.CronJobs) == 0 {
 		e.rep.note("the scenario has no workloads, so nothing asks for nodes: add Deployments, StatefulSets, Jobs, CronJobs or Pods beside the NodePools")
 	}
 	e.schedule()

@@ -1,0 +1,279 @@
+package replay
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
+)
+
+const onDemandPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: general
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["on-demand"]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+`
+
+const spotPool = `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: spot
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: ["spot"]}
+  disruption:
+    consolidationPolicy: WhenEmptyOrUnderutilized
+    consolidateAfter: 1m
+`
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+// pools loads NodePool manifests as a scenario directory would.
+func pools(t *testing.T, docs ...string) *scenario.Input {
+	t.Helper()
+	in, err := scenario.Load(fstest.MapFS{"pools.yaml": {Data: []byte(strings.Join(docs, "---\n"))}}, ".", "pools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return in
+}
+
+// clusterTrace is two hours of a small cluster: a ReplicaSet scaled 4 → 2
+// at 30m, a bare pod from 5m to 20m, a Job of three 10-minute pods at 40m,
+// and the node the recorded autoscaler ran them on.
+func clusterTrace(t *testing.T) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	w, err := trace.NewWriter(&buf, trace.Header{Started: t0, Kinds: []string{"NodePool", "ReplicaSet", "Job", "Pod", "Node"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	put := func(d time.Duration, op trace.Op, kind string, obj any) {
+		t.Helper()
+		if err := w.Object(at(d), op, kind, obj); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync := func(kind string, objs ...any) {
+		_ = w.Write(trace.Record{Time: t0, Op: trace.OpSync, Kind: kind})
+		for _, o := range objs {
+			put(0, trace.OpAdd, kind, o)
+		}
+		_ = w.Write(trace.Record{Time: t0, Op: trace.OpSynced, Kind: kind})
+	}
+	sync("NodePool", pools(t, onDemandPool).NodePools[0])
+	sync("ReplicaSet")
+	sync("Job")
+	sync("Pod")
+	sync("Node")
+	yes := true
+	requests := corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: requests}}}
+	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: spec}
+	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", CreationTimestamp: metav1.NewTime(at(time.Minute))},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(4)), Template: tmpl}}
+	put(time.Minute, trace.OpAdd, "ReplicaSet", rs)
+	pod := func(name, ownerKind, ownerName string, created time.Duration) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name), CreationTimestamp: metav1.NewTime(at(created))}, Spec: *spec.DeepCopy()}
+		if ownerKind != "" {
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: ownerKind, Name: ownerName, Controller: &yes}}
+		}
+		return p
+	}
+	bound := func(p *corev1.Pod, d time.Duration) *corev1.Pod {
+		p = p.DeepCopy()
+		p.Spec.NodeName = "node-1"
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(at(d))}}
+		return p
+	}
+	var web []*corev1.Pod
+	for _, n := range []string{"web-a", "web-b", "web-c", "web-d"} {
+		p := pod(n, "ReplicaSet", "web-1", time.Minute)
+		web = append(web, p)
+		put(time.Minute, trace.OpAdd, "Pod", p)
+	}
+	put(100*time.Second, trace.OpAdd, "Node", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", CreationTimestamp: metav1.NewTime(at(90 * time.Second)),
+		Labels: map[string]string{v1.LabelNodePool: "general", corev1.LabelInstanceTypeStable: "m5.2xlarge", corev1.LabelTopologyZone: "us-east-1a",
+			v1.LabelCapacityType: "on-demand", corev1.LabelTopologyRegion: "us-east-1"}}})
+	for _, p := range web {
+		put(2*time.Minute, trace.OpUpdate, "Pod", bound(p, 2*time.Minute))
+	}
+	debug := pod("debug", "", "", 5*time.Minute)
+	put(5*time.Minute, trace.OpAdd, "Pod", debug)
+	put(5*time.Minute+10*time.Second, trace.OpUpdate, "Pod", bound(debug, 5*time.Minute+10*time.Second))
+	put(20*time.Minute, trace.OpDelete, "Pod", bound(debug, 5*time.Minute+10*time.Second))
+	rs2 := rs.DeepCopy()
+	rs2.Spec.Replicas = ptr(int32(2))
+	put(30*time.Minute, trace.OpUpdate, "ReplicaSet", rs2)
+	put(30*time.Minute, trace.OpDelete, "Pod", bound(web[2], 2*time.Minute))
+	put(30*time.Minute, trace.OpDelete, "Pod", bound(web[3], 2*time.Minute))
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "report", Namespace: "shop", CreationTimestamp: metav1.NewTime(at(40 * time.Minute))},
+		Spec: batchv1.JobSpec{Completions: ptr(int32(3)), Parallelism: ptr(int32(3)), Template: tmpl}}
+	put(40*time.Minute, trace.OpAdd, "Job", job)
+	for _, n := range []string{"report-a", "report-b", "report-c"} {
+		p := pod(n, "Job", "report", 40*time.Minute)
+		put(40*time.Minute, trace.OpAdd, "Pod", p)
+		b := bound(p, 41*time.Minute)
+		put(41*time.Minute, trace.OpUpdate, "Pod", b)
+		b = b.DeepCopy()
+		b.Status.Phase = corev1.PodSucceeded
+		put(51*time.Minute, trace.OpUpdate, "Pod", b)
+	}
+	if err := w.Close(at(2 * time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func readTrace(t *testing.T, b []byte) *Recording {
+	t.Helper()
+	r, err := trace.NewReader(bytes.NewReader(b), "cluster.trace.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Read(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec
+}
+
+func TestReadWorkloads(t *testing.T) {
+	rec := readTrace(t, clusterTrace(t))
+	if !rec.Complete || rec.End.Sub(rec.Start) != 2*time.Hour || rec.Region != "us-east-1" {
+		t.Fatalf("complete %v, %s long, region %q; want complete, 2h, us-east-1", rec.Complete, rec.End.Sub(rec.Start), rec.Region)
+	}
+	if len(rec.Replay.Workloads) != 2 {
+		t.Fatalf("workloads %+v, want the ReplicaSet and the Job", rec.Replay.Workloads)
+	}
+	web, job := rec.Replay.Workloads[0], rec.Replay.Workloads[1]
+	want := []scenario.ReplicaStep{{At: time.Minute, Replicas: 4}, {At: 30 * time.Minute, Replicas: 2}}
+	if web.Kind != "ReplicaSet" || web.Name != "web-1" || len(web.Steps) != 2 || web.Steps[0] != want[0] || web.Steps[1] != want[1] {
+		t.Errorf("web: %s/%s steps %+v, want ReplicaSet/web-1 %+v", web.Kind, web.Name, web.Steps, want)
+	}
+	if job.Kind != "Job" || job.Job == nil || job.Job.Completions != 3 || job.Job.Runtime != 10*time.Minute || job.Steps[0] != (scenario.ReplicaStep{At: 40 * time.Minute, Replicas: 3}) {
+		t.Errorf("job: %+v %+v, want 3 completions of 10m from 40m, 3 at once", job.Job, job.Steps)
+	}
+	if len(rec.Replay.Pods) != 1 || rec.Replay.Pods[0].At != 5*time.Minute || rec.Replay.Pods[0].Until != 20*time.Minute || rec.Replay.Pods[0].Pod.Spec.NodeName != "" {
+		t.Errorf("bare pods %+v, want debug from 5m to 20m, unbound", rec.Replay.Pods)
+	}
+	if len(rec.Pods) != 8 || len(rec.Nodes) != 1 || rec.Nodes[0].InstanceType != "m5.2xlarge" || rec.Nodes[0].Deleted != nil {
+		t.Errorf("recorded %d pods and nodes %+v; want 8 pods and node-1, an m5.2xlarge still running", len(rec.Pods), rec.Nodes)
+	}
+	for _, p := range rec.Pods {
+		if p.Bound == nil || p.Bound.Sub(p.Created) > time.Minute {
+			t.Errorf("pod %s: created %s, bound %v; want bound within a minute", p.Name, p.Created, p.Bound)
+		}
+	}
+}
+
+func TestReplayRunsTheRecordedWorkloads(t *testing.T) {
+	rec := readTrace(t, clusterTrace(t))
+	in, err := rec.Input("cluster.trace.gz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), in, fstest.MapFS{}, ".", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 4 web pods, the debug pod and the Job's 3: the replay makes the
+	// recorded pods, and one more for each pod its consolidation evicts.
+	if rep.Pods.Created != 8+rep.Pods.Evictions || rep.Pods.Ran != rep.Pods.Created || rep.Pods.NeverRan != 0 {
+		t.Errorf("created %d, ran %d, never ran %d, evicted %d; want 8 and one per eviction, all ran (notes %q)", rep.Pods.Created, rep.Pods.Ran, rep.Pods.NeverRan, rep.Pods.Evictions, rep.Notes)
+	}
+	if !rep.Start.Equal(t0) || !rep.End.Equal(t0.Add(2*time.Hour)) {
+		t.Errorf("ran %s–%s, want the recording's %s–%s", rep.Start, rep.End, t0, t0.Add(2*time.Hour))
+	}
+	for _, c := range []struct {
+		at   time.Duration
+		want int
+	}{{59 * time.Second, 0}, {10 * time.Minute, 4}, {35 * time.Minute, 2}} {
+		if got := webPodsAt(t, in, c.at); got != c.want {
+			t.Errorf("web pods at %s: %d, want %d", c.at, got, c.want)
+		}
+	}
+	if rep.Cost.ByPool["general"] <= 0 {
+		t.Errorf("cost %+v: the recorded NodePool general paid nothing", rep.Cost)
+	}
+	if !hasNote(rep.Notes, "replaying the trace cluster.trace.gz: 2 workloads and 1 bare pods") || !hasNote(rep.Notes, "starts with no nodes") {
+		t.Errorf("notes %q: want what the replay is and what it assumes", rep.Notes)
+	}
+}
+
+// webPodsAt counts the ReplicaSet's pods the replay holds at an offset.
+func webPodsAt(t *testing.T, in *scenario.Input, d time.Duration) int {
+	t.Helper()
+	m, err := sim.RunUntil(context.Background(), in, fstest.MapFS{}, ".", t0.Add(d), sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range m.Cluster.Pods {
+		if ref := metav1.GetControllerOf(p); ref != nil && ref.Kind == "ReplicaSet" && ref.Name == "web-1" {
+			n++
+		}
+	}
+	return n
+}
+
+func hasNote(notes []string, s string) bool {
+	for _, n := range notes {
+		if strings.Contains(n, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestReplayUnderOtherNodePools(t *testing.T) {
+	rec := readTrace(t, clusterTrace(t))
+	in, err := rec.Input("cluster.trace.gz", pools(t, spotPool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), in, fstest.MapFS{}, ".", sim.Options{Policy: provisioning.Policy{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pods.Ran != 8+rep.Pods.Evictions || rep.Cost.ByPool["spot"] <= 0 || rep.Cost.ByPool["general"] != 0 {
+		t.Errorf("ran %d, cost by pool %v: want the 8 pods on the spot pool only", rep.Pods.Ran, rep.Cost.ByPool)
+	}
+	for _, n := range rep.ByNode {
+		if n.CapacityType != "spot" {
+			t.Errorf("node %s is %s, want spot", n.Name, n.CapacityType)
+		}
+	}
+	if !hasNote(rep.Notes, "are pools's (1 NodePools), not the recorded ones") {
+		t.Errorf("notes %q: want the override named", rep.Notes)
+	}
+}

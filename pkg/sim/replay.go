@@ -1,0 +1,64 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+)
+
+// buildReplay makes a recording's workloads and bare pods (scenario.Replay):
+// nothing exists before its first step, then each follows its steps.
+func (e *engine) buildReplay(prio *priorities) error {
+	r := e.in.Replay
+	for i := range r.Workloads {
+		rw := &r.Workloads[i]
+		tmpl := *rw.Template.DeepCopy()
+		if err := prio.resolve(&tmpl.Spec, fmt.Sprintf("%s %s/%s: spec.template.spec", rw.Kind, rw.Namespace, rw.Name)); err != nil {
+			return err
+		}
+		w := &workload{kind: rw.Kind, namespace: rw.Namespace, name: rw.Name, template: tmpl, claimTemplates: rw.ClaimTemplates,
+			spread: defaultSpreadSelector(rw.Namespace, tmpl.Labels, e.in.Services, nil)}
+		if rw.Job != nil {
+			w.job, w.completions, w.runtime = true, rw.Job.Completions, rw.Job.Runtime
+		}
+		e.replayStep(w, rw.Steps, false)
+	}
+	for i := range r.Pods {
+		rp := r.Pods[i]
+		pod := rp.Pod.DeepCopy()
+		if err := prio.resolve(&pod.Spec, fmt.Sprintf("Pod %s/%s: spec", pod.Namespace, pod.Name)); err != nil {
+			return err
+		}
+		e.clk.at(e.start.Add(rp.At), func() {
+			p := &simPod{pod: pod, created: e.clk.now, spread: defaultSpreadSelector(pod.Namespace, pod.Labels, e.in.Services, nil)}
+			e.rep.podCreated(p)
+			e.addPending(p)
+			if rp.Until > 0 {
+				e.clk.at(e.start.Add(rp.Until), func() {
+					if !p.finished {
+						e.removePod(p, false)
+					}
+				})
+			}
+		})
+	}
+	return nil
+}
+
+// replayStep puts a workload's next step on the agenda; each step, when
+// it comes, schedules the one after it, so a week of steps does not sit
+// in the clock's queue at once.
+func (e *engine) replayStep(w *workload, steps []scenario.ReplicaStep, started bool) {
+	if len(steps) == 0 {
+		return
+	}
+	s := steps[0]
+	e.clk.at(e.start.Add(s.At), func() {
+		if !started {
+			e.workloads = append(e.workloads, w)
+		}
+		w.replicas = s.Replicas
+		e.reconcile(w)
+		e.replayStep(w, steps[1:], true)
+	})
+}
