@@ -4,6 +4,7 @@ import (
 	"os"
 
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
+	"github.com/joiner-autoscaler/joiner/pkg/replay"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
@@ -13,6 +14,18 @@ func writeHTML(path string, a, b *sim.Report) error {
 		return err
 	}
 	if err := htmlreport.Write(f, a, b); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writeBacktestHTML(path string, bt *replay.Backtest) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := htmlreport.WriteBacktest(f, bt); err != nil {
 		f.Close()
 		return err
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
 // run executes the joiner command line in-process.
@@ -226,5 +228,76 @@ func TestRecordBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {
 		t.Errorf("a refused recording left %s behind (%v)", out, err)
+	}
+}
+
+const smallTrace = "../../pkg/replay/testdata/small.trace.gz"
+
+func TestSimulateReplayAndCompare(t *testing.T) {
+	out, err := run(t, "simulate", "--quiet", "--replay", smallTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Scenario " + smallTrace + ": Mon 2026-11-30 09:00 → Mon 2026-11-30 11:00 UTC", "(general $", "replaying the trace"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("simulate --replay lacks %q:\n%s", want, out)
+		}
+	}
+	dir := t.TempDir()
+	spot := `apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: spot}
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: [{key: karpenter.sh/capacity-type, operator: In, values: [spot]}]
+`
+	if err := os.WriteFile(filepath.Join(dir, "pools.yaml"), []byte(spot), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = run(t, "simulate", "--quiet", "--json", "--replay", smallTrace, "--compare", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var both map[string]*sim.Report
+	if err := json.Unmarshal([]byte(out), &both); err != nil {
+		t.Fatal(err)
+	}
+	if both["a"].Cost.ByPool["general"] <= 0 || both["b"].Cost.ByPool["spot"] <= 0 || both["a"].Pods.Ran == 0 || both["b"].Pods.Ran == 0 {
+		t.Errorf("a paid %v and ran %d pods, b paid %v and ran %d: want the recorded pool for a, the spot pool for b", both["a"].Cost.ByPool, both["a"].Pods.Ran, both["b"].Cost.ByPool, both["b"].Pods.Ran)
+	}
+}
+
+func TestBacktestCommand(t *testing.T) {
+	report := filepath.Join(t.TempDir(), "bt.html")
+	out, err := run(t, "backtest", "--quiet", "--report", report, smallTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"node count   mean absolute error", "cost         recorded $0.76", "pending p90  recorded 60.0 s", "largest divergences:", "report: " + report} {
+		if !strings.Contains(out, want) {
+			t.Errorf("backtest lacks %q:\n%s", want, out)
+		}
+	}
+	html, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", "Nodes, recorded and simulated", "recorded", "simulated", `class="divergences"`} {
+		if !strings.Contains(string(html), want) {
+			t.Errorf("the HTML report lacks %q", want)
+		}
+	}
+	a, err := run(t, "backtest", "--json", smallTrace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := run(t, "backtest", "--json", smallTrace)
+	if a != b || !strings.Contains(a, `"nodeCountMAPE"`) {
+		t.Errorf("backtest --json is not deterministic, or lacks the error figures")
+	}
+	if _, err := run(t, "backtest", "main_test.go"); err == nil || !strings.Contains(err.Error(), "main_test.go: not a trace") {
+		t.Errorf("backtest of a Go file: %v, want it named as not a trace", err)
 	}
 }

@@ -1,12 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
 	"github.com/joiner-autoscaler/joiner/pkg/replay"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	"github.com/joiner-autoscaler/joiner/pkg/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
@@ -60,4 +65,76 @@ func readRecording(path string) (*replay.Recording, error) {
 func isTraceFile(arg string) bool {
 	st, err := os.Stat(arg)
 	return err == nil && st.Mode().IsRegular()
+}
+
+func newBacktestCommand() *cobra.Command {
+	var jsonOut, quiet bool
+	var reportFile string
+	var pf policyFlags
+	cmd := &cobra.Command{
+		Use:   "backtest TRACE",
+		Short: "Replay a recorded cluster under its own NodePools and measure how far the simulation is from what happened",
+		Long: `backtest replays a trace (joiner record) under the NodePools, EC2NodeClasses
+and NodeOverlays it recorded and holds the simulated cluster against the
+recorded one, minute by minute: node count by NodePool and capacity type,
+$/h, pods pending and how long they waited. It prints the mean absolute
+percentage error of the node count, the total cost error, the p50/p90
+pending-time differences and the largest divergences with what each cluster
+did before them. Give --decisions karpenter for a cluster upstream Karpenter
+ran.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			policy, err := pf.policy()
+			if err != nil {
+				return err
+			}
+			simulationGC()
+			rec, err := readRecording(args[0])
+			if err != nil {
+				return err
+			}
+			in, err := rec.Input(args[0], nil)
+			if err != nil {
+				return err
+			}
+			fsys, dir := os.DirFS("."), "."
+			its, _, err := sim.InstanceTypes(in, fsys, dir)
+			if err != nil {
+				return err
+			}
+			opts := sim.Options{Policy: policy}
+			if !quiet && !jsonOut && isTerminal(cmd.ErrOrStderr()) {
+				bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying "+args[0]),
+					progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+				opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
+				defer func() { _ = bar.Finish() }()
+			}
+			rep, err := sim.Run(cmd.Context(), in, fsys, dir, opts)
+			if err != nil {
+				return err
+			}
+			bt := replay.NewBacktest(args[0], rec, rep, replay.Prices(its), string(policy.Decisions))
+			if reportFile != "" {
+				if err := writeBacktestHTML(reportFile, bt); err != nil {
+					return err
+				}
+			}
+			out := cmd.OutOrStdout()
+			if jsonOut {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(bt)
+			}
+			bt.WriteSummary(out)
+			if reportFile != "" {
+				fmt.Fprintf(out, "\nreport: %s\n", reportFile)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&jsonOut, "json", false, "print the backtest as JSON: the error figures, both clusters minute by minute, the divergences")
+	cmd.Flags().StringVar(&reportFile, "report", "", "write an HTML report with the recorded and simulated timelines on one chart to this file")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress bar")
+	pf.register(cmd)
+	return cmd
 }

@@ -17,6 +17,6 @@ are no longer worth their cost, using Karpenter's karpenter.sh/v1 NodePools.`,
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersionCommand(), newValidateCommand(), newSimulateCommand(), newTuneCommand(), newPlanCommand(), newExplainCommand(), newControllerCommand(), newLintCommand(), newDiffCommand(), newDriftCommand(), newRecordCommand())
+	root.AddCommand(newVersionCommand(), newValidateCommand(), newSimulateCommand(), newTuneCommand(), newPlanCommand(), newExplainCommand(), newControllerCommand(), newLintCommand(), newDiffCommand(), newDriftCommand(), newRecordCommand(), newBacktestCommand())
 	return root
 }

@@ -3,6 +3,10 @@ package replay
 import (
 	"bytes"
 	"context"
+	"flag"
+	"math"
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -275,5 +279,95 @@ func TestReplayUnderOtherNodePools(t *testing.T) {
 	}
 	if !hasNote(rep.Notes, "are pools's (1 NodePools), not the recorded ones") {
 		t.Errorf("notes %q: want the override named", rep.Notes)
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite testdata/small.trace.gz from clusterTrace")
+
+// TestSmallTraceIsClusterTrace keeps testdata/small.trace.gz (which the
+// command's tests replay and backtest) the trace clusterTrace writes.
+func TestSmallTraceIsClusterTrace(t *testing.T) {
+	const file = "testdata/small.trace.gz"
+	want := clusterTrace(t)
+	if *update {
+		if err := os.WriteFile(file, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatalf("%v (go test ./pkg/replay -run TestSmallTrace -update writes it)", err)
+	}
+	a, b := readTrace(t, got), readTrace(t, want)
+	if !reflect.DeepEqual(a.Replay.Workloads, b.Replay.Workloads) || !reflect.DeepEqual(a.Nodes, b.Nodes) || len(a.Pods) != len(b.Pods) {
+		t.Errorf("%s is not what clusterTrace writes: go test ./pkg/replay -run TestSmallTrace -update", file)
+	}
+}
+
+func TestBacktestOfTheSmallCluster(t *testing.T) {
+	rec := readTrace(t, clusterTrace(t))
+	in, err := rec.Input("cluster.trace.gz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), in, fstest.MapFS{}, ".", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	its, _, err := sim.InstanceTypes(in, fstest.MapFS{}, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := Prices(its)
+	p, ok := price("m5.2xlarge", "us-east-1a", "on-demand")
+	if !ok || p <= 0 {
+		t.Fatalf("m5.2xlarge on-demand in us-east-1a: %v %v, want the catalog's price", p, ok)
+	}
+	bt := NewBacktest("cluster.trace.gz", rec, rep, price, "joiner")
+	if len(bt.Recorded) != 121 || len(bt.Simulated) != 121 {
+		t.Fatalf("%d recorded and %d simulated minutes, want 121 each (0 to 120)", len(bt.Recorded), len(bt.Simulated))
+	}
+	// The recorded node ran from 1m30s to the end: 118.5 minutes.
+	if want := round4(p * 118.5 / 60); bt.Errors.RecordedCostUSD != want {
+		t.Errorf("recorded cost $%v, want $%v", bt.Errors.RecordedCostUSD, want)
+	}
+	if r := bt.Recorded[1]; r.Nodes != 0 || r.Pending != 4 {
+		t.Errorf("recorded minute 1: %d nodes, %d pending; want 0 and the 4 web pods", r.Nodes, r.Pending)
+	}
+	if r := bt.Recorded[10]; r.Nodes != 1 || r.NodesByCapacityType["on-demand"] != 1 || r.Pending != 0 || r.CostPerHour != round4(p) {
+		t.Errorf("recorded minute 10: %+v; want the one on-demand node at $%v/h, nothing pending", r, p)
+	}
+	// Pending: the 4 web pods and the Job's 3 waited 60 s, the debug pod 10 s.
+	if e := bt.Errors; e.RecordedPendingP50 != 60 || e.RecordedPendingP90 != 60 {
+		t.Errorf("recorded pending p50/p90 %v/%v s, want 60/60", e.RecordedPendingP50, e.RecordedPendingP90)
+	}
+	want := round4((rep.Cost.Total - bt.Errors.RecordedCostUSD) / bt.Errors.RecordedCostUSD * 100)
+	if math.Abs(bt.Errors.CostError-want) > 0.01 || bt.Errors.SimulatedCostUSD != round4(rep.Cost.Total) {
+		t.Errorf("cost error %v %%, want %v %% (simulated $%v)", bt.Errors.CostError, want, rep.Cost.Total)
+	}
+	var sb strings.Builder
+	bt.WriteSummary(&sb)
+	for _, s := range []string{"node count   mean absolute error", "cost         recorded $", "pending p50  recorded 60.0 s"} {
+		if !strings.Contains(sb.String(), s) {
+			t.Errorf("summary lacks %q:\n%s", s, sb.String())
+		}
+	}
+}
+
+func TestMAPE(t *testing.T) {
+	pts := func(ns ...int) []Point {
+		var out []Point
+		for i, n := range ns {
+			out = append(out, Point{Minute: i, Nodes: n})
+		}
+		return out
+	}
+	nodes := func(p Point) int { return p.Nodes }
+	// Minutes with no recorded node do not count; |2−4|/4 and |3−3|/3.
+	if got := mape(pts(0, 4, 3), pts(5, 2, 3), nodes); got != 25 {
+		t.Errorf("mape = %v, want 25", got)
+	}
+	if got := mape(pts(0, 0), pts(1, 1), nodes); got != 0 {
+		t.Errorf("mape with nothing recorded = %v, want 0", got)
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
@@ -196,23 +197,9 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
-	var cat *catalog.Catalog
-	var err error
-	if s.Catalog != "" {
-		b, rerr := fs.ReadFile(fsys, path.Join(dir, s.Catalog))
-		if rerr != nil {
-			return nil, fmt.Errorf("scenario.yaml: spec.catalog %q: %w (the path is relative to the scenario directory)", s.Catalog, rerr)
-		}
-		cat, err = catalog.Parse(b, s.Catalog)
-	} else {
-		cat, err = catalog.Default()
-	}
+	all, assumptions, err := InstanceTypes(in, fsys, dir)
 	if err != nil {
 		return nil, err
-	}
-	all, assumptions, err := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
-	if err != nil {
-		return nil, fmt.Errorf("scenario.yaml: spec.region/spec.zones: %w", err)
 	}
 	e.pools = append(e.pools, in.NodePools...)
 	sort.Slice(e.pools, func(i, j int) bool { return e.pools[i].Name < e.pools[j].Name })
@@ -232,6 +219,32 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 	}
 	e.rep.overlays(e.cloud.Overlays())
 	return e, e.buildWorkloads()
+}
+
+// InstanceTypes are the instance types a run of in offers, with their
+// prices: its catalog (spec.catalog, read from fsys at dir, or the
+// embedded one) for its region and zones, and what the catalog assumed.
+func InstanceTypes(in *scenario.Input, fsys fs.FS, dir string) ([]*cloudprovider.InstanceType, []string, error) {
+	s := in.Scenario.Spec
+	var cat *catalog.Catalog
+	var err error
+	if s.Catalog != "" {
+		b, rerr := fs.ReadFile(fsys, path.Join(dir, s.Catalog))
+		if rerr != nil {
+			return nil, nil, fmt.Errorf("scenario.yaml: spec.catalog %q: %w (the path is relative to the scenario directory)", s.Catalog, rerr)
+		}
+		cat, err = catalog.Parse(b, s.Catalog)
+	} else {
+		cat, err = catalog.Default()
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	all, assumptions, err := cat.InstanceTypes(catalog.Options{Region: s.Region, Zones: s.Zones})
+	if err != nil {
+		return nil, nil, fmt.Errorf("scenario.yaml: spec.region/spec.zones: %w", err)
+	}
+	return all, assumptions, nil
 }
 
 func amiOf(nc *awsv1.EC2NodeClass) string {
