@@ -48,6 +48,10 @@ func (r *Recording) override(in, over *scenario.Input) error {
 		return fmt.Errorf("%s: no NodePool to replay the trace under", over.Name)
 	}
 	in.NodePools, in.NodeClasses, in.NodeOverlays = over.NodePools, over.NodeClasses, over.NodeOverlays
+	if n := len(in.Replay.NodePools); n > 0 {
+		in.Notes = append(in.Notes, fmt.Sprintf("the %d changes to the recorded NodePools during the recording are not replayed: %s's NodePools replace them", n, over.Name))
+		in.Replay.NodePools = nil
+	}
 	in.Notes = append(in.Notes, fmt.Sprintf("the NodePools, EC2NodeClasses and NodeOverlays are %s's (%d NodePools), not the recorded ones", over.Name, len(over.NodePools)))
 	if over.ScenarioFile != "" {
 		start, length := in.Scenario.Spec.Start, in.Scenario.Spec.Duration

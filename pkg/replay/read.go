@@ -120,6 +120,7 @@ type builder struct {
 	config  map[objKey]bool
 	changed map[string]int
 	added   map[string]int
+	deleted map[string]int
 	// listing: the objects of each kind a sync in progress has listed.
 	listing map[string]map[objKey]bool
 	owners  map[objKey]*owner
@@ -135,7 +136,7 @@ type builder struct {
 
 func newBuilder(h trace.Header) *builder {
 	start := h.Started.UTC()
-	return &builder{rec: &Recording{Header: h, Start: start, End: start}, config: map[objKey]bool{}, changed: map[string]int{}, added: map[string]int{},
+	return &builder{rec: &Recording{Header: h, Start: start, End: start}, config: map[objKey]bool{}, changed: map[string]int{}, added: map[string]int{}, deleted: map[string]int{},
 		listing: map[string]map[objKey]bool{}, owners: map[objKey]*owner{}, pods: map[objKey]*pod{}, nodes: map[string]*node{}, synced: map[string]bool{}}
 }
 
@@ -228,7 +229,16 @@ func (b *builder) object(rec trace.Record, t time.Time) error {
 // counts what came after.
 func (b *builder) configObject(k objKey, rec trace.Record, t time.Time) error {
 	if b.config[k] {
-		if rec.Op != trace.OpDelete {
+		switch {
+		case rec.Op == trace.OpDelete:
+			b.deleted[k.kind]++
+		case k.kind == "NodePool":
+			var np v1.NodePool
+			if err := json.Unmarshal(rec.Object, &np); err != nil {
+				return fmt.Errorf("trace: the NodePool %s at %s: %w", k.name, t.Format(time.RFC3339), err)
+			}
+			b.rec.Replay.NodePools = append(b.rec.Replay.NodePools, scenario.ReplayNodePool{At: b.offset(t), NodePool: &np})
+		default:
 			b.changed[k.kind]++
 		}
 		return nil
@@ -310,7 +320,9 @@ func (b *builder) finish() *Recording {
 	if r.End.Before(r.Start) {
 		r.End = r.Start
 	}
+	nodePools := r.Replay.NodePools
 	r.Replay = b.workloads()
+	r.Replay.NodePools = nodePools
 	unmanaged := 0
 	for _, name := range sortedKeys(b.nodes) {
 		n := b.nodes[name]
@@ -327,6 +339,9 @@ func (b *builder) finish() *Recording {
 	}
 	for _, kind := range sortedKeys(b.changed) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d changes to %s objects during the recording are not replayed: each is replayed as first recorded", b.changed[kind], kind))
+	}
+	for _, kind := range sortedKeys(b.deleted) {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d %s objects deleted during the recording are replayed as there to the end", b.deleted[kind], kind))
 	}
 	for _, kind := range sortedKeys(b.added) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s objects created during the recording are replayed as there from the start", b.added[kind], kind))

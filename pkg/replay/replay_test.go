@@ -71,7 +71,7 @@ func pools(t *testing.T, docs ...string) *scenario.Input {
 // clusterTrace is two hours of a small cluster: a ReplicaSet scaled 4 → 2
 // at 30m, a bare pod from 5m to 20m, a Job of three 10-minute pods at 40m,
 // and the node the recorded autoscaler ran them on.
-func clusterTrace(t *testing.T) []byte {
+func clusterTrace(t *testing.T, edits ...func(put func(time.Duration, trace.Op, string, any))) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := trace.NewWriter(&buf, trace.Header{Started: t0, Kinds: []string{"NodePool", "ReplicaSet", "Job", "Pod", "Node"}})
@@ -149,6 +149,9 @@ func clusterTrace(t *testing.T) []byte {
 		b = b.DeepCopy()
 		b.Status.Phase = corev1.PodSucceeded
 		put(51*time.Minute, trace.OpUpdate, "Pod", b)
+	}
+	for _, edit := range edits {
+		edit(put)
 	}
 	if err := w.Close(at(2 * time.Hour)); err != nil {
 		t.Fatal(err)
@@ -369,5 +372,53 @@ func TestMAPE(t *testing.T) {
 	}
 	if got := mape(pts(0, 0), pts(1, 1), nodes); got != 0 {
 		t.Errorf("mape with nothing recorded = %v, want 0", got)
+	}
+}
+
+// A recorded edit of a NodePool's template replays at its time: the
+// nodes launched before it drift.
+func TestReplayedNodePoolEditDrifts(t *testing.T) {
+	np := pools(t, onDemandPool).NodePools[0]
+	np.Annotations = map[string]string{v1.AnnotationNodePoolHash: "a", v1.AnnotationNodePoolHashVersion: "v1"}
+	edited := np.DeepCopy()
+	edited.Spec.Template.Labels = map[string]string{"rev": "b"}
+	edited.Annotations[v1.AnnotationNodePoolHash] = "b"
+	rec := readTrace(t, clusterTrace(t, func(put func(time.Duration, trace.Op, string, any)) {
+		put(59*time.Minute, trace.OpUpdate, "NodePool", np) // the controller's hash on the first version
+		put(time.Hour, trace.OpUpdate, "NodePool", edited)
+	}))
+	if n := len(rec.Replay.NodePools); n != 2 || rec.Replay.NodePools[1].At != time.Hour {
+		t.Fatalf("%d NodePool changes (%+v), want the two, the edit at 1h", n, rec.Replay.NodePools)
+	}
+	in, err := rec.Input("cluster.trace.gz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), in, fstest.MapFS{}, ".", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	drifted := 0
+	for _, d := range rep.Disruptions {
+		if d.Reason == string(v1.DisruptionReasonDrifted) {
+			drifted += d.Count
+		}
+	}
+	if drifted == 0 {
+		t.Errorf("disruptions %+v: want the nodes of before the edit drifted", rep.Disruptions)
+	}
+	for _, ev := range rep.DisruptionEvents {
+		if ev.Reason == string(v1.DisruptionReasonDrifted) && ev.Minute < 60 {
+			t.Errorf("a node drifted at minute %v, before the edit", ev.Minute)
+		}
+	}
+	// Under another directory's NodePools, the recorded edits are named,
+	// not replayed.
+	in, err = rec.Input("cluster.trace.gz", pools(t, spotPool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Replay.NodePools != nil || !hasNote(in.Notes, "the 2 changes to the recorded NodePools during the recording are not replayed") {
+		t.Errorf("with another directory's NodePools: changes %v, notes %q", in.Replay.NodePools, in.Notes)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
 // Replay drives a run's workloads from what a cluster recorded (package
@@ -19,6 +21,16 @@ type Replay struct {
 	// controller kind the simulator does not model): each arrives at At and
 	// leaves at Until (never, when Until is zero).
 	Pods []ReplayPod
+	// NodePools are the recorded NodePools' changes after the start, in
+	// order: each replaces the NodePool of its name at At (a new name
+	// adds one), as an edit of the NodePool would.
+	NodePools []ReplayNodePool
+}
+
+// ReplayNodePool is a NodePool as it was from At on.
+type ReplayNodePool struct {
+	At       time.Duration
+	NodePool *v1.NodePool
 }
 
 // ReplayWorkload is one ReplicaSet, StatefulSet or Job of a recording.

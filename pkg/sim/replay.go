@@ -2,6 +2,10 @@ package sim
 
 import (
 	"fmt"
+	"slices"
+	"sort"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
@@ -42,7 +46,28 @@ func (e *engine) buildReplay(prio *priorities) error {
 			}
 		})
 	}
+	for _, rn := range r.NodePools {
+		e.clk.at(e.start.Add(rn.At), func() { e.setNodePool(rn.NodePool) })
+	}
 	return nil
+}
+
+// setNodePool replaces the NodePool of np's name (or adds np), as an edit
+// through the API server would: the Store, the cloud's offerings and so
+// the Decider's configuration change with it.
+func (e *engine) setNodePool(np *v1.NodePool) {
+	i := sort.Search(len(e.pools), func(i int) bool { return e.pools[i].Name >= np.Name })
+	if i < len(e.pools) && e.pools[i].Name == np.Name {
+		e.pools[i] = np
+	} else {
+		e.pools = slices.Insert(e.pools, i, np)
+	}
+	e.st.SetNodePools(e.pools)
+	if err := e.cloud.SetNodePools(e.pools); err != nil {
+		e.rep.note(err.Error())
+	}
+	e.dirty = true
+	e.armBatch()
 }
 
 // replayStep puts a workload's next step on the agenda; each step, when
