@@ -78,7 +78,7 @@ func (s *section) zoneTable(r *sim.Report) {
 			workloads[k] = true
 		}
 	}
-	s.Pools, s.Workloads = sortedKeys(pools), sortedKeys(workloads)
+	s.Pools, s.Workloads = slices.Sorted(maps.Keys(pools)), slices.Sorted(maps.Keys(workloads))
 	const layout = "Mon 01-02 15:04:05"
 	for _, n := range r.ByNode {
 		row := nodeRow{NodeRecord: n, LaunchedAt: n.Launched.Format(layout), DeletedAt: "running at the end"}
@@ -165,7 +165,7 @@ func nodesChart(r *sim.Report) (string, *plot.Plot, error) {
 			pools[k] = true
 		}
 	}
-	names := sortedKeys(pools)
+	names := slices.Sorted(maps.Keys(pools))
 	var args []any
 	for _, pool := range names {
 		pts := make(plotter.XYs, len(r.Timeline))
@@ -233,7 +233,7 @@ func disruptionChart(r *sim.Report) (string, *plot.Plot, error) {
 	for _, ev := range r.DisruptionEvents {
 		pools[ev.NodePool] = true
 	}
-	names := sortedKeys(pools)
+	names := slices.Sorted(maps.Keys(pools))
 	index := map[string]int{}
 	for i, n := range names {
 		index[n] = i
@@ -241,7 +241,7 @@ func disruptionChart(r *sim.Report) (string, *plot.Plot, error) {
 	for _, ev := range r.DisruptionEvents {
 		reasons[ev.Reason] = append(reasons[ev.Reason], plotter.XY{X: ev.Minute / 60, Y: float64(index[ev.NodePool])})
 	}
-	keys := sortedKeys(reasons)
+	keys := slices.Sorted(maps.Keys(reasons))
 	var args []any
 	for _, k := range keys {
 		args = append(args, k, reasons[k])
@@ -301,5 +301,3 @@ th:first-child,td:first-child{text-align:left}
 </div>{{end}}</div>
 </body></html>
 `))
-
-func sortedKeys[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }

@@ -3,7 +3,9 @@ package replay
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -144,7 +146,7 @@ func NewBacktest(name string, rec *Recording, rep *sim.Report, price Price, deci
 	bt.Errors = bt.errors(rec, rep, recCost)
 	bt.Divergences = bt.divergences(rec, rep)
 	if len(unpriced) > 0 {
-		bt.Notes = append(bt.Notes, fmt.Sprintf("recorded nodes of %d instance and capacity types the catalog does not price cost nothing here: %v", len(unpriced), sortedKeys(unpriced)))
+		bt.Notes = append(bt.Notes, fmt.Sprintf("recorded nodes of %d instance and capacity types the catalog does not price cost nothing here: %v", len(unpriced), slices.Sorted(maps.Keys(unpriced))))
 	}
 	bt.Notes = append(bt.Notes, rep.Notes...)
 	return bt
@@ -192,7 +194,7 @@ func (bt *Backtest) errors(rec *Recording, rep *sim.Report, recCost float64) Err
 				}
 			}
 		}
-		return sortedKeys(set)
+		return slices.Sorted(maps.Keys(set))
 	}
 	for _, pool := range keys(func(p Point) map[string]int { return p.NodesByPool }) {
 		e.NodeCountMAPEByPool[pool] = mape(bt.Recorded, bt.Simulated, func(p Point) int { return p.NodesByPool[pool] })
@@ -314,7 +316,7 @@ func why(rec *Recording, rep *sim.Report, at time.Time) string {
 
 func joinCounts(m map[string]int) string {
 	s := ""
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			s += ", "
 		}
@@ -372,7 +374,7 @@ func (bt *Backtest) WriteSummary(w io.Writer) {
 
 func percents(m map[string]float64) string {
 	s := ""
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			s += ", "
 		}
@@ -383,7 +385,7 @@ func percents(m map[string]float64) string {
 
 func counts(m map[string]int) string {
 	s := "("
-	for i, k := range sortedKeys(m) {
+	for i, k := range slices.Sorted(maps.Keys(m)) {
 		if i > 0 {
 			s += ", "
 		}

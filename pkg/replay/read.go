@@ -15,6 +15,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -324,7 +326,7 @@ func (b *builder) finish() *Recording {
 	r.Replay = b.workloads()
 	r.Replay.NodePools = nodePools
 	unmanaged := 0
-	for _, name := range sortedKeys(b.nodes) {
+	for _, name := range slices.Sorted(maps.Keys(b.nodes)) {
 		n := b.nodes[name]
 		if !n.managed {
 			unmanaged++
@@ -337,13 +339,13 @@ func (b *builder) finish() *Recording {
 	if unmanaged > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d recorded nodes have no karpenter.sh/nodepool label (not Karpenter's): the replay has no such nodes, and the pods that ran on them ask the NodePools for nodes", unmanaged))
 	}
-	for _, kind := range sortedKeys(b.changed) {
+	for _, kind := range slices.Sorted(maps.Keys(b.changed)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d changes to %s objects during the recording are not replayed: each is replayed as first recorded", b.changed[kind], kind))
 	}
-	for _, kind := range sortedKeys(b.deleted) {
+	for _, kind := range slices.Sorted(maps.Keys(b.deleted)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s objects deleted during the recording are replayed as there to the end", b.deleted[kind], kind))
 	}
-	for _, kind := range sortedKeys(b.added) {
+	for _, kind := range slices.Sorted(maps.Keys(b.added)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s objects created during the recording are replayed as there from the start", b.added[kind], kind))
 	}
 	if b.hpas > 0 {
@@ -354,13 +356,4 @@ func (b *builder) finish() *Recording {
 	}
 	r.Notes = append(r.Notes, b.gaps...)
 	return r
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

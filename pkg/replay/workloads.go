@@ -3,6 +3,8 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -201,7 +203,7 @@ func (b *builder) workloads() scenario.Replay {
 		b.rec.Pods = append(b.rec.Pods, PodLife{Namespace: p.key.ns, Name: p.key.name, Workload: wl, Created: p.created, Bound: p.bound, Gone: p.end()})
 	}
 	sort.SliceStable(b.rec.Pods, func(i, j int) bool { return b.rec.Pods[i].Created.Before(b.rec.Pods[j].Created) })
-	for _, kind := range sortedKeys(otherOwners) {
+	for _, kind := range slices.Sorted(maps.Keys(otherOwners)) {
 		b.rec.Notes = append(b.rec.Notes, fmt.Sprintf("%d pods of %s controllers are replayed as bare pods: they come and go when they did, and one evicted in the replay is not re-created", otherOwners[kind], kind))
 	}
 	keys := make([]objKey, 0, len(byOwner)+len(b.owners))

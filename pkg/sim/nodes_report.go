@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -99,7 +101,7 @@ func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
 		return a.Name < b.Name
 	})
 	byZone := make([]ZoneStats, 0, len(zones))
-	for _, k := range sortedKeys(zones) {
+	for _, k := range slices.Sorted(maps.Keys(zones)) {
 		byZone = append(byZone, *zones[k])
 	}
 	return nodes, byZone

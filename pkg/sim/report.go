@@ -2,7 +2,9 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -544,7 +546,7 @@ func (e *engine) finish() *Report {
 		a, b := rep.Disruptions[i], rep.Disruptions[j]
 		return a.NodePool+a.Reason < b.NodePool+b.Reason
 	})
-	for _, k := range sortedKeys(r.scales) {
+	for _, k := range slices.Sorted(maps.Keys(r.scales)) {
 		rep.Autoscalers = append(rep.Autoscalers, *r.scales[k])
 	}
 	if rep.Disruptions == nil {

@@ -3,6 +3,8 @@ package sim
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -14,13 +16,13 @@ func WriteSummary(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "Scenario %s: %s → %s (seed %d)\n\n", r.Scenario, r.Start.Format("Mon 2006-01-02 15:04"), r.End.Format("Mon 2006-01-02 15:04 MST"), r.Seed)
 	fmt.Fprintf(w, "Cost           $%.2f", r.Cost.Total)
 	var pools []string
-	for _, p := range sortedKeys(r.Cost.ByPool) {
+	for _, p := range slices.Sorted(maps.Keys(r.Cost.ByPool)) {
 		pools = append(pools, fmt.Sprintf("%s $%.2f", p, r.Cost.ByPool[p]))
 	}
 	fmt.Fprintf(w, "  (%s; spot prices are synthetic)\n", strings.Join(pools, ", "))
 	fmt.Fprintf(w, "Nodes          %d launched", r.Nodes.Launched)
 	var peaks []string
-	for _, p := range sortedKeys(r.Nodes.PeakByPool) {
+	for _, p := range slices.Sorted(maps.Keys(r.Nodes.PeakByPool)) {
 		peaks = append(peaks, fmt.Sprintf("%s %d", p, r.Nodes.PeakByPool[p]))
 	}
 	fmt.Fprintf(w, "; peak %s\n", strings.Join(peaks, ", "))
@@ -91,7 +93,7 @@ func WriteSummary(w io.Writer, r *Report) {
 	}
 	if len(r.CloudErrors) > 0 {
 		var errs []string
-		for _, k := range sortedKeys(r.CloudErrors) {
+		for _, k := range slices.Sorted(maps.Keys(r.CloudErrors)) {
 			errs = append(errs, fmt.Sprintf("%s %d", k, r.CloudErrors[k]))
 		}
 		fmt.Fprintf(w, "Cloud errors   %s (karpenter_cloudprovider_errors_total)\n", strings.Join(errs, ", "))
@@ -207,7 +209,7 @@ func WriteComparison(w io.Writer, a, b *Report) {
 	}
 	row("preemptions", fmt.Sprint(a.Preemptions.Preemptors), fmt.Sprint(b.Preemptions.Preemptors))
 	// The workloads both run: how long their pods waited.
-	for _, k := range sortedKeys(a.Pods.ByWorkload) {
+	for _, k := range slices.Sorted(maps.Keys(a.Pods.ByWorkload)) {
 		if sb, ok := b.Pods.ByWorkload[k]; ok {
 			sa := a.Pods.ByWorkload[k]
 			row(k+" p90 (s)", number(sa.P90), number(sb.P90))
@@ -220,7 +222,7 @@ func WriteComparison(w io.Writer, a, b *Report) {
 // of those with a pod that ran.
 func slowestWorkloads(by map[string]Startup, n int) []string {
 	var keys []string
-	for _, k := range sortedKeys(by) {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		if by[k].P90 != nil {
 			keys = append(keys, k)
 		}
@@ -236,7 +238,7 @@ func slowestWorkloads(by map[string]Startup, n int) []string {
 // idleWorkloads names the workloads that created pods of which none ran.
 func idleWorkloads(by map[string]Startup) []string {
 	var out []string
-	for _, k := range sortedKeys(by) {
+	for _, k := range slices.Sorted(maps.Keys(by)) {
 		if by[k].Ran == 0 {
 			out = append(out, k)
 		}

@@ -3,7 +3,6 @@ package sim
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -151,13 +150,4 @@ type cronModel struct {
 	name, namespace string
 	schedule        cron.Schedule
 	template        corev1.PodTemplateSpec
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

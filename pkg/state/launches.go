@@ -2,6 +2,7 @@ package state
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -93,7 +94,7 @@ func (s *Store) SettleLaunch(claim string) []GivenUp {
 func (s *Store) SettleLaunches(now time.Time, after time.Duration) []GivenUp {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, claim := range sortedKeys(s.launch.planned) {
+	for _, claim := range slices.Sorted(maps.Keys(s.launch.planned)) {
 		nc := s.claims[claim]
 		if nc == nil {
 			delete(s.launch.planned, claim)
@@ -193,7 +194,7 @@ func (s *Store) Unawaited(plans []*provisioning.NodeClaimPlan) []*provisioning.N
 		return plans
 	}
 	awaiting := map[podRef]string{}
-	for _, claim := range sortedKeys(s.launch.planned) {
+	for _, claim := range slices.Sorted(maps.Keys(s.launch.planned)) {
 		for _, ref := range s.launch.planned[claim] {
 			awaiting[ref] = claim
 		}
@@ -311,15 +312,6 @@ func MissReason(node *provisioning.Node, pod *corev1.Pod, volumes provisioning.V
 
 // otherPodsFirst is MissReason's answer when the node could run the pod.
 const otherPodsFirst = "other pods took the nodes launched for it first"
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
 
 // Misses are the claims the pod has missed so far (none once given up or
 // bound): what an operator's tools, and a failing test, can show.

@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -99,9 +100,9 @@ func parsePriceListItem(s string) (string, float64, error) {
 	if it == "" {
 		return "", 0, fmt.Errorf("price list entry: no product.attributes.instanceType")
 	}
-	for _, tk := range sortedKeys(item.Terms.OnDemand) {
+	for _, tk := range slices.Sorted(maps.Keys(item.Terms.OnDemand)) {
 		dims := item.Terms.OnDemand[tk].PriceDimensions
-		for _, dk := range sortedKeys(dims) {
+		for _, dk := range slices.Sorted(maps.Keys(dims)) {
 			usd, ok := dims[dk].PricePerUnit["USD"]
 			if !ok {
 				continue
@@ -167,14 +168,5 @@ func newestSpotPrices(history []ec2types.SpotPrice) map[string]map[string]float6
 		}
 		out[k.it][k.zone] = s.price
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }
