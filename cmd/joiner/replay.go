@@ -98,7 +98,7 @@ ran.`,
 				return err
 			}
 			fsys, dir := os.DirFS("."), "."
-			its, _, err := sim.InstanceTypes(in, fsys, dir)
+			offered, err := sim.Offerings(in, fsys, dir, policy)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ ran.`,
 			if err != nil {
 				return err
 			}
-			bt := replay.NewBacktest(args[0], rec, rep, replay.Prices(its), string(policy.Decisions))
+			bt := replay.NewBacktest(args[0], rec, rep, replay.Prices(offered), string(policy.Decisions))
 			if reportFile != "" {
 				if err := writeBacktestHTML(reportFile, bt); err != nil {
 					return err

@@ -72,27 +72,32 @@ type Divergence struct {
 	Why       string    `json:"why"`
 }
 
-// Price is an offering's hourly price, false when the catalog has none.
-type Price func(instanceType, zone, capacityType string) (float64, bool)
+// Price is an offering's hourly price to a NodePool, false when the
+// catalog has none.
+type Price func(nodePool, instanceType, zone, capacityType string) (float64, bool)
 
-// Prices prices offerings from a run's instance types.
-func Prices(its []*cloudprovider.InstanceType) Price {
-	type key struct{ it, zone, ct string }
+// Prices prices offerings as a run offers them to each NodePool (its
+// NodeOverlays' prices applied); an offering a NodePool is not offered
+// takes the cheapest price of its type and capacity type to any.
+func Prices(byPool map[string][]*cloudprovider.InstanceType) Price {
+	type key struct{ pool, it, zone, ct string }
 	m := map[key]float64{}
 	byType := map[[2]string]float64{}
-	for _, it := range its {
-		for _, o := range it.Offerings {
-			m[key{it.Name, o.Zone, o.CapacityType}] = o.Price
-			if p, ok := byType[[2]string{it.Name, o.CapacityType}]; !ok || o.Price < p {
-				byType[[2]string{it.Name, o.CapacityType}] = o.Price
+	for pool, its := range byPool {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				m[key{pool, it.Name, o.Zone, o.CapacityType}] = o.Price
+				if p, ok := byType[[2]string{it.Name, o.CapacityType}]; !ok || o.Price < p {
+					byType[[2]string{it.Name, o.CapacityType}] = o.Price
+				}
 			}
 		}
 	}
-	return func(it, zone, ct string) (float64, bool) {
-		if p, ok := m[key{it, zone, ct}]; ok {
+	return func(pool, it, zone, ct string) (float64, bool) {
+		if p, ok := m[key{pool, it, zone, ct}]; ok {
 			return p, true
 		}
-		p, ok := byType[[2]string{it, ct}] // a zone the run does not offer
+		p, ok := byType[[2]string{it, ct}]
 		return p, ok
 	}
 }
@@ -111,7 +116,7 @@ func NewBacktest(name string, rec *Recording, rep *sim.Report, price Price, deci
 	recNodes := make([]sim.NodeRecord, 0, len(rec.Nodes))
 	var recCost float64
 	for _, n := range rec.Nodes {
-		p, ok := price(n.InstanceType, n.Zone, n.CapacityType)
+		p, ok := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
 		if !ok {
 			unpriced[n.InstanceType+"/"+n.CapacityType] = true
 		}
@@ -130,7 +135,7 @@ func NewBacktest(name string, rec *Recording, rep *sim.Report, price Price, deci
 		r := nodesAt(recNodes, at, m)
 		for _, n := range recNodes {
 			if alive(n, at) {
-				p, _ := price(n.InstanceType, n.Zone, n.CapacityType)
+				p, _ := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
 				r.CostPerHour += p
 			}
 		}

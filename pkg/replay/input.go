@@ -52,6 +52,10 @@ func (r *Recording) override(in, over *scenario.Input) error {
 		in.Notes = append(in.Notes, fmt.Sprintf("the %d changes to the recorded NodePools during the recording are not replayed: %s's NodePools replace them", n, over.Name))
 		in.Replay.NodePools = nil
 	}
+	if n := len(in.Replay.NodeClasses); n > 0 {
+		in.Notes = append(in.Notes, fmt.Sprintf("the %d changes to the recorded EC2NodeClasses during the recording are not replayed: %s's classes replace them", n, over.Name))
+		in.Replay.NodeClasses = nil
+	}
 	in.Notes = append(in.Notes, fmt.Sprintf("the NodePools, EC2NodeClasses and NodeOverlays are %s's (%d NodePools), not the recorded ones", over.Name, len(over.NodePools)))
 	if over.ScenarioFile != "" {
 		start, length := in.Scenario.Spec.Start, in.Scenario.Spec.Duration

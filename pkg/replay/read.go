@@ -240,6 +240,12 @@ func (b *builder) configObject(k objKey, rec trace.Record, t time.Time) error {
 				return fmt.Errorf("trace: the NodePool %s at %s: %w", k.name, t.Format(time.RFC3339), err)
 			}
 			b.rec.Replay.NodePools = append(b.rec.Replay.NodePools, scenario.ReplayNodePool{At: b.offset(t), NodePool: &np})
+		case k.kind == "EC2NodeClass":
+			var nc awsv1.EC2NodeClass
+			if err := json.Unmarshal(rec.Object, &nc); err != nil {
+				return fmt.Errorf("trace: the EC2NodeClass %s at %s: %w", k.name, t.Format(time.RFC3339), err)
+			}
+			b.rec.Replay.NodeClasses = append(b.rec.Replay.NodeClasses, scenario.ReplayNodeClass{At: b.offset(t), NodeClass: &nc})
 		default:
 			b.changed[k.kind]++
 		}
@@ -322,9 +328,9 @@ func (b *builder) finish() *Recording {
 	if r.End.Before(r.Start) {
 		r.End = r.Start
 	}
-	nodePools := r.Replay.NodePools
+	nodePools, nodeClasses := r.Replay.NodePools, r.Replay.NodeClasses
 	r.Replay = b.workloads()
-	r.Replay.NodePools = nodePools
+	r.Replay.NodePools, r.Replay.NodeClasses = nodePools, nodeClasses
 	unmanaged := 0
 	for _, name := range slices.Sorted(maps.Keys(b.nodes)) {
 		n := b.nodes[name]

@@ -317,12 +317,12 @@ func TestBacktestOfTheSmallCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	its, _, err := sim.InstanceTypes(in, fstest.MapFS{}, ".")
+	offered, err := sim.Offerings(in, fstest.MapFS{}, ".", provisioning.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	price := Prices(its)
-	p, ok := price("m5.2xlarge", "us-east-1a", "on-demand")
+	price := Prices(offered)
+	p, ok := price("general", "m5.2xlarge", "us-east-1a", "on-demand")
 	if !ok || p <= 0 {
 		t.Fatalf("m5.2xlarge on-demand in us-east-1a: %v %v, want the catalog's price", p, ok)
 	}

@@ -118,7 +118,7 @@ func (b *builder) pod(k objKey, raw json.RawMessage, t time.Time, del bool) erro
 		return fmt.Errorf("trace: the Pod %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
 	}
 	p := b.pods[k]
-	if p != nil && p.uid != "" && obj.UID != "" && p.uid != string(obj.UID) {
+	if p != nil && (p.uid != "" && obj.UID != "" && p.uid != string(obj.UID) || p.gone != nil && !del) {
 		// The name came back as another pod (a StatefulSet's replacement).
 		if p.gone == nil {
 			p.gone = &t

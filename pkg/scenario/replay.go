@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
@@ -25,6 +26,15 @@ type Replay struct {
 	// order: each replaces the NodePool of its name at At (a new name
 	// adds one), as an edit of the NodePool would.
 	NodePools []ReplayNodePool
+	// NodeClasses are the recorded EC2NodeClasses' changes after the
+	// start, in order (a new image drifts the nodes of before it).
+	NodeClasses []ReplayNodeClass
+}
+
+// ReplayNodeClass is an EC2NodeClass as it was from At on.
+type ReplayNodeClass struct {
+	At        time.Duration
+	NodeClass *awsv1.EC2NodeClass
 }
 
 // ReplayNodePool is a NodePool as it was from At on.

@@ -27,6 +27,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // Provisioning batches like upstream: wait for 1 s without new pending
@@ -54,6 +55,10 @@ type Options struct {
 	// provisioning.Policy): decisions karpenter predicts what Karpenter
 	// would do with the scenario.
 	Policy provisioning.Policy
+	// Trace, when set, is written what `joiner record` would have recorded
+	// of the simulated cluster (the caller made it, with its header, and
+	// closes it): a run a backtest can be held against.
+	Trace *trace.Writer
 }
 
 // ProvisioningPass is one provisioning pass of a run.
@@ -133,6 +138,8 @@ type engine struct {
 	vol volumeModel
 	// repairAt is when node repair runs next (zero: not armed).
 	repairAt time.Time
+	// tracer writes the run as a trace (Options.Trace; nil: none).
+	tracer *tracer
 }
 
 // syncOfferings gives the Store the simulated cloud's instance types when
@@ -185,6 +192,9 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 	if err != nil {
 		return nil, err
 	}
+	if e.tracer != nil && e.tracer.err != nil {
+		return nil, fmt.Errorf("writing the run's trace: %w", e.tracer.err)
+	}
 	return e.finish(), nil
 }
 
@@ -196,6 +206,9 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
+	if opts.Trace != nil {
+		e.tracer = &tracer{w: opts.Trace, scaled: map[*workload]int{}, created: map[*simPod]string{}, nodes: map[*simNode]bool{}}
+	}
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	all, assumptions, err := InstanceTypes(in, fsys, dir)
 	if err != nil {
@@ -218,6 +231,7 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 		return nil, err
 	}
 	e.rep.overlays(e.cloud.Overlays())
+	e.traceConfig()
 	return e, e.buildWorkloads()
 }
 
@@ -245,6 +259,36 @@ func InstanceTypes(in *scenario.Input, fsys fs.FS, dir string) ([]*cloudprovider
 		return nil, nil, fmt.Errorf("scenario.yaml: spec.region/spec.zones: %w", err)
 	}
 	return all, assumptions, nil
+}
+
+// Offerings are the instance types a run of in under policy offers each
+// NodePool, by NodePool name, priced as the run prices them (NodeOverlays
+// applied): what a backtest prices recorded nodes with.
+func Offerings(in *scenario.Input, fsys fs.FS, dir string, policy provisioning.Policy) (map[string][]*cloudprovider.InstanceType, error) {
+	all, _, err := InstanceTypes(in, fsys, dir)
+	if err != nil {
+		return nil, err
+	}
+	start := in.Scenario.Spec.Start
+	cloud, err := simcloud.New(in.NodePools, all, nil, simcloud.Options{Now: func() time.Time { return start }, Rand: rand.New(rand.NewSource(in.Scenario.Spec.Seed)),
+		Overlays: in.NodeOverlays, OverlayMode: policy.OverlayMode()})
+	if err != nil {
+		return nil, err
+	}
+	return cloud.InstanceTypes(), nil
+}
+
+// nodeClassWithImage is the scenario's EC2NodeClass of that name (a bare
+// one when it has none) selecting the image alias.
+func (e *engine) nodeClassWithImage(name, alias string) *awsv1.EC2NodeClass {
+	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, c := range e.in.NodeClasses {
+		if c.Name == name {
+			nc = c.DeepCopy()
+		}
+	}
+	nc.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{Alias: alias}}
+	return nc
 }
 
 func amiOf(nc *awsv1.EC2NodeClass) string {
@@ -330,9 +374,7 @@ func (e *engine) schedule() {
 		ev := ev
 		e.clk.at(e.start.Add(ev.At.Duration), func() {
 			if a := ev.NodeClassAMI; a != nil {
-				e.cloud.SetImage(a.Name, a.Alias)
-				e.rep.note(fmt.Sprintf("EC2NodeClass %s now selects %s", a.Name, a.Alias))
-				e.dirty = true
+				e.setNodeClass(e.nodeClassWithImage(a.Name, a.Alias))
 			}
 		})
 	}
@@ -352,6 +394,7 @@ func (e *engine) setCapacity(w simcloud.CapacityWindow, available bool) {
 // reconcile brings a workload to its wanted pod count: new pods are
 // pending; surplus pods go, pending ones first, then the newest.
 func (e *engine) reconcile(w *workload) {
+	e.traceWorkload(w)
 	want := w.wanted()
 	for len(w.pods) < want {
 		p := w.newPod(e.clk.now)
@@ -391,6 +434,7 @@ func (e *engine) addPending(p *simPod) {
 func (e *engine) removePod(p *simPod, evicted bool) {
 	delete(e.pending, p)
 	e.unbind(p)
+	e.tracePod(p, true)
 	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 	p.finished = true
 	if evicted {
@@ -543,6 +587,7 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 				return
 			}
 			w.succeeded++
+			e.traceSucceeded(p)
 			w.forget(p)
 			e.removePod(p, false)
 			e.reconcile(w)

@@ -69,6 +69,7 @@ func (e *engine) terminate(p *simPod, grace time.Duration) {
 			return
 		}
 		e.unbind(p)
+		e.tracePod(p, true)
 		e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 		p.finished = true
 		e.armBind()

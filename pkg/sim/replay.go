@@ -5,9 +5,11 @@ import (
 	"slices"
 	"sort"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // buildReplay makes a recording's workloads and bare pods (scenario.Replay):
@@ -49,6 +51,9 @@ func (e *engine) buildReplay(prio *priorities) error {
 	for _, rn := range r.NodePools {
 		e.clk.at(e.start.Add(rn.At), func() { e.setNodePool(rn.NodePool) })
 	}
+	for _, rc := range r.NodeClasses {
+		e.clk.at(e.start.Add(rc.At), func() { e.setNodeClass(rc.NodeClass) })
+	}
 	return nil
 }
 
@@ -63,11 +68,24 @@ func (e *engine) setNodePool(np *v1.NodePool) {
 		e.pools = slices.Insert(e.pools, i, np)
 	}
 	e.st.SetNodePools(e.pools)
+	e.trace(trace.OpUpdate, "NodePool", np)
 	if err := e.cloud.SetNodePools(e.pools); err != nil {
 		e.rep.note(err.Error())
 	}
 	e.dirty = true
 	e.armBatch()
+}
+
+// setNodeClass takes an edit of an EC2NodeClass: the image it selects
+// (the only part of a class the simulated cloud gives meaning) drifts the
+// nodes launched before it.
+func (e *engine) setNodeClass(nc *awsv1.EC2NodeClass) {
+	e.trace(trace.OpUpdate, "EC2NodeClass", nc)
+	if ami := amiOf(nc); ami != e.cloud.Image(nc.Name) {
+		e.cloud.SetImage(nc.Name, ami)
+		e.rep.note(fmt.Sprintf("EC2NodeClass %s now selects %s", nc.Name, ami))
+		e.dirty = true
+	}
 }
 
 // replayStep puts a workload's next step on the agenda; each step, when

@@ -70,6 +70,7 @@ func (e *engine) nextRV() string {
 // (or deletes both when it is gone).
 func (e *engine) syncNode(n *simNode) {
 	if n.state == nodeGone {
+		e.traceNode(n, nil)
 		e.st.DeleteNode(n.name)
 		e.st.DeleteNodeClaim(n.name)
 		return
@@ -101,6 +102,7 @@ func (e *engine) syncNode(n *simNode) {
 		node.DeletionTimestamp = e.deletedAt(n)
 	}
 	e.st.SetNode(node)
+	e.traceNode(n, node)
 }
 
 // syncClaim publishes the node's NodeClaim: the cloud's, with the
@@ -142,6 +144,7 @@ func (e *engine) setPod(p *simPod, change func(*corev1.Pod)) {
 	cp.ResourceVersion = e.nextRV()
 	p.pod = &cp
 	e.st.SetPod(p.pod)
+	e.tracePod(p, false)
 }
 
 // view is the node as the engine sees it now.

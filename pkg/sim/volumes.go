@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // annBindCompleted is the annotation the volume binder sets.
@@ -49,6 +50,7 @@ func (e *engine) setClaim(pvc *corev1.PersistentVolumeClaim) {
 	pvc.ResourceVersion = e.nextRV()
 	e.vol.claims[pvc.Namespace+"/"+pvc.Name] = pvc
 	e.st.SetPersistentVolumeClaim(pvc)
+	e.trace(trace.OpAdd, "PersistentVolumeClaim", pvc)
 	e.provisionImmediate(pvc)
 }
 
@@ -187,6 +189,7 @@ func (e *engine) provisionVolume(pvc *corev1.PersistentVolumeClaim, sc *storagev
 			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{zone}}}}}}}
 	}
 	e.st.SetPersistentVolume(pv)
+	e.trace(trace.OpAdd, "PersistentVolume", pv)
 	bound := pvc.DeepCopy()
 	bound.Spec.VolumeName = pv.Name
 	if bound.Annotations == nil {

@@ -470,3 +470,7 @@ func (p *Provider) MarkUnavailable(instanceType, zone, capacityType string) {
 // SetImage makes a node class select another image; instances on the old
 // one drift.
 func (p *Provider) SetImage(nodeClass, image string) { p.images[nodeClass] = image }
+
+// Image is the image a node class selects now ("" for a class the cloud
+// was not told of).
+func (p *Provider) Image(nodeClass string) string { return p.images[nodeClass] }

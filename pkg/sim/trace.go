@@ -1,0 +1,160 @@
+package sim
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
+)
+
+// tracer writes a run as `joiner record` would have recorded the
+// simulated cluster (Options.Trace): its NodePools, its workloads' scaling
+// (a Deployment as the ReplicaSet of its one revision), its pods' arrival,
+// binding, success and deletion, and its Nodes. DaemonSet pods are left
+// out: they belong to their nodes.
+type tracer struct {
+	w *trace.Writer
+	// scaled: the replicas last written of each workload.
+	scaled map[*workload]int
+	// created: the pods written so far, by the UID they were given; nodes
+	// the Nodes.
+	created map[*simPod]string
+	nodes   map[*simNode]bool
+	seq     int
+	err     error
+}
+
+func (e *engine) trace(op trace.Op, kind string, obj any) {
+	t := e.tracer
+	if t == nil || t.err != nil {
+		return
+	}
+	t.err = t.w.Object(e.clk.now, op, kind, obj)
+}
+
+// traceConfig writes the run's configuration at its start: NodePools,
+// node classes, NodeOverlays, DaemonSets, PDBs, StorageClasses and
+// PersistentVolumes (claims as the run sets them).
+func (e *engine) traceConfig() {
+	if e.tracer == nil {
+		return
+	}
+	in := e.in
+	for _, np := range e.pools {
+		e.trace(trace.OpAdd, "NodePool", np)
+	}
+	for _, o := range in.NodeClasses {
+		e.trace(trace.OpAdd, "EC2NodeClass", o)
+	}
+	for _, o := range in.NodeOverlays {
+		e.trace(trace.OpAdd, "NodeOverlay", o)
+	}
+	for _, o := range in.DaemonSets {
+		e.trace(trace.OpAdd, "DaemonSet", o)
+	}
+	for _, o := range in.PDBs {
+		e.trace(trace.OpAdd, "PodDisruptionBudget", o)
+	}
+	for _, o := range in.StorageClasses {
+		e.trace(trace.OpAdd, "StorageClass", o)
+	}
+	for _, o := range in.PersistentVolumes {
+		e.trace(trace.OpAdd, "PersistentVolume", o)
+	}
+}
+
+// traceWorkload writes a workload's object when its replicas changed.
+func (e *engine) traceWorkload(w *workload) {
+	t := e.tracer
+	if t == nil {
+		return
+	}
+	last, seen := t.scaled[w]
+	if seen && last == w.replicas {
+		return
+	}
+	t.scaled[w] = w.replicas
+	op := trace.OpUpdate
+	if !seen {
+		op = trace.OpAdd
+	}
+	meta := metav1.ObjectMeta{Name: w.name, Namespace: w.namespace}
+	r := int32(w.replicas)
+	switch {
+	case w.job:
+		c := int32(w.completions)
+		e.trace(op, "Job", &batchv1.Job{ObjectMeta: meta, Spec: batchv1.JobSpec{Parallelism: &r, Completions: &c, Template: w.template}})
+	case w.kind == "StatefulSet":
+		e.trace(op, "StatefulSet", &appsv1.StatefulSet{ObjectMeta: meta, Spec: appsv1.StatefulSetSpec{Replicas: &r, Template: w.template, VolumeClaimTemplates: w.claimTemplates}})
+	default:
+		e.trace(op, "ReplicaSet", &appsv1.ReplicaSet{ObjectMeta: meta, Spec: appsv1.ReplicaSetSpec{Replicas: &r, Template: w.template}})
+	}
+}
+
+// tracePod writes a pod as it is now; gone writes its deletion.
+func (e *engine) tracePod(p *simPod, gone bool) {
+	t := e.tracer
+	if t == nil || podutil.IsDaemonSetPod(p.pod) {
+		return
+	}
+	pod := p.pod.DeepCopy()
+	if w := p.owner; w != nil && !w.job && w.kind != "StatefulSet" {
+		yes := true
+		pod.OwnerReferences = []metav1.OwnerReference{{Kind: "ReplicaSet", Name: w.name, Controller: &yes}}
+	}
+	op := trace.OpUpdate
+	uid, ok := t.created[p]
+	switch {
+	case !ok && gone:
+		return
+	case !ok:
+		op = trace.OpAdd
+		t.seq++
+		uid = fmt.Sprintf("sim-%d", t.seq)
+		t.created[p] = uid
+	case gone:
+		op = trace.OpDelete
+		delete(t.created, p)
+	}
+	pod.UID = types.UID(uid)
+	e.trace(op, "Pod", pod)
+}
+
+// traceSucceeded writes a Job's pod's success, before its deletion.
+func (e *engine) traceSucceeded(p *simPod) {
+	if e.tracer == nil {
+		return
+	}
+	cp := *p.pod
+	cp.Status.Phase = corev1.PodSucceeded
+	saved := p.pod
+	p.pod = &cp
+	e.tracePod(p, false)
+	p.pod = saved
+}
+
+// traceNode writes a Node once registered, and its deletion.
+func (e *engine) traceNode(n *simNode, node *corev1.Node) {
+	t := e.tracer
+	if t == nil {
+		return
+	}
+	if n.state == nodeGone {
+		e.trace(trace.OpDelete, "Node", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels()}})
+		return
+	}
+	if node == nil || t.nodes[n] {
+		return
+	}
+	t.nodes[n] = true
+	if _, ok := node.Labels[v1.LabelNodePool]; ok {
+		e.trace(trace.OpAdd, "Node", node)
+	}
+}
