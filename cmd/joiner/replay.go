@@ -93,15 +93,6 @@ ran.`,
 			if err != nil {
 				return err
 			}
-			in, err := rec.Input(args[0], nil)
-			if err != nil {
-				return err
-			}
-			fsys, dir := os.DirFS("."), "."
-			offered, err := sim.Offerings(in, fsys, dir, policy)
-			if err != nil {
-				return err
-			}
 			opts := sim.Options{Policy: policy}
 			if !quiet && !jsonOut && isTerminal(cmd.ErrOrStderr()) {
 				bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying "+args[0]),
@@ -109,11 +100,10 @@ ran.`,
 				opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
 				defer func() { _ = bar.Finish() }()
 			}
-			rep, err := sim.Run(cmd.Context(), in, fsys, dir, opts)
+			bt, err := replay.RunBacktest(cmd.Context(), args[0], rec, os.DirFS("."), ".", opts)
 			if err != nil {
 				return err
 			}
-			bt := replay.NewBacktest(args[0], rec, rep, replay.Prices(offered), string(policy.Decisions))
 			if reportFile != "" {
 				if err := writeBacktestHTML(reportFile, bt); err != nil {
 					return err

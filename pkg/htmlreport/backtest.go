@@ -61,7 +61,7 @@ func twoLines(bt *replay.Backtest, unit string, f func(replay.Point) float64) (*
 	}{{"recorded", bt.Recorded, color.RGBA{R: 31, G: 119, B: 180, A: 255}, false}, {"simulated", bt.Simulated, color.RGBA{R: 214, G: 39, B: 40, A: 255}, true}} {
 		pts := make(plotter.XYs, len(s.points))
 		for i, pt := range s.points {
-			pts[i] = plotter.XY{X: float64(pt.Minute) / 60, Y: f(pt)}
+			pts[i] = plotter.XY{X: float64(pt.Seconds) / 3600, Y: f(pt)}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -92,8 +92,8 @@ td:last-child{text-align:left}
 <pre>{{.Summary}}</pre>
 {{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
 {{if .Divergences}}<h2>Largest divergences</h2>
-<table class="divergences"><tr><th>minute</th><th>recorded nodes</th><th>simulated nodes</th><th>recorded $/h</th><th>simulated $/h</th><th>what happened before</th></tr>
-{{range .Divergences}}<tr><td>{{.Minute}}</td><td>{{.Recorded.Nodes}}</td><td>{{.Simulated.Nodes}}</td><td>{{printf "%.2f" .Recorded.CostPerHour}}</td><td>{{printf "%.2f" .Simulated.CostPerHour}}</td><td>{{.Why}}</td></tr>
+<table class="divergences"><tr><th>when</th><th>recorded nodes</th><th>simulated nodes</th><th>recorded $/h</th><th>simulated $/h</th><th>what happened before</th></tr>
+{{range .Divergences}}<tr><td>{{.At.Format "Mon 15:04:05"}}</td><td>{{.Recorded.Nodes}}</td><td>{{.Simulated.Nodes}}</td><td>{{printf "%.2f" .Recorded.CostPerHour}}</td><td>{{printf "%.2f" .Simulated.CostPerHour}}</td><td>{{.Why}}</td></tr>
 {{end}}</table>{{end}}
 </body></html>
 `))

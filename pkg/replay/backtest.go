@@ -1,8 +1,11 @@
 package replay
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"math"
 	"slices"
@@ -10,7 +13,9 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // Backtest holds a replay of a recording under its own NodePools against
@@ -20,8 +25,10 @@ type Backtest struct {
 	Start     time.Time `json:"start"`
 	End       time.Time `json:"end"`
 	Decisions string    `json:"decisions"`
-	Errors    Errors    `json:"errors"`
-	// Recorded and Simulated are the two clusters each minute.
+	// Step is how often, in seconds, the two clusters are compared.
+	Step   float64 `json:"stepSeconds"`
+	Errors Errors  `json:"errors"`
+	// Recorded and Simulated are the two clusters every Step.
 	Recorded  []Point `json:"recorded"`
 	Simulated []Point `json:"simulated"`
 	// Divergences are the minutes the two differed most in nodes, apart
@@ -30,9 +37,10 @@ type Backtest struct {
 	Notes       []string     `json:"notes"`
 }
 
-// Point is a cluster at one minute of the recording.
+// Point is a cluster at one moment of the recording.
 type Point struct {
-	Minute              int            `json:"minute"`
+	// Seconds from the recording's start.
+	Seconds             int            `json:"seconds"`
 	Nodes               int            `json:"nodes"`
 	NodesByPool         map[string]int `json:"nodesByPool"`
 	NodesByCapacityType map[string]int `json:"nodesByCapacityType"`
@@ -43,7 +51,8 @@ type Point struct {
 // Errors are how far the simulation was from the recording.
 type Errors struct {
 	// NodeCountMAPE is the mean absolute percentage error of the node
-	// count over the minutes the recorded cluster had nodes.
+	// count over the moments compared at which the recorded cluster had
+	// nodes.
 	NodeCountMAPE float64 `json:"nodeCountMAPE"`
 	// NodeCountMAPEByPool and ByCapacityType break it down.
 	NodeCountMAPEByPool         map[string]float64 `json:"nodeCountMAPEByPool"`
@@ -62,10 +71,10 @@ type Errors struct {
 	PendingP90Diff      float64 `json:"pendingSecondsP90Difference"`
 }
 
-// Divergence is a minute the two clusters differed, and what each did in
+// Divergence is a moment the two clusters differed, and what each did in
 // the ten minutes before it.
 type Divergence struct {
-	Minute    int       `json:"minute"`
+	Seconds   int       `json:"seconds"`
 	At        time.Time `json:"at"`
 	Recorded  Point     `json:"recordedPoint"`
 	Simulated Point     `json:"simulatedPoint"`
@@ -104,90 +113,123 @@ func Prices(byPool map[string][]*cloudprovider.InstanceType) Price {
 
 // divergenceWindow keeps the divergences reported apart, and is how far
 // back their Why looks.
-const divergenceWindow = 10
+const divergenceWindow = 10 * time.Minute
 
-// NewBacktest compares the recording with rep, the simulator's replay of
-// it under the recorded NodePools; price prices the recorded nodes as the
-// simulated cloud priced its own.
-func NewBacktest(name string, rec *Recording, rep *sim.Report, price Price, decisions string) *Backtest {
-	bt := &Backtest{Trace: name, Start: rec.Start, End: rec.End, Decisions: decisions}
-	minutes := int(rec.End.Sub(rec.Start) / time.Minute)
+// RunBacktest replays rec (read from the trace name) under its own
+// NodePools with opts (its Policy: whose decisions), records the replay as
+// `joiner record` would have recorded it, and holds the two recordings
+// against each other (NewBacktest). fsys and dir hold what the run's
+// scenario names (a catalog).
+func RunBacktest(ctx context.Context, name string, rec *Recording, fsys fs.FS, dir string, opts sim.Options) (*Backtest, error) {
+	in, err := rec.Input(name, nil)
+	if err != nil {
+		return nil, err
+	}
+	var buf bytes.Buffer
+	w, err := trace.NewWriter(&buf, trace.Header{Started: rec.Start, Server: "the replay of " + name})
+	if err != nil {
+		return nil, err
+	}
+	opts.Trace = w
+	rep, err := sim.Run(ctx, in, fsys, dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.Close(rep.End); err != nil {
+		return nil, err
+	}
+	r, err := trace.NewReader(&buf, "the replay of "+name)
+	if err != nil {
+		return nil, err
+	}
+	replayed, err := Read(r)
+	if err != nil {
+		return nil, err
+	}
+	offered, err := sim.Offerings(in, fsys, dir, opts.Policy)
+	if err != nil {
+		return nil, err
+	}
+	decisions := opts.Policy.Decisions
+	if decisions == "" {
+		decisions = provisioning.DecisionsJoiner
+	}
+	return NewBacktest(name, rec, replayed, rep, Prices(offered), string(decisions)), nil
+}
+
+// Step is how often a backtest compares the two clusters: every minute,
+// or every 10 seconds for a recording shorter than two hours (a
+// time-compressed run).
+func Step(length time.Duration) time.Duration {
+	if length < 2*time.Hour {
+		return 10 * time.Second
+	}
+	return time.Minute
+}
+
+// NewBacktest compares the recording with replayed, the recording of the
+// simulator's replay of it (rep its report): both are measured the same
+// way, their nodes priced by price.
+func NewBacktest(name string, rec, replayed *Recording, rep *sim.Report, price Price, decisions string) *Backtest {
+	bt := &Backtest{Trace: name, Start: rec.Start, End: rec.End, Decisions: decisions, Step: Step(rec.End.Sub(rec.Start)).Seconds()}
 	unpriced := map[string]bool{}
-	recNodes := make([]sim.NodeRecord, 0, len(rec.Nodes))
-	var recCost float64
-	for _, n := range rec.Nodes {
-		p, ok := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
-		if !ok {
-			unpriced[n.InstanceType+"/"+n.CapacityType] = true
-		}
-		recNodes = append(recNodes, sim.NodeRecord{Name: n.Name, NodePool: n.NodePool, InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType,
-			Launched: n.Created, Deleted: n.Deleted})
-		from, to := maxTime(n.Created, rec.Start), rec.End
-		if n.Deleted != nil && n.Deleted.Before(to) {
-			to = *n.Deleted
-		}
-		if to.After(from) {
-			recCost += p * to.Sub(from).Hours()
-		}
+	recCost, simCost := cost(rec, price, unpriced), cost(replayed, price, unpriced)
+	step := Step(rec.End.Sub(rec.Start))
+	for at := rec.Start; !at.After(rec.End); at = at.Add(step) {
+		bt.Recorded = append(bt.Recorded, pointAt(rec, at, price))
+		bt.Simulated = append(bt.Simulated, pointAt(replayed, at, price))
 	}
-	for m := 0; m <= minutes; m++ {
-		at := rec.Start.Add(time.Duration(m) * time.Minute)
-		r := nodesAt(recNodes, at, m)
-		for _, n := range recNodes {
-			if alive(n, at) {
-				p, _ := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
-				r.CostPerHour += p
-			}
-		}
-		r.CostPerHour = round4(r.CostPerHour)
-		r.Pending = pendingAt(rec.Pods, at)
-		bt.Recorded = append(bt.Recorded, r)
-		s := nodesAt(rep.ByNode, at, m)
-		if m < len(rep.Timeline) && rep.Timeline[m].Minute == m {
-			s.CostPerHour, s.Pending = rep.Timeline[m].CostPerHour, rep.Timeline[m].Pending
-		}
-		bt.Simulated = append(bt.Simulated, s)
-	}
-	bt.Errors = bt.errors(rec, rep, recCost)
-	bt.Divergences = bt.divergences(rec, rep)
+	bt.Errors = bt.errors(rec, replayed, recCost, simCost)
+	bt.Divergences = bt.divergences(rec, replayed, rep)
 	if len(unpriced) > 0 {
-		bt.Notes = append(bt.Notes, fmt.Sprintf("recorded nodes of %d instance and capacity types the catalog does not price cost nothing here: %v", len(unpriced), slices.Sorted(maps.Keys(unpriced))))
+		bt.Notes = append(bt.Notes, fmt.Sprintf("nodes of %d instance and capacity types the catalog does not price cost nothing here: %v", len(unpriced), slices.Sorted(maps.Keys(unpriced))))
 	}
 	bt.Notes = append(bt.Notes, rep.Notes...)
 	return bt
 }
 
-func alive(n sim.NodeRecord, at time.Time) bool {
-	return !n.Launched.After(at) && (n.Deleted == nil || n.Deleted.After(at))
+// cost is what a recording's nodes cost over it, launch to deletion.
+func cost(rec *Recording, price Price, unpriced map[string]bool) float64 {
+	var total float64
+	for _, n := range rec.Nodes {
+		p, ok := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
+		if !ok {
+			unpriced[n.InstanceType+"/"+n.CapacityType] = true
+		}
+		from, to := maxTime(n.Created, rec.Start), rec.End
+		if n.Deleted != nil && n.Deleted.Before(to) {
+			to = *n.Deleted
+		}
+		if to.After(from) {
+			total += p * to.Sub(from).Hours()
+		}
+	}
+	return total
 }
 
-func nodesAt(nodes []sim.NodeRecord, at time.Time, minute int) Point {
-	p := Point{Minute: minute, NodesByPool: map[string]int{}, NodesByCapacityType: map[string]int{}}
-	for _, n := range nodes {
+func alive(n NodeLife, at time.Time) bool {
+	return !n.Created.After(at) && (n.Deleted == nil || n.Deleted.After(at))
+}
+
+// pointAt is a recording's cluster at a moment.
+func pointAt(rec *Recording, at time.Time, price Price) Point {
+	p := Point{Seconds: int(at.Sub(rec.Start).Seconds()), NodesByPool: map[string]int{}, NodesByCapacityType: map[string]int{}}
+	for _, n := range rec.Nodes {
 		if alive(n, at) {
 			p.Nodes++
 			p.NodesByPool[n.NodePool]++
 			p.NodesByCapacityType[n.CapacityType]++
+			c, _ := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
+			p.CostPerHour += c
 		}
 	}
+	p.CostPerHour = round4(p.CostPerHour)
+	p.Pending = pendingAt(rec.Pods, at)
 	return p
 }
 
-func pendingAt(pods []PodLife, at time.Time) int {
-	n := 0
-	for _, p := range pods {
-		if p.Created.After(at) {
-			break // by creation
-		}
-		if (p.Bound == nil || p.Bound.After(at)) && (p.Gone == nil || p.Gone.After(at)) {
-			n++
-		}
-	}
-	return n
-}
-
-func (bt *Backtest) errors(rec *Recording, rep *sim.Report, recCost float64) Errors {
-	e := Errors{RecordedCostUSD: round4(recCost), SimulatedCostUSD: round4(rep.Cost.Total),
+func (bt *Backtest) errors(rec, replayed *Recording, recCost, simCost float64) Errors {
+	e := Errors{RecordedCostUSD: round4(recCost), SimulatedCostUSD: round4(simCost),
 		NodeCountMAPEByPool: map[string]float64{}, NodeCountMAPEByCapacityType: map[string]float64{}}
 	e.NodeCountMAPE = mape(bt.Recorded, bt.Simulated, func(p Point) int { return p.Nodes })
 	keys := func(by func(Point) map[string]int) []string {
@@ -208,22 +250,26 @@ func (bt *Backtest) errors(rec *Recording, rep *sim.Report, recCost float64) Err
 		e.NodeCountMAPEByCapacityType[ct] = mape(bt.Recorded, bt.Simulated, func(p Point) int { return p.NodesByCapacityType[ct] })
 	}
 	if recCost > 0 {
-		e.CostError = round4((rep.Cost.Total - recCost) / recCost * 100)
+		e.CostError = round4((simCost - recCost) / recCost * 100)
 	}
-	var waits []float64
-	for _, p := range rec.Pods {
-		if p.Bound != nil && !p.Created.Before(rec.Start) {
-			waits = append(waits, p.Bound.Sub(p.Created).Seconds())
-		}
-	}
-	sort.Float64s(waits)
-	e.RecordedPendingP50, e.RecordedPendingP90 = quantile(waits, 0.5), quantile(waits, 0.9)
-	if rep.Pods.StartupP50 != nil {
-		e.SimulatedPendingP50, e.SimulatedPendingP90 = *rep.Pods.StartupP50, *rep.Pods.StartupP90
-	}
+	e.RecordedPendingP50, e.RecordedPendingP90 = waits(rec)
+	e.SimulatedPendingP50, e.SimulatedPendingP90 = waits(replayed)
 	e.PendingP50Diff = round4(e.SimulatedPendingP50 - e.RecordedPendingP50)
 	e.PendingP90Diff = round4(e.SimulatedPendingP90 - e.RecordedPendingP90)
 	return e
+}
+
+// waits are the p50 and p90 of how long the pods created during a
+// recording waited to be bound.
+func waits(rec *Recording) (p50, p90 float64) {
+	var ws []float64
+	for _, p := range rec.Pods {
+		if p.Bound != nil && !p.Created.Before(rec.Start) {
+			ws = append(ws, p.Bound.Sub(p.Created).Seconds())
+		}
+	}
+	sort.Float64s(ws)
+	return quantile(ws, 0.5), quantile(ws, 0.9)
 }
 
 // mape is the mean absolute percentage error of f over the minutes its
@@ -250,58 +296,60 @@ func quantile(sorted []float64, q float64) float64 {
 	return round4(sorted[int(math.Ceil(q*float64(len(sorted))))-1])
 }
 
-// divergences are the minutes of the largest node-count differences, at
-// least divergenceWindow minutes apart, up to five.
-func (bt *Backtest) divergences(rec *Recording, rep *sim.Report) []Divergence {
+// divergences are the moments of the largest node-count differences, at
+// least divergenceWindow apart, up to five.
+func (bt *Backtest) divergences(rec, replayed *Recording, rep *sim.Report) []Divergence {
 	order := make([]int, len(bt.Recorded))
 	for i := range order {
 		order[i] = i
 	}
 	diff := func(i int) int { return abs(bt.Simulated[i].Nodes - bt.Recorded[i].Nodes) }
 	sort.SliceStable(order, func(a, b int) bool { return diff(order[a]) > diff(order[b]) })
+	reasons := map[string]string{}
+	for _, n := range rep.ByNode {
+		reasons[n.Name] = n.DeletedReason
+	}
 	var out []Divergence
 	for _, i := range order {
 		if diff(i) == 0 || len(out) == 5 {
 			break
 		}
+		at := rec.Start.Add(time.Duration(bt.Recorded[i].Seconds) * time.Second)
 		near := false
 		for _, d := range out {
-			if abs(d.Minute-i) < divergenceWindow {
+			if d.At.Sub(at) < divergenceWindow && at.Sub(d.At) < divergenceWindow {
 				near = true
 			}
 		}
 		if near {
 			continue
 		}
-		at := rec.Start.Add(time.Duration(i) * time.Minute)
-		out = append(out, Divergence{Minute: i, At: at, Recorded: bt.Recorded[i], Simulated: bt.Simulated[i], Why: why(rec, rep, at)})
+		out = append(out, Divergence{Seconds: bt.Recorded[i].Seconds, At: at, Recorded: bt.Recorded[i], Simulated: bt.Simulated[i], Why: why(rec, replayed, reasons, at)})
 	}
 	return out
 }
 
-// why says what each cluster did in the divergenceWindow minutes up to at.
-func why(rec *Recording, rep *sim.Report, at time.Time) string {
-	from := at.Add(-divergenceWindow * time.Minute)
+// why says what each cluster did in the divergenceWindow up to at.
+func why(rec, replayed *Recording, reasons map[string]string, at time.Time) string {
+	from := at.Add(-divergenceWindow)
 	in := func(t time.Time) bool { return t.After(from) && !t.After(at) }
-	var recUp, recDown, simUp, simDown int
-	for _, n := range rec.Nodes {
-		if in(n.Created) {
-			recUp++
+	changes := func(r *Recording) (up, down int, why map[string]int) {
+		why = map[string]int{}
+		for _, n := range r.Nodes {
+			if in(n.Created) {
+				up++
+			}
+			if n.Deleted != nil && in(*n.Deleted) {
+				down++
+				if reasons != nil {
+					why[reasons[n.Name]]++
+				}
+			}
 		}
-		if n.Deleted != nil && in(*n.Deleted) {
-			recDown++
-		}
+		return up, down, why
 	}
-	reasons := map[string]int{}
-	for _, n := range rep.ByNode {
-		if in(n.Launched) {
-			simUp++
-		}
-		if n.Deleted != nil && in(*n.Deleted) {
-			simDown++
-			reasons[n.DeletedReason]++
-		}
-	}
+	recUp, recDown, _ := changes(rec)
+	simUp, simDown, simWhy := changes(replayed)
 	arrived, left := 0, 0
 	for _, p := range rec.Pods {
 		if in(p.Created) {
@@ -311,10 +359,10 @@ func why(rec *Recording, rep *sim.Report, at time.Time) string {
 			left++
 		}
 	}
-	s := fmt.Sprintf("in the %d minutes before, %d pods arrived and %d left; the recorded cluster launched %d nodes and deleted %d, the simulated one launched %d and deleted %d",
+	s := fmt.Sprintf("in the %s before, %d pods arrived and %d left; the recorded cluster launched %d nodes and deleted %d, the simulated one launched %d and deleted %d",
 		divergenceWindow, arrived, left, recUp, recDown, simUp, simDown)
-	if len(reasons) > 0 {
-		s += " (" + joinCounts(reasons) + ")"
+	if len(simWhy) > 0 {
+		s += " (" + joinCounts(simWhy) + ")"
 	}
 	return s
 }
@@ -365,7 +413,7 @@ func (bt *Backtest) WriteSummary(w io.Writer) {
 	if len(bt.Divergences) > 0 {
 		fmt.Fprintln(w, "\nlargest divergences:")
 		for _, d := range bt.Divergences {
-			fmt.Fprintf(w, "  %s (+%dm): recorded %d nodes %s $%.2f/h, simulated %d nodes %s $%.2f/h; %s\n", d.At.Format("Mon 15:04"), d.Minute,
+			fmt.Fprintf(w, "  %s (+%s): recorded %d nodes %s $%.2f/h, simulated %d nodes %s $%.2f/h; %s\n", d.At.Format("Mon 15:04:05"), time.Duration(d.Seconds)*time.Second,
 				d.Recorded.Nodes, counts(d.Recorded.NodesByPool), d.Recorded.CostPerHour, d.Simulated.Nodes, counts(d.Simulated.NodesByPool), d.Simulated.CostPerHour, d.Why)
 		}
 	}
@@ -397,4 +445,19 @@ func counts(m map[string]int) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
+}
+
+// pendingAt counts a recording's pods waiting at a moment: created, not
+// yet bound, not gone. rec.Pods is in order of creation.
+func pendingAt(pods []PodLife, at time.Time) int {
+	n := 0
+	for _, p := range pods {
+		if p.Created.After(at) {
+			break
+		}
+		if (p.Bound == nil || p.Bound.After(at)) && (p.Gone == nil || p.Gone.After(at)) {
+			n++
+		}
+	}
+	return n
 }

@@ -37,6 +37,7 @@ func (r *Recording) Input(name string, over *scenario.Input) (*scenario.Input, e
 	if len(in.NodePools) == 0 {
 		return nil, fmt.Errorf("the trace %s holds no NodePool (was it recorded with the RBAC of docs/trace.md?): give a directory of NodePools to replay it under", name)
 	}
+	r.calibrate(in)
 	in.Notes = append(in.Notes, r.Notes...)
 	in.Notes = append(in.Notes, "the replay starts with no nodes: the pods running when the recording began are pending at its start")
 	return in, nil

@@ -61,6 +61,10 @@ type Recording struct {
 	Nodes []NodeLife
 	Pods  []PodLife
 
+	// Startup is how long the recorded nodes took to come up; a replay's
+	// simulated cloud takes it.
+	Startup Startup
+
 	// Region is the nodes' topology.kubernetes.io/region ("" when none
 	// says).
 	Region string
@@ -130,6 +134,12 @@ type builder struct {
 	// podList: pods whose name another pod took later.
 	podList []*pod
 	nodes   map[string]*node
+	claims  map[string]*claim
+	// followed: objects of kinds the replay follows through others
+	// (Deployments through ReplicaSets, CronJobs through Jobs), and
+	// NodeClaims (the recorded autoscaler's decisions, which a replay makes
+	// its own of).
+	followed map[string]map[string]bool
 	last    time.Time
 	synced  map[string]bool
 	hpas    int
@@ -139,7 +149,8 @@ type builder struct {
 func newBuilder(h trace.Header) *builder {
 	start := h.Started.UTC()
 	return &builder{rec: &Recording{Header: h, Start: start, End: start}, config: map[objKey]bool{}, changed: map[string]int{}, added: map[string]int{}, deleted: map[string]int{},
-		listing: map[string]map[objKey]bool{}, owners: map[objKey]*owner{}, pods: map[objKey]*pod{}, nodes: map[string]*node{}, synced: map[string]bool{}}
+		listing: map[string]map[objKey]bool{}, owners: map[objKey]*owner{}, pods: map[objKey]*pod{}, nodes: map[string]*node{}, synced: map[string]bool{},
+		claims: map[string]*claim{}, followed: map[string]map[string]bool{}}
 }
 
 // record takes one record.
@@ -217,6 +228,15 @@ func (b *builder) object(rec trace.Record, t time.Time) error {
 		return b.owner(k, rec.Object, t, del)
 	case "Node":
 		return b.node(k.name, rec.Object, t, del)
+	case "NodeClaim":
+		b.follow(k)
+		if del {
+			return nil
+		}
+		return b.claim(k.name, rec.Object, t)
+	case "Deployment", "CronJob":
+		b.follow(k)
+		return nil
 	case "HorizontalPodAutoscaler":
 		if !b.config[k] {
 			b.config[k] = true
@@ -225,6 +245,13 @@ func (b *builder) object(rec trace.Record, t time.Time) error {
 		return nil
 	}
 	return b.configObject(k, rec, t)
+}
+
+func (b *builder) follow(k objKey) {
+	if b.followed[k.kind] == nil {
+		b.followed[k.kind] = map[string]bool{}
+	}
+	b.followed[k.kind][k.ns+"/"+k.name] = true
 }
 
 // configObject keeps the first version of a configuration object and
@@ -295,15 +322,17 @@ type node struct {
 	life    NodeLife
 	managed bool
 	deleted *time.Time
+	// ready: when it was first seen Ready.
+	ready *time.Time
 }
 
 func (b *builder) node(name string, raw json.RawMessage, t time.Time, del bool) error {
+	var obj corev1.Node
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return fmt.Errorf("trace: the Node %s at %s: %w", name, t.Format(time.RFC3339), err)
+	}
 	n := b.nodes[name]
 	if n == nil {
-		var obj corev1.Node
-		if err := json.Unmarshal(raw, &obj); err != nil {
-			return fmt.Errorf("trace: the Node %s at %s: %w", name, t.Format(time.RFC3339), err)
-		}
 		l := obj.Labels
 		created := obj.CreationTimestamp.UTC()
 		if created.IsZero() {
@@ -316,6 +345,7 @@ func (b *builder) node(name string, raw json.RawMessage, t time.Time, del bool) 
 		}
 		b.nodes[name] = n
 	}
+	n.seen(&obj, t)
 	if del && n.deleted == nil {
 		n.deleted = &t
 	}
@@ -331,7 +361,13 @@ func (b *builder) finish() *Recording {
 	nodePools, nodeClasses := r.Replay.NodePools, r.Replay.NodeClasses
 	r.Replay = b.workloads()
 	r.Replay.NodePools, r.Replay.NodeClasses = nodePools, nodeClasses
+	r.Startup = b.startup()
 	unmanaged := 0
+	for _, c := range b.claims { // an instance costs from its launch, not its Node's registration
+		if n := b.nodes[c.node]; n != nil && c.created.Before(n.life.Created) {
+			n.life.Created = c.created
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(b.nodes)) {
 		n := b.nodes[name]
 		if !n.managed {
@@ -353,6 +389,15 @@ func (b *builder) finish() *Recording {
 	}
 	for _, kind := range slices.Sorted(maps.Keys(b.added)) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s objects created during the recording are replayed as there from the start", b.added[kind], kind))
+	}
+	if n := len(b.followed["Deployment"]); n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d Deployments replay through their ReplicaSets (a rollout as the two ReplicaSets it was)", n))
+	}
+	if n := len(b.followed["CronJob"]); n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d CronJobs replay through the Jobs they made during the recording", n))
+	}
+	if n := len(b.followed["NodeClaim"]); n > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("the recording's %d NodeClaims were its autoscaler's decisions: the replay's autoscaler makes its own", n))
 	}
 	if b.hpas > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d HorizontalPodAutoscalers: their targets scale as recorded (the simulator's HPA model does not run)", b.hpas))

@@ -313,44 +313,42 @@ func TestBacktestOfTheSmallCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rep, err := sim.Run(context.Background(), in, fstest.MapFS{}, ".", sim.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	offered, err := sim.Offerings(in, fstest.MapFS{}, ".", provisioning.Policy{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	price := Prices(offered)
-	p, ok := price("general", "m5.2xlarge", "us-east-1a", "on-demand")
+	p, ok := Prices(offered)("general", "m5.2xlarge", "us-east-1a", "on-demand")
 	if !ok || p <= 0 {
 		t.Fatalf("m5.2xlarge on-demand in us-east-1a: %v %v, want the catalog's price", p, ok)
 	}
-	bt := NewBacktest("cluster.trace.gz", rec, rep, price, "joiner")
-	if len(bt.Recorded) != 121 || len(bt.Simulated) != 121 {
-		t.Fatalf("%d recorded and %d simulated minutes, want 121 each (0 to 120)", len(bt.Recorded), len(bt.Simulated))
+	bt, err := RunBacktest(context.Background(), "cluster.trace.gz", rec, fstest.MapFS{}, ".", sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two hours, every minute (a shorter recording, every 10 s).
+	if len(bt.Recorded) != 121 || len(bt.Simulated) != 121 || bt.Step != 60 || Step(119*time.Minute) != 10*time.Second {
+		t.Fatalf("%d recorded and %d simulated points %v s apart, want 121 each (0 to 2 h, every minute)", len(bt.Recorded), len(bt.Simulated), bt.Step)
 	}
 	// The recorded node ran from 1m30s to the end: 118.5 minutes.
 	if want := round4(p * 118.5 / 60); bt.Errors.RecordedCostUSD != want {
 		t.Errorf("recorded cost $%v, want $%v", bt.Errors.RecordedCostUSD, want)
 	}
 	if r := bt.Recorded[1]; r.Nodes != 0 || r.Pending != 4 {
-		t.Errorf("recorded minute 1: %d nodes, %d pending; want 0 and the 4 web pods", r.Nodes, r.Pending)
+		t.Errorf("recorded at 1m: %d nodes, %d pending; want 0 and the 4 web pods", r.Nodes, r.Pending)
 	}
 	if r := bt.Recorded[10]; r.Nodes != 1 || r.NodesByCapacityType["on-demand"] != 1 || r.Pending != 0 || r.CostPerHour != round4(p) {
-		t.Errorf("recorded minute 10: %+v; want the one on-demand node at $%v/h, nothing pending", r, p)
+		t.Errorf("recorded at 10m: %+v; want the one on-demand node at $%v/h, nothing pending", r, p)
 	}
 	// Pending: the 4 web pods and the Job's 3 waited 60 s, the debug pod 10 s.
 	if e := bt.Errors; e.RecordedPendingP50 != 60 || e.RecordedPendingP90 != 60 {
 		t.Errorf("recorded pending p50/p90 %v/%v s, want 60/60", e.RecordedPendingP50, e.RecordedPendingP90)
 	}
-	want := round4((rep.Cost.Total - bt.Errors.RecordedCostUSD) / bt.Errors.RecordedCostUSD * 100)
-	if math.Abs(bt.Errors.CostError-want) > 0.01 || bt.Errors.SimulatedCostUSD != round4(rep.Cost.Total) {
-		t.Errorf("cost error %v %%, want %v %% (simulated $%v)", bt.Errors.CostError, want, rep.Cost.Total)
+	if e := bt.Errors; e.SimulatedCostUSD <= 0 || math.Abs(e.CostError-(e.SimulatedCostUSD-e.RecordedCostUSD)/e.RecordedCostUSD*100) > 0.1 {
+		t.Errorf("simulated $%v, error %v %%: want a cost and its error against the recorded", e.SimulatedCostUSD, e.CostError)
 	}
 	var sb strings.Builder
 	bt.WriteSummary(&sb)
-	for _, s := range []string{"node count   mean absolute error", "cost         recorded $", "pending p50  recorded 60.0 s"} {
+	for _, s := range []string{"node count   mean absolute error", "cost         recorded $", "pending p50  recorded 60.0 s", "no NodeClaim of the recording came up", "decisions joiner"} {
 		if !strings.Contains(sb.String(), s) {
 			t.Errorf("summary lacks %q:\n%s", s, sb.String())
 		}
@@ -361,7 +359,7 @@ func TestMAPE(t *testing.T) {
 	pts := func(ns ...int) []Point {
 		var out []Point
 		for i, n := range ns {
-			out = append(out, Point{Minute: i, Nodes: n})
+			out = append(out, Point{Seconds: 60 * i, Nodes: n})
 		}
 		return out
 	}

@@ -207,7 +207,7 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
 	if opts.Trace != nil {
-		e.tracer = &tracer{w: opts.Trace, scaled: map[*workload]int{}, created: map[*simPod]string{}, nodes: map[*simNode]bool{}}
+		e.tracer = &tracer{w: opts.Trace, scaled: map[*workload]int{}, created: map[*simPod]string{}, nodes: map[*simNode]string{}, claims: map[*simNode]bool{}, registered: map[*simNode]metav1.Time{}}
 	}
 	e.queue.Options = disruption.Options{SpotToSpot: s.ConsolidationSpotToSpot}
 	all, assumptions, err := InstanceTypes(in, fsys, dir)

@@ -122,6 +122,7 @@ func (e *engine) syncClaim(n *simNode) {
 		nc.DeletionTimestamp = e.deletedAt(n)
 	}
 	e.st.SetNodeClaim(&nc)
+	e.traceClaim(n, &nc)
 }
 
 var initializedConditions = []v1.Condition{

@@ -26,9 +26,12 @@ type tracer struct {
 	// created: the pods written so far, by the UID they were given; nodes
 	// the Nodes.
 	created map[*simPod]string
-	nodes   map[*simNode]bool
-	seq     int
-	err     error
+	nodes   map[*simNode]string // the readiness last written
+	claims  map[*simNode]bool
+	// registered: when each Node was first written.
+	registered map[*simNode]metav1.Time
+	seq        int
+	err        error
 }
 
 func (e *engine) trace(op trace.Op, kind string, obj any) {
@@ -140,7 +143,8 @@ func (e *engine) traceSucceeded(p *simPod) {
 	p.pod = saved
 }
 
-// traceNode writes a Node once registered, and its deletion.
+// traceNode writes a Node when it registers and when its readiness
+// changes, and its deletion.
 func (e *engine) traceNode(n *simNode, node *corev1.Node) {
 	t := e.tracer
 	if t == nil {
@@ -150,11 +154,38 @@ func (e *engine) traceNode(n *simNode, node *corev1.Node) {
 		e.trace(trace.OpDelete, "Node", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels()}})
 		return
 	}
-	if node == nil || t.nodes[n] {
+	if node == nil {
 		return
 	}
-	t.nodes[n] = true
-	if _, ok := node.Labels[v1.LabelNodePool]; ok {
-		e.trace(trace.OpAdd, "Node", node)
+	ready := "False"
+	for _, c := range node.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			ready = string(c.Status)
+		}
 	}
+	last, seen := t.nodes[n]
+	if seen && last == ready {
+		return
+	}
+	t.nodes[n] = ready
+	op := trace.OpUpdate
+	if !seen {
+		op = trace.OpAdd
+		t.registered[n] = metav1.NewTime(e.clk.now)
+	}
+	cp := *node // the simulated Node carries its claim's creation; a real one its registration's
+	cp.CreationTimestamp = t.registered[n]
+	e.trace(op, "Node", &cp)
+}
+
+// traceClaim writes a NodeClaim when it is launched.
+func (e *engine) traceClaim(n *simNode, nc *v1.NodeClaim) {
+	t := e.tracer
+	if t == nil || t.claims[n] {
+		return
+	}
+	t.claims[n] = true
+	cp := nc.DeepCopy()
+	cp.Status.NodeName = n.name
+	e.trace(trace.OpAdd, "NodeClaim", cp)
 }

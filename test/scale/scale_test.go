@@ -58,9 +58,12 @@ type config struct {
 	timeout time.Duration // SCALE_PHASE_TIMEOUT: the most a phase may take to converge
 	// strict (SCALE_STRICT=1, as hack/test.sh runs the small size): a
 	// budget violation or a phase that does not converge fails the run.
-	strict      bool
-	out         string   // SCALE_OUT: timelines, summaries, logs
-	autoscalers []string // SCALE_AUTOSCALERS
+	strict bool
+	// backtestStrict (SCALE_BACKTEST_STRICT=1): the backtest of the run's
+	// recording must be within 5 % of its cost and 10 % of its node count.
+	backtestStrict bool
+	out            string   // SCALE_OUT: timelines, summaries, logs
+	autoscalers    []string // SCALE_AUTOSCALERS
 }
 
 func loadConfig(b *testing.B) config {
@@ -90,6 +93,7 @@ func loadConfig(b *testing.B) config {
 		c.autoscalers = strings.Split(v, ",")
 	}
 	c.strict = os.Getenv("SCALE_STRICT") == "1"
+	c.backtestStrict = os.Getenv("SCALE_BACKTEST_STRICT") == "1"
 	c.out = os.Getenv("SCALE_OUT")
 	if c.out == "" {
 		dir, err := os.MkdirTemp("", "joiner-scale-")
@@ -171,6 +175,8 @@ type result struct {
 	notes      []string
 	summary    string
 	dir        string
+	// rec records the run for its backtest.
+	rec *recording
 }
 
 func (r *result) add(name string, value float64) { r.metrics = append(r.metrics, metric{name, value}) }
@@ -248,6 +254,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		}
 		deployments = append(deployments, d)
 	}
+	r.rec = startRecording(ctx, b, cluster, dir)
 	timeline := createFile(b, filepath.Join(dir, "timeline.txt"))
 	samples := createFile(b, filepath.Join(dir, "timeline.csv"))
 	summary := &strings.Builder{}
@@ -326,7 +333,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	s, _ := obs.now()
 	endPhase("a", ph, s)
 	if !ok {
-		return finish(b, r, summary, dir, start, prev)
+		return finish(b, r, summary, dir, cfg, start, prev)
 	}
 
 	// b. Hold.
@@ -386,12 +393,13 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	r.add("d-max-disrupting", float64(c.maxDisrupting))
 	s, _ = obs.now()
 	endPhase("d", ph, s)
-	return finish(b, r, summary, dir, start, prev)
+	return finish(b, r, summary, dir, cfg, start, prev)
 }
 
 // finish adds the whole run's numbers and writes the summary.
-func finish(b *testing.B, r *result, summary *strings.Builder, dir string, start, end scrape) *result {
+func finish(b *testing.B, r *result, summary *strings.Builder, dir string, cfg config, start, end scrape) *result {
 	b.Helper()
+	r.rec.backtest(b, r, summary, dir, cfg)
 	r.add("ctl-peak-rss-MB", round(end.usage.PeakRSSBytes/1e6, 1))
 	r.add("ctl-cpu-seconds", round(end.usage.CPUSeconds-start.usage.CPUSeconds, 1))
 	total := 0.0

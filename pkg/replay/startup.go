@@ -1,0 +1,110 @@
+package replay
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+)
+
+// Startup is how long the recorded cluster's nodes took to come up: the
+// medians over its NodeClaims of creation → Node registered and Node
+// registered → Ready. A replay's simulated cloud takes these, so the pods'
+// pending times compare like with like.
+type Startup struct {
+	Claims         int           `json:"claims"`
+	Registration   time.Duration `json:"registration"`
+	Initialization time.Duration `json:"initialization"`
+}
+
+// claim is a recorded NodeClaim: when it was made and its Node's name.
+type claim struct {
+	created time.Time
+	node    string
+}
+
+func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
+	var nc v1.NodeClaim
+	if err := json.Unmarshal(raw, &nc); err != nil {
+		return fmt.Errorf("trace: the NodeClaim %s at %s: %w", name, t.Format(time.RFC3339), err)
+	}
+	c := b.claims[name]
+	if c == nil {
+		c = &claim{created: nc.CreationTimestamp.UTC()}
+		if c.created.IsZero() {
+			c.created = t
+		}
+		b.claims[name] = c
+	}
+	if nc.Status.NodeName != "" {
+		c.node = nc.Status.NodeName
+	}
+	return nil
+}
+
+// nodeReady notes when a Node was first Ready.
+func (n *node) seen(obj *corev1.Node, t time.Time) {
+	if n.ready != nil {
+		return
+	}
+	for _, c := range obj.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			at := t
+			if lt := c.LastTransitionTime; !lt.IsZero() && !lt.Time.Before(n.life.Created) && lt.Time.Before(t) {
+				at = lt.UTC()
+			}
+			n.ready = &at
+		}
+	}
+}
+
+// startup measures the nodes' start-up from the claims whose Node was
+// recorded Ready.
+func (b *builder) startup() Startup {
+	var reg, ini []time.Duration
+	for _, c := range b.claims {
+		n := b.nodes[c.node]
+		if n == nil || n.ready == nil || c.created.Before(b.rec.Start) {
+			continue
+		}
+		reg = append(reg, max(n.life.Created.Sub(c.created), 0))
+		ini = append(ini, max(n.ready.Sub(n.life.Created), 0))
+	}
+	return Startup{Claims: len(reg), Registration: median(reg), Initialization: median(ini)}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2]
+}
+
+// calibrate gives the simulated cloud the recorded start-up where the
+// scenario did not say its own.
+func (r *Recording) calibrate(in *scenario.Input) {
+	s := r.Startup
+	f := &in.Scenario.Spec.Faults
+	if s.Claims == 0 {
+		in.Notes = append(in.Notes, "no NodeClaim of the recording came up while it was recorded: the simulated cloud's default start-up latencies are used")
+		return
+	}
+	if f.LaunchLatency.Mean.Duration != 0 || f.RegistrationLatency.Mean.Duration != 0 || f.InitializationLatency.Mean.Duration != 0 {
+		return
+	}
+	// Launch and registration share the recorded claim → Node time. (The
+	// simulated cloud takes at least a second for each step, and a zero
+	// mean for its default: a millisecond stands for "at once".)
+	at := func(d time.Duration) metav1.Duration { return metav1.Duration{Duration: max(d, time.Millisecond)} }
+	f.LaunchLatency.Mean, f.RegistrationLatency.Mean = at(s.Registration/2), at(s.Registration/2)
+	f.InitializationLatency.Mean = at(s.Initialization)
+	in.Notes = append(in.Notes, fmt.Sprintf("the simulated nodes come up as the recorded ones did (medians of %d NodeClaims): %s from NodeClaim to Node, %s from Node to Ready",
+		s.Claims, s.Registration.Round(100*time.Millisecond), s.Initialization.Round(100*time.Millisecond)))
+}
