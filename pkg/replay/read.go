@@ -140,10 +140,10 @@ type builder struct {
 	// NodeClaims (the recorded autoscaler's decisions, which a replay makes
 	// its own of).
 	followed map[string]map[string]bool
-	last    time.Time
-	synced  map[string]bool
-	hpas    int
-	gaps    []string
+	last     time.Time
+	synced   map[string]bool
+	hpas     int
+	gaps     []string
 }
 
 func newBuilder(h trace.Header) *builder {
