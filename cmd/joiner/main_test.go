@@ -301,3 +301,18 @@ func TestBacktestCommand(t *testing.T) {
 		t.Errorf("backtest of a Go file: %v, want it named as not a trace", err)
 	}
 }
+
+// The README's replay example: the bundled kwok recording under the spot-first candidate.
+func TestExampleTraceReplays(t *testing.T) {
+	out, err := run(t, "simulate", "--quiet", "--json", "--replay", "../../examples/traces/kwok.trace.gz", "../../examples/traces/spot-pools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep sim.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.Pods.Ran < 100 || rep.Cost.ByPool["spot-first"] <= 0 || rep.Pods.NeverRan != 0 {
+		t.Errorf("ran %d pods (never %d), cost %v: want the recording's 100 pods on the spot-first pool", rep.Pods.Ran, rep.Pods.NeverRan, rep.Cost.ByPool)
+	}
+}
