@@ -175,9 +175,9 @@ func NewBacktest(name string, rec, replayed *Recording, rep *sim.Report, price P
 	unpriced := map[string]bool{}
 	recCost, simCost := cost(rec, price, unpriced), cost(replayed, price, unpriced)
 	step := Step(rec.End.Sub(rec.Start))
-	for at := rec.Start; !at.After(rec.End); at = at.Add(step) {
-		bt.Recorded = append(bt.Recorded, pointAt(rec, at, price))
-		bt.Simulated = append(bt.Simulated, pointAt(replayed, at, price))
+	bt.Recorded, bt.Simulated = series(rec, price, step), series(replayed, price, step)
+	if n := min(len(bt.Recorded), len(bt.Simulated)); n < len(bt.Recorded) || n < len(bt.Simulated) {
+		bt.Recorded, bt.Simulated = bt.Recorded[:n], bt.Simulated[:n] // a replay that ended early (cut short) compares as far as it got
 	}
 	bt.Errors = bt.errors(rec, replayed, recCost, simCost)
 	bt.Divergences = bt.divergences(rec, replayed, rep)
@@ -207,25 +207,73 @@ func cost(rec *Recording, price Price, unpriced map[string]bool) float64 {
 	return total
 }
 
-func alive(n NodeLife, at time.Time) bool {
-	return !n.Created.After(at) && (n.Deleted == nil || n.Deleted.After(at))
+// change is a node or a pending pod coming (+1) or going (-1).
+type change struct {
+	at    time.Time
+	delta int
+	node  *NodeLife // nil for a pod
 }
 
-// pointAt is a recording's cluster at a moment.
-func pointAt(rec *Recording, at time.Time, price Price) Point {
-	p := Point{Seconds: int(at.Sub(rec.Start).Seconds()), NodesByPool: map[string]int{}, NodesByCapacityType: map[string]int{}}
-	for _, n := range rec.Nodes {
-		if alive(n, at) {
-			p.Nodes++
-			p.NodesByPool[n.NodePool]++
-			p.NodesByCapacityType[n.CapacityType]++
-			c, _ := price(n.NodePool, n.InstanceType, n.Zone, n.CapacityType)
-			p.CostPerHour += c
+// series is a recording's cluster every step from its start to its end:
+// one sweep over its nodes' and pods' changes in time order. A node
+// counts from its launch to its deletion (at its deletion it is gone); a
+// pod is pending from its creation until it is bound or gone.
+func series(rec *Recording, price Price, step time.Duration) []Point {
+	var cs []change
+	for i := range rec.Nodes {
+		n := &rec.Nodes[i]
+		cs = append(cs, change{at: n.Created, delta: 1, node: n})
+		if n.Deleted != nil {
+			cs = append(cs, change{at: *n.Deleted, delta: -1, node: n})
 		}
 	}
-	p.CostPerHour = round4(p.CostPerHour)
-	p.Pending = pendingAt(rec.Pods, at)
-	return p
+	for _, p := range rec.Pods {
+		end := p.Bound
+		if p.Gone != nil && (end == nil || p.Gone.Before(*end)) {
+			end = p.Gone
+		}
+		if end != nil && !end.After(p.Created) {
+			continue // never waited
+		}
+		cs = append(cs, change{at: p.Created, delta: 1})
+		if end != nil {
+			cs = append(cs, change{at: *end, delta: -1})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool { return cs[i].at.Before(cs[j].at) })
+	byPool, byCT := map[string]int{}, map[string]int{}
+	nodes, pending := 0, 0
+	var costPerHour float64
+	var out []Point
+	i := 0
+	for at := rec.Start; !at.After(rec.End); at = at.Add(step) {
+		for ; i < len(cs) && !cs[i].at.After(at); i++ {
+			c := cs[i]
+			if c.node == nil {
+				pending += c.delta
+				continue
+			}
+			nodes += c.delta
+			byPool[c.node.NodePool] += c.delta
+			byCT[c.node.CapacityType] += c.delta
+			p, _ := price(c.node.NodePool, c.node.InstanceType, c.node.Zone, c.node.CapacityType)
+			costPerHour += float64(c.delta) * p
+		}
+		out = append(out, Point{Seconds: int(at.Sub(rec.Start).Seconds()), Nodes: nodes, NodesByPool: positive(byPool), NodesByCapacityType: positive(byCT),
+			CostPerHour: round4(max(costPerHour, 0)), Pending: pending})
+	}
+	return out
+}
+
+// positive is a copy of counts without the zeros.
+func positive(counts map[string]int) map[string]int {
+	out := make(map[string]int, len(counts))
+	for k, v := range counts {
+		if v > 0 {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func (bt *Backtest) errors(rec, replayed *Recording, recCost, simCost float64) Errors {
@@ -445,19 +493,4 @@ func counts(m map[string]int) string {
 		s += fmt.Sprintf("%s %d", k, m[k])
 	}
 	return s + ")"
-}
-
-// pendingAt counts a recording's pods waiting at a moment: created, not
-// yet bound, not gone. rec.Pods is in order of creation.
-func pendingAt(pods []PodLife, at time.Time) int {
-	n := 0
-	for _, p := range pods {
-		if p.Created.After(at) {
-			break
-		}
-		if (p.Bound == nil || p.Bound.After(at)) && (p.Gone == nil || p.Gone.After(at)) {
-			n++
-		}
-	}
-	return n
 }
