@@ -284,7 +284,7 @@ func TestBacktestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<svg", "Nodes, recorded and simulated", "recorded", "simulated", `class="divergences"`} {
+	for _, want := range []string{"<svg", "Nodes: recorded (solid blue) and simulated (dashed red)", `class="divergences"`} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("the HTML report lacks %q", want)
 		}

@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"image/color"
 	"io"
+	"time"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -28,31 +29,35 @@ func WriteBacktest(w io.Writer, bt *replay.Backtest) error {
 		title, unit string
 		f           func(replay.Point) float64
 	}{
-		{"Nodes, recorded and simulated", "nodes", func(p replay.Point) float64 { return float64(p.Nodes) }},
-		{"Cost per hour, recorded and simulated", "USD per hour", func(p replay.Point) float64 { return p.CostPerHour }},
-		{"Pending pods, recorded and simulated", "pods", func(p replay.Point) float64 { return float64(p.Pending) }},
+		{"Nodes", "nodes", func(p replay.Point) float64 { return float64(p.Nodes) }},
+		{"Cost per hour", "USD per hour", func(p replay.Point) float64 { return p.CostPerHour }},
+		{"Pending pods", "pods", func(p replay.Point) float64 { return float64(p.Pending) }},
 	} {
 		p, err := twoLines(bt, c.unit, c.f)
 		if err != nil {
 			return err
 		}
-		ch, err := svgChart(c.title, p)
+		ch, err := svgChart("", p)
 		if err != nil {
 			return err
 		}
+		ch.Title = c.title + ": recorded (solid blue) and simulated (dashed red)"
 		data.Charts = append(data.Charts, ch)
 	}
 	return backtestPage.Execute(w, data)
 }
 
 // twoLines plots f of the recorded (solid) and the simulated (dashed)
-// cluster, the legend outside the data, below the chart.
+// cluster; the caption, not a legend over the data, says which is which.
+// A recording under two hours is drawn in minutes.
 func twoLines(bt *replay.Backtest, unit string, f func(replay.Point) float64) (*plot.Plot, error) {
 	p := plot.New()
 	hoursAxis(p)
+	scale := 3600.0
+	if bt.End.Sub(bt.Start) < 2*time.Hour {
+		p.X.Label.Text, scale = "minutes from start", 60
+	}
 	p.Y.Label.Text = unit
-	p.Legend.Top = false
-	p.Legend.Left = true
 	for _, s := range []struct {
 		name   string
 		points []replay.Point
@@ -61,7 +66,7 @@ func twoLines(bt *replay.Backtest, unit string, f func(replay.Point) float64) (*
 	}{{"recorded", bt.Recorded, color.RGBA{R: 31, G: 119, B: 180, A: 255}, false}, {"simulated", bt.Simulated, color.RGBA{R: 214, G: 39, B: 40, A: 255}, true}} {
 		pts := make(plotter.XYs, len(s.points))
 		for i, pt := range s.points {
-			pts[i] = plotter.XY{X: float64(pt.Seconds) / 3600, Y: f(pt)}
+			pts[i] = plotter.XY{X: float64(pt.Seconds) / scale, Y: f(pt)}
 		}
 		l, err := plotter.NewLine(pts)
 		if err != nil {
@@ -72,7 +77,6 @@ func twoLines(bt *replay.Backtest, unit string, f func(replay.Point) float64) (*
 			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 		}
 		p.Add(l)
-		p.Legend.Add(s.name, l)
 	}
 	return p, nil
 }
@@ -81,7 +85,7 @@ var backtestPage = template.Must(template.New("backtest").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Joiner backtest: {{.Trace}}</title>
 <style>
 body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
-pre{background:#f6f6f6;padding:1em;overflow-x:auto}
+pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}
 figure{margin:1em 0}
 figure svg{max-width:100%;height:auto}
 table{border-collapse:collapse;margin:1em 0;font-size:90%}

@@ -449,7 +449,7 @@ func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
 // WriteSummary prints the backtest's error figures and divergences.
 func (bt *Backtest) WriteSummary(w io.Writer) {
 	e := bt.Errors
-	fmt.Fprintf(w, "backtest of %s: %s to %s (%s), decisions %s\n\n", bt.Trace, bt.Start.Format(time.RFC3339), bt.End.Format(time.RFC3339), bt.End.Sub(bt.Start), bt.Decisions)
+	fmt.Fprintf(w, "backtest of %s: %s to %s (%s), decisions %s\n\n", bt.Trace, bt.Start.Format(time.RFC3339), bt.End.Format(time.RFC3339), bt.End.Sub(bt.Start).Round(time.Second), bt.Decisions)
 	fmt.Fprintf(w, "node count   mean absolute error %.1f %%", e.NodeCountMAPE)
 	if len(e.NodeCountMAPEByPool) > 1 || len(e.NodeCountMAPEByCapacityType) > 1 {
 		fmt.Fprintf(w, " (by pool: %s; by capacity type: %s)", percents(e.NodeCountMAPEByPool), percents(e.NodeCountMAPEByCapacityType))

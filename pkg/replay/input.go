@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"sort"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -28,7 +29,7 @@ func (r *Recording) Input(name string, over *scenario.Input) (*scenario.Input, e
 	replay := r.Replay
 	in.Replay = &replay
 	in.Notes = append(in.Notes, fmt.Sprintf("replaying the trace %s: %d workloads and %d bare pods as recorded from %s for %s",
-		name, len(replay.Workloads), len(replay.Pods), r.Start.Format("Mon 2006-01-02 15:04 MST"), spec.Duration.Duration))
+		name, len(replay.Workloads), len(replay.Pods), r.Start.Format("Mon 2006-01-02 15:04 MST"), spec.Duration.Duration.Round(time.Second)))
 	if over != nil {
 		if err := r.override(in, over); err != nil {
 			return nil, err
