@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -102,7 +103,7 @@ func clusterTrace(t *testing.T, edits ...func(put func(time.Duration, trace.Op, 
 	spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: requests}}}
 	tmpl := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}, Spec: spec}
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "shop", CreationTimestamp: metav1.NewTime(at(time.Minute))},
-		Spec: appsv1.ReplicaSetSpec{Replicas: ptr(int32(4)), Template: tmpl}}
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(4)), Template: tmpl}}
 	put(time.Minute, trace.OpAdd, "ReplicaSet", rs)
 	pod := func(name, ownerKind, ownerName string, created time.Duration) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name), CreationTimestamp: metav1.NewTime(at(created))}, Spec: *spec.DeepCopy()}
@@ -134,12 +135,12 @@ func clusterTrace(t *testing.T, edits ...func(put func(time.Duration, trace.Op, 
 	put(5*time.Minute+10*time.Second, trace.OpUpdate, "Pod", bound(debug, 5*time.Minute+10*time.Second))
 	put(20*time.Minute, trace.OpDelete, "Pod", bound(debug, 5*time.Minute+10*time.Second))
 	rs2 := rs.DeepCopy()
-	rs2.Spec.Replicas = ptr(int32(2))
+	rs2.Spec.Replicas = ptr.To(int32(2))
 	put(30*time.Minute, trace.OpUpdate, "ReplicaSet", rs2)
 	put(30*time.Minute, trace.OpDelete, "Pod", bound(web[2], 2*time.Minute))
 	put(30*time.Minute, trace.OpDelete, "Pod", bound(web[3], 2*time.Minute))
 	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "report", Namespace: "shop", CreationTimestamp: metav1.NewTime(at(40 * time.Minute))},
-		Spec: batchv1.JobSpec{Completions: ptr(int32(3)), Parallelism: ptr(int32(3)), Template: tmpl}}
+		Spec: batchv1.JobSpec{Completions: ptr.To(int32(3)), Parallelism: ptr.To(int32(3)), Template: tmpl}}
 	put(40*time.Minute, trace.OpAdd, "Job", job)
 	for _, n := range []string{"report-a", "report-b", "report-c"} {
 		p := pod(n, "Job", "report", 40*time.Minute)
@@ -158,8 +159,6 @@ func clusterTrace(t *testing.T, edits ...func(put func(time.Duration, trace.Op, 
 	}
 	return buf.Bytes()
 }
-
-func ptr[T any](v T) *T { return &v }
 
 func readTrace(t *testing.T, b []byte) *Recording {
 	t.Helper()

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
@@ -45,58 +46,59 @@ func (b *builder) owner(k objKey, raw json.RawMessage, t time.Time, del bool) er
 		}
 		return nil
 	}
-	var meta metav1.ObjectMeta
-	var replicas *int32
 	fresh := o == nil
 	if fresh {
 		o = &owner{key: k}
 	}
-	switch k.kind {
-	case "ReplicaSet":
-		var rs appsv1.ReplicaSet
-		if err := json.Unmarshal(raw, &rs); err != nil {
-			return fmt.Errorf("trace: the ReplicaSet %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
-		}
-		meta, replicas, o.template = rs.ObjectMeta, rs.Spec.Replicas, rs.Spec.Template
-	case "StatefulSet":
-		var ss appsv1.StatefulSet
-		if err := json.Unmarshal(raw, &ss); err != nil {
-			return fmt.Errorf("trace: the StatefulSet %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
-		}
-		meta, replicas, o.template, o.claims = ss.ObjectMeta, ss.Spec.Replicas, ss.Spec.Template, ss.Spec.VolumeClaimTemplates
-	case "Job":
-		var j batchv1.Job
-		if err := json.Unmarshal(raw, &j); err != nil {
-			return fmt.Errorf("trace: the Job %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
-		}
-		meta, replicas, o.template, o.job, o.completions = j.ObjectMeta, j.Spec.Parallelism, j.Spec.Template, true, j.Spec.Completions
-		if j.Spec.Suspend != nil && *j.Spec.Suspend {
-			zero := int32(0)
-			replicas = &zero
-		}
-		if fresh {
-			o.succeeded = j.Status.Succeeded
-		}
+	meta, replicas, err := o.decode(raw, fresh)
+	if err != nil {
+		return fmt.Errorf("trace: the %s %s/%s at %s: %w", k.kind, k.ns, k.name, t.Format(time.RFC3339), err)
 	}
+	at := t
 	if fresh {
 		o.created = meta.CreationTimestamp.UTC()
 		if o.created.IsZero() || o.created.After(t) {
 			o.created = t
 		}
+		at = o.created
 		b.owners[k] = o
 	}
 	r := 1
 	if replicas != nil {
 		r = int(*replicas)
 	}
-	at := t
-	if fresh {
-		at = o.created
-	}
 	if n := len(o.steps); n == 0 || o.steps[n-1].replicas != r {
 		o.steps = append(o.steps, step{at: at, replicas: r})
 	}
 	return nil
+}
+
+// decode takes a version of the owner's object: its template (and a
+// StatefulSet's claims, a Job's completions), and returns its metadata
+// and wanted replicas (a Job's parallelism; 0 while it is suspended).
+func (o *owner) decode(raw json.RawMessage, fresh bool) (metav1.ObjectMeta, *int32, error) {
+	switch o.key.kind {
+	case "ReplicaSet":
+		var rs appsv1.ReplicaSet
+		err := json.Unmarshal(raw, &rs)
+		o.template = rs.Spec.Template
+		return rs.ObjectMeta, rs.Spec.Replicas, err
+	case "StatefulSet":
+		var ss appsv1.StatefulSet
+		err := json.Unmarshal(raw, &ss)
+		o.template, o.claims = ss.Spec.Template, ss.Spec.VolumeClaimTemplates
+		return ss.ObjectMeta, ss.Spec.Replicas, err
+	}
+	var j batchv1.Job
+	err := json.Unmarshal(raw, &j)
+	o.template, o.job, o.completions = j.Spec.Template, true, j.Spec.Completions
+	if fresh {
+		o.succeeded = j.Status.Succeeded
+	}
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		return j.ObjectMeta, ptr.To(int32(0)), err
+	}
+	return j.ObjectMeta, j.Spec.Parallelism, err
 }
 
 // pod is a recorded pod.
@@ -127,23 +129,36 @@ func (b *builder) pod(k objKey, raw json.RawMessage, t time.Time, del bool) erro
 		p = nil
 	}
 	if p == nil {
-		p = &pod{key: k, uid: string(obj.UID), obj: &obj, created: obj.CreationTimestamp.UTC()}
-		if p.created.IsZero() || p.created.After(t) {
-			p.created = t
-		}
-		if ref := metav1.GetControllerOfNoCopy(&obj); ref != nil {
-			switch ref.Kind {
-			case "DaemonSet", "Node":
-				p.daemon = true
-			default:
-				p.owner = objKey{kind: ref.Kind, ns: k.ns, name: ref.Name}
-			}
-		}
-		if _, mirror := obj.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
-			p.daemon = true
-		}
+		p = newPod(k, &obj, t)
 		b.pods[k] = p
 	}
+	p.observe(&obj, t, del)
+	return nil
+}
+
+// newPod is a pod first recorded at t: its creation and its controller.
+func newPod(k objKey, obj *corev1.Pod, t time.Time) *pod {
+	p := &pod{key: k, uid: string(obj.UID), obj: obj, created: obj.CreationTimestamp.UTC()}
+	if p.created.IsZero() || p.created.After(t) {
+		p.created = t
+	}
+	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+		switch ref.Kind {
+		case "DaemonSet", "Node":
+			p.daemon = true
+		default:
+			p.owner = objKey{kind: ref.Kind, ns: k.ns, name: ref.Name}
+		}
+	}
+	if _, mirror := obj.Annotations[corev1.MirrorPodAnnotationKey]; mirror {
+		p.daemon = true
+	}
+	return p
+}
+
+// observe takes what a record at t says of the pod: bound (when its
+// PodScheduled condition says, else now), finished, deleted.
+func (p *pod) observe(obj *corev1.Pod, t time.Time, del bool) {
 	if p.bound == nil && obj.Spec.NodeName != "" {
 		at := t
 		for _, c := range obj.Status.Conditions {
@@ -159,7 +174,6 @@ func (b *builder) pod(k objKey, raw json.RawMessage, t time.Time, del bool) erro
 	if del && p.gone == nil {
 		p.gone = &t
 	}
-	return nil
 }
 
 // end is when a pod stopped asking for room: finished or deleted.
