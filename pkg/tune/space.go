@@ -209,145 +209,175 @@ func (s *Space) problem(field, msg, fix string) manifest.Problem {
 
 // validate checks what the space says on its own, and fills defaults.
 func (s *Space) validate() manifest.Problems {
-	var ps manifest.Problems
-	bad := func(field, msg, fix string) { ps = append(ps, s.problem(field, msg, fix)) }
+	c := &spaceCheck{s: s}
 	sp := &s.Spec
 	if len(sp.NodePools) == 0 && len(sp.Workloads) == 0 {
-		bad("spec", "the space has no knobs", "add spec.nodePools: [{name: POOL, consolidateAfter: [1m, 5m]}] naming a NodePool of the scenario")
-	}
-	alternatives := func(at string, n int, what string) {
-		if n == 0 {
-			bad(at, "no alternatives", fmt.Sprintf("list at least one %s, or leave the knob out", what))
-		}
+		c.bad("spec", "the space has no knobs", "add spec.nodePools: [{name: POOL, consolidateAfter: [1m, 5m]}] naming a NodePool of the scenario")
 	}
 	pools := map[string]bool{}
 	for i, p := range sp.NodePools {
-		at := fmt.Sprintf("spec.nodePools[%d]", i)
-		if p.Name == "" {
-			bad(at+".name", "required", "name a NodePool of the scenario: name: general")
-		} else if pools[p.Name] {
-			bad(at+".name", fmt.Sprintf("NodePool %q has knobs twice", p.Name), "merge its knobs into one entry")
-		}
-		pools[p.Name] = true
-		if p.knobs() == 0 {
-			bad(at, fmt.Sprintf("NodePool %q has no knobs", p.Name), "add one: requirements, weight, consolidationPolicy, consolidateAfter, budgets, expireAfter or limits")
-		}
-		keys := map[string]bool{}
-		for j, r := range p.Requirements {
-			rat := fmt.Sprintf("%s.requirements[%d]", at, j)
-			if !slices.Contains(tunableKeys, r.Key) {
-				bad(rat+".key", fmt.Sprintf("%q is not a key the space can vary", r.Key), "use one of "+strings.Join(tunableKeys, ", "))
-			}
-			if keys[r.Key] {
-				bad(rat+".key", fmt.Sprintf("%q is varied twice", r.Key), "list all its alternatives under one key")
-			}
-			keys[r.Key] = true
-			alternatives(rat+".values", len(r.Values), "list of values, e.g. values: [[spot], [spot, on-demand]]")
-			for k, vs := range r.Values {
-				if len(vs) == 0 {
-					bad(fmt.Sprintf("%s.values[%d]", rat, k), "an empty list of values matches no instance type", "list at least one value")
-				}
-			}
-		}
-		for j, w := range p.Weight {
-			if w < 1 || w > 100 {
-				bad(fmt.Sprintf("%s.weight[%d]", at, j), fmt.Sprintf("%d is outside 1..100", w), "a NodePool weight is from 1 to 100")
-			}
-		}
-		for j, c := range p.ConsolidationPolicy {
-			switch v1.ConsolidationPolicy(c) {
-			case v1.ConsolidationPolicyWhenEmpty, v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyBalanced:
-			default:
-				bad(fmt.Sprintf("%s.consolidationPolicy[%d]", at, j), fmt.Sprintf("%q is not a consolidation policy", c), "use WhenEmpty, WhenEmptyOrUnderutilized or Balanced")
-			}
-		}
-		for _, k := range []struct {
-			name string
-			vals []string
-		}{{"consolidateAfter", p.ConsolidateAfter}, {"expireAfter", p.ExpireAfter}} {
-			for j, v := range k.vals {
-				if _, err := v1.ParseNillableDuration(v); err != nil {
-					bad(fmt.Sprintf("%s.%s[%d]", at, k.name, j), fmt.Sprintf("%q is not a duration", v), `a Go duration such as "30s" or "168h", or "Never"`)
-				}
-			}
-		}
-		for j, b := range p.Budgets {
-			if len(b) == 0 {
-				bad(fmt.Sprintf("%s.budgets[%d]", at, j), "an empty list of budgets", `list at least one budget, e.g. [{nodes: "10%"}]`)
-			}
-		}
-		for j, l := range p.Limits {
-			if len(l) == 0 {
-				bad(fmt.Sprintf("%s.limits[%d]", at, j), "empty limits", `give at least one resource, e.g. {cpu: "1000"}`)
-			}
-		}
-		for _, k := range []struct {
-			name string
-			n    int
-			ok   bool
-		}{{"weight", len(p.Weight), p.Weight != nil}, {"consolidationPolicy", len(p.ConsolidationPolicy), p.ConsolidationPolicy != nil},
-			{"consolidateAfter", len(p.ConsolidateAfter), p.ConsolidateAfter != nil}, {"budgets", len(p.Budgets), p.Budgets != nil},
-			{"expireAfter", len(p.ExpireAfter), p.ExpireAfter != nil}, {"limits", len(p.Limits), p.Limits != nil}} {
-			if k.ok {
-				alternatives(at+"."+k.name, k.n, "value")
-			}
-		}
+		c.pool(fmt.Sprintf("spec.nodePools[%d]", i), p, pools)
 	}
 	for i, w := range sp.Workloads {
-		at := fmt.Sprintf("spec.workloads[%d]", i)
-		if w.HPA == "" {
-			bad(at+".hpa", "required", "name a HorizontalPodAutoscaler of the scenario: hpa: api-server")
-		}
-		alternatives(at+".targetUtilization", len(w.TargetUtilization), "CPU utilisation percentage")
-		for j, u := range w.TargetUtilization {
-			if u < 1 || u > 100 {
-				bad(fmt.Sprintf("%s.targetUtilization[%d]", at, j), fmt.Sprintf("%d is outside 1..100", u), "a target utilisation is a percentage of the CPU request, e.g. 70")
-			}
-		}
+		c.workload(fmt.Sprintf("spec.workloads[%d]", i), w)
 	}
 	if len(sp.Objectives) == 0 {
 		sp.Objectives = slices.Clone(metricNames)
 	}
-	seen := map[string]bool{}
-	for i, o := range sp.Objectives {
-		if !slices.Contains(metricNames, o) {
-			bad(fmt.Sprintf("spec.objectives[%d]", i), fmt.Sprintf("%q is not a metric", o), "use "+strings.Join(metricNames, ", "))
-		} else if seen[o] {
-			bad(fmt.Sprintf("spec.objectives[%d]", i), fmt.Sprintf("%q is listed twice", o), "list each objective once")
-		}
-		seen[o] = true
-	}
+	c.objectives(sp.Objectives)
 	for i := range sp.Constraints {
-		c := &sp.Constraints[i]
-		at := fmt.Sprintf("spec.constraints[%d]", i)
-		if !slices.Contains(metricNames, c.Metric) {
-			bad(at+".metric", fmt.Sprintf("%q is not a metric", c.Metric), "use "+strings.Join(metricNames, ", "))
-			continue
-		}
-		if string(c.Max) == `"baseline"` {
-			c.baseline = true
-			continue
-		}
-		m, err := parseMax(c.Metric, c.Max)
-		if err != nil {
-			fix := `a number in the metric's unit, e.g. max: 0, or max: baseline (no worse than the NodePools as they are)`
-			if c.Metric == MetricP99Startup {
-				fix = `seconds or a duration, e.g. max: 60s, or max: baseline (no worse than the NodePools as they are)`
-			}
-			bad(at+".max", err.Error(), fix)
-		}
-		c.max = m
+		c.constraint(fmt.Sprintf("spec.constraints[%d]", i), &sp.Constraints[i])
 	}
 	se := &sp.Search
 	if se.MaxVariants < 0 || se.Samples < 0 || se.Seeds < 0 {
-		bad("spec.search", "maxVariants, samples and seeds must not be negative", "leave them out for the defaults (64, maxVariants, 3)")
+		c.bad("spec.search", "maxVariants, samples and seeds must not be negative", "leave them out for the defaults (64, maxVariants, 3)")
 	}
 	switch se.Sampler {
 	case "", SamplerLatinHypercube, SamplerRandom:
 	default:
-		bad("spec.search.sampler", fmt.Sprintf("%q is not a sampler", se.Sampler), "use latinHypercube or random")
+		c.bad("spec.search.sampler", fmt.Sprintf("%q is not a sampler", se.Sampler), "use latinHypercube or random")
 	}
-	return ps
+	return c.ps
+}
+
+// spaceCheck collects a space's problems.
+type spaceCheck struct {
+	s  *Space
+	ps manifest.Problems
+}
+
+func (c *spaceCheck) bad(field, msg, fix string) { c.ps = append(c.ps, c.s.problem(field, msg, fix)) }
+
+// alternatives: a knob present must list at least one.
+func (c *spaceCheck) alternatives(at string, n int, what string) {
+	if n == 0 {
+		c.bad(at, "no alternatives", fmt.Sprintf("list at least one %s, or leave the knob out", what))
+	}
+}
+
+// pool checks one NodePool's knobs; pools are the names seen so far.
+func (c *spaceCheck) pool(at string, p PoolKnobs, pools map[string]bool) {
+	if p.Name == "" {
+		c.bad(at+".name", "required", "name a NodePool of the scenario: name: general")
+	} else if pools[p.Name] {
+		c.bad(at+".name", fmt.Sprintf("NodePool %q has knobs twice", p.Name), "merge its knobs into one entry")
+	}
+	pools[p.Name] = true
+	if p.knobs() == 0 {
+		c.bad(at, fmt.Sprintf("NodePool %q has no knobs", p.Name), "add one: requirements, weight, consolidationPolicy, consolidateAfter, budgets, expireAfter or limits")
+	}
+	c.requirements(at, p.Requirements)
+	for j, w := range p.Weight {
+		if w < 1 || w > 100 {
+			c.bad(fmt.Sprintf("%s.weight[%d]", at, j), fmt.Sprintf("%d is outside 1..100", w), "a NodePool weight is from 1 to 100")
+		}
+	}
+	for j, cp := range p.ConsolidationPolicy {
+		switch v1.ConsolidationPolicy(cp) {
+		case v1.ConsolidationPolicyWhenEmpty, v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyBalanced:
+		default:
+			c.bad(fmt.Sprintf("%s.consolidationPolicy[%d]", at, j), fmt.Sprintf("%q is not a consolidation policy", cp), "use WhenEmpty, WhenEmptyOrUnderutilized or Balanced")
+		}
+	}
+	for _, k := range []struct {
+		name string
+		vals []string
+	}{{"consolidateAfter", p.ConsolidateAfter}, {"expireAfter", p.ExpireAfter}} {
+		for j, v := range k.vals {
+			if _, err := v1.ParseNillableDuration(v); err != nil {
+				c.bad(fmt.Sprintf("%s.%s[%d]", at, k.name, j), fmt.Sprintf("%q is not a duration", v), `a Go duration such as "30s" or "168h", or "Never"`)
+			}
+		}
+	}
+	for j, b := range p.Budgets {
+		if len(b) == 0 {
+			c.bad(fmt.Sprintf("%s.budgets[%d]", at, j), "an empty list of budgets", `list at least one budget, e.g. [{nodes: "10%"}]`)
+		}
+	}
+	for j, l := range p.Limits {
+		if len(l) == 0 {
+			c.bad(fmt.Sprintf("%s.limits[%d]", at, j), "empty limits", `give at least one resource, e.g. {cpu: "1000"}`)
+		}
+	}
+	for _, k := range []struct {
+		name string
+		n    int
+		ok   bool
+	}{{"weight", len(p.Weight), p.Weight != nil}, {"consolidationPolicy", len(p.ConsolidationPolicy), p.ConsolidationPolicy != nil},
+		{"consolidateAfter", len(p.ConsolidateAfter), p.ConsolidateAfter != nil}, {"budgets", len(p.Budgets), p.Budgets != nil},
+		{"expireAfter", len(p.ExpireAfter), p.ExpireAfter != nil}, {"limits", len(p.Limits), p.Limits != nil}} {
+		if k.ok {
+			c.alternatives(at+"."+k.name, k.n, "value")
+		}
+	}
+}
+
+// requirements checks a NodePool's requirement knobs.
+func (c *spaceCheck) requirements(at string, reqs []RequirementKnob) {
+	keys := map[string]bool{}
+	for j, r := range reqs {
+		rat := fmt.Sprintf("%s.requirements[%d]", at, j)
+		if !slices.Contains(tunableKeys, r.Key) {
+			c.bad(rat+".key", fmt.Sprintf("%q is not a key the space can vary", r.Key), "use one of "+strings.Join(tunableKeys, ", "))
+		}
+		if keys[r.Key] {
+			c.bad(rat+".key", fmt.Sprintf("%q is varied twice", r.Key), "list all its alternatives under one key")
+		}
+		keys[r.Key] = true
+		c.alternatives(rat+".values", len(r.Values), "list of values, e.g. values: [[spot], [spot, on-demand]]")
+		for k, vs := range r.Values {
+			if len(vs) == 0 {
+				c.bad(fmt.Sprintf("%s.values[%d]", rat, k), "an empty list of values matches no instance type", "list at least one value")
+			}
+		}
+	}
+}
+
+// workload checks one HPA's knobs.
+func (c *spaceCheck) workload(at string, w WorkloadKnobs) {
+	if w.HPA == "" {
+		c.bad(at+".hpa", "required", "name a HorizontalPodAutoscaler of the scenario: hpa: api-server")
+	}
+	c.alternatives(at+".targetUtilization", len(w.TargetUtilization), "CPU utilisation percentage")
+	for j, u := range w.TargetUtilization {
+		if u < 1 || u > 100 {
+			c.bad(fmt.Sprintf("%s.targetUtilization[%d]", at, j), fmt.Sprintf("%d is outside 1..100", u), "a target utilisation is a percentage of the CPU request, e.g. 70")
+		}
+	}
+}
+
+// objectives checks the objectives: known metrics, each once.
+func (c *spaceCheck) objectives(objectives []string) {
+	seen := map[string]bool{}
+	for i, o := range objectives {
+		if !slices.Contains(metricNames, o) {
+			c.bad(fmt.Sprintf("spec.objectives[%d]", i), fmt.Sprintf("%q is not a metric", o), "use "+strings.Join(metricNames, ", "))
+		} else if seen[o] {
+			c.bad(fmt.Sprintf("spec.objectives[%d]", i), fmt.Sprintf("%q is listed twice", o), "list each objective once")
+		}
+		seen[o] = true
+	}
+}
+
+// constraint checks one constraint and reads its bound.
+func (c *spaceCheck) constraint(at string, con *Constraint) {
+	if !slices.Contains(metricNames, con.Metric) {
+		c.bad(at+".metric", fmt.Sprintf("%q is not a metric", con.Metric), "use "+strings.Join(metricNames, ", "))
+		return
+	}
+	if string(con.Max) == `"baseline"` {
+		con.baseline = true
+		return
+	}
+	m, err := parseMax(con.Metric, con.Max)
+	if err != nil {
+		fix := `a number in the metric's unit, e.g. max: 0, or max: baseline (no worse than the NodePools as they are)`
+		if con.Metric == MetricP99Startup {
+			fix = `seconds or a duration, e.g. max: 60s, or max: baseline (no worse than the NodePools as they are)`
+		}
+		c.bad(at+".max", err.Error(), fix)
+	}
+	con.max = m
 }
 
 func (p PoolKnobs) knobs() int {
