@@ -48,21 +48,7 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		return e, fmt.Errorf("%s: DescribeInstanceTypes gave no vCPUs or memory", name)
 	}
 	e.VCPU, e.MemoryMiB = int64(*info.VCpuInfo.DefaultVCpus), *info.MemoryInfo.SizeInMiB
-	if p := info.ProcessorInfo; p != nil {
-		for _, a := range p.SupportedArchitectures {
-			if k, ok := architectures[a]; ok {
-				e.Arch = k
-				break
-			}
-		}
-		if p.Manufacturer != nil {
-			e.CPUManufacturer = kebab(*p.Manufacturer)
-		}
-		if p.SustainedClockSpeedInGhz != nil {
-			mhz := int(math.Round(*p.SustainedClockSpeedInGhz * 1000))
-			e.CPUSustainedClockMHz = &mhz
-		}
-	}
+	processor(&e, info.ProcessorInfo)
 	if e.Arch == "" {
 		var archs []ec2types.ArchitectureType
 		if info.ProcessorInfo != nil {
@@ -70,8 +56,35 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		}
 		return e, fmt.Errorf("%s: architectures %v: neither x86_64 nor arm64", name, archs)
 	}
-	// As upstream: name, manufacturer and memory labels only for a type
-	// with one kind of GPU (or accelerator).
+	accelerators(&e, info)
+	storageAndNetwork(&e, info)
+	return e, fromCatalog(&e, known)
+}
+
+// processor takes the architecture, manufacturer and clock.
+func processor(e *catalog.Entry, p *ec2types.ProcessorInfo) {
+	if p == nil {
+		return
+	}
+	for _, a := range p.SupportedArchitectures {
+		if k, ok := architectures[a]; ok {
+			e.Arch = k
+			break
+		}
+	}
+	if p.Manufacturer != nil {
+		e.CPUManufacturer = kebab(*p.Manufacturer)
+	}
+	if p.SustainedClockSpeedInGhz != nil {
+		mhz := int(math.Round(*p.SustainedClockSpeedInGhz * 1000))
+		e.CPUSustainedClockMHz = &mhz
+	}
+}
+
+// accelerators takes the GPUs, Neuron devices and inference accelerators:
+// as upstream, name, manufacturer and memory labels only for a type with
+// one kind of GPU (or accelerator).
+func accelerators(e *catalog.Entry, info ec2types.InstanceTypeInfo) {
 	if g := info.GpuInfo; g != nil {
 		for _, d := range g.Gpus {
 			e.GPUs += int64(deref(d.Count))
@@ -94,6 +107,11 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		d := a.Accelerators[0]
 		e.Accelerators, e.AcceleratorModel, e.AcceleratorManufacturer = int64(deref(d.Count)), kebabPtr(d.Name), kebabPtr(d.Manufacturer)
 	}
+}
+
+// storageAndNetwork takes local NVMe, EBS bandwidth, the hypervisor,
+// metal and burstable, EFA, network bandwidth and ENI limits.
+func storageAndNetwork(e *catalog.Entry, info ec2types.InstanceTypeInfo) {
 	if s := info.InstanceStorageInfo; s != nil && s.NvmeSupport != ec2types.EphemeralNvmeSupportUnsupported && s.TotalSizeInGB != nil {
 		gb := *s.TotalSizeInGB
 		e.LocalNVMeGiB = &gb
@@ -112,28 +130,33 @@ func entryFrom(info ec2types.InstanceTypeInfo, known *catalog.Entry) (catalog.En
 		e.NetworkBandwidthMbps = baselineBandwidth(n)
 		e.ENI = eniLimits(n)
 	}
-	// Upstream labels network bandwidth from its generated table (which
-	// the catalog has), the API's card baselines only for other types.
-	if known != nil && known.NetworkBandwidthMbps != nil {
-		e.NetworkBandwidthMbps = known.NetworkBandwidthMbps
-	}
-	if known != nil {
-		e.Category = known.Category
-		if e.ENI != nil && known.ENI != nil {
-			e.ENI.BranchENIs, e.ENI.TrunkingCompatible = known.ENI.BranchENIs, known.ENI.TrunkingCompatible
-		}
+}
+
+// fromCatalog takes what the API does not say from the catalog's entry
+// for the type (known), or computes it for a type the catalog lacks.
+func fromCatalog(e *catalog.Entry, known *catalog.Entry) error {
+	if known == nil {
+		e.Category = category(e)
 		if e.ENI == nil {
-			e.ENI = known.ENI
-		}
-		e.Allocatable = known.Allocatable
-	} else {
-		e.Category = category(&e)
-		if e.ENI == nil {
-			return e, fmt.Errorf("%s: DescribeInstanceTypes gave no network interface limits, so its pod limit is unknown", name)
+			return fmt.Errorf("%s: DescribeInstanceTypes gave no network interface limits, so its pod limit is unknown", e.Name)
 		}
 		e.Allocatable = allocatableAL2023(e.VCPU, e.MemoryMiB, e.Arch, e.ENI.MaxPodsENI)
+		return nil
 	}
-	return e, nil
+	// Upstream labels network bandwidth from its generated table (which
+	// the catalog has), the API's card baselines only for other types.
+	if known.NetworkBandwidthMbps != nil {
+		e.NetworkBandwidthMbps = known.NetworkBandwidthMbps
+	}
+	e.Category = known.Category
+	if e.ENI != nil && known.ENI != nil {
+		e.ENI.BranchENIs, e.ENI.TrunkingCompatible = known.ENI.BranchENIs, known.ENI.TrunkingCompatible
+	}
+	if e.ENI == nil {
+		e.ENI = known.ENI
+	}
+	e.Allocatable = known.Allocatable
+	return nil
 }
 
 // baselineBandwidth is the type's baseline network bandwidth in Mbps over
