@@ -2,6 +2,7 @@ package manifest
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -264,140 +265,43 @@ func migrateProvisioner(obj map[string]any, apiVersion, kind string) []change {
 			name = n
 		}
 	}
-	handled := map[string]bool{}
-	use := func(k string) (any, bool) { v, ok := old[k]; handled[k] = true; return v, ok }
-
-	className := "default"
-	var notes []string
-	var class map[string]any // an EC2NodeClass from an inline provider
-	if ref, ok := old["providerRef"].(map[string]any); ok {
-		handled["providerRef"] = true
-		if n, ok := ref["name"].(string); ok {
-			className = n
-		}
-	}
-	if p, ok := use("provider"); ok {
-		pm, _ := p.(map[string]any)
-		className = name
-		class = map[string]any{"apiVersion": "karpenter.sh/v1alpha5", "kind": "AWSNodeTemplate",
-			"metadata": map[string]any{"name": className}, "spec": runtime.DeepCopyJSONValue(pm)}
-		sub := migrateAWSNodeTemplate(class, "karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate")
-		_, subNotes, _ := strings.Cut(sub[0].fix, "\n")
-		notes = append(notes, "spec.provider → an EC2NodeClass named "+className+" (below); in it:\n  "+strings.ReplaceAll(subNotes, "\n", "\n  "))
-	}
-	tmplSpec := map[string]any{"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": className}}
+	m := &provisionerMigration{old: old, handled: map[string]bool{}, className: "default"}
+	m.nodeClass(name)
+	tmplSpec := map[string]any{"nodeClassRef": map[string]any{"group": "karpenter.k8s.aws", "kind": "EC2NodeClass", "name": m.className},
+		"requirements": m.requirements()}
 	tmplMeta := map[string]any{}
-	var reqs []any
-	if v, ok := use("requirements"); ok {
-		reqs, _ = v.([]any)
-	}
-	// The shapes before requirements (v0.4 and earlier) listed values per key.
-	for _, kv := range [][2]string{{"instanceTypes", "node.kubernetes.io/instance-type"}, {"zones", "topology.kubernetes.io/zone"},
-		{"architecture", "kubernetes.io/arch"}, {"architectures", "kubernetes.io/arch"}, {"operatingSystem", "kubernetes.io/os"}, {"operatingSystems", "kubernetes.io/os"}} {
-		if v, ok := use(kv[0]); ok {
-			var values []any
-			switch t := v.(type) {
-			case []any:
-				values = t
-			default:
-				values = []any{fmt.Sprint(t)}
-			}
-			reqs = append(reqs, map[string]any{"key": kv[1], "operator": "In", "values": values})
-			notes = append(notes, kv[0]+" → a requirement on "+kv[1])
-		}
-	}
-	has := map[string]bool{}
-	for _, r := range reqs {
-		if m, ok := r.(map[string]any); ok {
-			k, _ := m["key"].(string)
-			has[k] = true
-		}
-	}
-	var added []string
-	for _, def := range v1alpha5Defaults {
-		found := false
-		for _, k := range def.keys {
-			found = found || has[k]
-		}
-		if !found {
-			reqs = append(reqs, def.req)
-			added = append(added, def.req["key"].(string))
-		}
-	}
-	if len(added) > 0 {
-		notes = append(notes, "requirements Karpenter's v1alpha5 webhook used to add, now written out: "+strings.Join(added, ", "))
-	}
-	tmplSpec["requirements"] = reqs
 	for _, k := range []string{"taints", "startupTaints"} {
-		if v, ok := use(k); ok {
+		if v, ok := m.use(k); ok {
 			tmplSpec[k] = v
 		}
 	}
 	for _, k := range []string{"labels", "annotations"} {
-		if v, ok := use(k); ok {
+		if v, ok := m.use(k); ok {
 			tmplMeta[k] = v
 		}
 	}
-	disruption := map[string]any{}
-	spec := map[string]any{"disruption": disruption}
-	if v, ok := use("weight"); ok {
+	spec := map[string]any{}
+	if v, ok := m.use("weight"); ok {
 		spec["weight"] = v
 	}
-	if lim, ok := use("limits"); ok {
+	if lim, ok := m.use("limits"); ok {
 		if lm, ok := lim.(map[string]any); ok {
 			if res, ok := lm["resources"]; ok {
 				spec["limits"] = res
-				notes = append(notes, "spec.limits.resources → spec.limits")
+				m.note("spec.limits.resources → spec.limits")
 			} else {
 				spec["limits"] = lm
 			}
 		}
 	}
-	ttlEmpty, _ := use("ttlSecondsAfterEmpty")
-	consolidation, _ := use("consolidation")
-	switch {
-	case ttlEmpty != nil:
-		d := secondsToDuration(ttlEmpty)
-		disruption["consolidationPolicy"] = "WhenEmpty"
-		disruption["consolidateAfter"] = d
-		notes = append(notes, "ttlSecondsAfterEmpty → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: "+d+"}")
-	case isTrue(consolidation):
-		disruption["consolidationPolicy"] = "WhenEmptyOrUnderutilized"
-		disruption["consolidateAfter"] = "0s"
-		notes = append(notes, "consolidation.enabled: true → spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized")
-	default:
-		disruption["consolidationPolicy"] = "WhenEmpty"
-		disruption["consolidateAfter"] = "Never"
-		notes = append(notes, "no consolidation → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}")
+	spec["disruption"] = m.disruption()
+	tmplSpec["expireAfter"] = m.expireAfter()
+	m.note("requirements, taints, startupTaints → spec.template.spec.*; labels, annotations → spec.template.metadata.*")
+	m.kubelet()
+	if _, ok := m.use("cluster"); ok {
+		m.note("spec.cluster has no replacement: the controller's settings name the cluster")
 	}
-	if v, ok := use("ttlSecondsUntilExpired"); ok {
-		tmplSpec["expireAfter"] = secondsToDuration(v)
-		notes = append(notes, "ttlSecondsUntilExpired → spec.template.spec.expireAfter: "+secondsToDuration(v))
-	} else {
-		tmplSpec["expireAfter"] = "Never"
-		notes = append(notes, "no ttlSecondsUntilExpired (nodes never expired) → spec.template.spec.expireAfter: Never (v1's default is 720h)")
-	}
-	notes = append(notes, "requirements, taints, startupTaints → spec.template.spec.*; labels, annotations → spec.template.metadata.*")
-	for _, k := range []string{"kubeletConfiguration", "kubelet"} {
-		if v, ok := use(k); ok {
-			kubelet, _ := v.(map[string]any)
-			kubelet = runtime.DeepCopyJSON(kubelet)
-			if _, ok := kubelet["containerRuntime"]; ok {
-				delete(kubelet, "containerRuntime")
-				notes = append(notes, "kubeletConfiguration.containerRuntime has no replacement: nodes run containerd")
-			}
-			if class != nil {
-				ensureMap(class, "spec")["kubelet"] = kubelet
-				notes = append(notes, k+" → spec.kubelet of the EC2NodeClass below")
-			} else {
-				notes = append(notes, k+" → set spec.kubelet of EC2NodeClass "+className+":\n"+indentYAML(map[string]any{"kubelet": kubelet}, "  "))
-			}
-		}
-	}
-	if _, ok := use("cluster"); ok {
-		notes = append(notes, "spec.cluster has no replacement: the controller's settings name the cluster")
-	}
-	notes = append(notes, leftOut(old, handled)...)
+	m.notes = append(m.notes, leftOut(old, m.handled)...)
 	tmpl := map[string]any{"spec": tmplSpec}
 	if len(tmplMeta) > 0 {
 		tmpl["metadata"] = tmplMeta
@@ -407,16 +311,149 @@ func migrateProvisioner(obj map[string]any, apiVersion, kind string) []change {
 	obj["kind"] = "NodePool"
 	obj["spec"] = spec
 	replacement := []map[string]any{obj}
-	if class != nil {
-		replacement = append(replacement, class)
+	if m.class != nil {
+		replacement = append(replacement, m.class)
 	}
 	what := fmt.Sprintf("%s (%s)", kind, apiVersion)
 	if g, _ := splitAPIVersion(apiVersion); g == "karpenter.k8s.aws" {
 		what += "; Provisioner was karpenter.sh/v1alpha5"
 	}
 	return []change{{field: "kind", message: what + " was replaced by NodePool (karpenter.sh/v1)",
-		fix:         "replace the document with the NodePool below; what moved:\n- " + strings.Join(notes, "\n- "),
+		fix:         "replace the document with the NodePool below; what moved:\n- " + strings.Join(m.notes, "\n- "),
 		replacement: replacement}}
+}
+
+// provisionerMigration is a Provisioner's spec being moved to a NodePool:
+// the fields taken so far and what each move says.
+type provisionerMigration struct {
+	old       map[string]any
+	handled   map[string]bool
+	notes     []string
+	className string
+	// class is the EC2NodeClass an inline spec.provider becomes (nil
+	// without one).
+	class map[string]any
+}
+
+// use takes a field of the old spec.
+func (m *provisionerMigration) use(k string) (any, bool) {
+	v, ok := m.old[k]
+	m.handled[k] = true
+	return v, ok
+}
+
+func (m *provisionerMigration) note(s string) { m.notes = append(m.notes, s) }
+
+// nodeClass takes providerRef, or makes an EC2NodeClass named after the
+// Provisioner from an inline spec.provider.
+func (m *provisionerMigration) nodeClass(name string) {
+	if ref, ok := m.old["providerRef"].(map[string]any); ok {
+		m.handled["providerRef"] = true
+		if n, ok := ref["name"].(string); ok {
+			m.className = n
+		}
+	}
+	p, ok := m.use("provider")
+	if !ok {
+		return
+	}
+	pm, _ := p.(map[string]any)
+	m.className = name
+	m.class = map[string]any{"apiVersion": "karpenter.sh/v1alpha5", "kind": "AWSNodeTemplate",
+		"metadata": map[string]any{"name": m.className}, "spec": runtime.DeepCopyJSONValue(pm)}
+	sub := migrateAWSNodeTemplate(m.class, "karpenter.k8s.aws/v1alpha1", "AWSNodeTemplate")
+	_, subNotes, _ := strings.Cut(sub[0].fix, "\n")
+	m.note("spec.provider → an EC2NodeClass named " + m.className + " (below); in it:\n  " + strings.ReplaceAll(subNotes, "\n", "\n  "))
+}
+
+// requirements are the old requirements, the per-key lists of the shapes
+// before them (v0.4 and earlier), and the ones v1alpha5's webhook added.
+func (m *provisionerMigration) requirements() []any {
+	var reqs []any
+	if v, ok := m.use("requirements"); ok {
+		reqs, _ = v.([]any)
+	}
+	for _, kv := range [][2]string{{"instanceTypes", "node.kubernetes.io/instance-type"}, {"zones", "topology.kubernetes.io/zone"},
+		{"architecture", "kubernetes.io/arch"}, {"architectures", "kubernetes.io/arch"}, {"operatingSystem", "kubernetes.io/os"}, {"operatingSystems", "kubernetes.io/os"}} {
+		if v, ok := m.use(kv[0]); ok {
+			var values []any
+			switch t := v.(type) {
+			case []any:
+				values = t
+			default:
+				values = []any{fmt.Sprint(t)}
+			}
+			reqs = append(reqs, map[string]any{"key": kv[1], "operator": "In", "values": values})
+			m.note(kv[0] + " → a requirement on " + kv[1])
+		}
+	}
+	has := map[string]bool{}
+	for _, r := range reqs {
+		if rm, ok := r.(map[string]any); ok {
+			k, _ := rm["key"].(string)
+			has[k] = true
+		}
+	}
+	var added []string
+	for _, def := range v1alpha5Defaults {
+		if !slices.ContainsFunc(def.keys, func(k string) bool { return has[k] }) {
+			reqs = append(reqs, def.req)
+			added = append(added, def.req["key"].(string))
+		}
+	}
+	if len(added) > 0 {
+		m.note("requirements Karpenter's v1alpha5 webhook used to add, now written out: " + strings.Join(added, ", "))
+	}
+	return reqs
+}
+
+// disruption is what ttlSecondsAfterEmpty and consolidation become.
+func (m *provisionerMigration) disruption() map[string]any {
+	ttlEmpty, _ := m.use("ttlSecondsAfterEmpty")
+	consolidation, _ := m.use("consolidation")
+	switch {
+	case ttlEmpty != nil:
+		d := secondsToDuration(ttlEmpty)
+		m.note("ttlSecondsAfterEmpty → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: " + d + "}")
+		return map[string]any{"consolidationPolicy": "WhenEmpty", "consolidateAfter": d}
+	case isTrue(consolidation):
+		m.note("consolidation.enabled: true → spec.disruption.consolidationPolicy: WhenEmptyOrUnderutilized")
+		return map[string]any{"consolidationPolicy": "WhenEmptyOrUnderutilized", "consolidateAfter": "0s"}
+	}
+	m.note("no consolidation → spec.disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}")
+	return map[string]any{"consolidationPolicy": "WhenEmpty", "consolidateAfter": "Never"}
+}
+
+// expireAfter is what ttlSecondsUntilExpired becomes.
+func (m *provisionerMigration) expireAfter() string {
+	if v, ok := m.use("ttlSecondsUntilExpired"); ok {
+		m.note("ttlSecondsUntilExpired → spec.template.spec.expireAfter: " + secondsToDuration(v))
+		return secondsToDuration(v)
+	}
+	m.note("no ttlSecondsUntilExpired (nodes never expired) → spec.template.spec.expireAfter: Never (v1's default is 720h)")
+	return "Never"
+}
+
+// kubelet moves kubeletConfiguration to the EC2NodeClass.
+func (m *provisionerMigration) kubelet() {
+	for _, k := range []string{"kubeletConfiguration", "kubelet"} {
+		v, ok := m.use(k)
+		if !ok {
+			continue
+		}
+		kubelet, _ := v.(map[string]any)
+		kubelet = runtime.DeepCopyJSON(kubelet)
+		if _, ok := kubelet["containerRuntime"]; ok {
+			delete(kubelet, "containerRuntime")
+			m.note("kubeletConfiguration.containerRuntime has no replacement: nodes run containerd")
+		}
+		if m.class != nil {
+			ensureMap(m.class, "spec")["kubelet"] = kubelet
+			m.note(k + " → spec.kubelet of the EC2NodeClass below")
+		} else {
+			m.note(k + " → set spec.kubelet of EC2NodeClass " + m.className + ":\n" + indentYAML(map[string]any{"kubelet": kubelet}, "  "))
+		}
+	}
 }
 
 // migrateAWSNodeTemplate rewrites an AWSNodeTemplate (karpenter.k8s.aws/v1alpha1)
