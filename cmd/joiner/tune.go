@@ -85,58 +85,16 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 	simulationGC()
 	out := cmd.OutOrStdout()
 	if f.gather {
-		if len(args) == 0 {
-			return errors.New("--gather: name the files of JSON lines (the Job's pod logs), or - for stdin")
-		}
-		if f.write != "" {
-			return errors.New("--write is for a local search (it edits the scenario's files): run `joiner tune DIR --space SPACE --write OUT`")
-		}
-		res, err := gatherFiles(args, cmd.InOrStdin())
-		if err != nil {
-			return err
-		}
-		return tuneOutput(out, res, f)
+		return runGather(cmd, args, f)
 	}
-	if f.space == "" {
-		return errors.New("--space: name the TuningSpace file (see `joiner tune --help`)")
-	}
-	if len(args) > 1 {
-		return fmt.Errorf("one scenario directory, not %d", len(args))
-	}
-	switch f.sampler {
-	case "", tune.SamplerLatinHypercube, tune.SamplerRandom:
-	default:
-		return fmt.Errorf("--sampler %q: use %s or %s", f.sampler, tune.SamplerLatinHypercube, tune.SamplerRandom)
-	}
-	if f.maxVariants < 0 || f.samples < 0 || f.seeds < 0 {
-		return errors.New("--max-variants, --samples and --seeds must not be negative (0: the space's setting)")
+	if err := f.check(args); err != nil {
+		return err
 	}
 	policy, err := f.policy.policy()
 	if err != nil {
 		return err
 	}
-	spaceData, err := os.ReadFile(f.space)
-	if err != nil {
-		return fmt.Errorf("--space: %w", err)
-	}
-	space, err := tune.ParseSpace(f.space, spaceData)
-	if err != nil {
-		return err
-	}
-	fsys, dir, name, err := scenarioFS(firstArg(args))
-	if err != nil {
-		return err
-	}
-	if len(args) == 1 {
-		if inside(args[0], f.space) {
-			return fmt.Errorf("--space %s is inside the scenario directory %s, whose YAML files are all read as the scenario: move it out", f.space, args[0])
-		}
-	}
-	in, err := scenario.Load(fsys, dir, name)
-	if err != nil {
-		return err
-	}
-	plan, err := tune.NewPlan(in, fsys, dir, space)
+	plan, spaceData, name, err := loadTunePlan(args, f)
 	if err != nil {
 		return err
 	}
@@ -147,24 +105,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 	}
 	switch {
 	case f.variantIndex != "":
-		idx := f.variantIndex
-		if idx == "$(JOB_COMPLETION_INDEX)" || idx == "env" { // not expanded: read what the Job controller sets
-			idx = os.Getenv("JOB_COMPLETION_INDEX")
-		}
-		i, err := strconv.Atoi(idx)
-		if err != nil {
-			return fmt.Errorf("--variant-index %q: not a number (a Job passes $(JOB_COMPLETION_INDEX), which the kubelet expands)", f.variantIndex)
-		}
-		l, err := plan.RunIndex(cmd.Context(), opts, i)
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(l)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(out, "%s\n", b)
-		return err
+		return runVariantIndex(cmd, plan, opts, f.variantIndex)
 	case f.emitJob != "":
 		return emitJob(cmd, plan, opts, f, spaceData, policy)
 	}
@@ -185,6 +126,89 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		return writeChosen(out, plan, res, f)
 	}
 	return nil
+}
+
+// runGather is --gather: the results of an Indexed Job's variants, merged.
+func runGather(cmd *cobra.Command, args []string, f tuneFlags) error {
+	if len(args) == 0 {
+		return errors.New("--gather: name the files of JSON lines (the Job's pod logs), or - for stdin")
+	}
+	if f.write != "" {
+		return errors.New("--write is for a local search (it edits the scenario's files): run `joiner tune DIR --space SPACE --write OUT`")
+	}
+	res, err := gatherFiles(args, cmd.InOrStdin())
+	if err != nil {
+		return err
+	}
+	return tuneOutput(cmd.OutOrStdout(), res, f)
+}
+
+// check is what the flags of a search say on their own.
+func (f *tuneFlags) check(args []string) error {
+	if f.space == "" {
+		return errors.New("--space: name the TuningSpace file (see `joiner tune --help`)")
+	}
+	if len(args) > 1 {
+		return fmt.Errorf("one scenario directory, not %d", len(args))
+	}
+	switch f.sampler {
+	case "", tune.SamplerLatinHypercube, tune.SamplerRandom:
+	default:
+		return fmt.Errorf("--sampler %q: use %s or %s", f.sampler, tune.SamplerLatinHypercube, tune.SamplerRandom)
+	}
+	if f.maxVariants < 0 || f.samples < 0 || f.seeds < 0 {
+		return errors.New("--max-variants, --samples and --seeds must not be negative (0: the space's setting)")
+	}
+	if len(args) == 1 && inside(args[0], f.space) {
+		return fmt.Errorf("--space %s is inside the scenario directory %s, whose YAML files are all read as the scenario: move it out", f.space, args[0])
+	}
+	return nil
+}
+
+// loadTunePlan reads the space and the scenario: the plan, the space's
+// bytes (an emitted Job carries them) and the scenario's name.
+func loadTunePlan(args []string, f tuneFlags) (*tune.Plan, []byte, string, error) {
+	spaceData, err := os.ReadFile(f.space)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("--space: %w", err)
+	}
+	space, err := tune.ParseSpace(f.space, spaceData)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	fsys, dir, name, err := scenarioFS(firstArg(args))
+	if err != nil {
+		return nil, nil, "", err
+	}
+	in, err := scenario.Load(fsys, dir, name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	plan, err := tune.NewPlan(in, fsys, dir, space)
+	return plan, spaceData, name, err
+}
+
+// runVariantIndex is --variant-index: one variant of an Indexed Job, its
+// result as a JSON line.
+func runVariantIndex(cmd *cobra.Command, plan *tune.Plan, opts tune.Options, index string) error {
+	idx := index
+	if idx == "$(JOB_COMPLETION_INDEX)" || idx == "env" { // not expanded: read what the Job controller sets
+		idx = os.Getenv("JOB_COMPLETION_INDEX")
+	}
+	i, err := strconv.Atoi(idx)
+	if err != nil {
+		return fmt.Errorf("--variant-index %q: not a number (a Job passes $(JOB_COMPLETION_INDEX), which the kubelet expands)", index)
+	}
+	l, err := plan.RunIndex(cmd.Context(), opts, i)
+	if err != nil {
+		return err
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", b)
+	return err
 }
 
 func firstArg(args []string) string {
