@@ -91,6 +91,13 @@ func loadCatalog(file string) (*catalog.Catalog, error) {
 
 // writePlan prints the plan for people: one aligned section each.
 func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
+	writePlanNotes(w, p, in)
+	writeProvisioning(w, p, pal)
+	writeDisruption(w, p.Disruption, pal)
+}
+
+// writePlanNotes prints what the plan is of and what it assumed.
+func writePlanNotes(w io.Writer, p *plan.Plan, in *clusterInput) {
 	fmt.Fprintf(w, "Plan of %s at %s (a dry run: nothing is changed)\n", in.where, p.At.Format(time.RFC3339))
 	if p.Decisions != "" {
 		fmt.Fprintf(w, "note: decisions %s: upstream Karpenter's choices, to predict what it will do\n", p.Decisions)
@@ -121,6 +128,11 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 			fmt.Fprintf(w, "note: NodeOverlay %s is refused (%s): %s\n", o.Name, o.Reason, o.Message)
 		}
 	}
+}
+
+// writeProvisioning prints the claims to create, the pods that fit where
+// they are, the static NodePools and the pods that stay pending.
+func writeProvisioning(w io.Writer, p *plan.Plan, pal palette) {
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("NodeClaims to create: %d", len(p.NodeClaims))))
 	if len(p.NodeClaims) > 0 {
@@ -161,7 +173,11 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 		fmt.Fprintf(tw, "  %s\t%s\n", pe.Pod, pe.Reason)
 	}
 	_ = tw.Flush()
-	d := p.Disruption
+}
+
+// writeDisruption prints the next disruption pass: its commands, the
+// budgets and the nodes held back.
+func writeDisruption(w io.Writer, d plan.Disruption, pal palette) {
 	fmt.Fprintf(w, "\n%s\n", pal.head(fmt.Sprintf("Disruption, next pass: %d command(s)", len(d.Commands))))
 	for _, c := range d.Commands {
 		fmt.Fprintf(w, "  %s (%s): %s, saves %.4f USD/h\n", c.Method, c.Reason, strings.Join(c.Nodes, ", "), c.SavingsUSDPerHour)
@@ -193,7 +209,7 @@ func writePlan(w io.Writer, p *plan.Plan, in *clusterInput, pal palette) {
 		fmt.Fprintf(w, "  budgets now: %s\n", strings.Join(budgets, ", "))
 	}
 	if len(d.Blocked) > 0 {
-		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "\n%s\n", pal.head(fmt.Sprintf("Nodes held back: %d", len(d.Blocked))))
 		for _, b := range d.Blocked {
 			fmt.Fprintf(tw, "  %s\t%s\n", b.Node, b.Reason)
