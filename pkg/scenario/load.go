@@ -109,13 +109,136 @@ func Load(fsys fs.FS, dir, name string) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	var problems []string
-	var scenarioDoc *manifest.Document
-	var loaded []*manifest.Document
+	problems, scenarioDoc, loaded := in.read(fsys, files, v)
+	if ps := manifest.Duplicates(loaded); len(ps) > 0 {
+		problems = append(problems, ps.Error())
+	}
+	if len(problems) == 0 {
+		if ps := in.resolveVolumes(); len(ps) > 0 {
+			problems = append(problems, ps.Error())
+		}
+	}
+	if len(problems) > 0 {
+		return nil, errors.New(strings.Join(problems, "\n"))
+	}
+	if scenarioDoc == nil {
+		in.Notes = append(in.Notes, fmt.Sprintf("%s has no scenario.yaml: the default scenario settings were used (start %s, %s, seed %d, no load patterns or faults)",
+			dir, in.Scenario.Spec.Start.Format("Mon 2006-01-02 15:04 MST"), in.Scenario.Spec.Duration.Duration, in.Scenario.Spec.Seed))
+	}
+	if len(in.NodePools) == 0 {
+		return nil, fmt.Errorf("scenario %s has no NodePool: add a karpenter.sh/v1 NodePool manifest", dir)
+	}
+	if ps := manifest.DanglingNodeClassRefs(loaded, "the scenario"); len(ps) > 0 {
+		return nil, ps
+	}
+	return in, nil
+}
+
+func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
+	if manifest.IsBuiltin(d) {
+		obj, ps := manifest.DecodeBuiltin(d)
+		if len(ps) > 0 {
+			return ps
+		}
+		defaultPodSpecs(obj)
+		in.volumeRefs = append(in.volumeRefs, volumeRefsOf(d, obj)...)
+		in.addBuiltin(obj)
+		return nil
+	}
+	switch d.APIVersion + "/" + d.Kind {
+	case "keda.sh/v1alpha1/ScaledObject":
+		so := &ScaledObject{}
+		if err := decodeLoose(d.Object, so); err != nil {
+			return err
+		}
+		in.ScaledObjects = append(in.ScaledObjects, so)
+		return nil
+	case "apps/v1/ReplicaSet":
+		in.Skipped["ReplicaSet (owned by its Deployment)"]++
+		return nil
+	}
+	if manifest.IsKarpenter(d) {
+		obj, ps := v.Decode(d)
+		if len(ps.Errors()) > 0 {
+			return ps
+		}
+		for _, w := range ps { // warnings: what upstream accepts and Joiner does not model
+			note := fmt.Sprintf("%s: %s %s: ", w.File, w.Kind, w.Name)
+			if w.Field != "" && w.Field != "kind" {
+				note += w.Field + ": "
+			}
+			in.Notes = append(in.Notes, note+w.Message)
+		}
+		in.addKarpenter(obj, d.Kind)
+		return nil
+	}
+	in.Skipped[d.Kind]++
+	return nil
+}
+
+// addBuiltin files a decoded Kubernetes object under its kind.
+func (in *Input) addBuiltin(obj any) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		in.Deployments = append(in.Deployments, o)
+	case *appsv1.StatefulSet:
+		in.StatefulSets = append(in.StatefulSets, o)
+	case *appsv1.DaemonSet:
+		in.DaemonSets = append(in.DaemonSets, o)
+	case *batchv1.Job:
+		if metav1.GetControllerOf(o) == nil { // Jobs of a CronJob come from the CronJob
+			in.Jobs = append(in.Jobs, o)
+		}
+	case *batchv1.CronJob:
+		in.CronJobs = append(in.CronJobs, o)
+	case *autoscalingv2.HorizontalPodAutoscaler:
+		in.HPAs = append(in.HPAs, o)
+	case *policyv1.PodDisruptionBudget:
+		in.PDBs = append(in.PDBs, o)
+	case *schedulingv1.PriorityClass:
+		in.PriorityClasses = append(in.PriorityClasses, o)
+	case *corev1.Service:
+		in.Services = append(in.Services, o)
+	case *corev1.PersistentVolumeClaim:
+		o.Namespace = podutil.Namespace(o.ObjectMeta)
+		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, o)
+	case *corev1.PersistentVolume:
+		in.PersistentVolumes = append(in.PersistentVolumes, o)
+	case *storagev1.StorageClass:
+		in.StorageClasses = append(in.StorageClasses, o)
+	case *corev1.Pod:
+		if metav1.GetControllerOf(o) == nil { // owned pods come from their controller
+			in.Pods = append(in.Pods, o)
+		}
+	}
+}
+
+// addKarpenter files a decoded Karpenter object under its kind; kind names
+// one the simulator has no use for.
+func (in *Input) addKarpenter(obj any, kind string) {
+	switch o := obj.(type) {
+	case *v1.NodePool:
+		in.NodePools = append(in.NodePools, o)
+	case *awsv1.EC2NodeClass:
+		in.NodeClasses = append(in.NodeClasses, o)
+	case *v1alpha1.NodeOverlay:
+		in.NodeOverlays = append(in.NodeOverlays, o)
+	case *v1.NodeClaim:
+		in.Skipped["NodeClaim (the simulator launches its own)"]++
+	case nil:
+		in.Skipped[kind+" (not modelled)"]++
+	}
+}
+
+// read decodes every document of files: the Scenario document (at most
+// one), the objects it keeps (the documents loaded, for the checks across
+// them) and the problems, each naming its file, document and field.
+func (in *Input) read(fsys fs.FS, files []string, v *manifest.Validator) (problems []string, scenarioDoc *manifest.Document, loaded []*manifest.Document) {
 	for _, f := range files {
 		b, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			return nil, err
+			problems = append(problems, err.Error())
+			continue
 		}
 		docs, err := manifest.Parse(f, b)
 		if err != nil {
@@ -155,111 +278,5 @@ func Load(fsys fs.FS, dir, name string) (*Input, error) {
 			loaded = append(loaded, d)
 		}
 	}
-	if ps := manifest.Duplicates(loaded); len(ps) > 0 {
-		problems = append(problems, ps.Error())
-	}
-	if len(problems) == 0 {
-		if ps := in.resolveVolumes(); len(ps) > 0 {
-			problems = append(problems, ps.Error())
-		}
-	}
-	if len(problems) > 0 {
-		return nil, errors.New(strings.Join(problems, "\n"))
-	}
-	if scenarioDoc == nil {
-		in.Notes = append(in.Notes, fmt.Sprintf("%s has no scenario.yaml: the default scenario settings were used (start %s, %s, seed %d, no load patterns or faults)",
-			dir, in.Scenario.Spec.Start.Format("Mon 2006-01-02 15:04 MST"), in.Scenario.Spec.Duration.Duration, in.Scenario.Spec.Seed))
-	}
-	if len(in.NodePools) == 0 {
-		return nil, fmt.Errorf("scenario %s has no NodePool: add a karpenter.sh/v1 NodePool manifest", dir)
-	}
-	if ps := manifest.DanglingNodeClassRefs(loaded, "the scenario"); len(ps) > 0 {
-		return nil, ps
-	}
-	return in, nil
-}
-
-func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
-	if manifest.IsBuiltin(d) {
-		obj, ps := manifest.DecodeBuiltin(d)
-		if len(ps) > 0 {
-			return ps
-		}
-		defaultPodSpecs(obj)
-		in.volumeRefs = append(in.volumeRefs, volumeRefsOf(d, obj)...)
-		switch o := obj.(type) {
-		case *appsv1.Deployment:
-			in.Deployments = append(in.Deployments, o)
-		case *appsv1.StatefulSet:
-			in.StatefulSets = append(in.StatefulSets, o)
-		case *appsv1.DaemonSet:
-			in.DaemonSets = append(in.DaemonSets, o)
-		case *batchv1.Job:
-			if metav1.GetControllerOf(o) == nil { // Jobs of a CronJob come from the CronJob
-				in.Jobs = append(in.Jobs, o)
-			}
-		case *batchv1.CronJob:
-			in.CronJobs = append(in.CronJobs, o)
-		case *autoscalingv2.HorizontalPodAutoscaler:
-			in.HPAs = append(in.HPAs, o)
-		case *policyv1.PodDisruptionBudget:
-			in.PDBs = append(in.PDBs, o)
-		case *schedulingv1.PriorityClass:
-			in.PriorityClasses = append(in.PriorityClasses, o)
-		case *corev1.Service:
-			in.Services = append(in.Services, o)
-		case *corev1.PersistentVolumeClaim:
-			o.Namespace = podutil.Namespace(o.ObjectMeta)
-			in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, o)
-		case *corev1.PersistentVolume:
-			in.PersistentVolumes = append(in.PersistentVolumes, o)
-		case *storagev1.StorageClass:
-			in.StorageClasses = append(in.StorageClasses, o)
-		case *corev1.Pod:
-			if metav1.GetControllerOf(o) == nil { // owned pods come from their controller
-				in.Pods = append(in.Pods, o)
-			}
-		}
-		return nil
-	}
-	switch d.APIVersion + "/" + d.Kind {
-	case "keda.sh/v1alpha1/ScaledObject":
-		so := &ScaledObject{}
-		if err := decodeLoose(d.Object, so); err != nil {
-			return err
-		}
-		in.ScaledObjects = append(in.ScaledObjects, so)
-		return nil
-	case "apps/v1/ReplicaSet":
-		in.Skipped["ReplicaSet (owned by its Deployment)"]++
-		return nil
-	}
-	if manifest.IsKarpenter(d) {
-		obj, ps := v.Decode(d)
-		if len(ps.Errors()) > 0 {
-			return ps
-		}
-		for _, w := range ps { // warnings: what upstream accepts and Joiner does not model
-			note := fmt.Sprintf("%s: %s %s: ", w.File, w.Kind, w.Name)
-			if w.Field != "" && w.Field != "kind" {
-				note += w.Field + ": "
-			}
-			in.Notes = append(in.Notes, note+w.Message)
-		}
-		switch o := obj.(type) {
-		case *v1.NodePool:
-			in.NodePools = append(in.NodePools, o)
-		case *awsv1.EC2NodeClass:
-			in.NodeClasses = append(in.NodeClasses, o)
-		case *v1alpha1.NodeOverlay:
-			in.NodeOverlays = append(in.NodeOverlays, o)
-		case *v1.NodeClaim:
-			in.Skipped["NodeClaim (the simulator launches its own)"]++
-		case nil:
-			in.Skipped[d.Kind+" (not modelled)"]++
-		}
-		return nil
-	}
-	in.Skipped[d.Kind]++
-	return nil
+	return problems, scenarioDoc, loaded
 }
