@@ -13,6 +13,15 @@ import (
 
 // WriteSummary prints the report as a person reads it in ten seconds.
 func WriteSummary(w io.Writer, r *Report) {
+	writeCostAndNodes(w, r)
+	writePods(w, r)
+	writeDisruptions(w, r)
+	writeNotes(w, r)
+	writeNodeHours(w, r)
+}
+
+// writeCostAndNodes prints the run, its cost and its nodes.
+func writeCostAndNodes(w io.Writer, r *Report) {
 	fmt.Fprintf(w, "Scenario %s: %s → %s (seed %d)\n\n", r.Scenario, r.Start.Format("Mon 2006-01-02 15:04"), r.End.Format("Mon 2006-01-02 15:04 MST"), r.Seed)
 	fmt.Fprintf(w, "Cost           $%.2f", r.Cost.Total)
 	var pools []string
@@ -30,6 +39,11 @@ func WriteSummary(w io.Writer, r *Report) {
 		zs := joined(r.ByZone, func(z ZoneStats) string { return fmt.Sprintf("%s %d nodes %d pods", z.Zone, z.Launched, z.PodsRan) })
 		fmt.Fprintf(w, "Zones          %s (launched; pods bound over the run)\n", zs)
 	}
+}
+
+// writePods prints the pods' startup, those that never ran and the launch
+// loops.
+func writePods(w io.Writer, r *Report) {
 	if r.Pods.Ran == 0 || r.Pods.StartupP50 == nil {
 		fmt.Fprintf(w, "Pod startup    no pod ran (%d created)\n", r.Pods.Created)
 	} else {
@@ -73,6 +87,11 @@ func WriteSummary(w io.Writer, r *Report) {
 		}
 		fmt.Fprintf(w, "%s%s: %d pods never bound to the %d nodes launched for them, and no more were launched: %s\n", label, l.Workload, l.Pods, l.Nodes, l.Reason)
 	}
+}
+
+// writeDisruptions prints the disruptions, budgets, interruptions,
+// repairs, preemption, cloud errors and autoscalers.
+func writeDisruptions(w io.Writer, r *Report) {
 	var ds []string
 	for _, d := range r.Disruptions {
 		ds = append(ds, fmt.Sprintf("%s/%s %d", d.NodePool, d.Reason, d.Count))
@@ -102,6 +121,10 @@ func WriteSummary(w io.Writer, r *Report) {
 		as := joined(r.Autoscalers, func(a Autoscaler) string { return fmt.Sprintf("%s %d–%d", a.Name, a.Min, a.Max) })
 		fmt.Fprintf(w, "Autoscaling    %s replicas\n", as)
 	}
+}
+
+// writeNotes prints what the NodeOverlays did and the first notes.
+func writeNotes(w io.Writer, r *Report) {
 	writeOverlays(w, r.NodeOverlays)
 	if len(r.Notes) > 0 {
 		const shown = 5
@@ -116,6 +139,10 @@ func WriteSummary(w io.Writer, r *Report) {
 			fmt.Fprintf(w, "               … %d more in --json\n", len(r.Notes)-shown)
 		}
 	}
+}
+
+// writeNodeHours prints the node-hours by instance type.
+func writeNodeHours(w io.Writer, r *Report) {
 	fmt.Fprintln(w, "\nNode-hours by instance type")
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	for i, nh := range r.NodeHours {
