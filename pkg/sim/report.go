@@ -442,6 +442,39 @@ func (e *engine) finish() *Report {
 	if rep.Notes == nil {
 		rep.Notes = []string{}
 	}
+	peak := e.costs(rep)
+	total := 0
+	for _, c := range r.launched {
+		total += c
+	}
+	rep.Nodes = NodeStats{Launched: total, LaunchedByPool: r.launched, PeakByPool: peak, NeverRegistered: r.neverReg, TolerationViolations: r.tolViol}
+	rep.ByNode, rep.ByZone = r.nodeRecords()
+	e.podStats(rep)
+	e.neverRan(rep)
+	for k, c := range r.disruptions {
+		rep.Disruptions = append(rep.Disruptions, Disruptions{NodePool: k[0], Reason: k[1], Count: c})
+	}
+	sort.Slice(rep.Disruptions, func(i, j int) bool {
+		a, b := rep.Disruptions[i], rep.Disruptions[j]
+		return a.NodePool+a.Reason < b.NodePool+b.Reason
+	})
+	for _, k := range slices.Sorted(maps.Keys(r.scales)) {
+		rep.Autoscalers = append(rep.Autoscalers, *r.scales[k])
+	}
+	if rep.Disruptions == nil {
+		rep.Disruptions = []Disruptions{}
+	}
+	rep.LaunchLoops = r.launchLoops()
+	if rep.DisruptionEvents == nil {
+		rep.DisruptionEvents = []DisruptionEvent{}
+	}
+	return rep
+}
+
+// costs fills the cost by NodePool and the node-hours by instance type,
+// and returns each NodePool's peak node count.
+func (e *engine) costs(rep *Report) map[string]int {
+	r := e.rep
 	hours := map[[2]string]*NodeHours{}
 	for _, np := range e.pools {
 		rep.Cost.ByPool[np.Name] = 0
@@ -479,12 +512,13 @@ func (e *engine) finish() *Report {
 		}
 		return a.InstanceType+a.CapacityType < b.InstanceType+b.CapacityType
 	})
-	total := 0
-	for _, c := range r.launched {
-		total += c
-	}
-	rep.Nodes = NodeStats{Launched: total, LaunchedByPool: r.launched, PeakByPool: peak, NeverRegistered: r.neverReg, TolerationViolations: r.tolViol}
-	rep.ByNode, rep.ByZone = r.nodeRecords()
+	return peak
+}
+
+// podStats fills the pods' startup latency: percentiles, per workload and
+// the histogram.
+func (e *engine) podStats(rep *Report) {
+	r := e.rep
 	st := append([]float64(nil), r.startups...)
 	sort.Float64s(st)
 	rep.Pods = PodStats{Created: r.created + len(e.bare), Ran: len(st), Evictions: r.evictions,
@@ -507,6 +541,11 @@ func (e *engine) finish() *Report {
 		}
 		rep.Pods.Histogram = append(rep.Pods.Histogram, Bucket{UpTo: upTo, Count: n})
 	}
+}
+
+// neverRan fills the pods still pending at the end, by reason and by
+// workload.
+func (e *engine) neverRan(rep *Report) {
 	reasons := map[string]int{}
 	never := map[[2]string]*NeverRan{}
 	pending, byPod := e.pendingPods() // oldest first, then by name
@@ -539,22 +578,4 @@ func (e *engine) finish() *Report {
 		}
 		return a.Reason < b.Reason
 	})
-	for k, c := range r.disruptions {
-		rep.Disruptions = append(rep.Disruptions, Disruptions{NodePool: k[0], Reason: k[1], Count: c})
-	}
-	sort.Slice(rep.Disruptions, func(i, j int) bool {
-		a, b := rep.Disruptions[i], rep.Disruptions[j]
-		return a.NodePool+a.Reason < b.NodePool+b.Reason
-	})
-	for _, k := range slices.Sorted(maps.Keys(r.scales)) {
-		rep.Autoscalers = append(rep.Autoscalers, *r.scales[k])
-	}
-	if rep.Disruptions == nil {
-		rep.Disruptions = []Disruptions{}
-	}
-	rep.LaunchLoops = r.launchLoops()
-	if rep.DisruptionEvents == nil {
-		rep.DisruptionEvents = []DisruptionEvent{}
-	}
-	return rep
 }
