@@ -3,6 +3,8 @@ package plan
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -136,67 +138,16 @@ func sameVerdicts(ex *provisioning.Explanation) bool {
 // general allows topology.kubernetes.io/zone In [us-east-1a]". Pods that
 // have not been placed count nowhere.
 func topologyEvidence(c *state.Cluster, pod *corev1.Pod, np *v1.NodePool) string {
-	type term struct {
-		key      string
-		selector *metav1.LabelSelector
-	}
-	var terms []term
-	if a := pod.Spec.Affinity; a != nil {
-		if a.PodAffinity != nil {
-			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
-			}
-		}
-		if a.PodAntiAffinity != nil {
-			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				terms = append(terms, term{t.TopologyKey, t.LabelSelector})
-			}
-		}
-	}
-	for _, tsc := range pod.Spec.TopologySpreadConstraints {
-		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
-			terms = append(terms, term{tsc.TopologyKey, tsc.LabelSelector})
-		}
-	}
+	terms := topologyTerms(pod)
 	labelsOf := map[string]map[string]string{}
 	for _, n := range c.StateNodes() {
 		labelsOf[n.Name()] = n.Labels()
 	}
 	var out []string
 	for _, t := range terms {
-		sel, err := metav1.LabelSelectorAsSelector(t.selector)
-		if err != nil {
-			continue
+		if e, ok := termEvidence(c, pod, t, labelsOf); ok {
+			out = append(out, e)
 		}
-		count := map[string]int{}
-		names := map[string][]string{}
-		for _, p := range c.Pods {
-			if p.Spec.NodeName == "" || p == pod || podutil.Namespace(p.ObjectMeta) != podutil.Namespace(pod.ObjectMeta) ||
-				!podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
-				continue
-			}
-			d, ok := labelsOf[p.Spec.NodeName][t.key]
-			if !ok {
-				continue
-			}
-			count[d]++
-			names[d] = append(names[d], podName(p))
-		}
-		if len(count) == 0 {
-			out = append(out, fmt.Sprintf("no running pod matches %s", sel))
-			continue
-		}
-		domains := make([]string, 0, len(count))
-		for d := range count {
-			domains = append(domains, d)
-		}
-		sort.Strings(domains)
-		parts := make([]string, len(domains))
-		for i, d := range domains {
-			sort.Strings(names[d])
-			parts[i] = fmt.Sprintf("%s %d (%s)", d, count[d], firstOf(names[d], 3))
-		}
-		out = append(out, fmt.Sprintf("pods matching %s by %s: %s", sel, t.key, strings.Join(parts, ", ")))
 	}
 	seen := map[string]bool{}
 	for _, t := range terms {
@@ -266,4 +217,68 @@ func (e *PodExplanation) SortedRequests() string {
 		parts[i] = k + " " + e.Requests[k]
 	}
 	return strings.Join(parts, ", ")
+}
+
+// topologyTerm is a required topology term: its key and the pods it
+// selects.
+type topologyTerm struct {
+	key      string
+	selector *metav1.LabelSelector
+}
+
+// topologyTerms are the pod's required (anti-)affinity terms and its
+// DoNotSchedule spread constraints.
+func topologyTerms(pod *corev1.Pod) []topologyTerm {
+	var terms []topologyTerm
+	if a := pod.Spec.Affinity; a != nil {
+		if a.PodAffinity != nil {
+			for _, t := range a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, topologyTerm{t.TopologyKey, t.LabelSelector})
+			}
+		}
+		if a.PodAntiAffinity != nil {
+			for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+				terms = append(terms, topologyTerm{t.TopologyKey, t.LabelSelector})
+			}
+		}
+	}
+	for _, tsc := range pod.Spec.TopologySpreadConstraints {
+		if tsc.WhenUnsatisfiable == corev1.DoNotSchedule {
+			terms = append(terms, topologyTerm{tsc.TopologyKey, tsc.LabelSelector})
+		}
+	}
+	return terms
+}
+
+// termEvidence says where the running pods a term selects are, by domain
+// of its key (false for a selector that does not parse).
+func termEvidence(c *state.Cluster, pod *corev1.Pod, t topologyTerm, labelsOf map[string]map[string]string) (string, bool) {
+	sel, err := metav1.LabelSelectorAsSelector(t.selector)
+	if err != nil {
+		return "", false
+	}
+	count := map[string]int{}
+	names := map[string][]string{}
+	for _, p := range c.Pods {
+		if p.Spec.NodeName == "" || p == pod || podutil.Namespace(p.ObjectMeta) != podutil.Namespace(pod.ObjectMeta) ||
+			!podutil.IsActive(p) || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		d, ok := labelsOf[p.Spec.NodeName][t.key]
+		if !ok {
+			continue
+		}
+		count[d]++
+		names[d] = append(names[d], podName(p))
+	}
+	if len(count) == 0 {
+		return fmt.Sprintf("no running pod matches %s", sel), true
+	}
+	domains := slices.Sorted(maps.Keys(count))
+	parts := make([]string, len(domains))
+	for i, d := range domains {
+		sort.Strings(names[d])
+		parts[i] = fmt.Sprintf("%s %d (%s)", d, count[d], firstOf(names[d], 3))
+	}
+	return fmt.Sprintf("pods matching %s by %s: %s", sel, t.key, strings.Join(parts, ", ")), true
 }
