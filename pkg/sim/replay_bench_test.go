@@ -38,7 +38,6 @@ func BenchmarkReplayWeek20k(b *testing.B) {
 	if err := w.Close(orig.End); err != nil {
 		b.Fatal(err)
 	}
-	b.ReportMetric(float64(buf.Len())/(1<<20), "trace-MiB")
 	b.ResetTimer()
 	var readWall, replayWall, backtestWall time.Duration
 	var bt *replay.Backtest
@@ -73,6 +72,7 @@ func BenchmarkReplayWeek20k(b *testing.B) {
 	b.ReportMetric((replayWall / n).Seconds(), "replay-wall-s")
 	b.ReportMetric((backtestWall / n).Seconds(), "backtest-wall-s")
 	b.ReportMetric(float64(len(bt.Recorded)), "points")
+	b.ReportMetric(float64(buf.Len())/(1<<20), "trace-MiB")
 	b.ReportMetric(bt.Errors.NodeCountMAPE, "node-mape-%")
 	b.ReportMetric(bt.Errors.CostError, "cost-error-%")
 	var ms runtime.MemStats
