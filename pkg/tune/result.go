@@ -347,6 +347,26 @@ func (r *Result) WriteTable(w io.Writer) {
 		}
 		fmt.Fprintf(w, " (%s)", strings.Join(cs, ", "))
 	}
+	r.writeFront(w)
+	r.writeFinalists(w)
+	fmt.Fprintln(w)
+	c, b := r.Chose(), r.Baseline()
+	switch {
+	case c == nil:
+		fmt.Fprintln(w, "chosen: none — no finalist's mean meets the constraints")
+	case c.Baseline:
+		fmt.Fprintln(w, "chosen: the baseline — no variant beats the scenario's NodePools on the mean")
+	default:
+		fmt.Fprintf(w, "chosen: variant %d: %s\n", c.Index, settingsText(r.changedSettings(*r.Variant(c.Index))))
+		if b != nil && b.Mean.CostUSD > 0 {
+			fmt.Fprintf(w, "  cost %s vs %s (%+.1f%%), p99 startup %s vs %s, on the mean of %d seeds\n", num(c.Mean.CostUSD, "$"), num(b.Mean.CostUSD, "$"),
+				100*(c.Mean.CostUSD-b.Mean.CostUSD)/b.Mean.CostUSD, num(c.Mean.P99StartupSeconds, "s"), num(b.Mean.P99StartupSeconds, "s"), r.Search.Seeds)
+		}
+	}
+}
+
+// writeFront prints the Pareto front and the baseline.
+func (r *Result) writeFront(w io.Writer) {
 	fmt.Fprintf(w, "\n\nPareto front (seed %d; settings where they differ from the input):\n", r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\tsettings")
@@ -381,45 +401,36 @@ func (r *Result) WriteTable(w io.Writer) {
 			num(m.DisruptionsPerNodeDay, ""), num(m.PodsNeverRan, "n"), settings)
 	}
 	_ = tw.Flush()
-	if len(r.Finalists) > 0 {
-		fmt.Fprintf(w, "\nFinalists over %d seeds (mean ± half the spread):\n", r.Search.Seeds)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\t")
-		for _, f := range r.Finalists {
-			mark := " "
-			if r.Chosen != nil && *r.Chosen == f.Index {
-				mark = "*"
-			}
-			name := fmt.Sprint(f.Index)
-			if f.Baseline {
-				name += " (baseline)"
-			}
-			pm := func(name, unit string) string {
-				return num(f.Mean.Get(name), unit) + " ± " + num(f.Spread.Get(name)/2, unit)
-			}
-			note := ""
-			if len(f.Violations) > 0 {
-				note = "mean breaks " + strings.Join(f.Violations, ", ")
-			}
-			fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, name, pm(MetricCost, "$"), pm(MetricP99Startup, "s"),
-				pm(MetricDisruptionsPerNodeDay, ""), pm(MetricPodsNeverRan, "n"), note)
-		}
-		_ = tw.Flush()
+}
+
+// writeFinalists prints the finalists' means over the seeds.
+func (r *Result) writeFinalists(w io.Writer) {
+	if len(r.Finalists) == 0 {
+		return
 	}
-	fmt.Fprintln(w)
-	c, b := r.Chose(), r.Baseline()
-	switch {
-	case c == nil:
-		fmt.Fprintln(w, "chosen: none — no finalist's mean meets the constraints")
-	case c.Baseline:
-		fmt.Fprintln(w, "chosen: the baseline — no variant beats the scenario's NodePools on the mean")
-	default:
-		fmt.Fprintf(w, "chosen: variant %d: %s\n", c.Index, settingsText(r.changedSettings(*r.Variant(c.Index))))
-		if b != nil && b.Mean.CostUSD > 0 {
-			fmt.Fprintf(w, "  cost %s vs %s (%+.1f%%), p99 startup %s vs %s, on the mean of %d seeds\n", num(c.Mean.CostUSD, "$"), num(b.Mean.CostUSD, "$"),
-				100*(c.Mean.CostUSD-b.Mean.CostUSD)/b.Mean.CostUSD, num(c.Mean.P99StartupSeconds, "s"), num(b.Mean.P99StartupSeconds, "s"), r.Search.Seeds)
+	fmt.Fprintf(w, "\nFinalists over %d seeds (mean ± half the spread):\n", r.Search.Seeds)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  variant\tcost\tp99 startup\tdisruptions/node-day\tnever ran\t")
+	for _, f := range r.Finalists {
+		mark := " "
+		if r.Chosen != nil && *r.Chosen == f.Index {
+			mark = "*"
 		}
+		name := fmt.Sprint(f.Index)
+		if f.Baseline {
+			name += " (baseline)"
+		}
+		pm := func(name, unit string) string {
+			return num(f.Mean.Get(name), unit) + " ± " + num(f.Spread.Get(name)/2, unit)
+		}
+		note := ""
+		if len(f.Violations) > 0 {
+			note = "mean breaks " + strings.Join(f.Violations, ", ")
+		}
+		fmt.Fprintf(tw, "%s %s\t%s\t%s\t%s\t%s\t%s\n", mark, name, pm(MetricCost, "$"), pm(MetricP99Startup, "s"),
+			pm(MetricDisruptionsPerNodeDay, ""), pm(MetricPodsNeverRan, "n"), note)
 	}
+	_ = tw.Flush()
 }
 
 func (r *Result) feasibleCount() int {
