@@ -22,6 +22,8 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
+// newControllerCommand is `joiner controller`. Its complexity (24) is the
+// flags' registration and checks, one after the other.
 func newControllerCommand() *cobra.Command {
 	var election leaderElection
 	var kubeconfig, metricsAddr, probeAddr string

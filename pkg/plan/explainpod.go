@@ -50,6 +50,8 @@ type PoolVerdict struct {
 
 // ExplainPod explains the pod namespace/name ("" namespace: default) of the
 // cluster: a pod already bound, or one provisioning leaves alone, says so.
+// Its complexity (22) is one early answer per state a pod can be in
+// (bound, terminating, a DaemonSet's, given up on, …) before the verdicts.
 func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string, policy provisioning.Policy) (*PodExplanation, error) {
 	if namespace == "" {
 		namespace = corev1.NamespaceDefault

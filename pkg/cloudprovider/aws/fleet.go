@@ -236,6 +236,8 @@ func ec2Tags(m map[string]string) []ec2types.Tag {
 // fleetRequest is the CreateFleet of a launch: one launch template per
 // (AMI, max pods) the types need, each with an override per type and
 // subnet of an allowed zone. images maps each type to its AMI.
+// Its complexity (23) is the request's nested shape: templates per (AMI,
+// max pods), overrides per type and subnet, each with its options.
 func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
 	reqs scheduling.Requirements, capacityType string, prioritized bool) (*ec2.CreateFleetInput, map[string]string, error) {
 	nc := r.nodeClass
