@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -31,9 +30,6 @@ var handMoves = map[string]string{
 	"NodePool/spec.template.spec.kubelet": "move spec.template.spec.kubelet to the EC2NodeClass by hand",
 	"NodeClaim/spec.kubelet":              "move spec.kubelet to the EC2NodeClass by hand",
 }
-
-// docSeparator is a line that starts a YAML document.
-var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
 
 // Fix rewrites the old-API input in the files below paths to its
 // karpenter.sh/v1 / karpenter.k8s.aws/v1 form, as pkg/manifest's migration
@@ -66,7 +62,7 @@ func fixFile(file string) (Fixed, error) {
 	if err != nil {
 		return fx, fmt.Errorf("reading manifest: %w", err)
 	}
-	chunks := splitDocuments(data)
+	chunks := manifest.Chunks(data)
 	changed := false
 	for i, chunk := range chunks {
 		body, applied, left, err := fixDocument(file, chunk)
@@ -91,17 +87,6 @@ func fixFile(file string) (Fixed, error) {
 
 // splitDocuments cuts a file before each "---" line; joined, the chunks
 // are the file again.
-func splitDocuments(data []byte) [][]byte {
-	var out [][]byte
-	start := 0
-	for _, loc := range docSeparator.FindAllIndex(data, -1) {
-		if loc[0] > start {
-			out = append(out, data[start:loc[0]])
-			start = loc[0]
-		}
-	}
-	return append(out, data[start:])
-}
 
 // fixDocument migrates one document's text; unchanged documents come back
 // with no applied changes.
@@ -134,18 +119,11 @@ func fixDocument(file string, chunk []byte) (body []byte, applied, left []string
 	if err := patch(root.Content[0], d.Object, migrated); err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: fixing %s %q: %w", file, d.Kind, d.Name, err)
 	}
-	var buf bytes.Buffer
-	if sep := docSeparator.Find(chunk); sep != nil && bytes.HasPrefix(chunk, sep) {
-		buf.Write(sep)
-		buf.WriteByte('\n')
-	}
-	enc := yamlv3.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
+	out, err := manifest.EncodeChunk(chunk, &root)
+	if err != nil {
 		return nil, nil, nil, fmt.Errorf("%s: encoding fixed %s %q: %w", file, d.Kind, d.Name, err)
 	}
-	_ = enc.Close()
-	return buf.Bytes(), applied, left, nil
+	return out, applied, left, nil
 }
 
 func appendComment(cs []string, c string) []string {

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -22,9 +21,6 @@ type EditedFile struct {
 	Path     string
 	Old, New []byte
 }
-
-// docSeparator is a line that starts a YAML document.
-var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*(#.*)?$`)
 
 // EditFiles makes the variant's edits in the scenario's YAML files, through
 // the YAML node tree so that comments, key order and styles stay: only the
@@ -47,7 +43,7 @@ func (p *Plan) EditFiles(v Variant) ([]EditedFile, error) {
 		if err != nil {
 			return nil, err
 		}
-		chunks := splitDocuments(old)
+		chunks := manifest.Chunks(old)
 		changed := false
 		for i, chunk := range chunks {
 			docs, err := manifest.Parse(f, chunk)
@@ -115,17 +111,6 @@ func WriteFiles(dir string, files []EditedFile) (diff string, err error) {
 
 // splitDocuments cuts a file before each "---" line; joined, the chunks
 // are the file again.
-func splitDocuments(data []byte) [][]byte {
-	var out [][]byte
-	start := 0
-	for _, loc := range docSeparator.FindAllIndex(data, -1) {
-		if loc[0] > start {
-			out = append(out, data[start:loc[0]])
-			start = loc[0]
-		}
-	}
-	return append(out, data[start:])
-}
 
 // errNotTheDocument: the chunk's top object is not the one to edit (a List
 // holding it).
@@ -147,20 +132,7 @@ func editChunk(chunk []byte, kind string, edits []Edit) ([]byte, error) {
 			return nil, err
 		}
 	}
-	var buf bytes.Buffer
-	if sep := docSeparator.Find(chunk); sep != nil && bytes.HasPrefix(chunk, sep) {
-		buf.Write(sep)
-		buf.WriteByte('\n')
-	}
-	enc := yamlv3.NewEncoder(&buf)
-	enc.SetIndent(2)
-	if err := enc.Encode(&root); err != nil {
-		return nil, err
-	}
-	if err := enc.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return manifest.EncodeChunk(chunk, &root)
 }
 
 // setNode is setPath over a YAML mapping node.
