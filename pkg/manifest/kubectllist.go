@@ -3,7 +3,9 @@ package manifest
 import (
 	"bytes"
 	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 
 	yamlv3 "go.yaml.in/yaml/v3"
 )
@@ -146,63 +148,71 @@ func splitKubectlList(doc rawDoc) (skeleton []byte, items []listItem, ok bool) {
 
 // parseFast is Parse for input that splitDocuments and, for Lists,
 // splitKubectlList can cut; ok false sends the caller the general way,
-// including for any input with a problem to report.
+// including for any input with a problem to report. The documents (a
+// List's items each) are parsed in parallel and keep their text, not
+// their YAML trees: a file of a hundred thousand Deployments would
+// otherwise hold gigabytes of nodes.
 func parseFast(file string, data []byte) (docs []*Document, ok bool) {
 	raws, ok := splitDocuments(data)
 	if !ok {
 		return nil, false
 	}
-	sawList := false
+	type piece struct {
+		doc  int
+		text []byte
+		line int
+		item bool // a List's item (not expanded again, as the general way)
+	}
+	var pieces []piece
 	for i, raw := range raws {
 		skeleton, items, isList := splitKubectlList(raw)
 		if !isList {
-			d, ok := parseDocText(file, i+1, raw.text, raw.line, true)
-			if !ok {
-				return nil, false
-			}
-			docs = append(docs, d)
+			pieces = append(pieces, piece{i + 1, raw.text, raw.line, false})
 			continue
 		}
-		sawList = true
 		list, ok := parseDocText(file, i+1, skeleton, raw.line, true)
 		if !ok || list.Kind != "List" || list.APIVersion != "v1" {
 			return nil, false
 		}
-		parsed := make([]*Document, len(items))
-		okAll := true
-		var mu sync.Mutex
-		var wg sync.WaitGroup
-		work := make(chan int)
-		for w := 0; w < runtime.GOMAXPROCS(0); w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for j := range work {
-					d, ok := parseDocText(file, i+1, items[j].text, items[j].line, false)
-					if !ok {
-						mu.Lock()
-						okAll = false
-						mu.Unlock()
-						continue
-					}
-					parsed[j] = d
-				}
-			}()
+		for _, it := range items {
+			pieces = append(pieces, piece{i + 1, it.text, it.line, true})
 		}
-		for j := range items {
-			work <- j
-		}
-		close(work)
-		wg.Wait()
-		if !okAll {
+	}
+	if len(pieces) == 1 { // one document: nothing to share out
+		d, ok := parseDocText(file, pieces[0].doc, pieces[0].text, pieces[0].line, true)
+		if !ok || isList(d) {
 			return nil, false
 		}
-		docs = append(docs, parsed...)
+		return []*Document{d}, true
 	}
-	if !sawList {
-		return nil, false // nothing gained: read it the general way
+	parsed := make([]*Document, len(pieces))
+	var failed atomic.Bool
+	var wg sync.WaitGroup
+	work := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Go(func() {
+			for j := range work {
+				if failed.Load() {
+					continue
+				}
+				d, ok := parseDocText(file, pieces[j].doc, pieces[j].text, pieces[j].line, false)
+				if !ok || !pieces[j].item && isList(d) { // a List in another layout: the general way expands it
+					failed.Store(true)
+					continue
+				}
+				parsed[j] = d
+			}
+		})
 	}
-	return docs, true
+	for j := range pieces {
+		work <- j
+	}
+	close(work)
+	wg.Wait()
+	if failed.Load() {
+		return nil, false
+	}
+	return parsed, true
 }
 
 // parseDocText parses the text of one document whose first line is the file's
@@ -251,4 +261,10 @@ func (d *Document) tree() *yamlv3.Node {
 	}
 	shiftLines(&n, d.srcLine-1)
 	return &n
+}
+
+// isList reports whether d is a List Parse expands (kind List, a v1
+// apiVersion).
+func isList(d *Document) bool {
+	return d.Kind == "List" && strings.HasSuffix(d.APIVersion, "v1")
 }

@@ -125,7 +125,7 @@ func parseGeneral(file string, data []byte) ([]*Document, error) {
 			continue
 		}
 		d := newDocument(file, i, &n, obj)
-		if d.Kind == "List" && strings.HasSuffix(d.APIVersion, "v1") {
+		if isList(d) {
 			docs = append(docs, expandList(d)...)
 			continue
 		}
