@@ -10,6 +10,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -415,21 +416,6 @@ func why(rec, replayed *Recording, reasons map[string]string, at time.Time) stri
 	return s
 }
 
-func joinCounts(m map[string]int) string {
-	s := ""
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			s += ", "
-		}
-		if k == "" {
-			s += fmt.Sprintf("%d still running", m[k])
-			continue
-		}
-		s += fmt.Sprintf("%d %s", m[k], k)
-	}
-	return s
-}
-
 func abs(v int) int {
 	if v < 0 {
 		return -v
@@ -473,24 +459,31 @@ func (bt *Backtest) WriteSummary(w io.Writer) {
 	}
 }
 
-func percents(m map[string]float64) string {
-	s := ""
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			s += ", "
-		}
-		s += fmt.Sprintf("%s %.1f %%", k, m[k])
+// joinSorted is m's entries by key, each as f writes it, comma-separated.
+func joinSorted[V any](m map[string]V, f func(k string, v V) string) string {
+	parts := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, f(k, m[k]))
 	}
-	return s
+	return strings.Join(parts, ", ")
 }
 
-func counts(m map[string]int) string {
-	s := "("
-	for i, k := range slices.Sorted(maps.Keys(m)) {
-		if i > 0 {
-			s += ", "
+// joinCounts: "3 Empty, 1 Underutilized" ("" is a node still running).
+func joinCounts(m map[string]int) string {
+	return joinSorted(m, func(k string, n int) string {
+		if k == "" {
+			return fmt.Sprintf("%d still running", n)
 		}
-		s += fmt.Sprintf("%s %d", k, m[k])
-	}
-	return s + ")"
+		return fmt.Sprintf("%d %s", n, k)
+	})
+}
+
+// percents: "general 4.4 %, gpu 0.0 %".
+func percents(m map[string]float64) string {
+	return joinSorted(m, func(k string, v float64) string { return fmt.Sprintf("%s %.1f %%", k, v) })
+}
+
+// counts: "(general 3, spot 2)".
+func counts(m map[string]int) string {
+	return "(" + joinSorted(m, func(k string, n int) string { return fmt.Sprintf("%s %d", k, n) }) + ")"
 }
