@@ -316,3 +316,21 @@ func TestExampleTraceReplays(t *testing.T) {
 		t.Errorf("ran %d pods (never %d), cost %v: want the recording's 100 pods on the spot-first pool", rep.Pods.Ran, rep.Pods.NeverRan, rep.Cost.ByPool)
 	}
 }
+
+// plan and explain take a trace for --scenario: the replay run to --at.
+func TestPlanAndExplainOverATrace(t *testing.T) {
+	out, err := run(t, "plan", "--scenario", smallTrace, "--at", "+30m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Plan of the simulation of scenario "+smallTrace+" at 2026-11-30T09:30:00Z") {
+		t.Errorf("plan over a trace:\n%s", out)
+	}
+	out, err = run(t, "explain", "pod", "shop/report-1", "--scenario", smallTrace, "--at", "+40m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "Pod shop/report-1 (requests cpu 1, memory 1Gi") || !strings.Contains(out, "Goes to        a new NodeClaim of NodePool general") {
+		t.Errorf("explain of the recorded Job's pod as it arrives:\n%s", out)
+	}
+}
