@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"encoding/json"
-	"fmt"
 	"hash/fnv"
 	"strconv"
 	"sync"
@@ -79,16 +78,16 @@ type satisfiedKey struct {
 // protection is what a node's do-not-disrupt pods ask: why (the pod that
 // protects longest; "" for none), and until when (permanent: for good).
 type protection struct {
-	why       string
+	why       BlockReason
 	until     time.Time
 	permanent bool
 }
 
-func (p protection) at(now time.Time) string {
-	if p.why != "" && (p.permanent || now.Before(p.until)) {
+func (p protection) at(now time.Time) BlockReason {
+	if !p.why.None() && (p.permanent || now.Before(p.until)) {
 		return p.why
 	}
-	return ""
+	return BlockReason{}
 }
 
 // NewMemo returns an empty Memo.
@@ -194,34 +193,35 @@ func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	return out
 }
 
-// blocker says why a node may not be voluntarily disrupted, or "". As
+// blocker says why a node may not be voluntarily disrupted (the zero
+// BlockReason when it may). As
 // upstream, every pod on the node that is still active counts, DaemonSet
 // pods too: an active do-not-disrupt annotation blocks (a mirror pod's as
 // well), and so does a PDB that allows no eviction of a pod that eviction
 // would take (not a mirror pod, not one that tolerates the disrupted taint
 // and stays). Terminal and terminating pods never block.
-func (c *Cluster) blocker(cand *Candidate) string {
+func (c *Cluster) blocker(cand *Candidate) BlockReason {
 	if cand.Node.Labels == nil {
-		return ""
+		return BlockReason{}
 	}
 	if v, ok := nodeAnnotation(cand, v1.AnnotationDoNotDisrupt); ok && v == "true" {
-		return "node is annotated " + v1.AnnotationDoNotDisrupt
+		return BlockReason{Code: BlockNodeDoNotDisrupt}
 	}
-	if why := c.podAsksNotToBeDisrupted(cand.Node).at(c.Now); why != "" {
+	if why := c.podAsksNotToBeDisrupted(cand.Node).at(c.Now); !why.None() {
 		return why
 	}
 	if len(c.PDBs) == 0 {
-		return ""
+		return BlockReason{}
 	}
 	for _, p := range cand.Node.Pods {
 		if !podutil.IsActive(p) || podutil.IsMirrorPod(p) || podutil.ToleratesDisrupted(p) {
 			continue
 		}
 		if pdb := c.blockingPDB(p); pdb != nil {
-			return fmt.Sprintf("PodDisruptionBudget %s/%s allows no eviction of pod %s", pdb.Namespace, pdb.Name, p.Name)
+			return BlockReason{Code: BlockPDB, PDB: pdb.Namespace + "/" + pdb.Name, Pod: p.Namespace + "/" + p.Name}
 		}
 	}
-	return ""
+	return BlockReason{}
 }
 
 // podAsksNotToBeDisrupted is what the node's pods annotated do-not-disrupt
@@ -244,12 +244,12 @@ func doNotDisruptOf(n *provisioning.Node) protection {
 			continue
 		}
 		until, permanent, protected := v1.DoNotDisruptUntil(p)
-		if !protected || pr.permanent || (!permanent && pr.why != "" && !until.After(pr.until)) {
+		if !protected || pr.permanent || (!permanent && !pr.why.None() && !until.After(pr.until)) {
 			continue
 		}
-		pr = protection{why: fmt.Sprintf("pod %s/%s is annotated %s", p.Namespace, p.Name, v1.AnnotationDoNotDisrupt), until: until, permanent: permanent}
+		pr = protection{why: BlockReason{Code: BlockPodDoNotDisrupt, Pod: p.Namespace + "/" + p.Name}, until: until, permanent: permanent}
 		if !permanent {
-			pr.why += fmt.Sprintf(" (%s: until %s)", p.Annotations[v1.AnnotationDoNotDisrupt], until.UTC().Format(time.RFC3339))
+			pr.why.Value, pr.why.Until = p.Annotations[v1.AnnotationDoNotDisrupt], until.UTC().Format(time.RFC3339)
 		}
 	}
 	return pr

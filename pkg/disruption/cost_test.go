@@ -3,7 +3,6 @@ package disruption
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +85,7 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	}
 	held := 0
 	for _, b := range d.Blocked {
-		if strings.Contains(b.Reason, "budget allows no more Underutilized") {
+		if b.Reason.Code == BlockBudget && b.Reason.Budget == v1.DisruptionReasonUnderutilized {
 			held++
 			if b.ByBudget != v1.DisruptionReasonUnderutilized || b.NodePool != "p" {
 				t.Errorf("a budget block says which budget: %+v", b)

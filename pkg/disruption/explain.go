@@ -43,7 +43,7 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 	case !cand.Initialized:
 		return []Answer{{Method: "any", Why: "it is not initialized yet: nothing disrupts a node still starting"}}, nil
 	}
-	e := &explainer{ctx: ctx, p: p, cand: cand, np: np, blocked: c.blocker(cand)}
+	e := &explainer{ctx: ctx, p: p, cand: cand, np: np, blocked: c.blocker(cand).String()}
 	e.waitWhy = e.notConsolidatableWhy()
 	// Each method in turn; the first that acts ends the answer.
 	for _, method := range []func() bool{e.expiration, e.emptiness, e.drift, e.consolidation} {

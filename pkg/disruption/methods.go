@@ -51,7 +51,7 @@ func (c *Command) String() string {
 // Blocked names a node that a method wanted but could not take.
 type Blocked struct {
 	Node   string
-	Reason string
+	Reason BlockReason
 	// ByBudget is set when a NodePool's budget (NodePool) holds the node
 	// back for that disruption reason.
 	ByBudget v1.DisruptionReason
@@ -162,7 +162,7 @@ type pass struct {
 }
 
 // block records that a candidate is held back, once per node and reason.
-func (p *pass) block(cand *Candidate, reason string) {
+func (p *pass) block(cand *Candidate, reason BlockReason) {
 	p.record(Blocked{Node: cand.Node.Name, Reason: reason})
 }
 
@@ -178,7 +178,7 @@ func (p *pass) record(b Blocked) {
 
 // budgetBlock is block for a pool's budget under a reason.
 func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
-	p.record(Blocked{Node: cand.Node.Name, Reason: fmt.Sprintf("NodePool %s's budget allows no more %s disruptions now", cand.NodePool, reason),
+	p.record(Blocked{Node: cand.Node.Name, Reason: BlockReason{Code: BlockBudget, NodePool: cand.NodePool, Budget: reason},
 		ByBudget: reason, NodePool: cand.NodePool})
 }
 
@@ -235,7 +235,7 @@ func (p *pass) eligible() (graceful, eventual []*Candidate) {
 		if !cand.Initialized || cand.Disrupting || expired[cand] || p.pools[cand.NodePool] == nil {
 			continue
 		}
-		if why := p.c.blocker(cand); why != "" {
+		if why := p.c.blocker(cand); !why.None() {
 			p.block(cand, why)
 			if cand.NodeClaim != nil && cand.NodeClaim.Spec.TerminationGracePeriod != nil {
 				eventual = append(eventual, cand)
@@ -388,7 +388,7 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 		}
 		res, ok := p.simulate(p.ctx, []*Candidate{cand})
 		if !ok {
-			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its pods would have nowhere to go"})
+			p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: BlockReason{Code: BlockDriftNowhere}})
 			continue
 		}
 		if !p.take(cand, v1.DisruptionReasonDrifted) {
@@ -410,7 +410,7 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 func (p *pass) staticDrift(cand *Candidate, np *v1.NodePool) *Command {
 	r := provisioning.StaticPlan(np, p.c.InstanceTypes[np.Name], p.c.DaemonSets)
 	if r == nil {
-		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: "drifted, but its static NodePool can launch no instance type"})
+		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: BlockReason{Code: BlockStaticNoType}})
 		return nil
 	}
 	if !p.take(cand, v1.DisruptionReasonDrifted) {
@@ -658,8 +658,8 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
 	}
 	if spotToSpot {
-		if why := p.spotToSpotWhyNot(cands, len(cheaper)); why != "" {
-			return nil, why
+		if why := p.spotToSpotWhyNot(cands, len(cheaper)); !why.None() {
+			return nil, why.String()
 		}
 		if len(cands) == 1 {
 			// Launch only the cheapest 15, as upstream: whichever of them
@@ -675,15 +675,15 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 // spotToSpotWhyNot says why spot nodes may not be replaced by a spot node
 // with that many cheaper types ("" when they may); a single node's own
 // answer is recorded as blocking it.
-func (p *pass) spotToSpotWhyNot(cands []*Candidate, cheaper int) string {
-	why := ""
+func (p *pass) spotToSpotWhyNot(cands []*Candidate, cheaper int) BlockReason {
+	var why BlockReason
 	switch {
 	case !p.opts.SpotToSpot:
-		why = "spot-to-spot consolidation is off (the SpotToSpotConsolidation feature gate): a spot node is not replaced by a spot node"
+		why = BlockReason{Code: BlockSpotToSpotOff}
 	case len(cands) == 1 && cheaper < MinSpotToSpotTypes:
-		why = fmt.Sprintf("spot-to-spot consolidation needs %d cheaper spot instance types, found %d", MinSpotToSpotTypes, cheaper)
+		why = BlockReason{Code: BlockSpotToSpotTypes, Needed: MinSpotToSpotTypes, Found: cheaper}
 	}
-	if why != "" && len(cands) == 1 { // multi-node's probes are not the node's own answer
+	if !why.None() && len(cands) == 1 { // multi-node's probes are not the node's own answer
 		p.block(cands[0], why)
 	}
 	return why

@@ -271,12 +271,12 @@ func TestSingleNodeConsolidation(t *testing.T) {
 func TestSpotToSpot(t *testing.T) {
 	spot := nodePool("p", func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeSpot} })
 	c := cluster(spot, node("big", spot, types()[2], v1.CapacityTypeSpot, podOn("1")))
-	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 || len(d.Blocked) != 1 || !strings.Contains(d.Blocked[0].Reason, "spot-to-spot consolidation is off") {
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 || len(d.Blocked) != 1 || d.Blocked[0].Reason.Code != BlockSpotToSpotOff {
 		t.Fatalf("spot-to-spot is off by default, and says so: got %v, blocked %v", d.Commands, d.Blocked)
 	}
 	// Even when on, it needs 15 cheaper types; this cluster has 2.
 	if d := Compute(context.Background(), c, Options{SpotToSpot: true}); len(d.Commands) != 0 || len(d.Blocked) != 1 ||
-		d.Blocked[0].Reason != "spot-to-spot consolidation needs 15 cheaper spot instance types, found 2" {
+		d.Blocked[0].Reason != (BlockReason{Code: BlockSpotToSpotTypes, Needed: 15, Found: 2}) {
 		t.Fatalf("spot-to-spot with 2 cheaper types: got %v, blocked %v", d.Commands, d.Blocked)
 	}
 	var many []*cloudprovider.InstanceType
@@ -319,18 +319,18 @@ func TestBlockers(t *testing.T) {
 		name  string
 		nodes func() []*Candidate
 		pdbs  []*policyv1.PodDisruptionBudget
-		want  string
+		want  BlockCode
 	}{
-		{"do-not-disrupt pod", func() []*Candidate { return []*Candidate{node("a", np, medium, v1.CapacityTypeOnDemand, dnd)} }, nil, "is annotated karpenter.sh/do-not-disrupt"},
+		{"do-not-disrupt pod", func() []*Candidate { return []*Candidate{node("a", np, medium, v1.CapacityTypeOnDemand, dnd)} }, nil, BlockPodDoNotDisrupt},
 		{"do-not-disrupt node", func() []*Candidate {
 			n := node("a", np, medium, v1.CapacityTypeOnDemand)
 			n.NodeClaim.Annotations[v1.AnnotationDoNotDisrupt] = "true"
 			return []*Candidate{n}
-		}, nil, "node is annotated"},
+		}, nil, BlockNodeDoNotDisrupt},
 		{"PDB allows no eviction", func() []*Candidate { return []*Candidate{node("a", np, medium, v1.CapacityTypeOnDemand, guarded)} },
 			[]*policyv1.PodDisruptionBudget{{ObjectMeta: metav1.ObjectMeta{Name: "db", Namespace: "default"},
 				Spec:   policyv1.PodDisruptionBudgetSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}},
-				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}, "PodDisruptionBudget default/db allows no eviction"},
+				Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: 0}}}, BlockPDB},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -345,8 +345,11 @@ func TestBlockers(t *testing.T) {
 					if len(d.Commands) != 0 {
 						t.Fatalf("blocked node disrupted: %s", d.Commands[0])
 					}
-					if len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, tc.want) {
-						t.Fatalf("want blocked with %q, got %v", tc.want, d.Blocked)
+					if len(d.Blocked) == 0 || d.Blocked[0].Reason.Code != tc.want {
+						t.Fatalf("want blocked with %s, got %v", tc.want, d.Blocked)
+					}
+					if r := d.Blocked[0].Reason; tc.want != BlockNodeDoNotDisrupt && r.Pod == "" || tc.want == BlockPDB && r.PDB != "default/db" {
+						t.Fatalf("the evidence is missing: %+v", r)
 					}
 				}
 			}
@@ -364,7 +367,7 @@ func TestBudgetsLimitCommands(t *testing.T) {
 	zero := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} })
 	c := cluster(zero, node("empty", zero, types()[1], v1.CapacityTypeOnDemand))
 	d := Compute(context.Background(), c, Options{})
-	if len(d.Commands) != 0 || len(d.Blocked) == 0 || !strings.Contains(d.Blocked[0].Reason, "budget allows no more Empty disruptions") {
+	if len(d.Commands) != 0 || len(d.Blocked) == 0 || d.Blocked[0].Reason != (BlockReason{Code: BlockBudget, NodePool: "p", Budget: v1.DisruptionReasonEmpty}) {
 		t.Fatalf("budget 0: commands %v, blocked %v", d.Commands, d.Blocked)
 	}
 	// 50 % of 4 nodes: two of four empty nodes go this pass.
@@ -507,20 +510,21 @@ func TestWhichPodsBlock(t *testing.T) {
 		name  string
 		pod   *corev1.Pod
 		pdb   bool
-		block string // "" when the node is free to go
+		block BlockReason // zero when the node is free to go
 	}{
-		{"do-not-disrupt DaemonSet pod", podOn("100m", daemon, annotated("true")), false, "is annotated karpenter.sh/do-not-disrupt"},
-		{"do-not-disrupt 30m, started 10m ago", podOn("1", annotated("30m"), started(10*time.Minute)), false, "(30m: until 2026-11-30T12:20:00Z)"},
-		{"do-not-disrupt 30m, started 40m ago", podOn("1", annotated("30m"), started(40*time.Minute)), false, ""},
-		{"do-not-disrupt with an invalid value", podOn("1", annotated("forever")), false, ""},
-		{"do-not-disrupt on a finished pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false, ""},
-		{"do-not-disrupt on a terminating pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false, ""},
-		{"PDB over a DaemonSet pod", podOn("100m", daemon, db), true, "PodDisruptionBudget default/db allows no eviction"},
-		{"PDB over a mirror pod", podOn("100m", db, func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }), true, ""},
+		{"do-not-disrupt DaemonSet pod", podOn("100m", daemon, annotated("true")), false, BlockReason{Code: BlockPodDoNotDisrupt}},
+		{"do-not-disrupt 30m, started 10m ago", podOn("1", annotated("30m"), started(10*time.Minute)), false,
+			BlockReason{Code: BlockPodDoNotDisrupt, Value: "30m", Until: "2026-11-30T12:20:00Z"}},
+		{"do-not-disrupt 30m, started 40m ago", podOn("1", annotated("30m"), started(40*time.Minute)), false, BlockReason{}},
+		{"do-not-disrupt with an invalid value", podOn("1", annotated("forever")), false, BlockReason{}},
+		{"do-not-disrupt on a finished pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false, BlockReason{}},
+		{"do-not-disrupt on a terminating pod", podOn("1", annotated("true"), func(p *corev1.Pod) { p.DeletionTimestamp = &now }), false, BlockReason{}},
+		{"PDB over a DaemonSet pod", podOn("100m", daemon, db), true, BlockReason{Code: BlockPDB, PDB: "default/db"}},
+		{"PDB over a mirror pod", podOn("100m", db, func(p *corev1.Pod) { p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"} }), true, BlockReason{}},
 		{"PDB over a pod that tolerates the disrupted taint", podOn("100m", db, func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedTaint.Key, Operator: corev1.TolerationOpExists}}
-		}), true, ""},
-		{"PDB over a terminating pod", podOn("1", db, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), true, ""},
+		}), true, BlockReason{}},
+		{"PDB over a terminating pod", podOn("1", db, func(p *corev1.Pod) { p.DeletionTimestamp = &now }), true, BlockReason{}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := node("a", np, medium, v1.CapacityTypeOnDemand, tc.pod)
@@ -531,8 +535,9 @@ func TestWhichPodsBlock(t *testing.T) {
 			for _, memo := range []*Memo{nil, NewMemo()} {
 				c.Memo = memo
 				got := c.blocker(n)
-				if (tc.block == "") != (got == "") || !strings.Contains(got, tc.block) {
-					t.Errorf("blocker %q, want %q", got, tc.block)
+				got.Pod = "" // the pod's name is the fixture's
+				if got != tc.block {
+					t.Errorf("blocker %+v, want %+v", got, tc.block)
 				}
 			}
 		})
@@ -542,12 +547,12 @@ func TestWhichPodsBlock(t *testing.T) {
 	n := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1", annotated("30m"), started(10*time.Minute)))
 	c := cluster(np, n)
 	c.Memo = NewMemo()
-	if c.blocker(n) == "" {
+	if c.blocker(n).None() {
 		t.Fatal("protected at first")
 	}
 	c.Now = t0.Add(20 * time.Minute)
-	if why := c.blocker(n); why != "" {
-		t.Errorf("30m after its start the pod no longer protects the node: %q", why)
+	if why := c.blocker(n); !why.None() {
+		t.Errorf("30m after its start the pod no longer protects the node: %s", why)
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand"
-	"strings"
 	"testing"
 	"time"
 
@@ -61,7 +60,7 @@ func TestBudgetsNeverExceeded(t *testing.T) {
 		for tick := 0; tick < 6; tick++ {
 			d := Compute(context.Background(), c, Options{})
 			for _, b := range d.Blocked {
-				if strings.Contains(b.Reason, "budget") {
+				if b.Reason.Code == BlockBudget {
 					blockedByBudget++
 				}
 			}

@@ -168,7 +168,7 @@ func (c *Cluster) removalOrder(cands []*Candidate) []*Candidate {
 		switch {
 		case cand.NodeClaim != nil && cand.NodeClaim.Status.ProviderID == "":
 			r.rank = 0 // not launched yet
-		case c.podAsksNotToBeDisrupted(cand.Node).at(c.Now) != "":
+		case !c.podAsksNotToBeDisrupted(cand.Node).at(c.Now).None():
 			r.rank = 3
 		case len(pods) == 0:
 			r.rank, r.prio = 1, 0 // empty nodes go in any order: by name

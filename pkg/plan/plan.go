@@ -287,7 +287,7 @@ func blockedReason(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.
 			}
 		}
 	}
-	return b.Reason + budgetDetail(c, b, pools, allowances, now)
+	return b.Reason.String() + budgetDetail(c, b, pools, allowances, now)
 }
 
 // budgetDetail says, for a reason that a NodePool's budget holds a node

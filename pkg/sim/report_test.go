@@ -391,7 +391,7 @@ func TestComparisonWarnings(t *testing.T) {
 // held back once each, and every pass that did.
 func TestDriftHeldBackByBudget(t *testing.T) {
 	held := func(node, pool string) disruption.Blocked {
-		return disruption.Blocked{Node: node, Reason: "NodePool " + pool + "'s budget allows no more Drifted disruptions now",
+		return disruption.Blocked{Node: node, Reason: disruption.BlockReason{Code: disruption.BlockBudget, NodePool: pool, Budget: v1.DisruptionReasonDrifted},
 			ByBudget: v1.DisruptionReasonDrifted, NodePool: pool}
 	}
 	for _, tc := range []struct {
@@ -403,9 +403,10 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 		{"one node at three passes", [][]disruption.Blocked{{held("a", "general")}, {held("a", "general")}, {held("a", "general")}}, 1, 3, 3},
 		{"two nodes, two pools", [][]disruption.Blocked{{held("a", "general"), held("b", "spot")}, {held("b", "spot")}}, 2, 3, 3},
 		{"other reasons are not drift", [][]disruption.Blocked{{
-			{Node: "c", Reason: "NodePool general's budget allows no more Underutilized disruptions now", ByBudget: v1.DisruptionReasonUnderutilized, NodePool: "general"},
-			{Node: "d", Reason: "drifted, but its pods would have nowhere to go"},
-			{Node: "e", Reason: "pod default/x has karpenter.sh/do-not-disrupt"},
+			{Node: "c", Reason: disruption.BlockReason{Code: disruption.BlockBudget, NodePool: "general", Budget: v1.DisruptionReasonUnderutilized},
+				ByBudget: v1.DisruptionReasonUnderutilized, NodePool: "general"},
+			{Node: "d", Reason: disruption.BlockReason{Code: disruption.BlockDriftNowhere}},
+			{Node: "e", Reason: disruption.BlockReason{Code: disruption.BlockPodDoNotDisrupt, Pod: "default/x"}},
 		}}, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
