@@ -200,7 +200,7 @@ func (b *builder) workloads() scenario.Replay {
 	byOwner := map[objKey][]*pod{}
 	otherOwners := map[string]int{}
 	for _, p := range all {
-		if p.daemon {
+		if e := p.end(); p.daemon || e != nil && !e.After(b.rec.Start) { // a pod over before the recording began never asked for room in it
 			continue
 		}
 		wl := "Pod/" + p.key.name
