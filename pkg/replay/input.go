@@ -3,6 +3,7 @@ package replay
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -79,7 +80,7 @@ func (r *Recording) override(in, over *scenario.Input) error {
 	}
 	sort.Strings(kinds)
 	if len(kinds) > 0 {
-		in.Notes = append(in.Notes, fmt.Sprintf("%s also holds %v: not used, the trace's workloads, DaemonSets and budgets are replayed", over.Name, kinds))
+		in.Notes = append(in.Notes, fmt.Sprintf("%s also holds %s: not used, the trace's workloads, DaemonSets and budgets are replayed", over.Name, strings.Join(kinds, ", ")))
 	}
 	return nil
 }

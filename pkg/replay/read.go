@@ -106,6 +106,10 @@ func Read(r *trace.Reader) (*Recording, error) {
 		if errors.Is(err, io.EOF) {
 			break
 		}
+		if errors.Is(err, io.ErrUnexpectedEOF) { // killed while it wrote: what it flushed is whole
+			b.rec.Notes = append(b.rec.Notes, err.Error()+"; replayed up to its last whole record")
+			break
+		}
 		if err != nil {
 			return nil, err
 		}

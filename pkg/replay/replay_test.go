@@ -423,3 +423,16 @@ func TestReplayedNodePoolEditDrifts(t *testing.T) {
 		t.Errorf("with another directory's NodePools: changes %v, notes %q", in.Replay.NodePools, in.Notes)
 	}
 }
+
+// A recording killed while it wrote is replayed up to its last whole
+// record, and says so.
+func TestReadTraceCutShort(t *testing.T) {
+	b := clusterTrace(t)
+	rec := readTrace(t, b[:len(b)*3/4])
+	if rec.Complete || !hasNote(rec.Notes, "the trace ends mid-record") || !hasNote(rec.Notes, "replayed up to its last whole record") {
+		t.Errorf("complete %v, notes %q: want a cut-short trace read and named", rec.Complete, rec.Notes)
+	}
+	if len(rec.NodePools) != 1 || rec.End.Sub(rec.Start) >= 2*time.Hour {
+		t.Errorf("%d NodePools, %s long: want what was written before the cut", len(rec.NodePools), rec.End.Sub(rec.Start))
+	}
+}
