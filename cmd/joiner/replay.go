@@ -36,7 +36,7 @@ func loadInput(tracePath, arg string) (fs.FS, string, *scenario.Input, error) {
 	if arg != "" {
 		var name string
 		if fsys, dir, name, err = scenarioFS(arg); err != nil {
-			return nil, "", nil, err
+			return nil, "", nil, fmt.Errorf("the NodePools to replay %s under: %w", tracePath, err)
 		}
 		if over, err = scenario.Load(fsys, dir, name); err != nil {
 			return nil, "", nil, err
