@@ -315,6 +315,14 @@ func TestExampleTraceReplays(t *testing.T) {
 	if rep.Pods.Ran < 100 || rep.Cost.ByPool["spot-first"] <= 0 || rep.Pods.NeverRan != 0 {
 		t.Errorf("ran %d pods (never %d), cost %v: want the recording's 100 pods on the spot-first pool", rep.Pods.Ran, rep.Pods.NeverRan, rep.Cost.ByPool)
 	}
+	// Upstream Karpenter's run, backtested with its decisions.
+	out, err = run(t, "backtest", "--quiet", "--decisions", "karpenter", "../../examples/traces/karpenter-kwok.trace.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "decisions karpenter") || !strings.Contains(out, "node count   mean absolute error") {
+		t.Errorf("backtest of Karpenter's run:\n%s", out)
+	}
 }
 
 // plan and explain take a trace for --scenario: the replay run to --at.
