@@ -6,7 +6,6 @@ import (
 	"io/fs"
 	"os"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
 	"github.com/joiner-autoscaler/joiner/pkg/replay"
@@ -95,8 +94,7 @@ ran.`,
 			}
 			opts := sim.Options{Policy: policy}
 			if !quiet && !jsonOut && isTerminal(cmd.ErrOrStderr()) {
-				bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("replaying "+args[0]),
-					progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+				bar := newBar(cmd.ErrOrStderr(), "replaying "+args[0])
 				opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
 				defer func() { _ = bar.Finish() }()
 			}

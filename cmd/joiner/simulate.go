@@ -128,12 +128,18 @@ func runScenario(ctx context.Context, replayTrace string, args []string, policy 
 	name := in.Name
 	opts := sim.Options{Policy: policy}
 	if !quiet && isTerminal(progressOut) {
-		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(progressOut), progressbar.OptionSetDescription("simulating "+name),
-			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+		bar := newBar(progressOut, "simulating "+name)
 		opts.Progress = func(f float64) { _ = bar.Set(int(f * 100)) }
 		defer func() { _ = bar.Finish() }()
 	}
 	return sim.Run(ctx, in, fsys, dir, opts)
+}
+
+// newBar is a long command's progress bar on a terminal: 0–100 %,
+// cleared when it finishes.
+func newBar(w io.Writer, what string) *progressbar.ProgressBar {
+	return progressbar.NewOptions(100, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(what),
+		progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
 }
 
 // isTerminal reports whether w is a terminal a progress bar may redraw: a

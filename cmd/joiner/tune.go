@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"gonum.org/v1/plot/vg"
 	"sigs.k8s.io/yaml"
@@ -110,8 +109,7 @@ func runTune(cmd *cobra.Command, args []string, f tuneFlags) error {
 		return emitJob(cmd, plan, opts, f, spaceData, policy)
 	}
 	if !f.quiet && !f.jsonOut && isTerminal(cmd.ErrOrStderr()) {
-		bar := progressbar.NewOptions(100, progressbar.OptionSetWriter(cmd.ErrOrStderr()), progressbar.OptionSetDescription("tuning "+name),
-			progressbar.OptionClearOnFinish(), progressbar.OptionSetWidth(30))
+		bar := newBar(cmd.ErrOrStderr(), "tuning "+name)
 		opts.Progress = func(done, total int) { _ = bar.Set(min(100, 100*done/max(total, 1))) }
 		defer func() { _ = bar.Finish() }()
 	}

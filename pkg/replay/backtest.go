@@ -172,10 +172,10 @@ func Step(length time.Duration) time.Duration {
 // simulator's replay of it (rep its report): both are measured the same
 // way, their nodes priced by price.
 func NewBacktest(name string, rec, replayed *Recording, rep *sim.Report, price Price, decisions string) *Backtest {
-	bt := &Backtest{Trace: name, Start: rec.Start, End: rec.End, Decisions: decisions, Step: Step(rec.End.Sub(rec.Start)).Seconds()}
+	step := Step(rec.End.Sub(rec.Start))
+	bt := &Backtest{Trace: name, Start: rec.Start, End: rec.End, Decisions: decisions, Step: step.Seconds()}
 	unpriced := map[string]bool{}
 	recCost, simCost := cost(rec, price, unpriced), cost(replayed, price, unpriced)
-	step := Step(rec.End.Sub(rec.Start))
 	bt.Recorded, bt.Simulated = series(rec, price, step), series(replayed, price, step)
 	if n := min(len(bt.Recorded), len(bt.Simulated)); n < len(bt.Recorded) || n < len(bt.Simulated) {
 		bt.Recorded, bt.Simulated = bt.Recorded[:n], bt.Simulated[:n] // a replay that ended early (cut short) compares as far as it got

@@ -48,7 +48,7 @@ func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
 	return nil
 }
 
-// nodeReady notes when a Node was first Ready.
+// seen notes, from a record of the Node at t, when it was first Ready.
 func (n *node) seen(obj *corev1.Node, t time.Time) {
 	if n.ready != nil {
 		return

@@ -56,10 +56,7 @@ func (b *builder) owner(k objKey, raw json.RawMessage, t time.Time, del bool) er
 	}
 	at := t
 	if fresh {
-		o.created = meta.CreationTimestamp.UTC()
-		if o.created.IsZero() || o.created.After(t) {
-			o.created = t
-		}
+		o.created = createdBy(meta.CreationTimestamp, t)
 		at = o.created
 		b.owners[k] = o
 	}
@@ -138,10 +135,7 @@ func (b *builder) pod(k objKey, raw json.RawMessage, t time.Time, del bool) erro
 
 // newPod is a pod first recorded at t: its creation and its controller.
 func newPod(k objKey, obj *corev1.Pod, t time.Time) *pod {
-	p := &pod{key: k, uid: string(obj.UID), obj: obj, created: obj.CreationTimestamp.UTC()}
-	if p.created.IsZero() || p.created.After(t) {
-		p.created = t
-	}
+	p := &pod{key: k, uid: string(obj.UID), obj: obj, created: createdBy(obj.CreationTimestamp, t)}
 	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
 		switch ref.Kind {
 		case "DaemonSet", "Node":
@@ -404,4 +398,14 @@ func sortedPodKeys(m map[objKey]*pod) []objKey {
 		return out[i].name < out[j].name
 	})
 	return out
+}
+
+// createdBy is an object's creation as of a record at t: its
+// creationTimestamp, or t when it has none or claims to be later (the
+// recorder's and the API server's clocks differ).
+func createdBy(created metav1.Time, t time.Time) time.Time {
+	if c := created.UTC(); !c.IsZero() && !c.After(t) {
+		return c
+	}
+	return t
 }
