@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -214,13 +213,16 @@ func (b *builder) endListing(kind string, t time.Time) {
 }
 
 func (b *builder) object(rec trace.Record, t time.Time) error {
-	var meta struct {
-		metav1.ObjectMeta `json:"metadata"`
+	var meta struct { // only the key: each kind's branch decodes the object it needs
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
 	}
 	if err := json.Unmarshal(rec.Object, &meta); err != nil {
 		return fmt.Errorf("trace: a %s record at %s: %w", rec.Kind, t.Format(time.RFC3339), err)
 	}
-	k := objKey{kind: rec.Kind, ns: meta.Namespace, name: meta.Name}
+	k := objKey{kind: rec.Kind, ns: meta.Metadata.Namespace, name: meta.Metadata.Name}
 	if l := b.listing[rec.Kind]; l != nil {
 		l[k] = true
 	}
