@@ -247,21 +247,29 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	return c, mgr.Add(manager.RunnableFunc(c.provisioner.loop))
 }
 
+// fieldIndex is a field index the reconcilers list by.
+type fieldIndex struct {
+	obj   client.Object
+	field string
+	value client.IndexerFunc
+}
+
+// fieldIndexes are the manager cache's indexes (and a unit test's fake
+// client's): Nodes and NodeClaims by provider ID, Pods by node name.
+var fieldIndexes = []fieldIndex{
+	{&corev1.Node{}, providerIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }},
+	{&v1.NodeClaim{}, providerIDField, func(o client.Object) []string { return []string{o.(*v1.NodeClaim).Status.ProviderID} }},
+	{&corev1.Pod{}, nodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }},
+}
+
 // indexFields adds the field indexes the reconcilers list by.
 func indexFields(ctx context.Context, idx client.FieldIndexer) error {
-	if err := idx.IndexField(ctx, &corev1.Node{}, providerIDField, func(o client.Object) []string {
-		return []string{o.(*corev1.Node).Spec.ProviderID}
-	}); err != nil {
-		return err
+	for _, f := range fieldIndexes {
+		if err := idx.IndexField(ctx, f.obj, f.field, f.value); err != nil {
+			return err
+		}
 	}
-	if err := idx.IndexField(ctx, &v1.NodeClaim{}, providerIDField, func(o client.Object) []string {
-		return []string{o.(*v1.NodeClaim).Status.ProviderID}
-	}); err != nil {
-		return err
-	}
-	return idx.IndexField(ctx, &corev1.Pod{}, nodeNameField, func(o client.Object) []string {
-		return []string{o.(*corev1.Pod).Spec.NodeName}
-	})
+	return nil
 }
 
 // Store is the controller's view of the cluster.

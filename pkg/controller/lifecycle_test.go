@@ -1,0 +1,339 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+)
+
+// launchingCloud launches every claim as i-<name> (or fails with err) and
+// counts its Create and Delete calls.
+type launchingCloud struct {
+	stubCloud
+	err              error
+	created, deleted int
+}
+
+func (c *launchingCloud) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
+	c.created++
+	if c.err != nil {
+		return nil, c.err
+	}
+	out := nc.DeepCopy()
+	out.Labels = map[string]string{v1.LabelInstanceType: "m5.large", v1.LabelZone: "zone-a"}
+	out.Status.ProviderID = "p:///zone-a/i-" + nc.Name
+	out.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	return out, nil
+}
+
+func (c *launchingCloud) Delete(context.Context, *v1.NodeClaim) error {
+	c.deleted++
+	return nil
+}
+
+// lifecycleTest is a lifecycle reconciler over a fake client (with the
+// controller's field indexes and NodeClaim status as a subresource), a
+// fake clock at t0 and an open sync gate.
+type lifecycleTest struct {
+	t      *testing.T
+	l      *lifecycle
+	kube   client.Client
+	cloud  *launchingCloud
+	clock  *clocktesting.FakeClock
+	events *events.FakeRecorder
+}
+
+func newLifecycleTest(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) *lifecycleTest {
+	b := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(objs...).
+		WithStatusSubresource(&v1.NodeClaim{}).WithInterceptorFuncs(funcs)
+	for _, f := range fieldIndexes {
+		b = b.WithIndex(f.obj, f.field, f.value)
+	}
+	gate := newSyncGate()
+	close(gate.open)
+	lt := &lifecycleTest{t: t, kube: b.Build(), cloud: &launchingCloud{}, clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(10)}
+	lt.l = &lifecycle{gate: gate, client: lt.kube, cloud: lt.cloud, events: recorder{lt.events}, clock: lt.clock, registrationTTL: 15 * time.Minute}
+	return lt
+}
+
+// reconcile runs one reconcile of claim name.
+func (lt *lifecycleTest) reconcile(name string) reconcile.Result {
+	lt.t.Helper()
+	res, err := lt.l.reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: name}})
+	if err != nil {
+		lt.t.Fatalf("reconciling %s: %v", name, err)
+	}
+	return res
+}
+
+func (lt *lifecycleTest) claim(name string) *v1.NodeClaim {
+	lt.t.Helper()
+	nc := &v1.NodeClaim{}
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: name}, nc); err != nil {
+		lt.t.Fatalf("getting claim %s: %v", name, err)
+	}
+	return nc
+}
+
+func (lt *lifecycleTest) node(name string) *corev1.Node {
+	lt.t.Helper()
+	n := &corev1.Node{}
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: name}, n); err != nil {
+		lt.t.Fatalf("getting node %s: %v", name, err)
+	}
+	return n
+}
+
+func (lt *lifecycleTest) event() string {
+	select {
+	case e := <-lt.events.Events:
+		return e
+	default:
+		return ""
+	}
+}
+
+func newClaim(name string) *v1.NodeClaim {
+	return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.LabelNodePool: "general"}},
+		Spec: v1.NodeClaimSpec{
+			Taints:        []corev1.Taint{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}},
+			StartupTaints: []corev1.Taint{{Key: "agent-not-ready", Effect: corev1.TaintEffectNoSchedule}}}}
+}
+
+// registering is the Node a launched claim's instance registers as:
+// Joiner's unregistered taint, a label of its own, not Ready.
+func registering(name, providerID string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernetes.io/hostname": name}},
+		Spec: corev1.NodeSpec{ProviderID: providerID, Taints: []corev1.Taint{v1.UnregisteredTaint}}}
+}
+
+func conditions(nc *v1.NodeClaim) string {
+	var out []string
+	for _, c := range nc.Status.Conditions {
+		if c.Status == metav1.ConditionTrue {
+			out = append(out, c.Type)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// A claim walks Launched → Registered → Initialized, one write per
+// reconcile: the finalizer first, then the instance, then its Node made
+// the claim's (labels, the claim's taints and startup taints, no
+// unregistered taint, the finalizer), then Initialized only once the
+// Node is Ready with its startup taints gone.
+func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
+	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
+
+	lt.reconcile("general-a")
+	if nc := lt.claim("general-a"); len(nc.Finalizers) != 1 || nc.Status.ProviderID != "" {
+		t.Fatalf("first reconcile: finalizers %v, provider ID %q; want the termination finalizer only", nc.Finalizers, nc.Status.ProviderID)
+	}
+	lt.reconcile("general-a")
+	nc := lt.claim("general-a")
+	if nc.Status.ProviderID != "p:///zone-a/i-general-a" || conditions(nc) != v1.ConditionLaunched ||
+		nc.Labels[v1.LabelInstanceType] != "m5.large" || nc.Labels[v1.LabelNodePool] != "general" {
+		t.Fatalf("after launch: provider ID %q, conditions %q, labels %v", nc.Status.ProviderID, conditions(nc), nc.Labels)
+	}
+
+	if res := lt.reconcile("general-a"); res.RequeueAfter != pollRegistration {
+		t.Errorf("no Node yet: requeue after %s, want %s", res.RequeueAfter, pollRegistration)
+	}
+	if err := lt.kube.Create(context.Background(), registering("node-a", nc.Status.ProviderID)); err != nil {
+		t.Fatal(err)
+	}
+	lt.reconcile("general-a")
+	nc, node := lt.claim("general-a"), lt.node("node-a")
+	if conditions(nc) != v1.ConditionLaunched+","+v1.ConditionRegistered || nc.Status.NodeName != "node-a" {
+		t.Fatalf("after registration: conditions %q, node name %q", conditions(nc), nc.Status.NodeName)
+	}
+	if node.Labels[v1.LabelInstanceType] != "m5.large" || node.Labels[v1.LabelNodePool] != "general" || node.Labels["kubernetes.io/hostname"] != "node-a" {
+		t.Errorf("registered Node's labels %v: want the claim's beside its own", node.Labels)
+	}
+	var taints []string
+	for _, tn := range node.Spec.Taints {
+		taints = append(taints, tn.Key)
+	}
+	if strings.Join(taints, ",") != "dedicated,agent-not-ready" || len(node.Finalizers) != 1 {
+		t.Errorf("registered Node's taints %v and finalizers %v: want the claim's taints and startup taints, no unregistered taint, the finalizer", taints, node.Finalizers)
+	}
+
+	lt.reconcile("general-a")
+	if c := conditions(lt.claim("general-a")); strings.Contains(c, v1.ConditionInitialized) {
+		t.Fatalf("a Node not Ready: conditions %q", c)
+	}
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := lt.kube.Status().Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	lt.reconcile("general-a")
+	if c := conditions(lt.claim("general-a")); strings.Contains(c, v1.ConditionInitialized) {
+		t.Fatalf("a Ready Node with its startup taint: conditions %q", c)
+	}
+	node = lt.node("node-a")
+	node.Spec.Taints = node.Spec.Taints[:1]
+	if err := lt.kube.Update(context.Background(), node); err != nil {
+		t.Fatal(err)
+	}
+	lt.reconcile("general-a")
+	if c := conditions(lt.claim("general-a")); c != v1.ConditionLaunched+","+v1.ConditionRegistered+","+v1.ConditionInitialized {
+		t.Errorf("a Ready Node without startup taints: conditions %q, want all three", c)
+	}
+	if lt.node("node-a").Labels[v1.LabelNodeInitialized] != "true" {
+		t.Errorf("the initialized Node is not labelled %s", v1.LabelNodeInitialized)
+	}
+	if lt.cloud.created != 1 {
+		t.Errorf("%d instances launched, want 1", lt.cloud.created)
+	}
+}
+
+// A launch whose claim could not be written afterwards (a conflict with a
+// stale cache) is not launched again when the claim is retried.
+func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
+	conflicts := 1
+	lt := newLifecycleTest(t, interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if nc, ok := obj.(*v1.NodeClaim); ok && nc.Labels[v1.LabelInstanceType] != "" && conflicts > 0 {
+			conflicts--
+			return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, nc.Name, nil)
+		}
+		return c.Update(ctx, obj, opts...)
+	}}, newClaim("general-a"))
+	lt.reconcile("general-a") // finalizer
+	if _, err := lt.l.reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "general-a"}}); !apierrors.IsConflict(err) {
+		t.Fatalf("launch with a conflicting write: %v, want the conflict", err)
+	}
+	lt.reconcile("general-a")
+	if nc := lt.claim("general-a"); lt.cloud.created != 1 || nc.Status.ProviderID != "p:///zone-a/i-general-a" {
+		t.Errorf("after a retried launch: %d instances, provider ID %q; want 1 and the first launch's", lt.cloud.created, nc.Status.ProviderID)
+	}
+
+	// The memory lasts launchCacheTTL.
+	var c launchCache
+	c.put("a", &v1.NodeClaim{}, t0)
+	c.put("b", &v1.NodeClaim{}, t0.Add(launchCacheTTL))
+	if c.get("a") == nil {
+		t.Error("a launch exactly launchCacheTTL old is forgotten")
+	}
+	c.put("c", &v1.NodeClaim{}, t0.Add(launchCacheTTL+time.Second))
+	if c.get("a") != nil || c.get("b") == nil {
+		t.Error("a launch older than launchCacheTTL is remembered, or a newer one forgotten")
+	}
+}
+
+// A claim no offering could launch is deleted, with a Warning saying so.
+func TestLifecycleDeletesAClaimNoOfferingCouldLaunch(t *testing.T) {
+	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
+	lt.cloud.err = cloudprovider.NewInsufficientCapacityError(errors.New("no capacity for m5.large in zone-a"))
+	lt.reconcile("general-a")
+	lt.reconcile("general-a")
+	if nc := lt.claim("general-a"); nc.DeletionTimestamp == nil {
+		t.Error("a claim no offering could launch is not being deleted")
+	}
+	if e := lt.event(); !strings.HasPrefix(e, "Warning InsufficientCapacityError") || !strings.Contains(e, "no capacity for m5.large") {
+		t.Errorf("event %q: want a Warning InsufficientCapacityError naming the shortage", e)
+	}
+}
+
+// A launched claim whose Node has not registered within the registration
+// TTL is deleted (liveness), not before.
+func TestLifecycleRegistrationTTL(t *testing.T) {
+	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
+	lt.reconcile("general-a")
+	lt.reconcile("general-a")
+	lt.clock.Step(lt.l.registrationTTL - time.Second)
+	if res := lt.reconcile("general-a"); res.RequeueAfter != pollRegistration || lt.claim("general-a").DeletionTimestamp != nil {
+		t.Fatalf("a second before the TTL: requeue %s, deleting %v; want a requeue and the claim kept", res.RequeueAfter, lt.claim("general-a").DeletionTimestamp != nil)
+	}
+	lt.clock.Step(time.Second)
+	lt.reconcile("general-a")
+	if lt.claim("general-a").DeletionTimestamp == nil {
+		t.Error("a claim whose Node did not register within the TTL is kept")
+	}
+	if e := lt.event(); !strings.HasPrefix(e, "Warning FailedRegistration") {
+		t.Errorf("event %q: want Warning FailedRegistration", e)
+	}
+}
+
+// A claim being deleted has its Node tainted and drained (its pods
+// evicted, a DaemonSet's last), then its Node and instance removed, and
+// only then its finalizer.
+func TestLifecycleFinalize(t *testing.T) {
+	nc := newClaim("general-a")
+	nc.Finalizers = []string{v1.TerminationFinalizer}
+	nc.Status.ProviderID = "p:///zone-a/i-general-a"
+	node := registering("node-a", nc.Status.ProviderID)
+	node.Spec.Taints = nil
+	node.Finalizers = []string{v1.TerminationFinalizer}
+	web := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "web", UID: "rs", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}}
+	agent := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "agent-1", Namespace: "default",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "agent", UID: "ds", Controller: ptr.To(true)}}},
+		Spec: corev1.PodSpec{NodeName: "node-a"}}
+	lt := newLifecycleTest(t, interceptor.Funcs{}, nc, node, web, agent)
+	if err := lt.kube.Delete(context.Background(), nc.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+
+	if res := lt.reconcile("general-a"); res.RequeueAfter != drainEvery {
+		t.Errorf("draining: requeue after %s, want %s", res.RequeueAfter, drainEvery)
+	}
+	if !hasTaint(lt.node("node-a").Spec.Taints, v1.DisruptedTaint) {
+		t.Error("the draining Node is not tainted karpenter.sh/disrupted")
+	}
+	if err := lt.kube.Get(context.Background(), client.ObjectKeyFromObject(web), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("web-1 after the drain's first step: %v, want evicted", err)
+	}
+	if err := lt.kube.Get(context.Background(), client.ObjectKeyFromObject(agent), &corev1.Pod{}); err != nil {
+		t.Errorf("the DaemonSet's pod: %v, want left for the drain's next step", err)
+	}
+	lt.reconcile("general-a")
+	if err := lt.kube.Get(context.Background(), client.ObjectKeyFromObject(agent), &corev1.Pod{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the DaemonSet's pod after the second step: %v, want evicted", err)
+	}
+	if lt.cloud.deleted != 0 {
+		t.Fatal("the instance was terminated before the drain was done")
+	}
+
+	lt.reconcile("general-a")
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "node-a"}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the drained Node: %v, want deleted", err)
+	}
+	if lt.cloud.deleted != 1 {
+		t.Errorf("%d instances terminated, want 1", lt.cloud.deleted)
+	}
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "general-a"}, &v1.NodeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the claim after its finalizer: %v, want gone", err)
+	}
+}
+
+// Nothing is decided before the gate opens: the claim is retried later.
+func TestLifecycleWaitsForTheSyncGate(t *testing.T) {
+	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
+	lt.l.gate = newSyncGate()
+	if res := lt.reconcile("general-a"); res.RequeueAfter == 0 {
+		t.Error("a reconcile before the gate opened is not retried")
+	}
+	if nc := lt.claim("general-a"); len(nc.Finalizers) != 0 || lt.cloud.created != 0 {
+		t.Errorf("before the gate opened: finalizers %v, %d launches; want none", nc.Finalizers, lt.cloud.created)
+	}
+}
