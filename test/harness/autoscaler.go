@@ -67,6 +67,17 @@ var _ Autoscaler = (*Joiner)(nil)
 // BuildJoiner builds ./cmd/joiner (a link, with a warm build cache).
 func BuildJoiner(tb testing.TB, args ...string) *Joiner {
 	tb.Helper()
+	bin := JoinerBinary(tb)
+	prices, err := NewCatalogPrices("us-east-1")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &Joiner{Bin: bin, Args: args, prices: prices}
+}
+
+// JoinerBinary builds ./cmd/joiner into the test's temporary directory.
+func JoinerBinary(tb testing.TB) string {
+	tb.Helper()
 	bin := filepath.Join(tb.TempDir(), "joiner")
 	start := time.Now()
 	cmd := exec.Command("go", "build", "-o", bin, "./cmd/joiner")
@@ -75,11 +86,7 @@ func BuildJoiner(tb testing.TB, args ...string) *Joiner {
 		tb.Fatalf("go build ./cmd/joiner: %v\n%s", err, out)
 	}
 	tb.Logf("built joiner in %s", time.Since(start).Round(100*time.Millisecond))
-	prices, err := NewCatalogPrices("us-east-1")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return &Joiner{Bin: bin, Args: args, prices: prices}
+	return bin
 }
 
 func (j *Joiner) Name() string { return "joiner" }

@@ -2,6 +2,7 @@ package harness
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -57,6 +58,43 @@ func TestProcessUsage(t *testing.T) {
 	p.Stop()
 }
 
+// A process killed and started again runs again, its second run's output
+// appended to the first's under a line naming the run; Stop of a process
+// that is not running returns at once.
+func TestProcessRestart(t *testing.T) {
+	p := NewProcess(t, ProcessSpec{Name: "sh", Path: "/bin/sh", Args: []string{"-c", "echo ran; exec sleep 60"}})
+	for run := 1; run <= 2; run++ {
+		if err := p.Start(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Start(); err == nil {
+			t.Errorf("run %d: a second Start of a running process did not fail", run)
+		}
+		if p.PID() <= 0 {
+			t.Errorf("run %d: PID %d", run, p.PID())
+		}
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if out, _ := os.ReadFile(p.LogPath); strings.Count(string(out), "ran\n") == run {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		p.Kill()
+		if p.PID() != 0 {
+			t.Errorf("run %d: PID %d after Kill, want 0", run, p.PID())
+		}
+	}
+	out, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ran\n=== sh run 2, started "; !strings.HasPrefix(string(out), want) || !strings.HasSuffix(string(out), "ran\n") {
+		t.Errorf("log %q: want both runs, the second under its header", out)
+	}
+	p.Stop()
+}
+
 func TestSum(t *testing.T) {
 	families, err := ParseMetrics([]byte(`# TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="h",method="GET"} 10
@@ -72,6 +110,9 @@ rest_client_requests_total{code="409",host="h",method="POST"} 1
 	by := SumBy(families, "rest_client_requests_total", "method", nil)
 	if by["GET"] != 10 || by["POST"] != 4 || len(by) != 2 {
 		t.Errorf("by method: %v", by)
+	}
+	if got := Sum(families, "rest_client_requests_total", Labels(map[string]string{"method": "POST", "code": "201"})); got != 3 {
+		t.Errorf("POSTs answered 201: %v, want 3", got)
 	}
 	if got := Sum(families, "absent", nil); got != 0 {
 		t.Errorf("an absent family sums to %v", got)

@@ -12,7 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,44 +37,32 @@ type ProcessSpec struct {
 	MetricsAddr string
 }
 
-// Process is a running ProcessSpec. Exiting before Stop fails the test.
+// Process is a ProcessSpec that runs (again, after Stop or Kill) until
+// the test or benchmark ends. Exiting while it runs, rather than by Stop or
+// Kill, fails the test. It is safe for concurrent use.
 type Process struct {
-	Spec    ProcessSpec
+	Spec ProcessSpec
+	// LogPath holds the output of every run, each after the first under a
+	// line naming it.
 	LogPath string
 
+	tb       testing.TB
+	mu       sync.Mutex
 	cmd      *exec.Cmd
 	exited   chan struct{}
-	stopping atomic.Bool
+	stopping bool
+	runs     int
 }
 
-// StartProcess starts spec; the process gets SIGTERM (SIGKILL after 10 s)
-// when the test ends, and the tail of its log is logged if the test failed.
-func StartProcess(tb testing.TB, spec ProcessSpec) (*Process, error) {
+// NewProcess prepares spec (Start runs it). When the test ends the process
+// is stopped, and the tail of its log is logged if the test failed.
+func NewProcess(tb testing.TB, spec ProcessSpec) *Process {
 	tb.Helper()
 	logDir := spec.LogDir
 	if logDir == "" {
 		logDir = tb.TempDir()
 	}
-	p := &Process{Spec: spec, LogPath: filepath.Join(logDir, spec.Name+".log"), exited: make(chan struct{})}
-	logFile, err := os.Create(p.LogPath)
-	if err != nil {
-		return nil, err
-	}
-	p.cmd = exec.Command(spec.Path, spec.Args...)
-	p.cmd.Env = append(os.Environ(), spec.Env...)
-	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
-	if err := p.cmd.Start(); err != nil {
-		_ = logFile.Close()
-		return nil, fmt.Errorf("starting %s: %w", spec.Name, err)
-	}
-	go func() {
-		err := p.cmd.Wait()
-		_ = logFile.Close()
-		if !p.stopping.Load() {
-			tb.Errorf("%s exited while the test ran: %v (log: %s)", spec.Name, err, p.LogPath)
-		}
-		close(p.exited)
-	}()
+	p := &Process{Spec: spec, LogPath: filepath.Join(logDir, spec.Name+".log"), tb: tb}
 	tb.Cleanup(func() {
 		p.Stop()
 		if tb.Failed() {
@@ -83,25 +71,104 @@ func StartProcess(tb testing.TB, spec ProcessSpec) (*Process, error) {
 			}
 		}
 	})
-	return p, nil
+	return p
 }
 
-// PID is the process's ID.
-func (p *Process) PID() int { return p.cmd.Process.Pid }
+// StartProcess is NewProcess and Start.
+func StartProcess(tb testing.TB, spec ProcessSpec) (*Process, error) {
+	tb.Helper()
+	p := NewProcess(tb, spec)
+	return p, p.Start()
+}
+
+// Start runs the process, appending its output to LogPath.
+func (p *Process) Start() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd != nil {
+		return fmt.Errorf("%s is already running", p.Spec.Name)
+	}
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	p.runs++
+	if p.runs > 1 {
+		_, _ = fmt.Fprintf(logFile, "=== %s run %d, started %s\n", p.Spec.Name, p.runs, time.Now().Format(time.RFC3339Nano))
+	}
+	cmd := exec.Command(p.Spec.Path, p.Spec.Args...)
+	cmd.Env = append(os.Environ(), p.Spec.Env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return fmt.Errorf("starting %s: %w", p.Spec.Name, err)
+	}
+	exited, run := make(chan struct{}), p.runs
+	p.cmd, p.exited, p.stopping = cmd, exited, false
+	go func() {
+		err := cmd.Wait()
+		_ = logFile.Close()
+		p.mu.Lock()
+		if !p.stopping {
+			p.tb.Errorf("%s (run %d) exited while the test ran: %v (log: %s)", p.Spec.Name, run, err, p.LogPath)
+		}
+		if p.cmd == cmd {
+			p.cmd = nil
+		}
+		p.mu.Unlock()
+		close(exited)
+	}()
+	return nil
+}
+
+// PID is the running process's ID, 0 when it is not running.
+func (p *Process) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
 
 // Stop sends SIGTERM, SIGKILL after 10 s, and waits for the process to go.
-func (p *Process) Stop() {
-	if !p.stopping.CompareAndSwap(false, true) {
-		<-p.exited
+func (p *Process) Stop() { p.end(syscall.SIGTERM, 10*time.Second) }
+
+// Kill sends SIGKILL — no shutdown, nothing released, whatever the process
+// was in the middle of left half done — and waits for it to go.
+func (p *Process) Kill() { p.end(syscall.SIGKILL, 0) }
+
+// end signals the running process and waits for it, killing it after
+// grace (when not 0).
+func (p *Process) end(sig syscall.Signal, grace time.Duration) {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.stopping = true
+	p.mu.Unlock()
+	if cmd == nil {
 		return
 	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
+	_ = cmd.Process.Signal(sig)
+	if grace == 0 {
+		<-exited
+		return
 	}
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+}
+
+// running is the channel closed when the current run ends (nil when none).
+func (p *Process) running() chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return nil
+	}
+	return p.exited
 }
 
 // Usage is what a process has used so far, as /proc says.
@@ -240,8 +307,8 @@ func (p *Process) WaitMetrics(ctx context.Context, timeout time.Duration) error 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-p.exited:
-			return fmt.Errorf("%s exited (log: %s)", p.Spec.Name, p.LogPath)
+		case <-p.running():
+			return fmt.Errorf("%s is not running (log: %s)", p.Spec.Name, p.LogPath)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
@@ -272,6 +339,18 @@ func Sum(families map[string]*dto.MetricFamily, name string, match func(labels m
 		total += m.GetCounter().GetValue() + m.GetGauge().GetValue() + m.GetUntyped().GetValue()
 	}
 	return total
+}
+
+// Labels matches the metrics whose labels have these values.
+func Labels(want map[string]string) func(labels map[string]string) bool {
+	return func(labels map[string]string) bool {
+		for k, v := range want {
+			if labels[k] != v {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // SumBy adds family name's values as Sum does, grouped by the value of

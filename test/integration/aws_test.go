@@ -376,7 +376,7 @@ func TestAWSControllerProcess(t *testing.T) {
 	_, kc := awsClient(t)
 	p := newJoiner(t, buildJoiner(t), "joiner-aws", writeKubeconfig(t), "--cloud-provider=aws", "--cluster-name="+awsCluster,
 		"--cluster-endpoint=https://"+awsCluster+".eks.example", "--interruption-queue="+awsCluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
-	p.start()
+	start(t, p)
 	class := applySeedNodeClass(t, kc)
 	defer func() { // the claims first: the class waits for them
 		cleanUpAWS(t, kc, "aws-process")

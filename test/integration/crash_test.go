@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/test/harness"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -76,7 +78,7 @@ type crashPlan struct {
 type crashRun struct {
 	t      *testing.T
 	kc     client.Client
-	joiner *joinerProcess
+	joiner *harness.Process
 	seed   uint64
 	rng    *rand.Rand
 	pool   string
@@ -110,7 +112,7 @@ func newCrashRun(t *testing.T, pool string, n int) *crashRun {
 	_, kc := controllerClient(t)
 	r := &crashRun{t: t, kc: kc, seed: seed, rng: rand.New(rand.NewPCG(seed, 0)), pool: pool, n: n, slots: xlargeSlots(t)}
 	r.joiner = newJoiner(t, bin, "joiner", kubeconfig)
-	r.joiner.start()
+	start(t, r.joiner)
 	createPool(t, kc, pool, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.xlarge"}
 		np.Spec.Template.Labels["rev"] = "0"
@@ -421,8 +423,8 @@ const phaseTimeout = 3 * time.Minute
 // there (at the end state) instead.
 func (r *crashRun) killDuring(kills int, points []killPoint, pods, claims int) {
 	r.t.Helper()
-	start := time.Now()
-	deadline := start.Add(phaseTimeout)
+	began := time.Now()
+	deadline := began.Add(phaseTimeout)
 	var last string
 	poll := func(cond func(*crashState) bool) bool {
 		ctx, cancel := context.WithDeadline(context.Background(), deadline)
@@ -457,10 +459,10 @@ func (r *crashRun) killDuring(kills int, points []killPoint, pods, claims int) {
 			timer := time.NewTimer(delay) // part of the kill point: lands between Joiner's writes
 			<-timer.C
 		}
-		r.joiner.kill()
+		r.joiner.Kill()
 		r.kills = append(r.kills, fmt.Sprintf("%s: %s +%s", r.phase, where, delay))
-		r.joiner.start()
+		start(r.t, r.joiner)
 	}
 	poll(func(*crashState) bool { return false })
-	r.t.Logf("%s: done in %s", r.phase, time.Since(start).Round(100*time.Millisecond))
+	r.t.Logf("%s: done in %s", r.phase, time.Since(began).Round(100*time.Millisecond))
 }

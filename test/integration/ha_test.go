@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/test/harness"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -50,8 +52,8 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		"--leader-elect-retry-period=" + retryPeriod.String()}
 	a := newJoiner(t, bin, "joiner-a", kubeconfig, flags...)
 	b := newJoiner(t, bin, "joiner-b", kubeconfig, flags...)
-	a.start()
-	b.start()
+	start(t, a)
+	start(t, b)
 
 	const pool = "ha"
 	createPool(t, kc, pool, func(np *v1.NodePool) {
@@ -65,10 +67,10 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	}
 	t.Cleanup(func() { removePool(t, kc, pool, d) })
 
-	leaderOf := func(ctx context.Context) (*joinerProcess, *joinerProcess, error) {
-		var leaders, followers []*joinerProcess
-		for _, p := range []*joinerProcess{a, b} {
-			m, err := p.metrics(ctx)
+	leaderOf := func(ctx context.Context) (*harness.Process, *harness.Process, error) {
+		var leaders, followers []*harness.Process
+		for _, p := range []*harness.Process{a, b} {
+			m, err := p.Metrics(ctx)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -83,14 +85,14 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		}
 		return leaders[0], followers[0], nil
 	}
-	var leader, follower *joinerProcess
+	var leader, follower *harness.Process
 	eventually(t, "one of the two replicas leading", func(ctx context.Context) (bool, error) {
 		var err error
 		leader, follower, err = leaderOf(ctx)
 		return err == nil, nil
 	})
 	holder := leaseHolder(t, kc, leaseName)
-	t.Logf("%s leads (Lease holder %s); %s follows", leader.name, holder, follower.name)
+	t.Logf("%s leads (Lease holder %s); %s follows", leader.Spec.Name, holder, follower.Spec.Name)
 
 	scale(t, kc, d, 1)
 	waitRunning(t, kc, ns, 1)
@@ -98,11 +100,11 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if len(claims) != 1 {
 		t.Fatalf("%d NodeClaims for one pending pod with two replicas running, want 1", len(claims))
 	}
-	lm, err := leader.metrics(ctx)
+	lm, err := leader.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	fm, err := follower.metrics(ctx)
+	fm, err := follower.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,7 +121,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	}
 
 	// SIGKILL the leader: its Lease is not released.
-	leader.kill()
+	leader.Kill()
 	killed := time.Now()
 	var handover time.Duration
 	eventuallyWithin(t, time.Minute, "the follower holding the Lease", func(ctx context.Context) (bool, error) {
@@ -139,7 +141,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 		t.Errorf("the follower took the Lease %s after the leader was killed, more than %s", handover, limit)
 	}
 	eventually(t, "the new leader reporting it leads", func(ctx context.Context) (bool, error) {
-		m, err := follower.metrics(ctx)
+		m, err := follower.Metrics(ctx)
 		return err == nil && scraped(m, "leader_election_master_status", map[string]string{"name": leaseName}) == 1, nil
 	})
 
@@ -149,7 +151,7 @@ func TestLeaderElectionHandsOver(t *testing.T) {
 	if claims := poolClaims(t, kc, pool); len(claims) != 2 {
 		t.Errorf("%d NodeClaims for two pods of a node each, want 2", len(claims))
 	}
-	fm, err = follower.metrics(ctx)
+	fm, err = follower.Metrics(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
