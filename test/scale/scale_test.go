@@ -64,11 +64,17 @@ type config struct {
 	backtestStrict bool
 	out            string   // SCALE_OUT: timelines, summaries, logs
 	autoscalers    []string // SCALE_AUTOSCALERS
+	// clientQPS (SCALE_CLIENT_QPS) is kube-scheduler's and
+	// kube-controller-manager's client rate limit: at their defaults
+	// (50 and 20) creating 1,000 pods, marking them unschedulable and
+	// binding them would take most of a minute, and the autoscaler waits
+	// for the scheduler's mark before it provisions for a pod.
+	clientQPS int
 }
 
 func loadConfig(b *testing.B) config {
 	b.Helper()
-	c := config{pods: 100, settle: 3 * time.Minute, timeout: 20 * time.Minute, autoscalers: []string{"joiner", "karpenter"}}
+	c := config{pods: 100, settle: 3 * time.Minute, timeout: 20 * time.Minute, autoscalers: []string{"joiner", "karpenter"}, clientQPS: 500}
 	if v := os.Getenv("SCALE_PODS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 4 {
@@ -88,6 +94,13 @@ func loadConfig(b *testing.B) config {
 			}
 			*d = parsed
 		}
+	}
+	if v := os.Getenv("SCALE_CLIENT_QPS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("SCALE_CLIENT_QPS=%q: want requests a second, at least 1", v)
+		}
+		c.clientQPS = n
 	}
 	if v := os.Getenv("SCALE_AUTOSCALERS"); v != "" {
 		c.autoscalers = strings.Split(v, ",")
@@ -112,7 +125,7 @@ func loadConfig(b *testing.B) config {
 // on a fresh cluster, and prints their results side by side.
 func BenchmarkScale(b *testing.B) {
 	cfg := loadConfig(b)
-	b.Logf("pods %d, hold %s, settle %s, phase timeout %s; timelines, summaries and logs in %s", cfg.pods, cfg.hold, cfg.settle, cfg.timeout, cfg.out)
+	b.Logf("pods %d, hold %s, settle %s, phase timeout %s, control-plane client QPS %d; timelines, summaries and logs in %s", cfg.pods, cfg.hold, cfg.settle, cfg.timeout, cfg.clientQPS, cfg.out)
 	var results []*result
 	b.Run(fmt.Sprintf("pods=%d", cfg.pods), func(b *testing.B) {
 		for _, name := range cfg.autoscalers {
@@ -223,7 +236,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	defer cancel()
 	r := &result{autoscaler: as.Name(), pods: cfg.pods}
 	dir := filepath.Join(cfg.out, fmt.Sprintf("%s-%d", as.Name(), cfg.pods))
-	cluster := harness.StartCluster(b, harness.ClusterOptions{CRDDirectories: as.CRDDirectories(), LogDir: filepath.Join(dir, "logs")})
+	cluster := harness.StartCluster(b, harness.ClusterOptions{CRDDirectories: as.CRDDirectories(), LogDir: filepath.Join(dir, "logs"), ClientQPS: cfg.clientQPS})
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		b.Fatal(err)
