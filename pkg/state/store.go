@@ -11,12 +11,14 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/schedulerconfig"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -65,7 +67,7 @@ type Store struct {
 	nodePools     []*v1.NodePool
 	instanceTypes map[string][]*cloudprovider.InstanceType
 	itGen         int    // counts SetInstanceTypes
-	configGen     uint64 // counts SetNodePools, SetInstanceTypes, SetDaemonSets
+	configGen     uint64 // counts SetNodePools, SetInstanceTypes, SetDaemonSets, spread changes
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
 	pdbs          []*policyv1.PodDisruptionBudget
@@ -85,6 +87,10 @@ type Store struct {
 	claimEntry map[string]entry           // claim name → its entry
 	vol        volumeObjects
 	launch     launches // the launch-loop guard (launches.go)
+	// spread is kube-scheduler's default topology spread (SetSpreadDefaults);
+	// spreadGen counts its changes, and is part of every view's Version.
+	spread    SpreadDefaults
+	spreadGen int
 }
 
 type podRef struct{ namespace, name string }
@@ -92,8 +98,10 @@ type podRef struct{ namespace, name string }
 func refOf(p *corev1.Pod) podRef { return podRef{podutil.Namespace(p.ObjectMeta), p.Name} }
 
 type storedPod struct {
-	pod      *corev1.Pod
-	requests corev1.ResourceList
+	// pod is as kube-scheduler schedules it: given, or a copy with the
+	// default topology spread constraints (SetSpreadDefaults).
+	pod, given *corev1.Pod
+	requests   corev1.ResourceList
 }
 
 // entry names a view: a claim's, or an unmanaged Node's (one without a
@@ -346,13 +354,64 @@ func (s *Store) detachNode(name string) {
 	v.dirty = true
 }
 
+// SpreadDefaults is kube-scheduler's podTopologySpread.defaultConstraints
+// (schedulerconfig) and the host's way of deducing a pod's selector for
+// them.
+type SpreadDefaults struct {
+	Constraints []corev1.TopologySpreadConstraint
+	// Selector is the selector kube-scheduler gives the pod's defaults
+	// (schedulerconfig.DefaultSelector over the Services and controller
+	// that select it), nil when there is none. It is called with the
+	// Store locked, and must not call the Store.
+	Selector func(*corev1.Pod) *metav1.LabelSelector
+}
+
+// SetSpreadDefaults makes every pod with no topology spread constraints
+// of its own, from now on, one with the defaults (schedulerconfig.Apply):
+// in snapshots, views, pending pods and Pod. The pods stored already are
+// applied to again (Respread).
+func (s *Store) SetSpreadDefaults(d SpreadDefaults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spread = d
+	s.respreadLocked()
+}
+
+// Respread applies the spread defaults to every pod again: the host calls
+// it when a selector may have changed (a Service, ReplicaSet,
+// StatefulSet or ReplicationController did).
+func (s *Store) Respread() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.respreadLocked()
+}
+
+func (s *Store) respreadLocked() {
+	s.spreadGen++
+	s.configGen++
+	for _, sp := range s.pods {
+		sp.pod = s.spreadPod(sp.given)
+	}
+	for _, v := range s.views {
+		v.dirty = true
+	}
+}
+
+// spreadPod is p under the spread defaults.
+func (s *Store) spreadPod(p *corev1.Pod) *corev1.Pod {
+	if len(s.spread.Constraints) == 0 || s.spread.Selector == nil || len(p.Spec.TopologySpreadConstraints) > 0 {
+		return p
+	}
+	return schedulerconfig.Apply(p, s.spread.Constraints, s.spread.Selector(p))
+}
+
 // SetPod adds or replaces a pod.
 func (s *Store) SetPod(p *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ref := refOf(p)
 	s.unlinkPod(ref)
-	sp := &storedPod{pod: p, requests: scheduling.PodRequests(p)}
+	sp := &storedPod{pod: s.spreadPod(p), given: p, requests: scheduling.PodRequests(p)}
 	s.pods[ref] = sp
 	if p.Spec.NodeName != "" {
 		s.launch.forgetPod(ref)
@@ -484,6 +543,9 @@ func (s *Store) rebuild(v *view) {
 	}
 	v.built = v.node.schedulingWith(scheduling.Add(requests...))
 	v.built.Version = version(&v.node)
+	if v.built.Version != "" && s.spreadGen > 0 {
+		v.built.Version += "/s" + strconv.Itoa(s.spreadGen) // the pods' defaults changed, not their resourceVersions
+	}
 	v.unlaunched = len(v.built.Allocatable) == 0 && v.node.NodeClaim != nil
 	if v.unlaunched {
 		// A claim not launched yet will be one of its instance types: it

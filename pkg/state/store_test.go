@@ -261,3 +261,71 @@ func TestStoreCluster(t *testing.T) {
 		t.Errorf("after deletes: pods %s, %d nodes", names(gone.Pods), len(gone.Nodes))
 	}
 }
+
+// The spread defaults reach the pods the Store hands out — pending pods,
+// a node's pods, Pod — on copies, only for pods without constraints of
+// their own and with a selector; a Respread after a selector changed
+// applies them again and changes the node's Version, while what was handed
+// out before keeps what it had.
+func TestSpreadDefaults(t *testing.T) {
+	s := NewStore(WaitForScheduler)
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-1", ResourceVersion: "1"}, Status: corev1.NodeStatus{Allocatable: resources("4")}}
+	s.SetNode(node)
+	own := pod("own", "", "1", func(p *corev1.Pod) {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 5, TopologyKey: corev1.LabelHostname}}
+	})
+	given := []*corev1.Pod{pod("web-1", "", "1", withRV("2")), pod("db-1", "", "1", withRV("3")), pod("web-2", "ip-1", "1", withRV("4")), own}
+	for _, p := range given {
+		s.SetPod(p)
+	}
+	selectors := map[string]*metav1.LabelSelector{"web-1": {MatchLabels: map[string]string{"app": "web"}}, "web-2": {MatchLabels: map[string]string{"app": "web"}}}
+	s.SetSpreadDefaults(SpreadDefaults{
+		Constraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}},
+		Selector:    func(p *corev1.Pod) *metav1.LabelSelector { return selectors[p.Name] },
+	})
+	spread := func(p *corev1.Pod) string {
+		var out []string
+		for _, c := range p.Spec.TopologySpreadConstraints {
+			sel := "-"
+			if c.LabelSelector != nil {
+				sel = c.LabelSelector.MatchLabels["app"]
+			}
+			out = append(out, c.TopologyKey+"/"+sel)
+		}
+		return strings.Join(out, ",")
+	}
+	got := map[string]string{}
+	for _, p := range s.PendingPods() {
+		got[p.Name] = spread(p)
+	}
+	before := s.View("ip-1")
+	got["web-2"] = spread(before.Pods[0])
+	want := map[string]string{"web-1": "topology.kubernetes.io/zone/web", "db-1": "", "own": "kubernetes.io/hostname/-", "web-2": "topology.kubernetes.io/zone/web"}
+	for name, w := range want {
+		if got[name] != w {
+			t.Errorf("%s: constraints %q, want %q", name, got[name], w)
+		}
+	}
+	for _, p := range given {
+		if p.Name != "own" && len(p.Spec.TopologySpreadConstraints) != 0 {
+			t.Errorf("the pod %s handed to the Store was changed", p.Name)
+		}
+	}
+	if s.Pod("default", "web-1") == given[0] {
+		t.Error("Pod hands out the host's pod, not the one with the defaults")
+	}
+
+	// A Service now selects db-1 as well.
+	selectors["db-1"] = &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}
+	s.Respread()
+	if p := s.Pod("default", "db-1"); spread(p) != "topology.kubernetes.io/zone/db" {
+		t.Errorf("db-1 after Respread: %q", spread(p))
+	}
+	after := s.View("ip-1")
+	if after.Version == before.Version {
+		t.Error("a Respread left the node's Version as it was: the engine's caches would keep its old answers")
+	}
+	if spread(before.Pods[0]) != "topology.kubernetes.io/zone/web" {
+		t.Error("the view handed out before the Respread changed")
+	}
+}
