@@ -86,6 +86,10 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
+			schedulerConfig, err := tuning.scheduler(cmd.Flags())
+			if err != nil {
+				return err
+			}
 			policy, err := pf.policy()
 			var bad *provisioning.FlagError
 			if v, ok := os.LookupEnv("MIN_VALUES_POLICY"); errors.As(err, &bad) && bad.Flag == provisioning.FlagMinValues && ok && v == pf.minValues {
@@ -135,7 +139,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			}
 			c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
 				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
-				Policy: policy})
+				Policy: policy, SchedulerConfig: schedulerConfig})
 			if err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
+	"github.com/joiner-autoscaler/joiner/pkg/schedulerconfig"
 )
 
 // controllerTuning is what an operator tunes in `joiner controller`, by
@@ -25,6 +26,9 @@ type controllerTuning struct {
 	// client-go's own 5 and 10, a scale-out's events waited 21 s to be sent.
 	kubeQPS   float32
 	kubeBurst int
+	// schedulerConfig is --scheduler-config, upstream's: the cluster's
+	// kube-scheduler settings decisions follow, as a YAML or JSON document.
+	schedulerConfig string
 }
 
 // tuningEnv maps each flag to the environment variable that sets it when
@@ -41,6 +45,7 @@ var tuningEnv = []struct{ flag, env string }{
 	{"kube-client-qps", "KUBE_CLIENT_QPS"},
 	{"kube-client-burst", "KUBE_CLIENT_BURST"},
 	{"enable-profiling", "ENABLE_PROFILING"},
+	{"scheduler-config", "SCHEDULER_CONFIG"},
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).
@@ -53,6 +58,17 @@ func (t *controllerTuning) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.featureGates, "feature-gates", "", "gates to turn on or off, as Name=true,Name=false (known: "+strings.Join(gateNames(), ", ")+")")
 	f.Float32Var(&t.kubeQPS, "kube-client-qps", 200, "requests per second to the API server, at most (client-side; upstream's default)")
 	f.IntVar(&t.kubeBurst, "kube-client-burst", 300, "requests to the API server at once above --kube-client-qps, at most (upstream's default)")
+	f.StringVar(&t.schedulerConfig, "scheduler-config", "", "the cluster's kube-scheduler settings to follow, a YAML or JSON document: podTopologySpread.defaultConstraints apply to pods with no spread constraints of their own (upstream's flag; empty: none)")
+}
+
+// scheduler is --scheduler-config parsed, nil when empty; an error names
+// the flag or the variable it came from.
+func (t *controllerTuning) scheduler(f *pflag.FlagSet) (*schedulerconfig.Config, error) {
+	source := "--scheduler-config"
+	if !f.Changed("scheduler-config") && os.Getenv("SCHEDULER_CONFIG") != "" {
+		source = "$SCHEDULER_CONFIG"
+	}
+	return schedulerconfig.Parse([]byte(t.schedulerConfig), source)
 }
 
 // fromEnv sets the flags not given on the command line from the

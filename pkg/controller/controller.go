@@ -36,6 +36,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/schedulerconfig"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -75,6 +76,11 @@ type Options struct {
 	// change the instance types' prices and capacity the engine decides
 	// with (off by default, as upstream's; needs the NodeOverlay CRD).
 	NodeOverlay bool
+	// SchedulerConfig is the cluster's kube-scheduler configuration that
+	// decisions follow (--scheduler-config): its default topology spread
+	// constraints apply to pods that declare none, with selectors deduced
+	// from the Services and pod controllers the controller then watches.
+	SchedulerConfig *schedulerconfig.Config
 	// Policy is the engine's choices where Joiner and upstream differ
 	// (--decisions, --min-values-policy; see provisioning.Policy): the
 	// zero value is Joiner's (never dearer than upstream's on a batch) and
@@ -178,7 +184,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		metrics:      &metricsUpdater{gate: gate, store: store, clock: opts.Clock},
 	}
 	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged,
-		clock: opts.Clock, nodeOverlays: opts.NodeOverlay}
+		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, spreadDefaults: opts.SchedulerConfig.DefaultConstraints()}
 	if err := feed.watch(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}

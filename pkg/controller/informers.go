@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
@@ -33,16 +34,25 @@ type storeFeed struct {
 	offeringsChanged func()
 	clock            clock.PassiveClock // times pods' startup
 	nodeOverlays     bool               // the NodeOverlay feature gate
+	// spreadDefaults are kube-scheduler's default topology spread
+	// constraints (--scheduler-config); spread deduces their selectors
+	// when there are any.
+	spreadDefaults []corev1.TopologySpreadConstraint
+	spread         *spreadSelectors
+}
+
+// informerHandler is a handler for one kind's informer, named for the
+// sync gate.
+type informerHandler struct {
+	name string
+	obj  client.Object
+	h    toolscache.ResourceEventHandler
 }
 
 // watch registers a handler on each informer the decisions read, and
 // each handler's sync with the gate.
 func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error {
-	handlers := []struct {
-		name string
-		obj  client.Object
-		h    toolscache.ResourceEventHandler
-	}{
+	handlers := []informerHandler{
 		{"Pods", &corev1.Pod{}, objectHandler(f.podChanged, func(p *corev1.Pod) { f.store.DeletePod(p.Namespace, p.Name) })},
 		// A Node or NodeClaim that goes may leave pods without the room
 		// planned for them: provisioning looks again.
@@ -59,11 +69,13 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 		{"StorageClasses", &storagev1.StorageClass{}, objectHandler(f.store.SetStorageClass, func(sc *storagev1.StorageClass) { f.store.DeleteStorageClass(sc.Name) })},
 	}
 	if f.nodeOverlays {
-		handlers = append(handlers, struct {
-			name string
-			obj  client.Object
-			h    toolscache.ResourceEventHandler
-		}{"NodeOverlays", &v1alpha1.NodeOverlay{}, anyChange(f.offeringsChanged)})
+		handlers = append(handlers, informerHandler{"NodeOverlays", &v1alpha1.NodeOverlay{}, anyChange(f.offeringsChanged)})
+	}
+	if len(f.spreadDefaults) > 0 {
+		log.FromContext(ctx).Info("scheduler-config: applying default topology spread constraints to pods that declare none", "defaultConstraints", f.spreadDefaults)
+		f.spread = &spreadSelectors{reader: f.reader}
+		f.store.SetSpreadDefaults(state.SpreadDefaults{Constraints: f.spreadDefaults, Selector: f.spread.selector})
+		handlers = append(handlers, spreadHandlers(f.spread, f.store)...)
 	}
 	for _, h := range handlers {
 		inf, err := informers.GetInformer(ctx, h.obj)
@@ -140,6 +152,13 @@ func (f *storeFeed) complete(ctx context.Context) error {
 	// Every claim, volume and StorageClass there is has reached the Store:
 	// one it has not seen holds its pods back, as upstream's.
 	f.store.SetVolumesComplete(true)
+	// Every Service and pod controller has reached the cache: each pod's
+	// default spread selector can be deduced.
+	if f.spread != nil {
+		f.spread.ready.Store(true)
+		f.spread.forget()
+		f.store.Respread()
+	}
 	return nil
 }
 

@@ -74,9 +74,12 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 	// Short batch windows: the controller provisions sooner, and the flags
 	// they become are run.
 	// The NodeOverlay gate on, with an overlay of a type no pool uses: its
-	// list, watch and status patch are the chart's to grant.
+	// list, watch and status patch are the chart's to grant. A default
+	// spread constraint: the Services and pod controllers the controller
+	// then watches are the chart's to grant too.
 	_, stderr, err := helmWithStderr("install", release, chartDir, "--namespace", namespace,
-		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s,settings.featureGates.nodeOverlay=true")
+		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s,settings.featureGates.nodeOverlay=true",
+		"--set-json", `settings.schedulerConfig={"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]}}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,6 +266,12 @@ func startBinary(t *testing.T, d *appsv1.Deployment, sa *rest.Config) *controlle
 	args = append(args, "--kubeconfig="+kubeconfigPath)
 	p := &controllerProcess{log: &syncBuffer{}, done: make(chan error, 1), metricsURL: "http://" + metricsAddr + "/metrics"}
 	p.cmd = exec.Command(joinerBin, args...)
+	p.cmd.Env = os.Environ()
+	for _, e := range c.Env {
+		if e.ValueFrom == nil { // GOMEMLIMIT is the container's limit
+			p.cmd.Env = append(p.cmd.Env, e.Name+"="+e.Value)
+		}
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.log, p.log
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
