@@ -53,6 +53,8 @@ func TestLoadErrors(t *testing.T) {
 			[]string{"scenario.yaml:6", `unknown field "spec.duraton"`, "fix: the fields of spec: start, duration"}},
 		{"scenario bad share", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 24h\n  faults: {apiErrorRate: 5}\n"},
 			[]string{"spec.faults.apiErrorRate", "use a number from 0 to 1"}},
+		{"scenario default spread with a labelSelector", map[string]string{"pool.yaml": minimalPool, "scenario.yaml": "apiVersion: joiner.dev/v1alpha1\nkind: Scenario\nmetadata: {name: x}\nspec:\n  start: \"2026-11-30T00:00:00Z\"\n  duration: 24h\n  schedulerConfig:\n    podTopologySpread:\n      defaultConstraints:\n      - {maxSkew: 1, topologyKey: topology.kubernetes.io/zone, whenUnsatisfiable: DoNotSchedule, labelSelector: {matchLabels: {app: web}}}\n"},
+			[]string{"scenario.yaml:7", "spec.schedulerConfig", "defaultConstraints[0].labelSelector: must not be set", "remove it"}},
 		{"no NodePool", map[string]string{"app.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"},
 			[]string{"has no NodePool"}},
 		{"NodePool naming a missing EC2NodeClass", map[string]string{"pool.yaml": strings.Replace(minimalPool, "name: default}", "name: defualt}", 1),

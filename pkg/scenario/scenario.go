@@ -17,10 +17,11 @@ import (
 
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/schedulerconfig"
 )
 
 // scenarioFields is the fix for an unknown field of scenario.yaml.
-const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot"
+const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot, schedulerConfig"
 
 // ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
 const (
@@ -56,6 +57,11 @@ type ScenarioSpec struct {
 	Faults Faults  `json:"faults,omitempty"`
 	// ConsolidationSpotToSpot enables spot-to-spot consolidation.
 	ConsolidationSpotToSpot bool `json:"consolidationSpotToSpot,omitempty"`
+	// SchedulerConfig is the cluster's kube-scheduler configuration, as
+	// the controller's --scheduler-config: its default topology spread
+	// constraints apply to pods that declare none, in provisioning,
+	// consolidation and the kube-scheduler model.
+	SchedulerConfig *schedulerconfig.Config `json:"schedulerConfig,omitempty"`
 }
 
 // LoadSpec is the demand on one autoscaled workload over time.
@@ -257,6 +263,9 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 		if l.Target.Kind == "HorizontalPodAutoscaler" && l.CPUPerUnit == nil {
 			bad(at+".cpuPerUnit", "an HPA load needs the CPU one unit of load uses, e.g. cpuPerUnit: 5m")
 		}
+	}
+	if err := s.Spec.SchedulerConfig.Validate(); err != nil {
+		bad("spec.schedulerConfig", err.Error())
 	}
 	f := s.Spec.Faults
 	for _, r := range []struct {

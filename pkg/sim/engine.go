@@ -232,7 +232,11 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 	}
 	e.rep.overlays(e.cloud.Overlays())
 	e.traceConfig()
-	return e, e.buildWorkloads()
+	if err := e.buildWorkloads(); err != nil {
+		return nil, err
+	}
+	e.setSpreadDefaults()
+	return e, nil
 }
 
 // InstanceTypes are the instance types a run of in offers, with their
@@ -516,9 +520,10 @@ func (e *engine) bind() {
 	pods, byPod := e.pendingPods()
 	if len(nodes) > 0 {
 		if e.binder == nil {
+			listed := len(e.in.Scenario.Spec.SchedulerConfig.DefaultConstraints()) > 0
 			e.binder = kubescheduler.NewBinder(kubescheduler.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
 				switch sp := e.bindPods[p]; {
-				case sp == nil:
+				case sp == nil, listed: // configured defaults replace the system's (defaultingType List); the pods carry them
 					return nil
 				case sp.owner != nil:
 					return sp.owner.spread
@@ -558,10 +563,19 @@ func (e *engine) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
 	pods := make([]*corev1.Pod, len(list))
 	byPod := make(map[*corev1.Pod]*simPod, len(list))
 	for i, p := range list {
-		pods[i] = p.pod
-		byPod[p.pod] = p
+		pods[i] = e.scheduled(p)
+		byPod[pods[i]] = p
 	}
 	return pods, byPod
+}
+
+// scheduled is the pod as kube-scheduler schedules it: the Store's, with
+// the default spread constraints when the scenario has them.
+func (e *engine) scheduled(p *simPod) *corev1.Pod {
+	if sp := e.st.Pod(p.pod.Namespace, p.pod.Name); sp != nil {
+		return sp
+	}
+	return p.pod
 }
 
 func (e *engine) bindPod(p *simPod, n *simNode) {

@@ -38,7 +38,7 @@ func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 		}
 		sp.nominated = nil
 		if n.state == nodeReady && !n.disrupting {
-			res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: e.st.Volumes}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{sp.pod})
+			res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: e.st.Volumes}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{e.scheduled(sp)})
 			if len(res.ExistingNodes) == 1 {
 				e.bindPod(sp, n)
 				return
