@@ -79,6 +79,14 @@ func startControllerWithProvider(t *testing.T, scheme *runtime.Scheme) (*control
 	return c, provider, stop
 }
 
+// kwokProvider makes the kwok provider over us-east-1's catalog, for
+// runController.
+func kwokProvider(t *testing.T) func(context.Context, manager.Manager) (controller.CloudProvider, error) {
+	return func(_ context.Context, mgr manager.Manager) (controller.CloudProvider, error) {
+		return kwok.New(mgr.GetClient(), catalogTypes(t, catalog.Options{Region: "us-east-1"}), clock.RealClock{})
+	}
+}
+
 // runController runs a Joiner controller against the test's API server,
 // launching through the provider newProvider makes for its manager, until
 // the returned stop is called.

@@ -139,14 +139,15 @@ func TestDeploymentScalesFromZeroOnKwokNodes(t *testing.T) {
 // API server and Joiner: kube-scheduler, kube-controller-manager
 // (Deployments, ReplicaSets, node lifecycle, garbage collection and the
 // disruption controller that keeps PDBs' status) and kwok's controller for
-// the kwok provider's Nodes. It returns the admin kubeconfig they use.
-func startCluster(t *testing.T) string {
+// the kwok provider's Nodes; schedulerArgs are more flags for
+// kube-scheduler. It returns the admin kubeconfig they use.
+func startCluster(t *testing.T, schedulerArgs ...string) string {
 	t.Helper()
 	assets := requireAssets(t, "kube-scheduler", "kube-controller-manager", "kwok", "kwok-stages.yaml")
 	kubeconfig := writeKubeconfig(t)
-	startBinary(t, assets, "kube-scheduler",
-		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
-		"--leader-elect=false", "--secure-port=0", "-v=2")
+	startBinary(t, assets, "kube-scheduler", append([]string{
+		"--kubeconfig=" + kubeconfig, "--authentication-kubeconfig=" + kubeconfig, "--authorization-kubeconfig=" + kubeconfig,
+		"--leader-elect=false", "--secure-port=0", "-v=2"}, schedulerArgs...)...)
 	startBinary(t, assets, "kube-controller-manager",
 		"--kubeconfig="+kubeconfig, "--authentication-kubeconfig="+kubeconfig, "--authorization-kubeconfig="+kubeconfig,
 		"--controllers=deployment,replicaset,nodelifecycle,garbagecollector,disruption",

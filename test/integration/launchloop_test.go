@@ -14,13 +14,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -39,9 +35,7 @@ import (
 func TestControllerStopsALaunchLoop(t *testing.T) {
 	ctx := context.Background()
 	scheme, kc := controllerClient(t)
-	c, stop := runController(t, scheme, func(_ context.Context, mgr manager.Manager) (controller.CloudProvider, error) {
-		return kwok.New(mgr.GetClient(), catalogTypes(t, catalog.Options{Region: "us-east-1"}), clock.RealClock{})
-	}, func(o *controller.Options) {
+	c, stop := runController(t, scheme, kwokProvider(t), func(o *controller.Options) {
 		// A miss is due 2 s after a node's initialization: by then the
 		// Store has the guard pod the test binds to it (a settle before
 		// that would find the node free and count no miss). Until then the
