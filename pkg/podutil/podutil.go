@@ -45,8 +45,22 @@ func IsMirrorPod(p *corev1.Pod) bool {
 
 // IsReschedulable: the pod must find a new place when its node goes —
 // active, and neither a DaemonSet's (it belongs to the node) nor a mirror.
+// A StatefulSet's terminating pod counts as well, as upstream counts it: its
+// controller creates the replacement only once it is gone, so the pod still
+// needs the room it will come back to, and a node of only such pods is not
+// empty.
 func IsReschedulable(p *corev1.Pod) bool {
-	return IsActive(p) && !IsDaemonSetPod(p) && !IsMirrorPod(p)
+	return (IsActive(p) || (p.DeletionTimestamp != nil && IsStatefulSetPod(p))) && !IsDaemonSetPod(p) && !IsMirrorPod(p)
+}
+
+// IsStatefulSetPod: an apps/v1 StatefulSet owns the pod.
+func IsStatefulSetPod(p *corev1.Pod) bool {
+	for _, ref := range p.OwnerReferences {
+		if ref.Kind == "StatefulSet" && ref.APIVersion == "apps/v1" {
+			return true
+		}
+	}
+	return false
 }
 
 // ToleratesDisrupted: the pod tolerates karpenter.sh/disrupted:NoSchedule,

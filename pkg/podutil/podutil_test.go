@@ -53,6 +53,10 @@ func TestPodFacts(t *testing.T) {
 		{"owned by its Node", owned("Node"), true, false, true, false, false},
 		{"succeeded", func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }, false, false, false, false, false},
 		{"terminating", func(p *corev1.Pod) { p.DeletionTimestamp = &now }, false, false, false, false, false},
+		{"a StatefulSet's pod, terminating: its replacement waits for it", func(p *corev1.Pod) {
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: "db", Controller: &yes}}
+			p.DeletionTimestamp = &now
+		}, false, false, false, true, false},
 		{"tolerates everything", func(p *corev1.Pod) { p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}} }, true, false, false, true, true},
 		{"tolerates the disrupted taint", func(p *corev1.Pod) {
 			p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedTaint.Key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}}
