@@ -60,7 +60,7 @@ type Memo struct {
 	mu           sync.Mutex // passes may share a Memo
 	doNotDisrupt map[memoKey]protection
 	satisfied    map[satisfiedKey]bool
-	evictions    map[memoKey]float64
+	evictions    map[memoKey]podCosts
 	simulations  map[simScope]map[string]simAnswer
 	scopes       []simScope // simulations' scopes, oldest first
 }
@@ -92,7 +92,7 @@ func (p protection) at(now time.Time) BlockReason {
 
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
-	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]float64{},
+	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]podCosts{},
 		simulations: map[simScope]map[string]simAnswer{}}
 }
 
@@ -119,15 +119,15 @@ func remembered[K comparable, V any](mm *Memo, m *map[K]V, k K, keyed bool, limi
 	return v
 }
 
-// evictionCost is the summed eviction cost of the pods that must move if
-// the node goes.
-func (m *Memo) evictionCost(n *provisioning.Node, pods []*corev1.Pod) float64 {
+// podCosts are the eviction costs of the pods that must move if the node
+// goes: their sum, and the sum of the positive ones.
+func (m *Memo) podCosts(n *provisioning.Node, pods []*corev1.Pod) podCosts {
 	k, keyed := keyOf(n)
-	var evictions *map[memoKey]float64
+	var evictions *map[memoKey]podCosts
 	if m != nil {
 		evictions = &m.evictions
 	}
-	return remembered(m, evictions, k, keyed, 1<<16, func() float64 { return podsEvictionCost(pods) })
+	return remembered(m, evictions, k, keyed, 1<<16, func() podCosts { return evictionCosts(pods) })
 }
 
 // satisfies reports whether the node's labels meet the requirements
@@ -186,7 +186,7 @@ func TemplateHash(np *v1.NodePool) string {
 func reschedulable(n *provisioning.Node) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, p := range n.Pods {
-		if podutil.IsReschedulable(p) { // terminating pods are leaving anyway: a node of only those is empty
+		if podutil.IsReschedulable(p) {
 			out = append(out, p)
 		}
 	}

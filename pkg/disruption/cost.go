@@ -33,20 +33,39 @@ func evictionCost(p *corev1.Pod) float64 {
 	return min(max(cost, -10), 10)
 }
 
-// disruptionCost orders consolidation candidates as upstream does, cheapest
-// to disrupt first: the eviction cost of the pods that must move, scaled by
+// disruptionCost orders the surplus nodes of a static NodePool, cheapest to
+// disrupt first: the eviction cost of the pods that must move, scaled by
 // the fraction of the node's lifetime (expireAfter) still ahead of it, so a
 // node about to expire anyway costs little to take now.
 func disruptionCost(m *Memo, cand *Candidate, pods []*corev1.Pod, now time.Time) float64 {
-	return m.evictionCost(cand.Node, pods) * lifetimeRemaining(cand, now)
+	return m.podCosts(cand.Node, pods).sum * lifetimeRemaining(cand, now)
 }
 
-func podsEvictionCost(pods []*corev1.Pod) float64 {
-	cost := 0.0
+// baseDisruptionCost is what draining a node costs with no pod on it
+// (upstream's PerNodeBaseDisruptionCost).
+const baseDisruptionCost = 1.0
+
+// rescheduleCost is what moving a node's pods costs, as upstream reckons it
+// since v1.14 (RescheduleDisruptionCost): the node's base cost plus each pod's
+// eviction cost where it is positive. A node costing no more than its base
+// is empty — no pod on it, or only pods whose eviction costs nothing (a
+// priority or disruption cost low enough) — and consolidation orders its
+// candidates by price over this cost, the most saved per disruption first.
+func rescheduleCost(m *Memo, cand *Candidate, pods []*corev1.Pod) float64 {
+	return baseDisruptionCost + m.podCosts(cand.Node, pods).positive
+}
+
+// podCosts are a set of pods' eviction costs summed, all and positive only.
+type podCosts struct{ sum, positive float64 }
+
+func evictionCosts(pods []*corev1.Pod) podCosts {
+	var c podCosts
 	for _, p := range pods {
-		cost += evictionCost(p)
+		e := evictionCost(p)
+		c.sum += e
+		c.positive += max(0, e)
 	}
-	return cost
+	return c
 }
 
 func lifetimeRemaining(cand *Candidate, now time.Time) float64 {

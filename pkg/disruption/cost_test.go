@@ -53,10 +53,11 @@ func TestEvictionCost(t *testing.T) {
 }
 
 // TestConsolidationOrderAndBudgets: candidates are tried in upstream's
-// disruption-cost order (a node near expiry or with low-priority pods
-// first), and multi-node consolidation searches only over the candidates
-// the budget allows: six consolidatable nodes under a budget of two give a
-// two-node command, the rest held back by the budget.
+// order since v1.14 — price over rescheduleCost, the most saved per unit of
+// disruption first — and multi-node consolidation searches only over the
+// candidates the budget allows: six consolidatable nodes under a budget of
+// two give a two-node command, the rest held back by the budget. A node
+// whose pods cost nothing to evict is empty.
 func TestConsolidationOrderAndBudgets(t *testing.T) {
 	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}} })
 	large := types()[2]
@@ -68,20 +69,22 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	if cmd.Method != MethodMultiNode || len(cmd.Candidates) != 2 {
 		t.Fatalf("want a two-node multi-node command under a budget of 2, got %s", cmd)
 	}
-	// Equal cost: the more expensive node first, then by name.
+	// Equal ratios: the more expensive node first, then by name.
 	if got := names(cmd.Candidates); got != "a,b" {
 		t.Errorf("candidates %s, want a,b", got)
 	}
 
-	// Disruption cost orders them: f is near its expiry, e runs a
-	// low-priority pod; both go before the others.
-	low := int32(-1 << 25) // eviction cost 0
-	nodes[4].Node.Pods[0].Spec.Priority = &low
+	// a and b run pods of a higher priority (eviction cost 2: reschedule
+	// cost 3 against 2), so they go last; f, near its expiry, no longer
+	// goes first (the lifetime left weighs only a static pool's surplus).
+	high := int32(1 << 25)
+	nodes[0].Node.Pods[0].Spec.Priority = &high
+	nodes[1].Node.Pods[0].Spec.Priority = &high
 	nodes[5].NodeClaim.CreationTimestamp = metav1.NewTime(t0.Add(-700 * time.Hour))
 	d := Compute(context.Background(), cluster(np, nodes...), Options{})
 	cmd = only(t, d)
-	if got := names(cmd.Candidates); got != "e,f" {
-		t.Errorf("candidates %s, want e,f (the cheapest to disrupt)", got)
+	if got := names(cmd.Candidates); got != "c,d" {
+		t.Errorf("candidates %s, want c,d (the most saved per disruption)", got)
 	}
 	held := 0
 	for _, b := range d.Blocked {
@@ -94,6 +97,15 @@ func TestConsolidationOrderAndBudgets(t *testing.T) {
 	}
 	if held != 4 {
 		t.Errorf("%d nodes held back by the budget, want 4: %v", held, d.Blocked)
+	}
+
+	// e runs a pod whose eviction costs nothing (priority -2^25): e is
+	// empty, and emptiness deletes it before consolidation looks.
+	low := int32(-1 << 25)
+	nodes[4].Node.Pods[0].Spec.Priority = &low
+	cmd = only(t, Compute(context.Background(), cluster(np, nodes...), Options{}))
+	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "e" {
+		t.Errorf("a node of pods that cost nothing to evict: got %s, want e deleted as empty", cmd)
 	}
 }
 

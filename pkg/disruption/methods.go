@@ -155,6 +155,7 @@ type pass struct {
 	blocked        map[Blocked]bool // what block has recorded, once each
 	// consolidation: the consolidation candidates in order, once made.
 	consolidation []*Candidate
+	rcost         map[*Candidate]float64 // rescheduleCost, once per candidate
 	// world is the digest of what the pass's simulations share, once
 	// made (worldOK: every object had a content key); see simWorld.
 	world              [sha256.Size]byte
@@ -302,12 +303,18 @@ func (p *pass) take(cand *Candidate, reason v1.DisruptionReason) bool {
 	return true
 }
 
+// empty deletes the nodes whose pods cost nothing to move (isEmpty), the
+// dearest first as upstream orders them, as far as the Empty budgets allow.
 func (p *pass) empty(eligible []*Candidate) []*Command {
-	cmd := &Command{Method: MethodEmpty, Reason: v1.DisruptionReasonEmpty}
+	var empty []*Candidate
 	for _, cand := range eligible {
-		if len(p.podsOf(cand)) > 0 || !p.consolidatable(cand) {
-			continue
+		if p.isEmpty(cand) && p.consolidatable(cand) {
+			empty = append(empty, cand)
 		}
+	}
+	p.byValue(empty)
+	cmd := &Command{Method: MethodEmpty, Reason: v1.DisruptionReasonEmpty}
+	for _, cand := range empty {
 		if p.take(cand, v1.DisruptionReasonEmpty) {
 			cmd.Candidates = append(cmd.Candidates, cand)
 			cmd.Savings += cand.Price
@@ -317,6 +324,44 @@ func (p *pass) empty(eligible []*Candidate) []*Command {
 		return nil
 	}
 	return []*Command{cmd}
+}
+
+// rescheduleCost is the candidate's rescheduleCost, once per pass.
+func (p *pass) rescheduleCost(cand *Candidate) float64 {
+	if c, ok := p.rcost[cand]; ok {
+		return c
+	}
+	if p.rcost == nil {
+		p.rcost = map[*Candidate]float64{}
+	}
+	c := rescheduleCost(p.c.Memo, cand, p.podsOf(cand))
+	p.rcost[cand] = c
+	return c
+}
+
+// isEmpty: no pod on the node costs anything to move (see rescheduleCost).
+func (p *pass) isEmpty(cand *Candidate) bool {
+	return p.rescheduleCost(cand) <= baseDisruptionCost
+}
+
+// byValue sorts candidates as upstream's consolidation and emptiness do
+// since v1.14: by price over rescheduleCost, the most saved per unit of
+// disruption first (ties: dearer, then by name, to stay deterministic).
+func (p *pass) byValue(cands []*Candidate) {
+	ratio := make(map[*Candidate]float64, len(cands))
+	for _, c := range cands {
+		ratio[c] = c.Price / p.rescheduleCost(c)
+	}
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if ratio[a] != ratio[b] {
+			return ratio[a] > ratio[b]
+		}
+		if a.Price != b.Price {
+			return a.Price > b.Price
+		}
+		return a.Node.Name < b.Node.Name
+	})
 }
 
 // NodePoolHash is the template hash a NodeClaim of the pool is compared with:
@@ -432,29 +477,19 @@ func (p *pass) consolidationCandidates(eligible []*Candidate) []*Candidate {
 	return p.consolidation
 }
 
+// sortConsolidationCandidates keeps the candidates consolidation may take
+// — not in a WhenEmpty pool, consolidatable, not empty (emptiness takes
+// those, under its own budget) — in byValue order.
 func (p *pass) sortConsolidationCandidates(eligible []*Candidate) []*Candidate {
 	out := []*Candidate{}
 	for _, cand := range eligible {
 		np := p.pools[cand.NodePool]
-		if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !p.consolidatable(cand) {
+		if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || !p.consolidatable(cand) || p.isEmpty(cand) {
 			continue
 		}
 		out = append(out, cand)
 	}
-	cost := make(map[*Candidate]float64, len(out))
-	for _, c := range out {
-		cost[c] = disruptionCost(p.c.Memo, c, p.podsOf(c), p.c.Now)
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if cost[a] != cost[b] {
-			return cost[a] < cost[b]
-		}
-		if a.Price != b.Price {
-			return a.Price > b.Price
-		}
-		return a.Node.Name < b.Node.Name
-	})
+	p.byValue(out)
 	return out
 }
 

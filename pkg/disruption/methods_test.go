@@ -125,6 +125,28 @@ func TestEmpty(t *testing.T) {
 	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "empty" || len(cmd.Replacements) != 0 {
 		t.Fatalf("got %s", cmd)
 	}
+	// A node whose only pods are terminating is empty — unless one is a
+	// StatefulSet's: its replacement waits for it to go, so upstream
+	// counts it as still to be placed.
+	gone := metav1.NewTime(t0.Add(-5 * time.Second))
+	terminating := func(kind string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.DeletionTimestamp = &gone
+			p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: kind, Name: "x"}}
+		}
+	}
+	c = cluster(np, node("leaving", np, medium, v1.CapacityTypeOnDemand, podOn("1", terminating("ReplicaSet"))),
+		node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3")))
+	if cmd := only(t, Compute(context.Background(), c, Options{})); cmd.Method != MethodEmpty || names(cmd.Candidates) != "leaving" {
+		t.Fatalf("a node of a terminating ReplicaSet pod: got %s, want it deleted as empty", cmd)
+	}
+	c = cluster(np, node("db", np, medium, v1.CapacityTypeOnDemand, podOn("1", terminating("StatefulSet"))),
+		node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("3")))
+	for _, cmd := range Compute(context.Background(), c, Options{}).Commands {
+		if cmd.Method == MethodEmpty {
+			t.Fatalf("a node of a terminating StatefulSet pod is not empty: got %s", cmd)
+		}
+	}
 	// consolidateAfter not yet elapsed since the last pod event.
 	c = cluster(np, node("empty", np, medium, v1.CapacityTypeOnDemand))
 	c.Nodes[0].NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second))
