@@ -79,13 +79,14 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 			}
 		}
 		d.blockedEvents(dc, dec)
+		d.moves(dc, dec.Moves)
 		for _, cand := range dec.Expired {
 			log.FromContext(ctx).Info("deleting an expired NodeClaim", "nodeclaim", cand.NodeClaim.Name)
 			if err := d.client.Delete(ctx, cand.NodeClaim); client.IgnoreNotFound(err) != nil {
 				errs = append(errs, err)
 				continue
 			}
-			nodeClaimsDisrupted.WithLabelValues(cand.NodePool, "expired", cand.CapacityType).Inc()
+			countDisrupted(cand.NodeClaim, "expired", "", len(cand.Reschedulable))
 		}
 		for _, cmd := range dec.Commands {
 			log.FromContext(ctx).Info("disruption command", "command", cmd.String())
@@ -107,11 +108,65 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 			reason := snakeCase(string(ev.Command.Reason))
 			disruptionDecisions.WithLabelValues(decision, reason, consolidationType(ev.Command.Method)).Inc()
 			for _, cand := range ev.Command.Candidates {
-				nodeClaimsDisrupted.WithLabelValues(cand.NodePool, reason, cand.CapacityType).Inc()
+				countDisrupted(cand.NodeClaim, reason, d.policyOf(ev.Command.Method, cand.NodePool), len(cand.Reschedulable))
+			}
+		}
+		if m := ev.Command.Method; ev.What == disruption.EventCancelled && (m == disruption.MethodSingleNode || m == disruption.MethodMultiNode) {
+			for _, cand := range ev.Command.Candidates {
+				d.events.event(cand.NodeClaim, nil, corev1.EventTypeNormal, "ConsolidationRejected", "Consolidation rejected: %s, reason: %s (savings: $%.2f)",
+					ev.Command, ev.Detail, ev.Command.Savings)
 			}
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// policyOf is the consolidation policy a command's metrics carry: its
+// NodePool's, for a consolidation; "" for any other method.
+func (d *disrupter) policyOf(m disruption.Method, pool string) v1.ConsolidationPolicy {
+	if consolidationType(m) == "" {
+		return ""
+	}
+	for _, np := range d.store.ProvisioningSnapshot().NodePools {
+		if np.Name == pool {
+			return np.Spec.Disruption.ConsolidationPolicy
+		}
+	}
+	return ""
+}
+
+// moves counts the consolidation moves a pass judged, as upstream's
+// karpenter_consolidation_moves_total and, for Balanced pools,
+// karpenter_consolidation_score; an approved Balanced move gets a
+// ConsolidationApproved event with its score — on the node's claim for a
+// single node, on the NodePool for several — before its validation.
+func (d *disrupter) moves(dc *disruption.Cluster, moves []disruption.Move) {
+	claims := map[string]*v1.NodeClaim{}
+	for _, cand := range dc.Nodes {
+		claims[cand.Node.Name] = cand.NodeClaim
+	}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range dc.NodePools {
+		pools[np.Name] = np
+	}
+	word := map[bool]string{true: "approved", false: "rejected"}
+	for _, m := range moves {
+		policy := string(m.Policy)
+		consolidationMoves.WithLabelValues(word[m.Approved], m.NodePool, policy).Inc()
+		if !m.Scored {
+			continue
+		}
+		consolidationScore.WithLabelValues(word[m.Score.Approved()], m.NodePool, policy).Observe(m.Score.Value())
+		if !m.Score.Approved() || !m.Approved {
+			continue
+		}
+		switch {
+		case m.Method == disruption.MethodSingleNode && claims[m.Nodes[0]] != nil:
+			d.events.event(claims[m.Nodes[0]], nil, corev1.EventTypeNormal, "ConsolidationApproved", "%s", m.Score)
+		case m.Method == disruption.MethodMultiNode && pools[m.NodePool] != nil:
+			d.events.event(pools[m.NodePool], nil, corev1.EventTypeNormal, "ConsolidationApproved", "%s", m.Score)
+		}
+	}
 }
 
 // scaleStatic keeps static NodePools (spec.replicas) at their replicas,

@@ -9,6 +9,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -43,9 +44,15 @@ func (i *interruption) loop(ctx context.Context) error {
 // handle is Controller.Interrupted.
 func (i *interruption) handle(ctx context.Context, n cloudprovider.Interruption) error {
 	var claim *v1.NodeClaim
+	pods := 0
 	for _, node := range i.store.Nodes() {
 		if node.NodeClaim != nil && node.NodeClaim.Status.ProviderID == n.ProviderID {
 			claim = node.NodeClaim
+			for _, p := range node.Pods {
+				if podutil.IsReschedulable(p) {
+					pods++
+				}
+			}
 		}
 	}
 	if claim == nil || claim.DeletionTimestamp != nil {
@@ -60,6 +67,6 @@ func (i *interruption) handle(ctx context.Context, n cloudprovider.Interruption)
 	if err := i.client.Delete(ctx, claim); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	nodeClaimsDisrupted.WithLabelValues(claim.Labels[v1.LabelNodePool], snakeCase(string(n.Kind)), claim.Labels[v1.LabelCapacityType]).Inc()
+	countDisrupted(claim, snakeCase(string(n.Kind)), "", pods)
 	return nil
 }

@@ -95,7 +95,7 @@ func (l *lifecycle) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Res
 		}
 	}
 	if cloudprovider.IsInsufficientCapacityError(err) {
-		nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "insufficient_capacity", nc.Labels[v1.LabelCapacityType]).Inc()
+		countDisrupted(nc, "insufficient_capacity", "", -1)
 		log.FromContext(ctx).Info("deleting a NodeClaim no offering could launch", "nodeclaim", nc.Name, "error", err.Error())
 		l.events.event(nc, nil, corev1.EventTypeWarning, "InsufficientCapacityError", "NodeClaim %s event: %s", nc.Name, err)
 		return reconcile.Result{}, client.IgnoreNotFound(l.client.Delete(ctx, nc))
@@ -177,7 +177,7 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			// Upstream's liveness check counts these under reason liveness.
-			nodeClaimsDisrupted.WithLabelValues(nc.Labels[v1.LabelNodePool], "liveness", nc.Labels[v1.LabelCapacityType]).Inc()
+			countDisrupted(nc, "liveness", "", -1)
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -57,8 +58,25 @@ var (
 	}, []string{"decision", "reason", "consolidation_type"})
 	nodeClaimsDisrupted = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, liveness, spot_interruption) and capacity type.",
-	}, []string{"nodepool", "reason", "capacity_type"})
+		Help: "NodeClaims Joiner deleted to disrupt them, by NodePool, reason (underutilized, empty, drifted, expired, insufficient_capacity, liveness, unhealthy, spot_interruption), capacity type, consolidation policy (of a consolidation's NodePool, else \"\") and termination mode (graceful, eventual, forceful: by the claim's terminationGracePeriod).",
+	}, disruptedLabels)
+	podsDisruptionInitiated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "pods", Name: "disruption_initiated_total",
+		Help: "Pods that had to move because Joiner disrupted their node (the node's reschedulable pods when its NodeClaim was deleted; no DaemonSet or mirror pods), labelled as karpenter_nodeclaims_disrupted_total.",
+	}, disruptedLabels)
+	nodePoolCostTotal = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "cost_total",
+		Help: "What a NodePool's nodes cost per hour now, at their offerings' prices (NodeOverlay prices included); not a bill.",
+	}, []string{"nodepool"})
+	consolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Name: "consolidation_score",
+		Help:    "The Balanced policy's scores of consolidation moves, by decision (approved, rejected), NodePool and policy.",
+		Buckets: []float64{0.1, 0.25, 0.33, 0.5, 1, 2, 5, 10},
+	}, []string{"decision", "nodepool", "policy"})
+	consolidationMoves = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Name: "consolidation_moves_total",
+		Help: "Consolidation moves judged, by decision (approved, rejected), NodePool and policy: each command single-node consolidation found, and multi-node consolidation's result.",
+	}, []string{"decision", "nodepool", "policy"})
 	cloudProviderDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "duration_seconds",
 		Help:    "How long cloud provider calls took, by calling controller, method and provider.",
@@ -90,7 +108,38 @@ var (
 func init() {
 	crmetrics.Registry.MustRegister(nodeClaimsCreated, nodeClaimsTerminated, cloudProviderErrors, podStartup, disruptionDecisions,
 		nodePoolUsage, nodePoolLimit, allowedDisruptions, nodeClaimsDisrupted, cloudProviderDuration, schedulingDuration,
-		nodePodRequests, nodePoolCost, schedulingQueueDepth, podsGivenUp)
+		nodePodRequests, nodePoolCost, schedulingQueueDepth, podsGivenUp, podsDisruptionInitiated, nodePoolCostTotal,
+		consolidationScore, consolidationMoves)
+}
+
+// disruptedLabels label karpenter_nodeclaims_disrupted_total and
+// karpenter_pods_disruption_initiated_total, as upstream's.
+var disruptedLabels = []string{"nodepool", "reason", "capacity_type", "consolidation_policy", "termination_mode"}
+
+// countDisrupted counts a NodeClaim deleted to disrupt it and, unless pods
+// is negative (a claim that never ran any: upstream counts none), the pods
+// that must move because of it. policy is the consolidation policy of a
+// consolidation's NodePool, "" for any other reason.
+func countDisrupted(nc *v1.NodeClaim, reason string, policy v1.ConsolidationPolicy, pods int) {
+	labels := prometheus.Labels{"nodepool": nc.Labels[v1.LabelNodePool], "reason": reason, "capacity_type": nc.Labels[v1.LabelCapacityType],
+		"consolidation_policy": snakeCase(string(policy)), "termination_mode": terminationMode(nc)}
+	nodeClaimsDisrupted.With(labels).Inc()
+	if pods >= 0 {
+		podsDisruptionInitiated.With(labels).Add(float64(pods))
+	}
+}
+
+// terminationMode is how the claim's node will be drained, as upstream
+// labels it: graceful without a terminationGracePeriod, forceful with one
+// of zero, eventual otherwise.
+func terminationMode(nc *v1.NodeClaim) string {
+	switch g := nc.Spec.TerminationGracePeriod; {
+	case g == nil:
+		return "graceful"
+	case g.Duration <= 0:
+		return "forceful"
+	}
+	return "eventual"
 }
 
 // snakeCase writes a reason as upstream's metrics label it: Underutilized
@@ -185,6 +234,7 @@ func (m *metricsUpdater) update() {
 	for pool := range m.cost {
 		if _, ok := cost[pool]; !ok {
 			nodePoolCost.DeleteLabelValues(pool)
+			nodePoolCostTotal.DeleteLabelValues(pool)
 		}
 	}
 	m.requests, m.cost = map[[3]string]bool{}, map[string]bool{}
@@ -194,6 +244,7 @@ func (m *metricsUpdater) update() {
 	}
 	for pool, v := range cost {
 		nodePoolCost.WithLabelValues(pool).Set(v)
+		nodePoolCostTotal.WithLabelValues(pool).Set(v)
 		m.cost[pool] = true
 	}
 }

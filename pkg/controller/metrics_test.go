@@ -1,17 +1,22 @@
 package controller
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -93,5 +98,87 @@ func TestMetricsUpdater(t *testing.T) {
 		if key == "node_name=metrics-system/nodepool=/resource_type=cpu" {
 			t.Error("the series of a node that is gone are kept")
 		}
+	}
+}
+
+// value is a counter's value.
+func value(t *testing.T, c prometheus.Counter) float64 {
+	t.Helper()
+	var d dto.Metric
+	if err := c.Write(&d); err != nil {
+		t.Fatal(err)
+	}
+	return d.GetCounter().GetValue()
+}
+
+// TestDisruptionMetrics: a disrupted claim is counted with upstream's
+// labels — its pool's consolidation policy for a consolidation, the
+// termination mode its terminationGracePeriod gives — and the pods that had
+// to move with it; a judged move is counted, a Balanced one's score
+// observed, and an approved one announced with its score.
+func TestDisruptionMetrics(t *testing.T) {
+	claim := func(pool string, grace *metav1.Duration) *v1.NodeClaim {
+		return &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: pool + "-a", Labels: map[string]string{v1.LabelNodePool: pool, v1.LabelCapacityType: v1.CapacityTypeSpot}},
+			Spec: v1.NodeClaimSpec{TerminationGracePeriod: grace}}
+	}
+	countDisrupted(claim("dm-graceful", nil), "underutilized", v1.ConsolidationPolicyWhenEmptyOrUnderutilized, 7)
+	countDisrupted(claim("dm-eventual", &metav1.Duration{Duration: time.Hour}), "drifted", "", 2)
+	countDisrupted(claim("dm-forceful", &metav1.Duration{}), "liveness", "", -1)
+	for _, tc := range []struct {
+		labels     []string
+		nodeClaims float64
+		pods       float64
+	}{
+		{[]string{"dm-graceful", "underutilized", "spot", "when_empty_or_underutilized", "graceful"}, 1, 7},
+		{[]string{"dm-eventual", "drifted", "spot", "", "eventual"}, 1, 2},
+		{[]string{"dm-forceful", "liveness", "spot", "", "forceful"}, 1, 0},
+	} {
+		if got := value(t, nodeClaimsDisrupted.WithLabelValues(tc.labels...)); got != tc.nodeClaims {
+			t.Errorf("disrupted_total%v = %v, want %v", tc.labels, got, tc.nodeClaims)
+		}
+		if got := value(t, podsDisruptionInitiated.WithLabelValues(tc.labels...)); got != tc.pods {
+			t.Errorf("pods disruption_initiated_total%v = %v, want %v", tc.labels, got, tc.pods)
+		}
+	}
+
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "dm-balanced"}}
+	nc := claim("dm-balanced", nil)
+	dc := &disruption.Cluster{NodePools: []*v1.NodePool{np},
+		Nodes: []*disruption.Candidate{{Node: &provisioning.Node{Name: "n1"}, NodeClaim: nc, NodePool: np.Name}}}
+	rec := events.NewFakeRecorder(10)
+	d := &disrupter{events: recorder{rec}}
+	good := disruption.Score{Savings: 0.8, Disruption: 0.5}
+	poor := disruption.Score{Savings: 0.2, Disruption: 0.8}
+	d.moves(dc, []disruption.Move{
+		{Method: disruption.MethodSingleNode, NodePool: np.Name, Policy: v1.ConsolidationPolicyBalanced, Nodes: []string{"n1"}, Scored: true, Score: good, Approved: true},
+		{Method: disruption.MethodMultiNode, NodePool: np.Name, Policy: v1.ConsolidationPolicyBalanced, Nodes: []string{"n1", "n2"}, Scored: true, Score: good, Approved: true},
+		{Method: disruption.MethodSingleNode, NodePool: np.Name, Policy: v1.ConsolidationPolicyBalanced, Nodes: []string{"n1"}, Scored: true, Score: poor},
+		{Method: disruption.MethodSingleNode, NodePool: "dm-eager", Policy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, Nodes: []string{"n9"}, Approved: true},
+	})
+	for _, tc := range []struct {
+		labels []string
+		want   float64
+	}{
+		{[]string{"approved", "dm-balanced", "Balanced"}, 2},
+		{[]string{"rejected", "dm-balanced", "Balanced"}, 1},
+		{[]string{"approved", "dm-eager", "WhenEmptyOrUnderutilized"}, 1},
+	} {
+		if got := value(t, consolidationMoves.WithLabelValues(tc.labels...)); got != tc.want {
+			t.Errorf("consolidation_moves_total%v = %v, want %v", tc.labels, got, tc.want)
+		}
+	}
+	if n := len(series(t, consolidationScore)); n != 2 {
+		t.Errorf("consolidation_score has %d series, want 2 (approved and rejected of dm-balanced; none for an unscored pool)", n)
+	}
+	var got []string
+	for len(rec.Events) > 0 {
+		got = append(got, <-rec.Events)
+	}
+	want := []string{
+		"Normal ConsolidationApproved score 1.60 >= threshold 0.50 (k: 2, savings 80.0%, disruption 50.0%)",
+		"Normal ConsolidationApproved score 1.60 >= threshold 0.50 (k: 2, savings 80.0%, disruption 50.0%)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

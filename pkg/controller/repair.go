@@ -60,7 +60,7 @@ func (r *repairer) repair(ctx context.Context) ([]string, error) {
 			errs = append(errs, err)
 			continue
 		}
-		nodeClaimsDisrupted.WithLabelValues(rep.Candidate.NodePool, snakeCase(disruption.ReasonUnhealthy), rep.Candidate.CapacityType).Inc()
+		countDisrupted(nc, snakeCase(disruption.ReasonUnhealthy), "", len(rep.Candidate.Reschedulable))
 		deleted = append(deleted, nc.Name)
 	}
 	for _, h := range d.Held {

@@ -43,6 +43,7 @@ func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]
 	case !cand.Initialized:
 		return []Answer{{Method: "any", Why: "it is not initialized yet: nothing disrupts a node still starting"}}, nil
 	}
+	p.eligible() // the Balanced policy's totals tell candidates from the other nodes
 	e := &explainer{ctx: ctx, p: p, cand: cand, np: np, blocked: c.blocker(cand).String()}
 	e.waitWhy = e.notConsolidatableWhy()
 	// Each method in turn; the first that acts ends the answer.
@@ -135,7 +136,7 @@ func (e *explainer) expiration() bool {
 
 func (e *explainer) emptiness() bool {
 	switch pods := e.p.podsOf(e.cand); {
-	case len(pods) > 0:
+	case !e.p.isEmpty(e.cand):
 		e.add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
 	case e.gated(MethodEmpty, v1.DisruptionReasonEmpty):
 	default:

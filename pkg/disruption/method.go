@@ -53,7 +53,7 @@ func (emptiness) reason() v1.DisruptionReason { return v1.DisruptionReasonEmpty 
 func (emptiness) eventual() bool              { return false }
 func (emptiness) consolidation() bool         { return true }
 func (emptiness) shouldDisrupt(p *pass, cand *Candidate) bool {
-	return len(p.podsOf(cand)) == 0 && p.consolidatable(cand)
+	return p.isEmpty(cand) && p.consolidatable(cand)
 }
 func (emptiness) compute(p *pass, eligible []*Candidate) []*Command { return p.empty(eligible) }
 func (m emptiness) validate(p *pass, _ *Command, fresh []*Candidate) error {
@@ -78,7 +78,7 @@ func (drift) compute(p *pass, eligible []*Candidate) []*Command { return p.drift
 func (m drift) validate(p *pass, _ *Command, fresh []*Candidate) error {
 	for _, cand := range fresh {
 		if !m.shouldDisrupt(p, cand) {
-			return fmt.Errorf("node %s is no longer drifted", cand.Node.Name)
+			return fmt.Errorf("node %s is no longer empty", cand.Node.Name)
 		}
 	}
 	return nil
@@ -102,7 +102,7 @@ func consolidationValidate(p *pass, cmd *Command, fresh []*Candidate) error {
 }
 
 func consolidates(p *pass, cand *Candidate) bool {
-	return p.pools[cand.NodePool].Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyWhenEmpty && p.consolidatable(cand)
+	return p.pools[cand.NodePool].Spec.Disruption.ConsolidationPolicy != v1.ConsolidationPolicyWhenEmpty && p.consolidatable(cand) && !p.isEmpty(cand)
 }
 
 type multiNodeConsolidation struct{}

@@ -69,6 +69,8 @@ type Decision struct {
 	Blocked []Blocked
 	// Allowances per NodePool name, one per reason.
 	Allowances map[string][]Allowance
+	// Moves are the consolidation moves the pass judged (see Move).
+	Moves []Move
 }
 
 // Options tune consolidation.
@@ -156,6 +158,14 @@ type pass struct {
 	// consolidation: the consolidation candidates in order, once made.
 	consolidation []*Candidate
 	rcost         map[*Candidate]float64 // rescheduleCost, once per candidate
+	// candidates are the graceful methods' eligible nodes; poolTotals the
+	// Balanced policy's denominators, once per pool (see totals).
+	candidates map[*Candidate]bool
+	poolTotals map[string]poolTotals
+	// judged are the moves of the last command consolidateWhy made and
+	// judged (nil when it made none): the consolidation methods record
+	// them in the Decision as upstream counts them.
+	judged []Move
 	// world is the digest of what the pass's simulations share, once
 	// made (worldOK: every object had a content key); see simWorld.
 	world              [sha256.Size]byte
@@ -245,6 +255,10 @@ func (p *pass) eligible() (graceful, eventual []*Candidate) {
 		}
 		graceful = append(graceful, cand)
 		eventual = append(eventual, cand)
+	}
+	p.candidates = make(map[*Candidate]bool, len(graceful))
+	for _, cand := range graceful {
+		p.candidates[cand] = true
 	}
 	return graceful, eventual
 }
@@ -526,11 +540,19 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, SingleNodeTimeout)
 	defer cancel()
-	for i, cand := range allowed {
-		if p.spent(ctx, i) {
+	done := 0
+	for _, cand := range allowed {
+		if p.spent(ctx, done) {
 			break
 		}
-		if cmd := p.consolidate(ctx, []*Candidate{cand}, MethodSingleNode); cmd != nil && p.withinBudget(cmd) {
+		if !p.canPass(cand) {
+			continue // not even deleting it would pass its Balanced pool
+		}
+		done++
+		p.judged = nil
+		cmd := p.consolidate(ctx, []*Candidate{cand}, MethodSingleNode)
+		p.decision.Moves = append(p.decision.Moves, p.judged...)
+		if cmd != nil && p.withinBudget(cmd) {
 			return []*Command{cmd}
 		}
 	}
@@ -555,18 +577,28 @@ func (p *pass) multiNode(eligible []*Candidate) []*Command {
 	defer cancel()
 	lo, hi := 2, len(cands)
 	var best *Command
+	var bestMoves, rejected []Move
 	for done := 0; lo <= hi && !p.spent(ctx, done); done++ {
 		mid := (lo + hi) / 2
+		p.judged = nil
 		if cmd := p.consolidate(ctx, cands[:mid], MethodMultiNode); cmd != nil {
-			best = cmd
+			best, bestMoves = cmd, p.judged
 			lo = mid + 1
 		} else {
+			if p.judged != nil { // built, and the Balanced policy said no
+				rejected = p.judged
+			}
 			hi = mid - 1
 		}
 	}
-	if best == nil || !p.withinBudget(best) {
+	if best == nil {
+		p.decision.Moves = append(p.decision.Moves, rejected...)
 		return nil
 	}
+	if !p.withinBudget(best) {
+		return nil
+	}
+	p.decision.Moves = append(p.decision.Moves, bestMoves...)
 	return []*Command{best}
 }
 
@@ -645,11 +677,13 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
 		cmd.Savings -= r.InstanceTypes[0].CheapestPrice(r.Requirements)
 	}
-	switch {
-	case cmd.Savings <= 0:
+	if cmd.Savings <= 0 {
 		return nil, "no saving"
-	case !p.balancedApproves(cmd):
-		return nil, fmt.Sprintf("the Balanced policy wants a larger saving than %.4f USD/h for the pods it would move", cmd.Savings)
+	}
+	moves, approved := p.judge(cmd)
+	p.judged = moves
+	if !approved {
+		return nil, rejection(moves)
 	}
 	return cmd, ""
 }
@@ -731,36 +765,6 @@ func podError(res *provisioning.Results) string {
 	}
 	e := res.Unschedulable[0]
 	return e.Pod.Namespace + "/" + e.Pod.Name + ": " + e.Reason
-}
-
-// balancedApproves applies the Balanced policy: a move must save at least
-// half as large a share of its pools' cost as the share of their pods it
-// disrupts (k = 2). Other policies approve any saving.
-func (p *pass) balancedApproves(cmd *Command) bool {
-	balanced := false
-	pools := map[string]bool{}
-	for _, cand := range cmd.Candidates {
-		pools[cand.NodePool] = true
-		balanced = balanced || p.pools[cand.NodePool].Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced
-	}
-	if !balanced {
-		return true
-	}
-	var cost float64
-	var pods, moved int
-	for pool := range pools {
-		for _, cand := range p.byPool[pool] {
-			cost += cand.Price
-			pods += len(p.podsOf(cand))
-		}
-	}
-	for _, cand := range cmd.Candidates {
-		moved += len(p.podsOf(cand))
-	}
-	if moved == 0 || pods == 0 {
-		return true
-	}
-	return cmd.Savings/cost >= 0.5*float64(moved)/float64(pods)
 }
 
 // simulate reschedules the candidates' pods onto the rest of the cluster

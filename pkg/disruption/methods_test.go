@@ -3,6 +3,7 @@ package disruption
 import (
 	"context"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -437,30 +438,79 @@ func TestExpirationIsForceful(t *testing.T) {
 	}
 }
 
+// TestBalanced: upstream's Balanced policy (v1.14) — a move passes when
+// its share of the pool's cost saved is at least half its share of the
+// pool's disruption cost (1 per node plus each pod's positive eviction
+// cost); single-node consolidation skips, unsimulated, a node that not even
+// deleting would pass; each judged move is in the Decision.
 func TestBalanced(t *testing.T) {
 	balanced := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced })
-	// Deleting a (0.8 of 1.0/h, 80 %) moves 1 of 2 pods (50 %):
-	// 0.8 ≥ 0.5 × 0.5 → approved.
-	medium := types()[1]
-	c := cluster(balanced, node("a", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("1")), node("b", balanced, medium, v1.CapacityTypeOnDemand, podOn("1")))
+	medium, large := types()[1], types()[2]
+	pods := func(n int, cpu string) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := 0; i < n; i++ {
+			out = append(out, podOn(cpu))
+		}
+		return out
+	}
+
+	// Replacing a and b (1.0 USD/h: all of it) by a small node (0.1) moves
+	// both pods (disruption 4 of 4: 100 %): score 0.9, approved.
+	c := cluster(balanced, node("a", balanced, large, v1.CapacityTypeOnDemand, podOn("1")), node("b", balanced, medium, v1.CapacityTypeOnDemand, podOn("1")))
 	d := Compute(context.Background(), c, Options{})
-	if len(d.Commands) != 1 {
-		t.Fatalf("balanced approves a good trade: %v", d.Blocked)
+	cmd := only(t, d)
+	if names(cmd.Candidates) != "a,b" || len(cmd.Replacements) != 1 {
+		t.Fatalf("balanced approves a good trade: got %s", cmd)
 	}
-	// Many pods for a small saving: moving 10 of 11 pods (91 %) to save
-	// 0.2 of 1.0/h (20 %) is refused; WhenEmptyOrUnderutilized takes it.
-	var pods []*corev1.Pod
-	for i := 0; i < 10; i++ {
-		pods = append(pods, podOn("100m"))
+	want := Move{Method: MethodMultiNode, NodePool: "p", Policy: v1.ConsolidationPolicyBalanced, Nodes: []string{"a", "b"},
+		Scored: true, Score: Score{Savings: 0.9, Disruption: 1}, Approved: true}
+	if len(d.Moves) != 1 || !movesEqual(d.Moves[0], want) {
+		t.Fatalf("moves %+v, want %+v", d.Moves, want)
 	}
-	c = cluster(balanced, node("a", balanced, medium, v1.CapacityTypeOnDemand, pods...), node("b", balanced, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
-	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
+	if got := d.Moves[0].Score.String(); got != "score 0.90 >= threshold 0.50 (k: 2, savings 90.0%, disruption 100.0%)" {
+		t.Errorf("score words %q", got)
+	}
+
+	// x moves ten pods (disruption 11 of 13: 85 %) to a medium node, saving
+	// 0.6 of 1.6 USD/h (37.5 %): score 0.44, rejected — though deleting x
+	// outright (50 %: 0.59) would have passed, so it was simulated.
+	c = cluster(balanced, node("x", balanced, large, v1.CapacityTypeOnDemand, pods(10, "350m")...),
+		node("w", balanced, large, v1.CapacityTypeOnDemand, podOn("15")))
+	d = Compute(context.Background(), c, Options{})
+	if len(d.Commands) != 0 {
 		t.Fatalf("balanced refuses a poor trade: %s", d.Commands[0])
 	}
+	if len(d.Moves) != 1 || d.Moves[0].Approved || !d.Moves[0].Scored || names2(d.Moves[0].Nodes) != "x" ||
+		math.Abs(d.Moves[0].Score.Savings-0.375) > 1e-9 || math.Abs(d.Moves[0].Score.Disruption-11.0/13) > 1e-9 {
+		t.Fatalf("moves %+v, want x's replacement judged and rejected", d.Moves)
+	}
+	// WhenEmptyOrUnderutilized takes it, unscored.
 	eager := nodePool("p")
-	c = cluster(eager, node("a", eager, medium, v1.CapacityTypeOnDemand, pods...), node("b", eager, types()[2], v1.CapacityTypeOnDemand, podOn("13")))
-	only(t, Compute(context.Background(), c, Options{}))
+	c = cluster(eager, node("x", eager, large, v1.CapacityTypeOnDemand, pods(10, "350m")...),
+		node("w", eager, large, v1.CapacityTypeOnDemand, podOn("15")))
+	d = Compute(context.Background(), c, Options{})
+	if cmd := only(t, d); names(cmd.Candidates) != "x" || len(cmd.Replacements) != 1 {
+		t.Fatalf("WhenEmptyOrUnderutilized replaces x: got %s", cmd)
+	}
+	if len(d.Moves) != 1 || d.Moves[0].Scored || !d.Moves[0].Approved || d.Moves[0].Policy != v1.ConsolidationPolicyWhenEmptyOrUnderutilized {
+		t.Fatalf("moves %+v, want one unscored approved move", d.Moves)
+	}
+
+	// Ten pods for a 0.2 saving: not even deleting a (20 % against 85 %)
+	// passes, so it is not simulated and no move is judged.
+	c = cluster(balanced, node("a", balanced, medium, v1.CapacityTypeOnDemand, pods(10, "100m")...), node("b", balanced, large, v1.CapacityTypeOnDemand, podOn("13")))
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 || len(d.Moves) != 0 {
+		t.Fatalf("balanced skips a node that cannot pass: commands %v, moves %+v", d.Commands, d.Moves)
+	}
 }
+
+func movesEqual(a, b Move) bool {
+	const eps = 1e-9
+	return a.Method == b.Method && a.NodePool == b.NodePool && a.Policy == b.Policy && names2(a.Nodes) == names2(b.Nodes) &&
+		a.Scored == b.Scored && math.Abs(a.Score.Savings-b.Score.Savings) < eps && math.Abs(a.Score.Disruption-b.Score.Disruption) < eps && a.Approved == b.Approved
+}
+
+func names2(ns []string) string { return strings.Join(ns, ",") }
 
 func TestSkippedAndBarePods(t *testing.T) {
 	np := nodePool("p")

@@ -347,7 +347,9 @@ func TestExampleUSWest2(t *testing.T) {
 	if len(storeZones) != 3 {
 		t.Errorf("store replicas in zones %v, want one in each", storeZones)
 	}
-	// The web tier: spread over the zones with skew at most 1.
+	// The web tier: spread over the zones. maxSkew 1 binds each placement
+	// only: the HPA's scale-downs take pods by the ReplicaSet's ranking,
+	// not by zone (as Kubernetes' own does), and may leave a skew of 2.
 	web := map[string]int{}
 	for _, p := range livePods(e, "Deployment/web") {
 		web[p.node.offering.Zone]++
@@ -356,8 +358,8 @@ func TestExampleUSWest2(t *testing.T) {
 	for _, z := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
 		lo, hi = min(lo, web[z]), max(hi, web[z])
 	}
-	if hi-lo > 1 || lo == 0 {
-		t.Errorf("web pods by zone %v: maxSkew 1 over three zones", web)
+	if hi-lo > 2 || lo == 0 {
+		t.Errorf("web pods by zone %v: want every zone, within 2 of each other", web)
 	}
 
 	// One store replica per zone: three nodes, and a fourth only while a
