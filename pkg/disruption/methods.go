@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -281,11 +282,39 @@ func consolidatableAt(np *v1.NodePool, cand *Candidate) (time.Time, bool) {
 	if after.IsNever() || np.IsStatic() || after.Duration == nil {
 		return time.Time{}, false
 	}
-	last := cand.NodeClaim.Status.LastPodEventTime.Time
-	if last.IsZero() {
-		last = cand.NodeClaim.CreationTimestamp.Time
+	return lastPodEvent(cand.NodeClaim).Add(*after.Duration), true
+}
+
+// lastPodEvent is when a pod was last scheduled to or removed from the
+// claim's node — or, if none was, when it initialized (as upstream: pods
+// could start to land then), or was created when that is not known.
+func lastPodEvent(nc *v1.NodeClaim) time.Time {
+	if t := nc.Status.LastPodEventTime.Time; !t.IsZero() {
+		return t
 	}
-	return last.Add(*after.Duration), true
+	for _, c := range nc.Status.Conditions {
+		if c.Type == v1.ConditionInitialized && c.Status == metav1.ConditionTrue && !c.LastTransitionTime.IsZero() {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return nc.CreationTimestamp.Time
+}
+
+// settling: the node is initialized and its NodePool's consolidateAfter
+// (set and not zero) has not passed since its last pod event — upstream's
+// IsUnderConsolidateAfter. Since v1.14 a consolidation moves no pod onto
+// such a node: a node that just took pods is not filled up at once by
+// another node's, which would only make it a candidate again later.
+func (p *pass) settling(cand *Candidate) bool {
+	np := p.pools[cand.NodePool]
+	if np == nil || cand.NodeClaim == nil || !cand.Initialized {
+		return false
+	}
+	after := np.Spec.Disruption.ConsolidateAfter.Duration
+	if after == nil || *after <= 0 {
+		return false
+	}
+	return p.c.Now.Before(lastPodEvent(cand.NodeClaim).Add(*after))
 }
 
 // NextConsolidatable is the first moment after c.Now at which a node not
@@ -655,7 +684,7 @@ func (p *pass) alsoPending(res *provisioning.Results) string {
 
 // consolidateWhy is consolidate, with the reason when it finds no command.
 func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Method) (*Command, string) {
-	res, ok := p.simulate(ctx, cands)
+	res, ok := p.simulateConsolidation(ctx, cands)
 	switch {
 	case !ok:
 		return nil, "its pods would not all fit elsewhere: " + podError(res)
@@ -767,6 +796,16 @@ func podError(res *provisioning.Results) string {
 	return e.Pod.Namespace + "/" + e.Pod.Name + ": " + e.Reason
 }
 
+// simulateConsolidation is simulate for consolidation, as upstream's
+// (since v1.14): the candidates' pods, but pending ones, may not land on a
+// node that is settling.
+func (p *pass) simulateConsolidation(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
+	return p.simulation("consolidation", cands, func() (*provisioning.Results, bool, bool) {
+		res, ok := p.solve(ctx, cands, true)
+		return res, ok, ctx.Err() == nil
+	})
+}
+
 // simulate reschedules the candidates' pods onto the rest of the cluster
 // with the provisioning scheduler; ok is false if any pod has nowhere to go.
 //
@@ -777,22 +816,30 @@ func podError(res *provisioning.Results) string {
 // The answer is remembered in the cluster's Memo (see simulation): callers
 // must not modify it.
 func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
-	return p.simulation(cands, func() (*provisioning.Results, bool, bool) {
-		res, ok := p.solve(ctx, cands)
+	return p.simulation("", cands, func() (*provisioning.Results, bool, bool) {
+		res, ok := p.solve(ctx, cands, false)
 		return res, ok, ctx.Err() == nil
 	})
 }
 
-// solve is simulate's scheduling run.
-func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
+// solve is simulate's scheduling run (simulateConsolidation's with
+// consolidation).
+func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool) (*provisioning.Results, bool) {
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
 	mustPlace := map[*corev1.Pod]bool{}
+	var moving map[*corev1.Pod]bool
+	if consolidation {
+		moving = map[*corev1.Pod]bool{}
+	}
 	for _, cand := range cands {
 		removed[cand] = true
 		for _, pod := range p.podsOf(cand) {
 			pods = append(pods, pod)
 			mustPlace[pod] = true
+			if consolidation && pod.Status.Phase != corev1.PodPending {
+				moving[pod] = true
+			}
 		}
 	}
 	if !p.withoutPending {
@@ -814,8 +861,14 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate) (*provisioning.Res
 			n.MarkedForDeletion = true
 			node = &n
 		}
+		if consolidation && p.settling(cand) {
+			n := *node
+			n.Settling = true
+			node = &n
+		}
 		snap.Nodes = append(snap.Nodes, node)
 	}
+	snap.Moving = moving
 	snap.Nodes = append(snap.Nodes, p.c.Unmanaged...)
 	if p.planner == nil {
 		p.planner = p.c.Planner

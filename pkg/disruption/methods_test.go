@@ -686,3 +686,34 @@ func TestNextConsolidatable(t *testing.T) {
 		t.Errorf("with every node consolidatable: %s, want zero", got)
 	}
 }
+
+// TestSettlingNodesAreNoDestination: as upstream since v1.14, a
+// consolidation moves no running pod onto a node whose NodePool's
+// consolidateAfter has not passed since its last pod event; a pending pod
+// may still go there.
+func TestSettlingNodesAreNoDestination(t *testing.T) {
+	np := nodePool("p") // consolidateAfter 30s
+	medium, large := types()[1], types()[2]
+	build := func(bLastEvent time.Duration, podPhase corev1.PodPhase) *Cluster {
+		a := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.Status.Phase = podPhase }))
+		b := node("b", np, large, v1.CapacityTypeOnDemand, podOn("14"))
+		b.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-bLastEvent))
+		return cluster(np, a, b)
+	}
+	// b took a pod 10 s ago: a's pod may not go there; a is replaced by a
+	// cheaper small node instead of deleted.
+	cmd := only(t, Compute(context.Background(), build(10*time.Second, corev1.PodRunning), Options{}))
+	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
+		t.Fatalf("b settling: got %s, want a replaced", cmd)
+	}
+	// A minute ago: b is settled, a's pod moves there, a is deleted.
+	cmd = only(t, Compute(context.Background(), build(time.Minute, corev1.PodRunning), Options{}))
+	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
+		t.Fatalf("b settled: got %s, want a deleted", cmd)
+	}
+	// a's pod is still Pending (bound, not started): it may go to b.
+	cmd = only(t, Compute(context.Background(), build(10*time.Second, corev1.PodPending), Options{}))
+	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
+		t.Fatalf("a pending pod may go to a settling node: got %s, want a deleted", cmd)
+	}
+}

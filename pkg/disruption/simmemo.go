@@ -67,7 +67,7 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 	field(h, strconv.FormatBool(p.withoutPending))
 	field(h, p.c.Volumes.Key())
 	for _, cand := range p.c.Nodes {
-		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion)
+		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion) + strconv.FormatBool(p.settling(cand))
 		if !node(cand.Node, flags) {
 			return p.world, false
 		}
@@ -95,7 +95,7 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 // simulation returns the remembered answer of a simulation, or runs it and
 // remembers it (when the cluster's Planner and Memo are set, every object
 // has a content key, and the run was not cut short by ctx).
-func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
+func (p *pass) simulation(kind string, cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
 	m := p.c.Memo
 	world, keyed := p.simWorld()
 	if m == nil || p.c.Planner == nil || !keyed {
@@ -103,7 +103,7 @@ func (p *pass) simulation(cands []*Candidate, run func() (*provisioning.Results,
 		return res, ok
 	}
 	scope := simScope{planner: p.c.Planner, policy: p.c.Policy, world: world}
-	var k string
+	k := kind + "|"
 	for _, cand := range cands {
 		k += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
 	}

@@ -26,6 +26,9 @@ type scheduler struct {
 	claims    []*claim
 	classes   map[uint64]*podClass
 	volumes   Volumes
+	// moving are pods that skip Settling nodes (Snapshot.Moving): per pod,
+	// not per class, as a pending pod of the same class may go there.
+	moving map[*corev1.Pod]bool
 	// poolChecks is the planner's cache of class-to-pool checks by class
 	// key (nil: none).
 	poolChecks map[uint64][]*classPool
@@ -295,7 +298,7 @@ type prepared struct {
 // scheduler, with the nodes added as targets.
 func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepared {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
-		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.Policy.MinValues}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.Policy.MinValues, moving: snap.Moving}
 	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -776,6 +779,9 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 			var err error
 			var permanent bool
 			if idx < len(s.existing) {
+				if s.existing[idx].node.Settling && s.moving[pod] {
+					continue
+				}
 				permanent, err = s.existing[idx].tryAdd(s, c, pod)
 			} else {
 				permanent, err = s.claims[idx-len(s.existing)].tryAdd(s, c, pod)

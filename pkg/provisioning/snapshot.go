@@ -35,6 +35,10 @@ type Snapshot struct {
 	// NoClaimCaps plans Joiner's way without claim caps (see claimCaps):
 	// for a consolidation's simulation, which may replace with one node.
 	NoClaimCaps bool
+	// Moving are the pods a consolidation simulation moves off its
+	// candidates. As upstream since v1.14, none may land on a Settling
+	// node; pending pods and the pods of deleting nodes may.
+	Moving map[*corev1.Pod]bool
 	// Policy: whose choices to make where Joiner and upstream differ
 	// (DecisionsJoiner, the default, or DecisionsKarpenter), and the
 	// minValues policy — MinValuesStrict (the default) leaves a pod a
@@ -71,6 +75,9 @@ type Node struct {
 	InFlight bool
 	// MarkedForDeletion nodes take no new pods but still count for limits.
 	MarkedForDeletion bool
+	// Settling nodes are inside their NodePool's consolidateAfter since
+	// their last pod event: they take no pod of Snapshot.Moving.
+	Settling bool
 }
 
 // nodeMemo is what a Planner or FilterCache derives from a node alone: its
