@@ -78,10 +78,12 @@ against spec.limits.
 			if err != nil {
 				return err
 			}
+			ex.Ignored = in.ignored
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
 			writeNodePoolExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
+			writeIgnored(cmd.OutOrStdout(), in.ignored)
 			return nil
 		},
 	}
@@ -110,10 +112,12 @@ cheaper replacement and what the cheapest costs, or what would be done.
 			if err != nil {
 				return err
 			}
+			ex.Ignored = in.ignored
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
 			writeNodeExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
+			writeIgnored(cmd.OutOrStdout(), in.ignored)
 			return nil
 		},
 	}
@@ -150,10 +154,15 @@ topology spread or pod (anti-)affinity it cannot meet).
 				return fmt.Errorf("%s: %w", in.where, err)
 			}
 			ex.Simulator = in.gaveUp[ex.Pod]
+			ex.Ignored = in.ignored
 			if f.output == "json" {
 				return writeJSON(cmd.OutOrStdout(), ex)
 			}
-			return writePodExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout()))
+			if err := writePodExplanation(cmd.OutOrStdout(), ex, paletteFor(cmd.OutOrStdout())); err != nil {
+				return err
+			}
+			writeIgnored(cmd.OutOrStdout(), in.ignored)
+			return nil
 		},
 	}
 	f.register(cmd)

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 )
 
@@ -53,6 +54,7 @@ catalog are synthetic.`,
 				return err
 			}
 			p := plan.Run(cmd.Context(), in.cluster, in.now, plan.Options{Policy: policy})
+			p.Ignored = in.ignored
 			return writePlanAs(cmd.OutOrStdout(), p, in, output)
 		},
 	}
@@ -76,6 +78,14 @@ func writePlanAs(w io.Writer, p *plan.Plan, in *clusterInput, output string) err
 	}
 	writePlan(w, p, in, paletteFor(w))
 	return nil
+}
+
+// writeIgnored says, one note per reason, which objects of the input were
+// left out and what that means.
+func writeIgnored(w io.Writer, ig []manifest.Ignored) {
+	for _, line := range manifest.IgnoredLines(ig, 10) {
+		fmt.Fprintf(w, "note: left out: %s\n", line)
+	}
 }
 
 func loadCatalog(file string) (*catalog.Catalog, error) {
@@ -105,14 +115,7 @@ func writePlanNotes(w io.Writer, p *plan.Plan, in *clusterInput) {
 	for _, a := range in.notes {
 		fmt.Fprintf(w, "note: %s\n", a)
 	}
-	if len(in.skipped) > 0 {
-		var kinds []string
-		for k, n := range in.skipped {
-			kinds = append(kinds, fmt.Sprintf("%s %d", k, n))
-		}
-		sort.Strings(kinds)
-		fmt.Fprintf(w, "note: not read (a plan has no use for them): %s\n", strings.Join(kinds, ", "))
-	}
+	writeIgnored(w, in.ignored)
 	if len(in.gaveUp) > 0 {
 		pods := make([]string, 0, len(in.gaveUp))
 		for p := range in.gaveUp {

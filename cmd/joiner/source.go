@@ -16,6 +16,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -53,8 +54,8 @@ type clusterInput struct {
 	now     time.Time
 	// notes: what was assumed reading it (catalog defaults).
 	notes []string
-	// skipped counts documents of kinds a plan does not read.
-	skipped map[string]int
+	// ignored are the documents of kinds not modelled.
+	ignored []manifest.Ignored
 	// gaveUp: pods the simulator's launch-loop guard gave up on, and why.
 	gaveUp map[string]string
 	// where says what was read, for errors: "the manifests", …
@@ -110,7 +111,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 	for _, a := range assumptions {
 		notes = append(notes, "catalog: "+a)
 	}
-	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, skipped: objs.Skipped, where: where}, nil
+	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.Ignored, where: where}, nil
 }
 
 // readLive lists the cluster's objects through the kubeconfig.
@@ -175,7 +176,7 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}
-	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp,
+	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: in.Ignored,
 		where: "the simulation of scenario " + name}, nil
 }
 

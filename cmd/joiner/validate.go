@@ -200,6 +200,10 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 				r.problems = append(r.problems, ps...)
 			default:
 				r.other++
+				if why, ok := manifest.Unmodelled(d.Kind); ok {
+					r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name,
+						Message: why + "; simulate, plan and explain name it among what they leave out", Warning: true})
+				}
 			}
 		}
 	}

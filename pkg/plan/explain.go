@@ -12,6 +12,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -20,6 +21,9 @@ import (
 type NodePoolExplanation struct {
 	NodePool string    `json:"nodePool"`
 	At       time.Time `json:"at"`
+	// Ignored are the input's objects of kinds not modelled (omitted when
+	// none), as in every explanation.
+	Ignored []manifest.Ignored `json:"ignored,omitempty"`
 	// Nodes of the pool; Initialized of them count toward budget
 	// percentages, Disrupting (being deleted, or not Ready) against them.
 	Nodes       int `json:"nodes"`
@@ -147,9 +151,10 @@ func poolNodes(c *state.Cluster, pool string, now time.Time) disruption.PoolNode
 
 // NodeExplanation is what each disruption method makes of a node now.
 type NodeExplanation struct {
-	Node    string    `json:"node"`
-	At      time.Time `json:"at"`
-	Methods []Method  `json:"methods"`
+	Node    string             `json:"node"`
+	At      time.Time          `json:"at"`
+	Methods []Method           `json:"methods"`
+	Ignored []manifest.Ignored `json:"ignored,omitempty"`
 }
 
 // Method is one method's answer.

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -35,6 +36,9 @@ type PodExplanation struct {
 	// (it gave up launching nodes for the pod), "" for none.
 	Simulator string        `json:"simulator,omitempty"`
 	Pools     []PoolVerdict `json:"nodePools"`
+	// Ignored are the input's objects of kinds not modelled (omitted when
+	// none).
+	Ignored []manifest.Ignored `json:"ignored,omitempty"`
 }
 
 // PoolVerdict is one NodePool's answer: a new node of it can run the pod

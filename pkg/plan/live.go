@@ -44,7 +44,7 @@ func NewScheme() (*runtime.Scheme, error) {
 // Its complexity (21) is one list per kind, each with its not-served and
 // error cases.
 func Read(ctx context.Context, r client.Reader) (*Objects, error) {
-	out := &Objects{Skipped: map[string]int{}}
+	out := &Objects{}
 	pools := &v1.NodePoolList{}
 	if err := list(ctx, r, "NodePools", pools); err != nil {
 		return nil, err

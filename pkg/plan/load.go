@@ -44,8 +44,8 @@ type Objects struct {
 	// lists, or manifests that hold any of them), so a pod whose claim,
 	// volume or class is not among them waits, as upstream's.
 	VolumesComplete bool
-	// Skipped counts documents of the kinds a plan does not read.
-	Skipped map[string]int
+	// Ignored are the documents of kinds a plan does not read, by place.
+	Ignored []manifest.Ignored
 }
 
 // Load reads the YAML files and directories — manifests as written, or
@@ -56,7 +56,7 @@ func Load(paths []string) (*Objects, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := &Objects{Skipped: map[string]int{}}
+	out := &Objects{}
 	var problems []string
 	var loaded []*manifest.Document
 	for _, path := range paths {
@@ -165,11 +165,15 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		case *v1alpha1.NodeOverlay:
 			o.NodeOverlays = append(o.NodeOverlays, t)
 		default:
-			o.Skipped[d.Kind]++
+			o.Ignored = append(o.Ignored, manifest.NewIgnored(d, ""))
 		}
 		return nil
 	}
-	o.Skipped[d.Kind]++
+	why := ""
+	if manifest.IsBuiltin(d) {
+		why = "not read: a plan works from the Pods themselves, not their controllers (kubectl get pods -o yaml)"
+	}
+	o.Ignored = append(o.Ignored, manifest.NewIgnored(d, why))
 	return nil
 }
 

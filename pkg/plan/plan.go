@@ -18,6 +18,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -42,6 +43,9 @@ type Plan struct {
 	// NodeOverlays say which overlays applied and which were refused
 	// (omitted when there are none).
 	NodeOverlays []NodeOverlay `json:"nodeOverlays,omitempty"`
+	// Ignored are the input's objects of kinds the plan does not model
+	// (omitted when none).
+	Ignored []manifest.Ignored `json:"ignored,omitempty"`
 }
 
 // NodeOverlay is what became of one NodeOverlay: applied to so many

@@ -19,7 +19,7 @@ import (
 // zones, catalog, events and faults (the start and length are the
 // recording's). What over holds beyond that is named in the notes.
 func (r *Recording) Input(name string, over *scenario.Input) (*scenario.Input, error) {
-	in := &scenario.Input{Name: name, Scenario: scenario.DefaultScenario(), Skipped: map[string]int{}}
+	in := &scenario.Input{Name: name, Scenario: scenario.DefaultScenario()}
 	spec := &in.Scenario.Spec
 	spec.Start = r.Start
 	spec.Duration = metav1.Duration{Duration: r.End.Sub(r.Start)}

@@ -53,8 +53,9 @@ type Input struct {
 	// volumeRefs are the claims, volumes and classes the documents name,
 	// checked once all are loaded.
 	volumeRefs []volumeRef
-	// Skipped counts documents of kinds the simulator has no model for.
-	Skipped map[string]int
+	// Ignored are the documents the simulator does not act on (kinds it
+	// has no model for), by place: the report names each.
+	Ignored []manifest.Ignored
 	// Notes say what the load assumed or left out (default scenario
 	// settings, fields upstream Karpenter accepts that Joiner does not
 	// model); the report carries them.
@@ -96,7 +97,7 @@ var DefaultStart = time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
 // are decoded strictly. Any problem fails the whole load, naming the file,
 // document and field; `joiner validate` runs the same checks.
 func Load(fsys fs.FS, dir, name string) (*Input, error) {
-	in := &Input{Name: name, Skipped: map[string]int{}}
+	in := &Input{Name: name}
 	in.Scenario = DefaultScenario()
 	files, err := manifest.YAMLFiles(fsys, dir)
 	if err != nil {
@@ -154,7 +155,7 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 		in.ScaledObjects = append(in.ScaledObjects, so)
 		return nil
 	case "apps/v1/ReplicaSet":
-		in.Skipped["ReplicaSet (owned by its Deployment)"]++
+		in.Ignored = append(in.Ignored, manifest.NewIgnored(d, "not simulated on its own: the simulator makes a Deployment's ReplicaSets itself"))
 		return nil
 	}
 	if manifest.IsKarpenter(d) {
@@ -169,10 +170,10 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 			}
 			in.Notes = append(in.Notes, note+w.Message)
 		}
-		in.addKarpenter(obj, d.Kind)
+		in.addKarpenter(obj, d)
 		return nil
 	}
-	in.Skipped[d.Kind]++
+	in.Ignored = append(in.Ignored, manifest.NewIgnored(d, ""))
 	return nil
 }
 
@@ -213,9 +214,9 @@ func (in *Input) addBuiltin(obj any) {
 	}
 }
 
-// addKarpenter files a decoded Karpenter object under its kind; kind names
-// one the simulator has no use for.
-func (in *Input) addKarpenter(obj any, kind string) {
+// addKarpenter files a decoded Karpenter object under its kind; d is the
+// document it came from.
+func (in *Input) addKarpenter(obj any, d *manifest.Document) {
 	switch o := obj.(type) {
 	case *v1.NodePool:
 		in.NodePools = append(in.NodePools, o)
@@ -224,9 +225,9 @@ func (in *Input) addKarpenter(obj any, kind string) {
 	case *v1alpha1.NodeOverlay:
 		in.NodeOverlays = append(in.NodeOverlays, o)
 	case *v1.NodeClaim:
-		in.Skipped["NodeClaim (the simulator launches its own)"]++
+		in.Ignored = append(in.Ignored, manifest.NewIgnored(d, "the simulator launches its own NodeClaims"))
 	case nil:
-		in.Skipped[kind+" (not modelled)"]++
+		in.Ignored = append(in.Ignored, manifest.NewIgnored(d, ""))
 	}
 }
 

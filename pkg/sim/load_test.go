@@ -19,8 +19,8 @@ func TestLoadKubectlDump(t *testing.T) {
 		t.Fatalf("want 1 NodePool and 1 Deployment (owned Pods and ReplicaSets come from it), got %d, %d, %d pods",
 			len(in.NodePools), len(in.Deployments), len(in.Pods))
 	}
-	if len(in.Services) != 1 || in.Skipped["ReplicaSet (owned by its Deployment)"] != 1 {
-		t.Errorf("skipped: %v", in.Skipped)
+	if len(in.Services) != 1 || len(in.Ignored) != 1 || in.Ignored[0].Kind != "ReplicaSet" {
+		t.Errorf("ignored: %v", in.Ignored)
 	}
 	if in.Scenario.Spec.Duration.Hours() != 24 || !in.Scenario.Spec.Start.Equal(scenario.DefaultStart) {
 		t.Errorf("defaults without scenario.yaml: %+v", in.Scenario.Spec)

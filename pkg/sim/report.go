@@ -11,6 +11,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -45,8 +46,10 @@ type Report struct {
 	Notes                []string          `json:"notes"`
 	// LaunchLoops are pods nodes were launched for again and again that
 	// never bound to them: a finding, not a cost to simulate.
-	LaunchLoops  []LaunchLoop   `json:"launchLoops"`
-	SkippedKinds map[string]int `json:"skippedKinds,omitempty"`
+	LaunchLoops []LaunchLoop `json:"launchLoops"`
+	// Ignored are the input's objects of kinds the simulator does not
+	// model, each with its file, line and what leaving it out means.
+	Ignored []manifest.Ignored `json:"ignored"`
 	// Repairs, in a run with node failures, counts them and node repair's
 	// replacements.
 	Repairs *Repairs `json:"repairs,omitempty"`
@@ -430,7 +433,7 @@ func (e *engine) finish() *Report {
 	r := e.rep
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, SkippedKinds: e.in.Skipped}
+		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.in.Ignored}
 	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
 	if e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour > 0 {
 		repairs := r.repairs
@@ -441,6 +444,9 @@ func (e *engine) finish() *Report {
 	}
 	if rep.Notes == nil {
 		rep.Notes = []string{}
+	}
+	if rep.Ignored == nil {
+		rep.Ignored = []manifest.Ignored{}
 	}
 	peak := e.costs(rep)
 	total := 0

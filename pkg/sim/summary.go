@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
 // WriteSummary prints the report as a person reads it in ten seconds.
@@ -123,9 +125,17 @@ func writeDisruptions(w io.Writer, r *Report) {
 	}
 }
 
-// writeNotes prints what the NodeOverlays did and the first notes.
+// writeNotes prints what the NodeOverlays did, the first notes and what
+// the simulation left out.
 func writeNotes(w io.Writer, r *Report) {
 	writeOverlays(w, r.NodeOverlays)
+	for i, line := range manifest.IgnoredLines(r.Ignored, 10) {
+		label := "               "
+		if i == 0 {
+			label = "Left out       "
+		}
+		fmt.Fprintf(w, "%s%s\n", label, line)
+	}
 	if len(r.Notes) > 0 {
 		const shown = 5
 		for i, n := range r.Notes[:min(shown, len(r.Notes))] {
