@@ -443,7 +443,7 @@ var nonZeroDefaults = corev1.ResourceList{
 // nonZeroRequests are a pod's cpu (m) and memory requests with containers
 // that request none counted at kube-scheduler's defaults (100m, 200 MiB).
 func nonZeroRequests(p *corev1.Pod) [2]int64 {
-	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults})
+	r := resourcehelper.PodRequests(p, resourcehelper.PodResourcesOptions{NonMissingContainerRequests: nonZeroDefaults, UseStatusResources: true})
 	return [2]int64{r.Cpu().MilliValue(), r.Memory().Value()}
 }
 

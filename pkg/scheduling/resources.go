@@ -12,9 +12,14 @@ import (
 
 // PodRequests is what a pod needs from a node: the effective requests of its
 // containers (init and sidecar containers as the kubelet accounts for them,
-// pod-level resources when set) plus its overhead, plus one pod slot.
+// pod-level resources when set) plus its overhead, plus one pod slot. A
+// container being resized in place counts at the larger of its spec and
+// what its status says the kubelet holds (status.containerStatuses[].
+// resources, allocatedResources), as kube-scheduler counts it with
+// InPlacePodVerticalScaling (on by default since Kubernetes 1.33) and
+// upstream Karpenter since v1.14 (UseStatusResources).
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
-	out := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{})
+	out := resourcehelper.PodRequests(pod, resourcehelper.PodResourcesOptions{UseStatusResources: true})
 	out[corev1.ResourcePods] = *resource.NewQuantity(1, resource.DecimalSI)
 	return out
 }

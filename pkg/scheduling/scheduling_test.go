@@ -179,3 +179,28 @@ func TestNodeAffinityMatchesNode(t *testing.T) {
 		t.Error("NotIn matches a node without the label")
 	}
 }
+
+// TestPodRequestsDuringResize: a container being resized in place counts
+// at the larger of its spec and what the kubelet holds for it
+// (UseStatusResources), as kube-scheduler and upstream Karpenter count it.
+func TestPodRequestsDuringResize(t *testing.T) {
+	pod := func(specCPU, statusCPU string) *corev1.Pod {
+		c := container(specCPU, "1Gi")
+		c.Name = "app"
+		return &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}},
+			Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Resources: &corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(statusCPU), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+	}
+	for _, tc := range []struct {
+		name, spec, status, want string
+	}{
+		{"a resize down in progress: the kubelet still holds the old requests", "1", "2", "2"},
+		{"a resize up not yet done: the spec", "3", "1", "3"},
+		{"resized", "2", "2", "2"},
+	} {
+		got := PodRequests(pod(tc.spec, tc.status))
+		if q := got[corev1.ResourceCPU]; q.Cmp(resource.MustParse(tc.want)) != 0 {
+			t.Errorf("%s: cpu %s, want %s", tc.name, q.String(), tc.want)
+		}
+	}
+}
