@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -108,6 +109,26 @@ type Event struct {
 	// NodeClassAMI changes the image an EC2NodeClass selects: nodes launched
 	// before drift.
 	NodeClassAMI *NodeClassAMI `json:"nodeClassAMI,omitempty"`
+	// Resize changes a workload's container requests, and its pods' in
+	// place as the kubelet resizes them (InPlacePodVerticalScaling).
+	Resize *Resize `json:"resize,omitempty"`
+}
+
+// Resize is an in-place resize of a Deployment's or StatefulSet's pods:
+// its template takes the new requests (pods made from now on have them),
+// and each live pod is resized — a pending one at once; a running one at
+// once when its node has room, else deferred until it has (the kubelet's
+// PodResizePending Deferred), or never when the node is too small for it
+// (Infeasible). Meanwhile the pod counts at the larger of old and new, as
+// kube-scheduler and upstream Karpenter count it.
+type Resize struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	// Container names the container to resize; it may be left out when
+	// the pods have one.
+	Container string              `json:"container,omitempty"`
+	Requests  corev1.ResourceList `json:"requests"`
 }
 
 // NodeClassAMI is a new amiSelectorTerms alias for a node class.
@@ -266,6 +287,25 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 	}
 	if err := s.Spec.SchedulerConfig.Validate(); err != nil {
 		bad("spec.schedulerConfig", err.Error())
+	}
+	for i, ev := range s.Spec.Events {
+		at := fmt.Sprintf("spec.events[%d]", i)
+		if (ev.NodeClassAMI == nil) == (ev.Resize == nil) {
+			bad(at, "an event does one thing: give exactly one of nodeClassAMI and resize")
+		}
+		if ev.At.Duration < 0 || ev.At.Duration >= s.Spec.Duration.Duration {
+			bad(at+".at", fmt.Sprintf("%s is outside the run: use an offset from its start, from 0s to under spec.duration (%s)", ev.At.Duration, s.Spec.Duration.Duration))
+		}
+		if r := ev.Resize; r != nil {
+			switch {
+			case r.Kind != "Deployment" && r.Kind != "StatefulSet":
+				bad(at+".resize.kind", fmt.Sprintf("%q: resize a Deployment's or a StatefulSet's pods", r.Kind))
+			case r.Name == "":
+				bad(at+".resize.name", "required: the workload whose pods are resized")
+			case len(r.Requests) == 0:
+				bad(at+".resize.requests", "required: the new requests, e.g. {cpu: 750m, memory: 1Gi}")
+			}
+		}
 	}
 	f := s.Spec.Faults
 	for _, r := range []struct {

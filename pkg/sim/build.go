@@ -49,6 +49,9 @@ func (e *engine) buildWorkloads() error {
 	if err := e.buildScaledObjects(byName, loads); err != nil {
 		return err
 	}
+	if err := e.buildResizes(byName); err != nil {
+		return err
+	}
 	return e.buildCronJobs(prio, runtimes)
 }
 

@@ -84,6 +84,11 @@ type Launch struct {
 }
 
 type engine struct {
+	// resizes are the scenario's resize events, their targets found;
+	// deferred the pods whose resize waits for room on their node.
+	resizes  []*resizeTarget
+	deferred []deferredResize
+
 	in    *scenario.Input
 	opts  Options
 	fsys  fs.FS
@@ -380,7 +385,15 @@ func (e *engine) schedule() {
 			if a := ev.NodeClassAMI; a != nil {
 				e.setNodeClass(e.nodeClassWithImage(a.Name, a.Alias))
 			}
+			for _, t := range e.resizes {
+				if t.r == ev.Resize {
+					e.resize(t)
+				}
+			}
 		})
+	}
+	if len(e.resizes) > 0 {
+		e.clk.every(e.start.Add(resizeEvery), resizeEvery, e.end, e.retryResizes)
 	}
 	for _, w := range e.in.Scenario.Spec.Faults.CapacityWindows() {
 		e.clk.at(e.start.Add(w.From), func() { e.setCapacity(w, false) })

@@ -53,6 +53,9 @@ type Report struct {
 	// Repairs, in a run with node failures, counts them and node repair's
 	// replacements.
 	Repairs *Repairs `json:"repairs,omitempty"`
+	// Resizes, in a scenario with resize events, says what each did to
+	// its pods.
+	Resizes []ResizeReport `json:"resizes,omitempty"`
 	// NodeOverlays, in a scenario with any, says what each did.
 	NodeOverlays []OverlayReport `json:"nodeOverlays,omitempty"`
 }
@@ -217,6 +220,7 @@ type Sample struct {
 
 type recorder struct {
 	e           *engine
+	resizes     []*ResizeReport
 	startups    []float64
 	byWorkload  map[string][]float64
 	created     int
@@ -444,6 +448,9 @@ func (e *engine) finish() *Report {
 	}
 	if rep.Notes == nil {
 		rep.Notes = []string{}
+	}
+	for _, rz := range r.resizes {
+		rep.Resizes = append(rep.Resizes, *rz)
 	}
 	if rep.Ignored == nil {
 		rep.Ignored = []manifest.Ignored{}

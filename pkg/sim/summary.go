@@ -129,6 +129,19 @@ func writeDisruptions(w io.Writer, r *Report) {
 // the simulation left out.
 func writeNotes(w io.Writer, r *Report) {
 	writeOverlays(w, r.NodeOverlays)
+	for i, rz := range r.Resizes {
+		label := "               "
+		if i == 0 {
+			label = "Resizes        "
+		}
+		reqs := make([]string, 0, len(rz.Requests))
+		for k, v := range rz.Requests {
+			reqs = append(reqs, k+" "+v)
+		}
+		sort.Strings(reqs)
+		fmt.Fprintf(w, "%s%s %s %s → %s: %d pods, %d at once, %d deferred for room (%d done later), %d infeasible\n", label, rz.At.Format("Mon 15:04"),
+			rz.Workload, rz.Container, strings.Join(reqs, ", "), rz.Pods, rz.InPlace, rz.Deferred, rz.DoneLater, rz.Infeasible)
+	}
 	for i, line := range manifest.IgnoredLines(r.Ignored, 10) {
 		label := "               "
 		if i == 0 {
