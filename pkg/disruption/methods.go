@@ -709,6 +709,9 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 	if cmd.Savings <= 0 {
 		return nil, "no saving"
 	}
+	if why := p.placed(cands, cmd); why != "" {
+		return nil, why
+	}
 	moves, approved := p.judge(cmd)
 	p.judged = moves
 	if !approved {

@@ -1,0 +1,137 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+)
+
+// placed checks a consolidation command the way the cluster will carry it
+// out, in Joiner's decisions: the moved pods are bound by kube-scheduler
+// (its filters and its scores: least-allocated first, spread), not by the
+// packer whose simulation found the command, so a pod the simulation put
+// on the replacement may land on another node and leave the next one
+// without room. A command under which kube-scheduler's model leaves a
+// moved pod pending is refused — upstream takes it and then launches a
+// NodeClaim for that pod, which a later round consolidates again: the
+// churn of a constant workload. The replacement is tried in each zone its
+// cheapest type is offered in, cheapest first, and pinned to the first
+// that holds every pod.
+//
+// It returns why not ("" when the command stands); cmd's replacement may
+// be narrowed to one zone.
+func (p *pass) placed(cands []*Candidate, cmd *Command) string {
+	if p.c.Policy.Karpenter() {
+		return ""
+	}
+	removed := map[*Candidate]bool{}
+	var pods []*corev1.Pod
+	for _, cand := range cands {
+		removed[cand] = true
+		for _, pod := range p.podsOf(cand) {
+			cp := *pod
+			cp.Spec.NodeName = ""
+			pods = append(pods, &cp)
+		}
+	}
+	if len(pods) == 0 {
+		return ""
+	}
+	var nodes []*provisioning.Node
+	for _, cand := range p.c.Nodes {
+		switch {
+		case removed[cand]:
+		case cand.Disrupting && !cand.Node.MarkedForDeletion:
+			n := *cand.Node
+			n.MarkedForDeletion = true
+			nodes = append(nodes, &n)
+		default:
+			nodes = append(nodes, cand.Node)
+		}
+	}
+	nodes = append(nodes, p.c.Unmanaged...)
+	if len(cmd.Replacements) == 0 {
+		if n := p.unplaced(nodes, pods); n > 0 {
+			return fmt.Sprintf("kube-scheduler would leave %d of the moved pods pending (it spreads them by least-allocated; the simulation packed them)", n)
+		}
+		return ""
+	}
+	r := cmd.Replacements[0]
+	it := r.InstanceTypes[0]
+	offerings := append(cloudprovider.Offerings(nil), it.Offerings...)
+	sort.SliceStable(offerings, func(i, j int) bool {
+		if offerings[i].Price != offerings[j].Price {
+			return offerings[i].Price < offerings[j].Price
+		}
+		return offerings[i].Zone < offerings[j].Zone
+	})
+	tried := map[string]bool{}
+	least := len(pods)
+	for _, o := range offerings {
+		if !o.Available || tried[o.Zone] || !r.Requirements.Get(v1.LabelZone).Has(o.Zone) || !r.Requirements.Get(v1.LabelCapacityType).Has(o.CapacityType) {
+			continue
+		}
+		tried[o.Zone] = true
+		n := p.unplaced(append(nodes[:len(nodes):len(nodes)], replacementNode(r, it, o)), pods)
+		if n == 0 {
+			if r.Requirements.Get(v1.LabelZone).Len() > 1 {
+				pinned := *r
+				pinned.Requirements = r.Requirements.Copy()
+				pinned.Requirements[v1.LabelZone] = scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, o.Zone)
+				cmd.Replacements = []*provisioning.NodeClaimPlan{&pinned}
+			}
+			return ""
+		}
+		least = min(least, n)
+	}
+	return fmt.Sprintf("kube-scheduler would leave %d of the moved pods pending beside a %s replacement in any zone (it spreads them by least-allocated; the simulation packed them)", least, it.Name)
+}
+
+// unplaced is how many of the pods kube-scheduler's model leaves unbound
+// on the nodes.
+func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
+	res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
+	return len(res.Unschedulable) + len(res.Preemptions)
+}
+
+// replacementNode is the node a replacement plan would be as kube-scheduler
+// sees it once registered: the type's labels and the plan's, in the
+// offering's zone and capacity type, its NodePool's taints, and what the
+// DaemonSets take of it already taken.
+func replacementNode(r *provisioning.NodeClaimPlan, it *cloudprovider.InstanceType, o *cloudprovider.Offering) *provisioning.Node {
+	labels := map[string]string{}
+	for _, reqs := range []scheduling.Requirements{it.Requirements, r.Requirements} {
+		for k, req := range reqs {
+			if vs := req.Values(); len(vs) == 1 {
+				labels[k] = vs[0]
+			}
+		}
+	}
+	name := "replacement-" + it.Name + "-" + o.Zone
+	labels[v1.LabelInstanceType] = it.Name
+	labels[v1.LabelZone] = o.Zone
+	labels[v1.LabelCapacityType] = o.CapacityType
+	labels[v1.LabelHostname] = name
+	labels[v1.LabelNodePool] = r.NodePool.Name
+	var podReqs []corev1.ResourceList
+	for _, pod := range r.Pods {
+		podReqs = append(podReqs, scheduling.PodRequests(pod))
+	}
+	daemons := scheduling.Subtract(r.Requests, scheduling.Add(podReqs...))
+	taints := append([]corev1.Taint(nil), r.NodePool.Spec.Template.Spec.Taints...)
+	alloc := it.Allocatable()
+	for k, q := range daemons {
+		if a, ok := alloc[k]; ok && q.Sign() > 0 {
+			a.Sub(q)
+			alloc[k] = a
+		}
+	}
+	return &provisioning.Node{Name: name, NodePool: r.NodePool.Name, Labels: labels, Taints: taints, Allocatable: alloc, Capacity: it.Capacity}
+}

@@ -1,0 +1,55 @@
+package disruption
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+)
+
+// TestConsolidationAsKubeSchedulerPlacesPods: x (16 cores) runs a 1-core
+// and a 3.5-core pod; e (4 cores) has 1.5 free. The packer moves the small
+// pod to e and the large one to a 4-core replacement — but kube-scheduler
+// binds the older, small pod first, to the emptiest node (the
+// replacement), and the large one then fits nowhere: upstream would
+// launch a NodeClaim for it a moment later. Joiner's decisions refuse that
+// replacement and say why; upstream's (decisions karpenter) take it.
+func TestConsolidationAsKubeSchedulerPlacesPods(t *testing.T) {
+	np := nodePool("p")
+	medium, large := types()[1], types()[2]
+	build := func() *Cluster {
+		small := podOn("1", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) })
+		big := podOn("3500m", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour)) })
+		return cluster(np, node("x", np, large, v1.CapacityTypeOnDemand, small, big), node("e", np, medium, v1.CapacityTypeOnDemand, podOn("2500m")))
+	}
+
+	upstream := build()
+	upstream.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
+	if cmd := only(t, Compute(context.Background(), upstream, Options{})); names(cmd.Candidates) != "x" || len(cmd.Replacements) != 1 {
+		t.Fatalf("decisions karpenter: got %s, want x replaced by a 4-core node", cmd)
+	}
+
+	cmd := only(t, Compute(context.Background(), build(), Options{}))
+	if names(cmd.Candidates) != "e" || len(cmd.Replacements) != 0 {
+		t.Fatalf("Joiner's decisions: got %s, want x kept and e deleted (its pod fits on x)", cmd)
+	}
+	answers, err := ExplainNode(context.Background(), build(), "x", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var why string
+	for _, a := range answers {
+		if a.Method == MethodSingleNode {
+			why = a.Why
+		}
+	}
+	if !strings.Contains(why, "kube-scheduler would leave 1 of the moved pods pending beside a medium replacement in any zone") {
+		t.Errorf("explain x: %q", why)
+	}
+}
