@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -95,10 +96,28 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 }
 
 // unplaced is how many of the pods kube-scheduler's model leaves unbound
-// on the nodes.
+// on the nodes, in the worse of two orders: as the node lists them, and
+// smallest first. The drain evicts them together and their controllers
+// make their replacements in no order one can know; smallest first is the
+// order least-allocated scoring does worst in (the small pods spread over
+// the emptiest nodes, the replacement first, before the large ones come).
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
-	res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
-	return len(res.Unschedulable) + len(res.Preemptions)
+	bind := func(pods []*corev1.Pod) int {
+		res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
+		return len(res.Unschedulable) + len(res.Preemptions)
+	}
+	n := bind(pods)
+	if n > 0 || len(pods) < 2 {
+		return n
+	}
+	cpu := make(map[*corev1.Pod]int64, len(pods))
+	for _, pod := range pods {
+		r := scheduling.PodRequests(pod)
+		cpu[pod] = r.Cpu().MilliValue()
+	}
+	smallFirst := slices.Clone(pods)
+	sort.SliceStable(smallFirst, func(i, j int) bool { return cpu[smallFirst[i]] < cpu[smallFirst[j]] })
+	return bind(smallFirst)
 }
 
 // replacementNode is the node a replacement plan would be as kube-scheduler

@@ -52,4 +52,13 @@ func TestConsolidationAsKubeSchedulerPlacesPods(t *testing.T) {
 	if !strings.Contains(why, "kube-scheduler would leave 1 of the moved pods pending beside a medium replacement in any zone") {
 		t.Errorf("explain x: %q", why)
 	}
+
+	// The large pod listed first: in that order kube-scheduler places both,
+	// but the replacements may come smallest first — the order checked too.
+	bigFirst := build()
+	x := bigFirst.Nodes[0].Node
+	x.Pods = []*corev1.Pod{x.Pods[1], x.Pods[0]}
+	if cmd := only(t, Compute(context.Background(), bigFirst, Options{})); names(cmd.Candidates) != "e" {
+		t.Fatalf("the large pod first: got %s, want x kept (smallest first strands the large pod)", cmd)
+	}
 }
