@@ -141,14 +141,7 @@ func (d *disrupter) policyOf(m disruption.Method, pool string) v1.ConsolidationP
 // ConsolidationApproved event with its score — on the node's claim for a
 // single node, on the NodePool for several — before its validation.
 func (d *disrupter) moves(dc *disruption.Cluster, moves []disruption.Move) {
-	claims := map[string]*v1.NodeClaim{}
-	for _, cand := range dc.Nodes {
-		claims[cand.Node.Name] = cand.NodeClaim
-	}
-	pools := map[string]*v1.NodePool{}
-	for _, np := range dc.NodePools {
-		pools[np.Name] = np
-	}
+	claims, pools := byName(dc)
 	word := map[bool]string{true: "approved", false: "rejected"}
 	for _, m := range moves {
 		policy := string(m.Policy)
@@ -167,6 +160,20 @@ func (d *disrupter) moves(dc *disruption.Cluster, moves []disruption.Move) {
 			d.events.event(pools[m.NodePool], nil, corev1.EventTypeNormal, "ConsolidationApproved", "%s", m.Score)
 		}
 	}
+}
+
+// byName are the cluster's NodeClaims by node name and NodePools by name,
+// for the events a pass's decision gives rise to.
+func byName(dc *disruption.Cluster) (map[string]*v1.NodeClaim, map[string]*v1.NodePool) {
+	claims := make(map[string]*v1.NodeClaim, len(dc.Nodes))
+	for _, cand := range dc.Nodes {
+		claims[cand.Node.Name] = cand.NodeClaim
+	}
+	pools := make(map[string]*v1.NodePool, len(dc.NodePools))
+	for _, np := range dc.NodePools {
+		pools[np.Name] = np
+	}
+	return claims, pools
 }
 
 // scaleStatic keeps static NodePools (spec.replicas) at their replicas,
@@ -206,14 +213,7 @@ func (d *disrupter) scaleStatic(ctx context.Context, dc *disruption.Cluster) err
 // budget, what it allows and until when. The event recorder folds the
 // repeats of later passes into one event's series.
 func (d *disrupter) blockedEvents(dc *disruption.Cluster, dec *disruption.Decision) {
-	claims := map[string]*v1.NodeClaim{}
-	for _, cand := range dc.Nodes {
-		claims[cand.Node.Name] = cand.NodeClaim
-	}
-	pools := map[string]*v1.NodePool{}
-	for _, np := range dc.NodePools {
-		pools[np.Name] = np
-	}
+	claims, pools := byName(dc)
 	byBudget := map[[2]string]bool{}
 	for _, b := range dec.Blocked {
 		if nc := claims[b.Node]; nc != nil {
