@@ -887,5 +887,42 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool
 			return res, false
 		}
 	}
+	if pe := p.onUninitialized(res, mustPlace); pe != nil {
+		// A copy: res may be what the Planner or the Memo keeps.
+		out := *res
+		out.Unschedulable = append([]*provisioning.PodError{pe}, res.Unschedulable...)
+		return &out, false
+	}
 	return res, true
+}
+
+// onUninitialized is a PodError for the first of the candidates' pods the
+// simulation put on a managed node that has not initialized yet (an
+// in-flight claim, or a node still starting), or nil. As upstream's
+// SimulateScheduling, a disruption is not decided on capacity that has
+// not proven itself: a node may never come up, and one still starting is
+// no place a drained pod can go now. Pending pods and those of nodes
+// already being disrupted may go there (they are not the command's).
+func (p *pass) onUninitialized(res *provisioning.Results, mustPlace map[*corev1.Pod]bool) *provisioning.PodError {
+	var starting map[string]bool
+	for _, plan := range res.ExistingNodes {
+		for _, pod := range plan.Pods {
+			if !mustPlace[pod] {
+				continue
+			}
+			if starting == nil {
+				starting = map[string]bool{}
+				for _, cand := range p.c.Nodes {
+					if !cand.Initialized {
+						starting[cand.Node.Name] = true
+					}
+				}
+			}
+			if starting[plan.Node.Name] {
+				why := "would schedule against node " + plan.Node.Name + ", which has not initialized yet"
+				return &provisioning.PodError{Pod: pod, Reason: why, ByNodePool: map[string]string{}}
+			}
+		}
+	}
+	return nil
 }

@@ -555,6 +555,39 @@ func TestConsolidationPlacesPendingPods(t *testing.T) {
 	}
 }
 
+// TestNoConsolidationOntoAStartingNode: as upstream's SimulateScheduling,
+// a node that has not initialized yet is no destination for a
+// candidate's pods — it may never come up — though pending pods may still
+// be planned onto it. Once it has initialized, the same cluster
+// consolidates onto it.
+func TestNoConsolidationOntoAStartingNode(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	starting := node("starting", np, medium, v1.CapacityTypeOnDemand, podOn("2"))
+	starting.Initialized = false
+	c := cluster(np, node("busy", np, medium, v1.CapacityTypeOnDemand, podOn("1")), starting)
+	c.Pending = []*corev1.Pod{podOn("500m")} // may still be planned there
+	d := Compute(context.Background(), c, Options{})
+	if len(d.Commands) != 0 {
+		t.Fatalf("busy's pod moved onto a node still starting: %s", d.Commands[0])
+	}
+	why, err := ExplainNode(context.Background(), c, "busy", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, a := range why {
+		found = found || strings.Contains(a.Why, "starting, which has not initialized yet")
+	}
+	if !found {
+		t.Errorf("explain does not say the destination is starting: %+v", why)
+	}
+	starting.Initialized = true
+	if cmd := only(t, Compute(context.Background(), c, Options{})); len(cmd.Candidates) != 1 || len(cmd.Replacements) != 0 {
+		t.Fatalf("once initialized, one node's pod goes to the other: got %s", cmd)
+	}
+}
+
 // TestWhichPodsBlock: as upstream, every active pod on the node counts —
 // DaemonSet pods too — for do-not-disrupt (a duration runs from the pod's
 // start; an invalid value is ignored) and for PDBs; terminal and

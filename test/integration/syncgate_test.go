@@ -151,9 +151,13 @@ func TestSyncGateHoldsDecisionsOnAPartialView(t *testing.T) {
 	}
 	t.Logf("/readyz: %v", c.ReadyzCheck()(nil))
 
+	// Two cores: the node made for it has no room left for a full node's
+	// three pods, so once that node is up no consolidation has a
+	// destination either (none may use it while it starts).
 	pending := pendingPodWith(t, kc, "gate-pending", func(p *corev1.Pod) {
 		p.Namespace = ns
 		p.Spec.NodeSelector = map[string]string{"gate": "yes"}
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
 	})
 	eventually(t, "the pending pod in the Store", func(context.Context) (bool, error) {
 		return c.Store().Pod(pending.Namespace, pending.Name) != nil, nil
