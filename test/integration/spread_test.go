@@ -87,6 +87,10 @@ profiles:
 			t.Fatal(err)
 		}
 	}
+	// Before the controller stops: an untainted pool left behind takes
+	// the pods of the tests after this one (CI found it so).
+	defer removePool(t, kc, pool, web)
+	defer func() { _ = kc.Delete(ctx, packed) }()
 	scale(t, kc, web, 6)
 	waitRunningWithin(t, kc, ns, 6, 3*time.Minute)
 	webZones := podZones(t, kc, ns, "web")
