@@ -29,6 +29,7 @@ var builtinKinds = map[string]func() any{
 	"scheduling.k8s.io/v1/PriorityClass":     func() any { return &schedulingv1.PriorityClass{} },
 	"v1/Service":                             func() any { return &corev1.Service{} },
 	"v1/Pod":                                 func() any { return &corev1.Pod{} },
+	"v1/PodTemplate":                         func() any { return &corev1.PodTemplate{} },
 	"v1/PersistentVolumeClaim":               func() any { return &corev1.PersistentVolumeClaim{} },
 	"v1/PersistentVolume":                    func() any { return &corev1.PersistentVolume{} },
 	"storage.k8s.io/v1/StorageClass":         func() any { return &storagev1.StorageClass{} },

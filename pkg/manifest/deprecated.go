@@ -75,7 +75,7 @@ func migrate(in map[string]any) (map[string]any, []change) {
 	apiVersion, _ := obj["apiVersion"].(string)
 	kind, _ := obj["kind"].(string)
 	group, version := splitAPIVersion(apiVersion)
-	if group != "" && !isKarpenterGroup(group) {
+	if group != "" && !isKarpenterGroup(group) && group != bufferGroup {
 		return obj, nil // another project's kind of the same name
 	}
 	ck := canonicalKind(kind)
@@ -91,6 +91,8 @@ func migrate(in map[string]any) (map[string]any, []change) {
 	case "Machine":
 		cs = []change{{"kind", fmt.Sprintf("Machine (%s) was replaced by NodeClaim (karpenter.sh/v1), and Karpenter creates NodeClaims itself", apiVersion),
 			"delete this document: Machines and NodeClaims are made by the controller for each node, not written by hand; write a NodePool instead", nil}}
+	case "CapacityBuffer":
+		cs = fixKindAndVersion(obj, ck, kind, apiVersion)
 	case "NodePool", "NodeClaim", "EC2NodeClass":
 		cs = fixKindAndVersion(obj, ck, kind, apiVersion)
 		switch ck {

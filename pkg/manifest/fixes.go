@@ -108,7 +108,17 @@ var requiredFixes = map[string]string{
 
 var indexRE = regexp.MustCompile(`\[[^\]]*\]`)
 
-func fixFor(e *field.Error) string {
+// kindFieldFixes are fieldFixes for the kinds whose fields share a path
+// with a NodePool's but not its meaning.
+var kindFieldFixes = map[string]map[string]string{
+	"CapacityBuffer": {
+		"spec.replicas":   "a whole number of buffer chunks (virtual pods), 0 or more",
+		"spec.percentage": "a whole percentage of the scalableRef's replicas, 0 or more (20 keeps room for a fifth more pods)",
+		"spec.limits[]":   "a Kubernetes quantity: cpu as cores (4 or 500m), memory with a binary suffix (16Gi); they cap the chunks by their summed requests",
+	},
+}
+
+func fixFor(kind string, e *field.Error) string {
 	msg := e.ErrorBody()
 	for _, m := range messageFixes {
 		if strings.Contains(msg, m.contains) {
@@ -119,7 +129,10 @@ func fixFor(e *field.Error) string {
 	if strings.HasPrefix(norm, "spec.limits.") {
 		norm = "spec.limits[]"
 	}
-	fix, ok := fieldFixes[norm]
+	fix, ok := kindFieldFixes[kind][norm]
+	if !ok {
+		fix, ok = fieldFixes[norm]
+	}
 	if e.Type == field.ErrorTypeRequired {
 		if f, ok := requiredFixes[norm]; ok {
 			return f

@@ -31,8 +31,6 @@ func NewIgnored(d *Document, why string) Ignored {
 // unmodelled says, for the kinds a user may expect Joiner to act on, what
 // leaving them out means.
 var unmodelled = map[string]string{
-	"CapacityBuffer":        "CapacityBuffers are not modelled yet: the prediction holds none of the buffer's spare capacity",
-	"PodTemplate":           "a CapacityBuffer's podTemplateRef names one, and buffers are not modelled yet",
 	"ResourceClaim":         "Dynamic Resource Allocation is not modelled yet: pods' device claims are left out of the prediction",
 	"ResourceClaimTemplate": "Dynamic Resource Allocation is not modelled yet: pods' device claims are left out of the prediction",
 	"ResourceSlice":         "Dynamic Resource Allocation is not modelled yet: the devices it offers are left out",
@@ -40,6 +38,19 @@ var unmodelled = map[string]string{
 	"VerticalPodAutoscaler": "VerticalPodAutoscalers are not modelled: pods keep the requests written in their templates",
 	"LimitRange":            "LimitRanges are not modelled: pods without requests are not given its defaults",
 	"ResourceQuota":         "ResourceQuotas are not modelled: pods are not held back by them",
+}
+
+// partly are kinds some hosts model and others do not yet, with what
+// the others leave out.
+var partly = map[string]string{
+	"CapacityBuffer": "simulate holds a CapacityBuffer's spare capacity and reports its cost; plan, explain and the controller do not model buffers yet, so their answers hold none of it",
+}
+
+// PartlyModelled says, for a kind only some hosts model, what the others
+// leave out; ok is false for other kinds.
+func PartlyModelled(kind string) (why string, ok bool) {
+	why, ok = partly[kind]
+	return why, ok
 }
 
 // inert are kinds that have no bearing on where pods run or what nodes
@@ -60,6 +71,9 @@ func Unmodelled(kind string) (why string, ok bool) {
 // WhyIgnored says why a document of the kind is not acted on.
 func WhyIgnored(apiVersion, kind string) string {
 	if why, ok := unmodelled[kind]; ok {
+		return why
+	}
+	if why, ok := partly[kind]; ok {
 		return why
 	}
 	if inert[kind] {

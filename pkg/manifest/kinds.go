@@ -13,7 +13,13 @@ var currentAPI = map[string]string{
 	// Alpha upstream (behind its NodeOverlay feature gate); Joiner's
 	// simulations apply it, its controller behind the same gate.
 	"NodeOverlay": "karpenter.sh/v1alpha1",
+	// SIG Autoscaling's API, served by upstream Karpenter behind its
+	// CapacityBuffer feature gate.
+	"CapacityBuffer": "autoscaling.x-k8s.io/v1beta1",
 }
+
+// bufferGroup is CapacityBuffer's API group.
+const bufferGroup = "autoscaling.x-k8s.io"
 
 // oldKinds are Karpenter kinds that no longer exist, with their replacement.
 var oldKinds = map[string]string{
@@ -86,6 +92,9 @@ func IsKarpenter(d *Document) bool {
 	group, _ := splitAPIVersion(d.APIVersion)
 	if isKarpenterGroup(group) {
 		return true
+	}
+	if group == bufferGroup {
+		return strings.EqualFold(d.Kind, "CapacityBuffer") // not the group's other kinds (ProvisioningRequest)
 	}
 	return group == "" && canonicalKind(d.Kind) != ""
 }

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/crds"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -167,7 +168,7 @@ func (v *Validator) validate(d *Document, oldObj map[string]any) Problems {
 		if quantityAt[e.Field] && strings.Contains(e.Detail, "should match") {
 			continue // said above, with the fix
 		}
-		problems = append(problems, d.problem(e.Field, errorMessage(e), objectFix(d, e, fixFor(e))))
+		problems = append(problems, d.problem(e.Field, errorMessage(e), objectFix(d, e, fixFor(d.Kind, e))))
 	}
 	// Migration answers first (they explain the rest), then top to bottom.
 	sort.SliceStable(problems, func(i, j int) bool {
@@ -412,6 +413,8 @@ func (v *Validator) Decode(d *Document) (runtime.Object, Problems) {
 		obj = &awsv1.EC2NodeClass{}
 	case v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"):
 		obj = &v1alpha1.NodeOverlay{}
+	case autoscalingv1beta1.SchemeGroupVersion.WithKind("CapacityBuffer"):
+		obj = &autoscalingv1beta1.CapacityBuffer{}
 	default:
 		if len(ps) > 0 { // warnings only: a kind Joiner does not model
 			return nil, ps

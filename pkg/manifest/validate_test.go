@@ -64,8 +64,8 @@ func TestCRDsAreValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != 4 {
-		t.Fatalf("want 4 CRDs, got %d", len(all))
+	if len(all) != 5 {
+		t.Fatalf("want 5 CRDs, got %d", len(all))
 	}
 	for _, crd := range all {
 		internal := &apiextensions.CustomResourceDefinition{}

@@ -21,7 +21,9 @@ import (
 // karpenter.k8s.aws/v1 EC2NodeClass and for the "karpenter.k8s.aws" label
 // rules it adds to NodePool and NodeClaim, and its
 // pkg/apis/crds/karpenter.sh_nodeoverlays.yaml (37d04b4) for karpenter.sh/v1alpha1
-// NodeOverlay. Every field of spec and status,
+// NodeOverlay; its pkg/apis/crds/autoscaling.x-k8s.io_capacitybuffers.yaml
+// (2266468) for autoscaling.x-k8s.io/v1beta1 CapacityBuffer. Every field of
+// spec and status,
 // by path: [] is a list's items, {} a map's values.
 type fieldFact struct {
 	kind, path                          string
@@ -280,6 +282,32 @@ var upstreamFields = []fieldFact{
 	{kind: "NodeOverlay", path: "status.conditions[].reason", typ: "string", required: true, pattern: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, minLength: "1", maxLength: "1024"},
 	{kind: "NodeOverlay", path: "status.conditions[].status", typ: "string", required: true, enum: []string{"True", "False", "Unknown"}},
 	{kind: "NodeOverlay", path: "status.conditions[].type", typ: "string", required: true, pattern: `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`, maxLength: "316"},
+	{kind: "CapacityBuffer", path: "spec", typ: "object", required: true},
+	{kind: "CapacityBuffer", path: "spec.limits", typ: "object"},
+	{kind: "CapacityBuffer", path: "spec.limits{}", typ: "int-or-string", pattern: `^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$`},
+	{kind: "CapacityBuffer", path: "spec.percentage", typ: "integer", min: "0", format: "int32"},
+	{kind: "CapacityBuffer", path: "spec.podTemplateRef", typ: "object"},
+	{kind: "CapacityBuffer", path: "spec.podTemplateRef.name", typ: "string", required: true, minLength: "1"},
+	{kind: "CapacityBuffer", path: "spec.provisioningStrategy", typ: "string", def: `"buffer.x-k8s.io/active-capacity"`},
+	{kind: "CapacityBuffer", path: "spec.replicas", typ: "integer", min: "0", format: "int32"},
+	{kind: "CapacityBuffer", path: "spec.scalableRef", typ: "object"},
+	{kind: "CapacityBuffer", path: "spec.scalableRef.apiGroup", typ: "string"},
+	{kind: "CapacityBuffer", path: "spec.scalableRef.kind", typ: "string", required: true, minLength: "1"},
+	{kind: "CapacityBuffer", path: "spec.scalableRef.name", typ: "string", required: true, minLength: "1"},
+	{kind: "CapacityBuffer", path: "status", typ: "object"},
+	{kind: "CapacityBuffer", path: "status.conditions", typ: "array", listType: "map"},
+	{kind: "CapacityBuffer", path: "status.conditions[]", typ: "object"},
+	{kind: "CapacityBuffer", path: "status.conditions[].lastTransitionTime", typ: "string", required: true, format: "date-time"},
+	{kind: "CapacityBuffer", path: "status.conditions[].message", typ: "string", required: true, maxLength: "32768"},
+	{kind: "CapacityBuffer", path: "status.conditions[].observedGeneration", typ: "integer", min: "0", format: "int64"},
+	{kind: "CapacityBuffer", path: "status.conditions[].reason", typ: "string", required: true, pattern: `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`, minLength: "1", maxLength: "1024"},
+	{kind: "CapacityBuffer", path: "status.conditions[].status", typ: "string", required: true, enum: []string{"True", "False", "Unknown"}},
+	{kind: "CapacityBuffer", path: "status.conditions[].type", typ: "string", required: true, pattern: `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`, maxLength: "316"},
+	{kind: "CapacityBuffer", path: "status.podTemplateGeneration", typ: "integer", format: "int64"},
+	{kind: "CapacityBuffer", path: "status.podTemplateRef", typ: "object"},
+	{kind: "CapacityBuffer", path: "status.podTemplateRef.name", typ: "string", required: true, minLength: "1"},
+	{kind: "CapacityBuffer", path: "status.provisioningStrategy", typ: "string"},
+	{kind: "CapacityBuffer", path: "status.replicas", typ: "integer", format: "int32"},
 }
 
 // fieldDifferences are the fields where Joiner's CRDs differ from upstream's,
@@ -525,6 +553,8 @@ var upstreamRules = []struct{ kind, path, message string }{
 	{"NodePool", "spec.template.spec.requirements[].key", `label domain "karpenter.k8s.aws" is restricted`},
 	{"NodeClaim", "spec.requirements[].key", `label domain "karpenter.k8s.aws" is restricted`},
 	{"NodeOverlay", "spec", `cannot set both 'price' and 'priceAdjustment'`},
+	{"CapacityBuffer", "spec", `If podTemplateRef is set, replicas or limits must also be set`},
+	{"CapacityBuffer", "spec", `You must define either PodTemplateRef or ScalableRef, but not both`},
 	{"NodeOverlay", "spec.capacity", `invalid resource restricted`},
 	{"NodeOverlay", "spec.requirements", `requirements with operator 'NotIn' must have a value defined`},
 	{"NodeOverlay", "spec.requirements", `requirements with operator 'In' must have a value defined`},
