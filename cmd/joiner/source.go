@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,7 +177,10 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}
-	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: in.Ignored,
+	// The cluster grew under the scenario's CapacityBuffers; what is
+	// planned on it from here holds none of them.
+	ignored := append(slices.Clone(in.Ignored), in.Partly...)
+	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: ignored,
 		where: "the simulation of scenario " + name}, nil
 }
 

@@ -33,6 +33,11 @@ type Cluster struct {
 	// nodes already being disrupted, so no command takes away room they
 	// need; that they may not fit is not held against a command.
 	Pending []*corev1.Pod
+	// BufferPods counts, by node name, the CapacityBuffers' virtual pods
+	// the last provisioning pass placed on the node (they are in Pending
+	// too): as upstream, emptiness leaves such a node alone — its free room
+	// is the buffer.
+	BufferPods map[string]int
 	// Volumes are what the pods' claims require of their nodes (see
 	// provisioning.Volumes): a pod whose volume is bound in one zone moves
 	// only within it.

@@ -351,7 +351,7 @@ func (p *pass) take(cand *Candidate, reason v1.DisruptionReason) bool {
 func (p *pass) empty(eligible []*Candidate) []*Command {
 	var empty []*Candidate
 	for _, cand := range eligible {
-		if p.isEmpty(cand) && p.consolidatable(cand) {
+		if p.isEmpty(cand) && p.consolidatable(cand) && p.c.BufferPods[cand.Node.Name] == 0 {
 			empty = append(empty, cand)
 		}
 	}

@@ -588,6 +588,21 @@ func TestNoConsolidationOntoAStartingNode(t *testing.T) {
 	}
 }
 
+// TestEmptinessLeavesBufferNodes: as upstream, a node the last
+// provisioning pass placed a CapacityBuffer's virtual pods on is not
+// empty for emptiness — its room is the buffer — while another empty
+// node still goes.
+func TestEmptinessLeavesBufferNodes(t *testing.T) {
+	np := nodePool("p")
+	medium := types()[1]
+	c := cluster(np, node("held", np, medium, v1.CapacityTypeOnDemand, daemonPod()), node("idle", np, medium, v1.CapacityTypeOnDemand, daemonPod()))
+	c.BufferPods = map[string]int{"held": 2}
+	cmd := only(t, Compute(context.Background(), c, Options{}))
+	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "idle" {
+		t.Fatalf("got %s, want idle deleted as empty and held kept", cmd)
+	}
+}
+
 // TestWhichPodsBlock: as upstream, every active pod on the node counts —
 // DaemonSet pods too — for do-not-disrupt (a duration runs from the pod's
 // start; an invalid value is ignored) and for PDBs; terminal and

@@ -16,6 +16,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
@@ -50,6 +51,13 @@ type Input struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// CapacityBuffers hold spare capacity for pods not there yet; their
+	// podTemplateRefs name PodTemplates.
+	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
+	PodTemplates    []*corev1.PodTemplate
+	// Partly are the documents of kinds the simulator models and other
+	// hosts (plan, explain) do not yet: they name them.
+	Partly []manifest.Ignored
 	// volumeRefs are the claims, volumes and classes the documents name,
 	// checked once all are loaded.
 	volumeRefs []volumeRef
@@ -207,6 +215,9 @@ func (in *Input) addBuiltin(obj any) {
 		in.PersistentVolumes = append(in.PersistentVolumes, o)
 	case *storagev1.StorageClass:
 		in.StorageClasses = append(in.StorageClasses, o)
+	case *corev1.PodTemplate:
+		o.Namespace = podutil.Namespace(o.ObjectMeta)
+		in.PodTemplates = append(in.PodTemplates, o)
 	case *corev1.Pod:
 		if metav1.GetControllerOf(o) == nil { // owned pods come from their controller
 			in.Pods = append(in.Pods, o)
@@ -224,6 +235,10 @@ func (in *Input) addKarpenter(obj any, d *manifest.Document) {
 		in.NodeClasses = append(in.NodeClasses, o)
 	case *v1alpha1.NodeOverlay:
 		in.NodeOverlays = append(in.NodeOverlays, o)
+	case *autoscalingv1beta1.CapacityBuffer:
+		o.Namespace = podutil.Namespace(o.ObjectMeta)
+		in.CapacityBuffers = append(in.CapacityBuffers, o)
+		in.Partly = append(in.Partly, manifest.NewIgnored(d, ""))
 	case *v1.NodeClaim:
 		in.Ignored = append(in.Ignored, manifest.NewIgnored(d, "the simulator launches its own NodeClaims"))
 	case nil:

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -68,20 +69,26 @@ func (e *engine) armBatchAt(due time.Time) {
 // provision runs the real provisioning scheduler over the pending pods and
 // launches what it plans.
 func (e *engine) provision() {
-	if len(e.pending) == 0 {
+	e.resolveBuffers()
+	if len(e.pending) == 0 && len(e.buf.pods) == 0 {
 		return
 	}
 	version := e.syncOfferings()
 	snap := e.st.ProvisioningSnapshot()
 	_, byPod := e.pendingPods()
-	// Pods the launch-loop guard gave up on are not in the snapshot.
-	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil })
+	// Pods the launch-loop guard gave up on are not in the snapshot; a
+	// CapacityBuffer's virtual pods are, though the simulator has no pod
+	// of theirs.
+	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil && !buffer.IsVirtual(p) })
 	if len(snap.Pods) == 0 {
 		return
 	}
 	res := e.decider.Provision(context.Background(), snap, version)
+	e.placedBuffers(res)
 	for _, pe := range res.Unschedulable {
-		byPod[pe.Pod].reason = pe.Reason
+		if sp := byPod[pe.Pod]; sp != nil {
+			sp.reason = pe.Reason
+		}
 	}
 	if e.opts.OnProvision != nil {
 		e.launches = []Launch{}

@@ -93,6 +93,7 @@ func (e *engine) disrupt() {
 	changed := e.dirty
 	e.dirty = false
 	e.rep.lastPass = e.clk.now
+	e.resolveBuffers()
 	c := e.disruptionCluster()
 	opts := e.queue.Options
 	opts.Simulations = simulationsPerMethod

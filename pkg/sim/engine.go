@@ -84,6 +84,8 @@ type Launch struct {
 }
 
 type engine struct {
+	// buf is the scenario's CapacityBuffers as last resolved.
+	buf buffers
 	// resizes are the scenario's resize events, their targets found;
 	// deferred the pods whose resize waits for room on their node.
 	resizes  []*resizeTarget
@@ -200,7 +202,13 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 	if e.tracer != nil && e.tracer.err != nil {
 		return nil, fmt.Errorf("writing the run's trace: %w", e.tracer.err)
 	}
-	return e.finish(), nil
+	rep := e.finish()
+	if rep.Buffers != nil {
+		if err := withoutBuffers(ctx, in, fsys, dir, opts, rep); err != nil {
+			return nil, err
+		}
+	}
+	return rep, nil
 }
 
 // newEngine builds a run's engine; everything that depends on opts (the
@@ -377,6 +385,9 @@ func (e *engine) schedule() {
 			e.addPending(p)
 		}
 	})
+	if len(e.in.CapacityBuffers) > 0 {
+		e.clk.every(e.start, bufferResync, e.end, e.armBatch)
+	}
 	e.clk.every(e.start.Add(disruptionEvery), disruptionEvery, e.end, e.disrupt)
 	e.clk.every(e.start, sampleEvery, e.end.Add(time.Nanosecond), e.rep.sample)
 	for _, ev := range e.in.Scenario.Spec.Events {

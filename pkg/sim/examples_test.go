@@ -479,3 +479,43 @@ func TestExampleNodeOverlays(t *testing.T) {
 		t.Errorf("fuse-devices: %+v", o)
 	}
 }
+
+// TestExampleCapacityBuffer: the bundled CapacityBuffer scenario. The
+// buffers resolve (one follows its Deployment's HPA, capped by its
+// limits), hold nodes that emptiness leaves alone even at night, cost
+// more than the same scenario without them, and start pods no later.
+func TestExampleCapacityBuffer(t *testing.T) {
+	fsys := os.DirFS(filepath.Join("..", "..", "examples", "scenarios", "capacity-buffer"))
+	in, err := scenario.Load(fsys, ".", "capacity-buffer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), in, fsys, ".", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	common(t, rep)
+	b := rep.Buffers
+	if b == nil || len(b.Buffers) != 2 || len(rep.Ignored) != 0 {
+		t.Fatalf("buffers %+v, ignored %+v", b, rep.Ignored)
+	}
+	api, batch := b.Buffers[0], b.Buffers[1]
+	if api.Name != "default/api-headroom" || api.Ready != "Resolved" || api.MaxChunks < 3 || api.MaxChunks > 16 || api.Chunks >= api.MaxChunks {
+		t.Errorf("api-headroom %+v: want 20 %% of api-server's replicas as they move, at most 8 cores' worth (16 chunks)", api)
+	}
+	if batch.Name != "default/batch-headroom" || batch.Chunks != 2 || batch.MaxChunks != 2 || batch.Provisioning != "FitsExistingCapacity" {
+		t.Errorf("batch-headroom %+v", batch)
+	}
+	if b.CostUSD <= b.WithoutCostUSD {
+		t.Errorf("the buffers cost nothing: $%.2f with, $%.2f without", b.CostUSD, b.WithoutCostUSD)
+	}
+	if *b.StartupP99 > *b.WithoutStartupP99 {
+		t.Errorf("pods start later with the buffers: p99 %.0fs, without %.0fs", *b.StartupP99, *b.WithoutStartupP99)
+	}
+	// The batch buffer's 2 cores are never left without a node.
+	for _, s := range rep.Timeline[1:] {
+		if s.NodesByPool["general"] == 0 {
+			t.Fatalf("minute %d: no node holds the buffers", s.Minute)
+		}
+	}
+}

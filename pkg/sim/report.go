@@ -58,6 +58,9 @@ type Report struct {
 	Resizes []ResizeReport `json:"resizes,omitempty"`
 	// NodeOverlays, in a scenario with any, says what each did.
 	NodeOverlays []OverlayReport `json:"nodeOverlays,omitempty"`
+	// Buffers, in a scenario with CapacityBuffers, says what they held,
+	// cost and saved.
+	Buffers *BufferReport `json:"buffers,omitempty"`
 }
 
 // Cost in USD.
@@ -464,6 +467,7 @@ func (e *engine) finish() *Report {
 	rep.ByNode, rep.ByZone = r.nodeRecords()
 	e.podStats(rep)
 	e.neverRan(rep)
+	rep.Buffers = e.bufferReport(rep)
 	for k, c := range r.disruptions {
 		rep.Disruptions = append(rep.Disruptions, Disruptions{NodePool: k[0], Reason: k[1], Count: c})
 	}

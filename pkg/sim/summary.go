@@ -129,6 +129,7 @@ func writeDisruptions(w io.Writer, r *Report) {
 // the simulation left out.
 func writeNotes(w io.Writer, r *Report) {
 	writeOverlays(w, r.NodeOverlays)
+	writeBuffers(w, r.Buffers)
 	for i, rz := range r.Resizes {
 		label := "               "
 		if i == 0 {
@@ -303,4 +304,38 @@ func joined[T any](items []T, f func(T) string) string {
 		out[i] = f(it)
 	}
 	return strings.Join(out, ", ")
+}
+
+// writeBuffers prints what the CapacityBuffers held, cost and saved.
+func writeBuffers(w io.Writer, b *BufferReport) {
+	if b == nil {
+		return
+	}
+	for i, st := range b.Buffers {
+		label := "               "
+		if i == 0 {
+			label = "Buffers        "
+		}
+		what := fmt.Sprintf("%d chunk(s) at the end, at most %d", st.Chunks, st.MaxChunks)
+		if st.Ready != "Resolved" {
+			what = "held nothing: " + st.Ready + " (" + st.ReadyMessage + ")"
+		} else if st.Provisioning != "" {
+			what += "; last pass: " + st.Provisioning
+		}
+		fmt.Fprintf(w, "%sCapacityBuffer %s: %s\n", label, st.Name, what)
+	}
+	extra := b.CostUSD - b.WithoutCostUSD
+	pct := 0.0
+	if b.WithoutCostUSD > 0 {
+		pct = extra / b.WithoutCostUSD * 100
+	}
+	fmt.Fprintf(w, "               without them: $%.2f, so they cost $%.2f (%+.1f%%); pod startup p50 %s → %s, p99 %s → %s with them\n",
+		b.WithoutCostUSD, extra, pct, seconds(b.WithoutStartupP50), seconds(b.StartupP50), seconds(b.WithoutStartupP99), seconds(b.StartupP99))
+}
+
+func seconds(v *float64) string {
+	if v == nil {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.0fs", *v)
 }

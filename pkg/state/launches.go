@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -64,9 +65,11 @@ func (s *Store) LaunchedFor(claim string, pods []*corev1.Pod) {
 	if s.launch.planned == nil {
 		s.launch.planned = map[string][]podRef{}
 	}
-	refs := make([]podRef, len(pods))
-	for i, p := range pods {
-		refs[i] = refOf(p)
+	refs := make([]podRef, 0, len(pods))
+	for _, p := range pods {
+		if !buffer.IsVirtual(p) { // a buffer's chunk never binds: no launch to miss
+			refs = append(refs, refOf(p))
+		}
 	}
 	s.launch.planned[claim] = refs
 }

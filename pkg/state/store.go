@@ -2,6 +2,7 @@ package state
 
 import (
 	"hash/fnv"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -91,6 +92,11 @@ type Store struct {
 	// spreadGen counts its changes, and is part of every view's Version.
 	spread    SpreadDefaults
 	spreadGen int
+	// buffers are the CapacityBuffers' virtual pods (SetBufferPods), pending
+	// after the real ones; bufferOn counts them by the node the last
+	// provisioning pass placed them on (SetBufferPlacement).
+	buffers  []*corev1.Pod
+	bufferOn map[string]int
 }
 
 type podRef struct{ namespace, name string }
@@ -691,7 +697,25 @@ func (s *Store) pendingLocked() []*corev1.Pod {
 		}
 		return a.Name < b.Name
 	})
-	return out
+	return append(out, s.buffers...)
+}
+
+// SetBufferPods replaces the CapacityBuffers' virtual pods (see
+// pkg/buffer): from now on they are pending in every provisioning
+// snapshot and disruption cluster, after the real pods, and never bind.
+func (s *Store) SetBufferPods(pods []*corev1.Pod) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buffers = slices.Clone(pods)
+}
+
+// SetBufferPlacement records how many virtual pods the last provisioning
+// pass placed on each existing node (buffer.Place): disruption's
+// emptiness leaves those nodes alone.
+func (s *Store) SetBufferPlacement(onNodes map[string]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.bufferOn = maps.Clone(onNodes)
 }
 
 // ProvisioningSnapshot is what provisioning plans over: every node and
@@ -720,7 +744,7 @@ func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) clo
 	defer s.mu.Unlock()
 	views := s.build()
 	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
-		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked()}
+		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked(), BufferPods: s.bufferOn}
 	for _, v := range views {
 		n := &v.node
 		if !n.Managed() {
