@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
@@ -86,6 +87,10 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
+			capacityBuffer, err := tuning.gate("CapacityBuffer")
+			if err != nil {
+				return err
+			}
 			schedulerConfig, err := tuning.scheduler(cmd.Flags())
 			if err != nil {
 				return err
@@ -120,6 +125,9 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err := v1alpha1.AddToScheme(scheme); err != nil {
 				return err
 			}
+			if err := autoscalingv1beta1.AddToScheme(scheme); err != nil {
+				return err
+			}
 			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election",
 				Cache: controller.CacheOptions()}
@@ -139,7 +147,7 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			}
 			c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
 				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
-				Policy: policy, SchedulerConfig: schedulerConfig})
+				CapacityBuffer: capacityBuffer, Policy: policy, SchedulerConfig: schedulerConfig})
 			if err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)
 			}

@@ -69,7 +69,7 @@ func TestControllerTuning(t *testing.T) {
 	}{
 		{env: map[string]string{"BATCH_IDLE_DURATION": "1"}, want: `$BATCH_IDLE_DURATION="1" (for --batch-idle-duration)`},
 		{args: []string{"--batch-idle-duration=20s"}, want: "the idle window no longer than the maximum"},
-		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: NodeOverlay, NodeRepair, SpotToSpotConsolidation)`},
+		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: CapacityBuffer, NodeOverlay, NodeRepair, SpotToSpotConsolidation)`},
 		{args: []string{"--feature-gates=SpotToSpotConsolidation"}, want: "is not Name=true or Name=false"},
 		{args: []string{"--log-level=warn"}, want: "the levels are debug, info and error"},
 		{env: map[string]string{"KUBE_CLIENT_QPS": "fast"}, want: `$KUBE_CLIENT_QPS="fast" (for --kube-client-qps)`},

@@ -15,7 +15,7 @@ import (
 // means, over manifests and over a scenario: never dropped in silence.
 func TestLeftOutIsNamed(t *testing.T) {
 	dir := writeDir(t, map[string]string{"pool.yaml": pool, "class.yaml": nodeClass, "app.yaml": deployment, "buffer.yaml": capacityBuffer})
-	const buffer = "buffer.yaml:1): simulate holds a CapacityBuffer's spare capacity and reports its cost; plan, explain and the controller do not model buffers yet"
+	const buffer = "buffer.yaml:1): simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet"
 
 	out, err := run(t, "simulate", dir, "--quiet")
 	if err != nil {

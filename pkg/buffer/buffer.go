@@ -308,3 +308,27 @@ func ProvisioningCondition(r Resolved, p Placement) *metav1.Condition {
 	}
 	return nil
 }
+
+// Status is the buffer's status after resolving it as r, from old: the
+// chunks, the PodTemplate observed (podTemplateRef buffers only), the
+// strategy and the ReadyForProvisioning condition, as upstream's buffer
+// controller writes them. A condition's transition time moves only when
+// its status does.
+func Status(r Resolved, old v1beta1.CapacityBufferStatus, now metav1.Time) v1beta1.CapacityBufferStatus {
+	st := *old.DeepCopy()
+	cb := r.Buffer
+	st.ProvisioningStrategy = cb.Spec.ProvisioningStrategy
+	if r.Ready.Status == metav1.ConditionTrue {
+		n := r.Replicas
+		st.Replicas = &n
+		st.PodTemplateRef, st.PodTemplateGeneration = nil, nil
+		if ref := cb.Spec.PodTemplateRef; ref != nil {
+			st.PodTemplateRef = &v1beta1.LocalObjectRef{Name: ref.Name}
+			st.PodTemplateGeneration = r.Generation
+		}
+	}
+	c := r.Ready
+	c.LastTransitionTime = now
+	meta.SetStatusCondition(&st.Conditions, c)
+	return st
+}

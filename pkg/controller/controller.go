@@ -76,6 +76,11 @@ type Options struct {
 	// change the instance types' prices and capacity the engine decides
 	// with (off by default, as upstream's; needs the NodeOverlay CRD).
 	NodeOverlay bool
+	// CapacityBuffer is upstream's CapacityBuffer feature gate: the
+	// CapacityBuffers' virtual pods are provisioned for and kept in
+	// consolidation's simulations (off by default, as upstream's; needs
+	// the CapacityBuffer CRD).
+	CapacityBuffer bool
 	// SchedulerConfig is the cluster's kube-scheduler configuration that
 	// decisions follow (--scheduler-config): its default topology spread
 	// constraints apply to pods that declare none, with selectors deduced
@@ -185,6 +190,14 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged,
 		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, spreadDefaults: opts.SchedulerConfig.DefaultConstraints()}
+	if opts.CapacityBuffer {
+		feed.buffers = &capacityBuffers{reader: mgr.GetCache(), client: kube, store: store, batch: batch, clock: opts.Clock, wake: make(chan struct{}, 1)}
+		c.provisioner.buffers = feed.buffers
+		bufs := feed.buffers
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error { return bufs.loop(ctx, gate) })); err != nil {
+			return nil, err
+		}
+	}
 	if err := feed.watch(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}

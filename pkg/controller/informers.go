@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -34,6 +35,9 @@ type storeFeed struct {
 	offeringsChanged func()
 	clock            clock.PassiveClock // times pods' startup
 	nodeOverlays     bool               // the NodeOverlay feature gate
+	// buffers, with the CapacityBuffer feature gate, is woken by what a
+	// buffer resolves from.
+	buffers *capacityBuffers
 	// spreadDefaults are kube-scheduler's default topology spread
 	// constraints (--scheduler-config); spread deduces their selectors
 	// when there are any.
@@ -71,6 +75,12 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 	if f.nodeOverlays {
 		handlers = append(handlers, informerHandler{"NodeOverlays", &v1alpha1.NodeOverlay{}, anyChange(f.offeringsChanged)})
 	}
+	if f.buffers != nil {
+		wake := anyChange(f.buffers.changed)
+		handlers = append(handlers, informerHandler{"CapacityBuffers", &v1beta1.CapacityBuffer{}, wake},
+			informerHandler{"PodTemplates", &corev1.PodTemplate{}, wake}, informerHandler{"Deployments", &appsv1.Deployment{}, wake},
+			informerHandler{"StatefulSets", &appsv1.StatefulSet{}, wake}, informerHandler{"ReplicaSets", &appsv1.ReplicaSet{}, wake})
+	}
 	if len(f.spreadDefaults) > 0 {
 		log.FromContext(ctx).Info("scheduler-config: applying default topology spread constraints to pods that declare none", "defaultConstraints", f.spreadDefaults)
 		f.spread = &spreadSelectors{reader: f.reader}
@@ -81,6 +91,9 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 		inf, err := informers.GetInformer(ctx, h.obj)
 		if _, overlay := h.obj.(*v1alpha1.NodeOverlay); overlay && meta.IsNoMatchError(err) {
 			return fmt.Errorf("the NodeOverlay feature gate is on but the cluster does not serve karpenter.sh/v1alpha1 NodeOverlay: install its CRD (charts/joiner/crds/karpenter.sh_nodeoverlays.yaml) or turn the gate off: %w", err)
+		}
+		if _, buf := h.obj.(*v1beta1.CapacityBuffer); buf && meta.IsNoMatchError(err) {
+			return fmt.Errorf("the CapacityBuffer feature gate is on but the cluster does not serve autoscaling.x-k8s.io/v1beta1 CapacityBuffer: install its CRD (charts/joiner/crds/autoscaling.x-k8s.io_capacitybuffers.yaml) or turn the gate off: %w", err)
 		}
 		if err != nil {
 			return err

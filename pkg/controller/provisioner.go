@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
@@ -31,6 +32,9 @@ type provisioner struct {
 	// was launched for and that is still pending counts as having missed
 	// it (the launch-loop guard, state.MaxLaunchRounds).
 	missAfter time.Duration
+	// buffers, with the CapacityBuffer gate, is told where each pass put
+	// the buffers' chunks.
+	buffers *capacityBuffers
 }
 
 // loop provisions after every batch until ctx ends, from the moment the
@@ -67,6 +71,10 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	start := p.clock.Now()
 	res := p.decider.Provision(ctx, snap, version)
 	schedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
+	if p.buffers != nil {
+		byBuffer, onNodes := buffer.Place(res)
+		p.buffers.provisioned(ctx, byBuffer, onNodes)
+	}
 	var created []*v1.NodeClaim
 	var errs []error
 	for _, plan := range p.store.Unawaited(res.NewNodeClaims) {
@@ -78,14 +86,18 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		created = append(created, nc)
 		p.store.LaunchedFor(nc.Name, plan.Pods)
 		for _, pod := range plan.Pods {
-			p.events.event(pod, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+			if !buffer.IsVirtual(pod) { // a buffer's chunk is no object to tell
+				p.events.event(pod, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+			}
 		}
 	}
 	// The engine's reason, per NodePool, for each pod nothing can hold; a
 	// NodePool whose limits stop it is told once a pass.
 	atLimit := map[string]string{}
 	for _, pe := range res.Unschedulable {
-		p.events.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
+		if !buffer.IsVirtual(pe.Pod) { // its buffer's Provisioning condition says it
+			p.events.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
+		}
 		for pool, code := range pe.CodeByNodePool {
 			if code == provisioning.ReasonLimits {
 				atLimit[pool] = pe.ByNodePool[pool]

@@ -43,7 +43,7 @@ var unmodelled = map[string]string{
 // partly are kinds some hosts model and others do not yet, with what
 // the others leave out.
 var partly = map[string]string{
-	"CapacityBuffer": "simulate holds a CapacityBuffer's spare capacity and reports its cost; plan, explain and the controller do not model buffers yet, so their answers hold none of it",
+	"CapacityBuffer": "simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet, so their answers hold none of it",
 }
 
 // PartlyModelled says, for a kind only some hosts model, what the others

@@ -707,6 +707,9 @@ func (s *Store) SetBufferPods(pods []*corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.buffers = slices.Clone(pods)
+	if len(pods) == 0 {
+		s.bufferOn = nil // no pass need place them again to free their nodes
+	}
 }
 
 // SetBufferPlacement records how many virtual pods the last provisioning
