@@ -9,11 +9,14 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
 
 // Linter runs the rules. It holds the CRD validators and the instance-type
@@ -42,6 +45,10 @@ type object struct {
 	ignores []string
 	pool    *v1.NodePool          // set for a NodePool that decoded
 	overlay *v1alpha1.NodeOverlay // set for a NodeOverlay that decoded
+	buffer  *autoscalingv1beta1.CapacityBuffer
+	// template is a PodTemplate's, a Deployment's or a StatefulSet's pod
+	// template, for the CapacityBuffers that name it.
+	template *corev1.PodTemplateSpec
 	pdb     *policyv1.PodDisruptionBudget
 	// replicas and labels of a Deployment or StatefulSet, for PDBs.
 	workload *workload
@@ -177,6 +184,13 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 				o.overlay = &ov
 			}
 		}
+		if d.Kind == "CapacityBuffer" && d.APIVersion == autoscalingv1beta1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
+			var cb autoscalingv1beta1.CapacityBuffer
+			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &cb) == nil {
+				cb.Namespace = podutil.Namespace(cb.ObjectMeta)
+				o.buffer = &cb
+			}
+		}
 		if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {
 			// The rules read what the API server would store: the object
 			// migrated and defaulted, even when something else is wrong
@@ -197,8 +211,12 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 			o.pdb = t
 		case *appsv1.Deployment:
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+			o.template = &t.Spec.Template
 		case *appsv1.StatefulSet:
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+			o.template = &t.Spec.Template
+		case *corev1.PodTemplate:
+			o.template = &t.Template
 		}
 	default:
 		return nil, nil

@@ -149,6 +149,16 @@ func TestRules(t *testing.T) {
 			[]string{pool{}.yaml(), nodeOverlay("a", 10, "m6i"), nodeOverlay("b", 20, "m6i")}, "spec.weight"},
 		{RuleOverlaySelectsNothing, []string{pool{}.yaml(), nodeOverlay("a", 10, "m6")},
 			[]string{pool{}.yaml(), nodeOverlay("a", 10, "m6i")}, "spec.requirements"},
+		{RuleBufferDanglingRef, []string{pool{}.yaml(), templateBuffer("  replicas: 2\n")},
+			[]string{pool{}.yaml(), templateBuffer("  replicas: 2\n"), chunkTemplate}, "spec.podTemplateRef.name"},
+		{RuleBufferDanglingRef, []string{pool{}.yaml(), scalableBuffer("Deployment")},
+			[]string{pool{}.yaml(), scalableBuffer("Deployment"), strings.Replace(twoAPI, "REPLICAS", "3", 1)}, "spec.scalableRef.name"},
+		{RuleBufferIgnoredSetting, []string{pool{}.yaml(), templateBuffer("  replicas: 2\n  percentage: 20\n"), chunkTemplate},
+			[]string{pool{}.yaml(), templateBuffer("  replicas: 2\n"), chunkTemplate}, "spec.percentage"},
+		{RuleBufferIgnoredSetting, []string{pool{}.yaml(), scalableBuffer("Job")},
+			[]string{pool{}.yaml(), scalableBuffer("ReplicaSet")}, "spec.scalableRef"},
+		{RuleBufferIgnoredSetting, []string{pool{}.yaml(), templateBuffer("  limits: {nvidia.com/gpu: 2}\n"), chunkTemplate},
+			[]string{pool{}.yaml(), templateBuffer("  limits: {cpu: 4}\n"), chunkTemplate}, "spec.limits"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -178,6 +188,19 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+// chunkTemplate is a 1-core PodTemplate in namespace shop.
+const chunkTemplate = "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: chunk, namespace: shop}\ntemplate:\n  spec:\n    containers: [{name: c, image: pause, resources: {requests: {cpu: \"1\"}}}]\n"
+
+// templateBuffer is a CapacityBuffer of chunkTemplate with spec lines.
+func templateBuffer(spec string) string {
+	return "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: warm, namespace: shop}\nspec:\n  podTemplateRef: {name: chunk}\n" + spec
+}
+
+// scalableBuffer is a CapacityBuffer of 20 % of the api workload of kind.
+func scalableBuffer(kind string) string {
+	return "apiVersion: autoscaling.x-k8s.io/v1beta1\nkind: CapacityBuffer\nmetadata: {name: warm, namespace: shop}\nspec:\n  scalableRef: {apiGroup: apps, kind: " + kind + ", name: api}\n  percentage: 20\n"
 }
 
 // nodeOverlay prices an instance family down by 10 %.

@@ -66,6 +66,8 @@ const (
 	RuleDuplicate             = "JNR013"
 	RuleOverlayConflict       = "JNR014"
 	RuleOverlaySelectsNothing = "JNR015"
+	RuleBufferDanglingRef     = "JNR016"
+	RuleBufferIgnoredSetting  = "JNR017"
 	minSpotInstanceTypes      = 15
 	minConsolidateAfterSecond = 60
 )
@@ -87,6 +89,8 @@ var Rules = []Rule{
 	{RuleDuplicate, "duplicate", Error, "an object is defined twice in the same set of manifests; applied, the second replaces the first"},
 	{RuleOverlayConflict, "nodeoverlay-conflict", Error, "two NodeOverlays of one weight price the same offering or set the same resource: the later (by name, descending) is refused whole"},
 	{RuleOverlaySelectsNothing, "nodeoverlay-selects-nothing", Warning, "a NodeOverlay selects no instance type any NodePool in the same manifests may launch: a misspelt key or value, or a label no pool sets"},
+	{RuleBufferDanglingRef, "capacitybuffer-dangling-ref", Warning, "a CapacityBuffer names a PodTemplate or workload that is not in the same set of manifests: until it exists the buffer holds nothing"},
+	{RuleBufferIgnoredSetting, "capacitybuffer-ignored-setting", Warning, "a CapacityBuffer setting upstream ignores or refuses: percentage of a PodTemplate, a scalableRef kind it cannot resolve, limits on what a chunk does not request"},
 }
 
 // RuleByID returns the rule with the ID.

@@ -35,6 +35,7 @@ func (l *Linter) setFindings(s *set) []Finding {
 	fs = append(fs, danglingRefs(s)...)
 	fs = append(fs, blockingPDBs(s)...)
 	fs = append(fs, l.overlayFindings(s)...)
+	fs = append(fs, bufferFindings(s)...)
 	return fs
 }
 
