@@ -49,7 +49,7 @@ type object struct {
 	// template is a PodTemplate's, a Deployment's or a StatefulSet's pod
 	// template, for the CapacityBuffers that name it.
 	template *corev1.PodTemplateSpec
-	pdb     *policyv1.PodDisruptionBudget
+	pdb      *policyv1.PodDisruptionBudget
 	// replicas and labels of a Deployment or StatefulSet, for PDBs.
 	workload *workload
 }
