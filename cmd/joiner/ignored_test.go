@@ -8,20 +8,19 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
-// TestLeftOutIsNamed: a CapacityBuffer and its PodTemplate beside the
-// NodePools — which simulate models and plan and explain do not yet — are
-// held by simulate (its summary says what they held) and named by plan
-// (text and JSON) and explain, with file, line and what leaving them out
-// means, over manifests and over a scenario: never dropped in silence.
-func TestLeftOutIsNamed(t *testing.T) {
+// TestBuffersInEveryHost: a CapacityBuffer and its PodTemplate beside
+// the NodePools are held by every host: simulate says what the buffer held
+// (and leaves nothing out), plan — over manifests and over a scenario —
+// says where it puts the chunks, in text and JSON. A plan reads pods, not
+// their Deployment: that is named as left out.
+func TestBuffersInEveryHost(t *testing.T) {
 	dir := writeDir(t, map[string]string{"pool.yaml": pool, "class.yaml": nodeClass, "app.yaml": deployment, "buffer.yaml": capacityBuffer})
-	const buffer = "buffer.yaml:1): simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet"
 
 	out, err := run(t, "simulate", dir, "--quiet")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out, "Buffers        CapacityBuffer shop/warm: ") || strings.Contains(out, "Left out") {
+	if !strings.Contains(out, "Buffers        CapacityBuffer shop/warm: 3 chunk(s) at the end") || strings.Contains(out, "Left out") {
 		t.Errorf("simulate's summary does not say what the buffer held, or leaves something out:\n%s", out)
 	}
 	out, err = run(t, "simulate", dir, "--quiet", "--json")
@@ -39,21 +38,33 @@ func TestLeftOutIsNamed(t *testing.T) {
 		t.Errorf("simulate --json: ignored %+v, buffers %+v", rep.Ignored, rep.Buffers)
 	}
 
-	for _, args := range [][]string{{"plan", dir}, {"plan", "--scenario", dir}, {"explain", "nodepool", "general", dir}} {
-		out, err := run(t, args...)
-		if err != nil {
-			t.Fatalf("%v: %v", args, err)
-		}
-		// From manifests the file is named as given (here, by its full path).
-		if !strings.Contains(out, "note: left out: CapacityBuffer shop/warm (") || !strings.Contains(out, buffer) {
-			t.Errorf("%v does not name the buffer:\n%s", args, out)
-		}
+	// From manifests no node exists: the chunks go on the claims to create.
+	out, err = run(t, "plan", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "note: CapacityBuffer shop/warm: 0 chunk(s) on existing nodes, 3 on NodeClaims to create, 0 held by none") {
+		t.Errorf("plan does not place the buffer:\n%s", out)
+	}
+	// In the simulated cluster the buffer's node is there.
+	out, err = run(t, "plan", "--scenario", dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "note: CapacityBuffer shop/warm: 3 chunk(s) on existing nodes, 0 on NodeClaims to create, 0 held by none") {
+		t.Errorf("plan --scenario does not place the buffer:\n%s", out)
 	}
 	out, err = run(t, "plan", dir, "-o", "json")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var p struct{ Ignored []manifest.Ignored }
+	var p struct {
+		Ignored []manifest.Ignored
+		Buffers []struct {
+			Name  string
+			OnNew int
+		}
+	}
 	if err := json.Unmarshal([]byte(out), &p); err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +72,7 @@ func TestLeftOutIsNamed(t *testing.T) {
 	for _, i := range p.Ignored {
 		kinds = append(kinds, i.Kind)
 	}
-	// A plan reads pods, not their Deployment or PodTemplate: that is named too.
-	if got := strings.Join(kinds, ","); got != "Deployment,CapacityBuffer,PodTemplate" {
-		t.Errorf("plan -o json ignored kinds %s", got)
+	if got := strings.Join(kinds, ","); got != "Deployment" || len(p.Buffers) != 1 || p.Buffers[0].OnNew != 3 {
+		t.Errorf("plan -o json: ignored kinds %s, buffers %+v", got, p.Buffers)
 	}
 }

@@ -124,6 +124,9 @@ func writePlanNotes(w io.Writer, p *plan.Plan, in *clusterInput) {
 		sort.Strings(pods)
 		fmt.Fprintf(w, "note: the simulator launches no more nodes for %d pod(s) that never bound to those launched for them: %s (joiner explain pod says why)\n", len(pods), list(pods, 5))
 	}
+	for _, b := range p.Buffers {
+		fmt.Fprintf(w, "note: CapacityBuffer %s: %d chunk(s) on existing nodes, %d on NodeClaims to create, %d held by none\n", b.Name, b.OnExisting, b.OnNew, b.Unplaced)
+	}
 	for _, o := range p.NodeOverlays {
 		if o.Applied {
 			fmt.Fprintf(w, "note: NodeOverlay %s applies to %d (NodePool, instance type) pairs\n", o.Name, o.InstanceTypes)

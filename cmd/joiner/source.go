@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -112,6 +111,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 	for _, a := range assumptions {
 		notes = append(notes, "catalog: "+a)
 	}
+	notes = append(notes, objs.BufferNotes()...)
 	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.Ignored, where: where}, nil
 }
 
@@ -177,10 +177,7 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}
-	// The cluster grew under the scenario's CapacityBuffers; what is
-	// planned on it from here holds none of them.
-	ignored := append(slices.Clone(in.Ignored), in.Partly...)
-	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: ignored,
+	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: in.Ignored,
 		where: "the simulation of scenario " + name}, nil
 }
 

@@ -180,10 +180,6 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 				r.problems = append(r.problems, ps...)
 				if len(ps.Errors()) == 0 {
 					r.valid = append(r.valid, d)
-					if why, ok := manifest.PartlyModelled(d.Kind); ok {
-						r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name,
-							Message: why, Warning: true})
-					}
 				}
 			case scenario.IsScenarioDocument(d):
 				r.scenarios++

@@ -112,10 +112,9 @@ func TestValidatePaths(t *testing.T) {
 	}{
 		{"NodePools and their class", map[string]string{"pool.yaml": pool, "class.yaml": nodeClass}, "", true,
 			[]string{"2 Karpenter objects, 0 workload objects and 0 scenarios checked, 0 of other kinds skipped: 0 problems"}},
-		{"NodePools beside a CapacityBuffer: each object left out is named, with what leaving it out means",
+		{"NodePools beside a CapacityBuffer and its PodTemplate: both checked",
 			map[string]string{"pool.yaml": pool, "class.yaml": nodeClass, "buffer.yaml": capacityBuffer}, "", true,
-			[]string{`buffer.yaml:1: CapacityBuffer "warm" (document 1): warning: simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet`,
-				"3 Karpenter objects, 1 workload object", "0 problems, 1 warning"}},
+			[]string{"3 Karpenter objects, 1 workload object and 0 scenarios checked, 0 of other kinds skipped: 0 problems"}},
 		{"only a ConfigMap", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"}, "", false,
 			[]string{"no Karpenter object here", "in 1 files, 1 documents", "fix: check the path"}},
 		{"only workloads", map[string]string{"app.yaml": deployment}, "app.yaml", false,

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiequality "k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer/kube"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -83,13 +83,12 @@ func (b *capacityBuffers) resolve(ctx context.Context) error {
 	}
 	sort.Slice(list.Items, func(i, j int) bool { return key(&list.Items[i]) < key(&list.Items[j]) })
 	resolved := map[string]buffer.Resolved{}
+	lookup := kube.Lookup(ctx, b.reader)
 	var pods []*corev1.Pod
 	var errs []error
 	for i := range list.Items {
 		cb := &list.Items[i]
-		r := buffer.Resolve(cb, func(kind, namespace, name string) (*buffer.Target, error) {
-			return b.lookup(ctx, kind, namespace, name)
-		})
+		r := buffer.Resolve(cb, lookup)
 		resolved[key(cb)] = r
 		pods = append(pods, buffer.VirtualPods(r)...)
 		if err := b.writeStatus(ctx, cb, buffer.Status(r, cb.Status, metav1.NewTime(b.clock.Now()))); err != nil {
@@ -107,45 +106,6 @@ func (b *capacityBuffers) resolve(ctx context.Context) error {
 }
 
 func key(cb *v1beta1.CapacityBuffer) string { return cb.Namespace + "/" + cb.Name }
-
-// lookup reads what a buffer refers to from the cache.
-func (b *capacityBuffers) lookup(ctx context.Context, kind, namespace, name string) (*buffer.Target, error) {
-	k := client.ObjectKey{Namespace: namespace, Name: name}
-	var err error
-	var t buffer.Target
-	switch kind {
-	case "PodTemplate":
-		var o corev1.PodTemplate
-		if err = b.reader.Get(ctx, k, &o); err == nil {
-			g := o.Generation
-			t = buffer.Target{Template: o.Template, Generation: &g}
-		}
-	case "Deployment":
-		var o appsv1.Deployment
-		if err = b.reader.Get(ctx, k, &o); err == nil {
-			t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-		}
-	case "StatefulSet":
-		var o appsv1.StatefulSet
-		if err = b.reader.Get(ctx, k, &o); err == nil {
-			t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-		}
-	case "ReplicaSet":
-		var o appsv1.ReplicaSet
-		if err = b.reader.Get(ctx, k, &o); err == nil {
-			t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-		}
-	default:
-		return nil, fmt.Errorf("unsupported kind %q", kind)
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, fmt.Errorf("%w: %s", buffer.ErrNotFound, err.Error())
-	}
-	if err != nil {
-		return nil, err
-	}
-	return &t, nil
-}
 
 // provisioned writes each buffer's Provisioning condition after a pass
 // that placed its chunks as byBuffer says, and tells the Store which

@@ -138,6 +138,8 @@ func (e *explainer) emptiness() bool {
 	switch pods := e.p.podsOf(e.cand); {
 	case !e.p.isEmpty(e.cand):
 		e.add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
+	case e.p.c.BufferPods[e.cand.Node.Name] > 0:
+		e.add(MethodEmpty, false, "it holds %d virtual pod(s) of CapacityBuffers: its room is their spare capacity", e.p.c.BufferPods[e.cand.Node.Name])
 	case e.gated(MethodEmpty, v1.DisruptionReasonEmpty):
 	default:
 		e.add(MethodEmpty, true, "it is empty: it is deleted")

@@ -601,6 +601,13 @@ func TestEmptinessLeavesBufferNodes(t *testing.T) {
 	if cmd.Method != MethodEmpty || names(cmd.Candidates) != "idle" {
 		t.Fatalf("got %s, want idle deleted as empty and held kept", cmd)
 	}
+	why, err := ExplainNode(context.Background(), c, "held", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(why) < 2 || why[1].Method != MethodEmpty || why[1].Acts || !strings.Contains(why[1].Why, "holds 2 virtual pod(s) of CapacityBuffers") {
+		t.Errorf("explain held: %+v", why)
+	}
 }
 
 // TestWhichPodsBlock: as upstream, every active pod on the node counts —

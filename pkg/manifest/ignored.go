@@ -40,19 +40,6 @@ var unmodelled = map[string]string{
 	"ResourceQuota":         "ResourceQuotas are not modelled: pods are not held back by them",
 }
 
-// partly are kinds some hosts model and others do not yet, with what
-// the others leave out.
-var partly = map[string]string{
-	"CapacityBuffer": "simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet, so their answers hold none of it",
-}
-
-// PartlyModelled says, for a kind only some hosts model, what the others
-// leave out; ok is false for other kinds.
-func PartlyModelled(kind string) (why string, ok bool) {
-	why, ok = partly[kind]
-	return why, ok
-}
-
 // inert are kinds that have no bearing on where pods run or what nodes
 // cost.
 var inert = map[string]bool{
@@ -71,9 +58,6 @@ func Unmodelled(kind string) (why string, ok bool) {
 // WhyIgnored says why a document of the kind is not acted on.
 func WhyIgnored(apiVersion, kind string) string {
 	if why, ok := unmodelled[kind]; ok {
-		return why
-	}
-	if why, ok := partly[kind]; ok {
 		return why
 	}
 	if inert[kind] {

@@ -13,13 +13,13 @@ func TestIgnoredLines(t *testing.T) {
 	for i := 1; i <= 12; i++ {
 		ig = append(ig, NewIgnored(&Document{APIVersion: "v1", Kind: "ConfigMap", Name: fmt.Sprintf("cm%d", i), Namespace: "a", File: "cm.yaml", Line: i}, ""))
 	}
-	ig = append(ig, NewIgnored(&Document{APIVersion: "autoscaling.x-k8s.io/v1beta1", Kind: "CapacityBuffer", Name: "warm", File: "b.yaml", Line: 3}, ""),
+	ig = append(ig, NewIgnored(&Document{APIVersion: "resource.k8s.io/v1", Kind: "DeviceClass", Name: "gpu", File: "b.yaml", Line: 3}, ""),
 		NewIgnored(&Document{APIVersion: "example.com/v1", Kind: "Widget", Name: "w", File: "w.yaml"}, ""))
 	got := IgnoredLines(ig, 10)
 	want := []string{
 		"ConfigMap a/cm1 (cm.yaml:1), ConfigMap a/cm2 (cm.yaml:2), ConfigMap a/cm3 (cm.yaml:3), ConfigMap a/cm4 (cm.yaml:4), ConfigMap a/cm5 (cm.yaml:5), " +
 			"ConfigMap a/cm6 (cm.yaml:6), ConfigMap a/cm7 (cm.yaml:7), ConfigMap a/cm8 (cm.yaml:8), ConfigMap a/cm9 (cm.yaml:9), ConfigMap a/cm10 (cm.yaml:10), and 2 more: no bearing on scheduling or cost",
-		"CapacityBuffer warm (b.yaml:3): simulate and the controller (its CapacityBuffer gate on) hold a CapacityBuffer's spare capacity; plan and explain do not model buffers yet, so their answers hold none of it",
+		"DeviceClass gpu (b.yaml:3): Dynamic Resource Allocation is not modelled yet: the devices it selects are left out",
 		"Widget w (w.yaml): example.com/v1 Widget is not modelled",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -14,9 +14,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer/kube"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -27,7 +29,8 @@ var ErrNoCRD = errors.New("the cluster does not serve karpenter.sh/v1 NodePools 
 // NewScheme knows every kind Read lists.
 func NewScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, v1.AddToScheme, v1alpha1.AddToScheme, awsv1.AddToScheme,
+		autoscalingv1beta1.AddToScheme} {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -36,8 +39,9 @@ func NewScheme() (*runtime.Scheme, error) {
 }
 
 // Read lists the objects a plan reads from a live cluster: NodePools,
-// NodeClaims, EC2NodeClasses and NodeOverlays (when the cluster serves
-// them), Nodes, Pods,
+// NodeClaims, EC2NodeClasses, NodeOverlays and CapacityBuffers (when the
+// cluster serves them; a buffer's PodTemplate or workload is read when
+// resolved), Nodes, Pods,
 // DaemonSets, PodDisruptionBudgets, PersistentVolumeClaims,
 // PersistentVolumes and StorageClasses. It only reads. r's scheme must know
 // the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.
@@ -64,6 +68,14 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	for i := range overlays.Items {
 		out.NodeOverlays = append(out.NodeOverlays, &overlays.Items[i])
 	}
+	buffers := &autoscalingv1beta1.CapacityBufferList{}
+	if err := list(ctx, r, "CapacityBuffers", buffers); err != nil && !errors.Is(err, ErrNoCRD) {
+		return nil, err
+	}
+	for i := range buffers.Items {
+		out.CapacityBuffers = append(out.CapacityBuffers, &buffers.Items[i])
+	}
+	out.BufferLookup = kube.Lookup(ctx, r)
 	nodes, pods, dss, pdbs := &corev1.NodeList{}, &corev1.PodList{}, &appsv1.DaemonSetList{}, &policyv1.PodDisruptionBudgetList{}
 	pvcs, pvs, scs := &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{}, &storagev1.StorageClassList{}
 	for _, l := range []struct {

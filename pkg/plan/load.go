@@ -12,9 +12,11 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
@@ -46,6 +48,13 @@ type Objects struct {
 	VolumesComplete bool
 	// Ignored are the documents of kinds a plan does not read, by place.
 	Ignored []manifest.Ignored
+	// CapacityBuffers hold spare capacity for pods not there yet; their
+	// chunks are resolved with BufferLookup (see Buffers).
+	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
+	BufferLookup    buffer.Lookup
+	// targets are the PodTemplates' and workloads' pod templates read from
+	// manifests, by kind/namespace/name, for the buffers.
+	targets map[string]*buffer.Target
 }
 
 // Load reads the YAML files and directories — manifests as written, or
@@ -164,6 +173,9 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 			o.NodeClasses = append(o.NodeClasses, t)
 		case *v1alpha1.NodeOverlay:
 			o.NodeOverlays = append(o.NodeOverlays, t)
+		case *autoscalingv1beta1.CapacityBuffer:
+			t.Namespace = podutil.Namespace(t.ObjectMeta)
+			o.CapacityBuffers = append(o.CapacityBuffers, t)
 		default:
 			o.Ignored = append(o.Ignored, manifest.NewIgnored(d, ""))
 		}
@@ -172,6 +184,12 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 	why := ""
 	if manifest.IsBuiltin(d) {
 		why = "not read: a plan works from the Pods themselves, not their controllers (kubectl get pods -o yaml)"
+		if err := o.addTarget(d); err != nil {
+			return where(err)
+		}
+		if d.Kind == "PodTemplate" {
+			return nil // read for the CapacityBuffers that name it
+		}
 	}
 	o.Ignored = append(o.Ignored, manifest.NewIgnored(d, why))
 	return nil
@@ -187,7 +205,11 @@ func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cl
 	}
 	pools := append([]*v1.NodePool(nil), o.NodePools...)
 	sort.Slice(pools, func(i, j int) bool { return pools[i].Name < pools[j].Name })
-	return &state.Cluster{NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
+	var bufferPods []*corev1.Pod
+	for _, r := range o.Buffers() {
+		bufferPods = append(bufferPods, buffer.VirtualPods(r)...)
+	}
+	return &state.Cluster{BufferPods: bufferPods, NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
 		PDBs: o.PDBs, InstanceTypes: its, NodeOverlays: o.NodeOverlays, AssumeUnschedulable: true,
 		PersistentVolumeClaims: o.PersistentVolumeClaims, PersistentVolumes: o.PersistentVolumes, StorageClasses: o.StorageClasses,
 		VolumesComplete: o.VolumesComplete}

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
@@ -46,6 +47,8 @@ type Plan struct {
 	// Ignored are the input's objects of kinds the plan does not model
 	// (omitted when none).
 	Ignored []manifest.Ignored `json:"ignored,omitempty"`
+	// Buffers says where the plan puts each CapacityBuffer's chunks.
+	Buffers []Buffer `json:"buffers,omitempty"`
 }
 
 // NodeOverlay is what became of one NodeOverlay: applied to so many
@@ -198,6 +201,18 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
 
+	if len(c.BufferPods) > 0 {
+		// Where this pass put the buffers' chunks: the nodes emptiness
+		// leaves alone.
+		var byBuffer map[string]buffer.Placement
+		cc := *c
+		byBuffer, cc.BufferPlacement = buffer.Place(res)
+		c = &cc
+		for _, name := range sortedKeys(byBuffer) {
+			pl := byBuffer[name]
+			p.Buffers = append(p.Buffers, Buffer{Name: name, OnExisting: pl.Existing, OnNew: pl.New, Unplaced: pl.Failed})
+		}
+	}
 	dc := dec.Prepare(c.DisruptionCluster(now, c.Drifted), 0)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	for _, s := range disruption.StaticScale(dc) {
@@ -397,3 +412,21 @@ func podNames(pods []*corev1.Pod) []string {
 func podName(p *corev1.Pod) string { return p.Namespace + "/" + p.Name }
 
 func round(f float64) float64 { return math.Round(f*10000) / 10000 }
+
+// Buffer is one CapacityBuffer's chunks in the plan: on existing nodes (or
+// claims in flight), on the NodeClaims to create, and those nothing holds.
+type Buffer struct {
+	Name       string `json:"name"`
+	OnExisting int    `json:"onExisting"`
+	OnNew      int    `json:"onNew"`
+	Unplaced   int    `json:"unplaced"`
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -55,9 +55,6 @@ type Input struct {
 	// podTemplateRefs name PodTemplates.
 	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
 	PodTemplates    []*corev1.PodTemplate
-	// Partly are the documents of kinds the simulator models and other
-	// hosts (plan, explain) do not yet: they name them.
-	Partly []manifest.Ignored
 	// volumeRefs are the claims, volumes and classes the documents name,
 	// checked once all are loaded.
 	volumeRefs []volumeRef
@@ -238,7 +235,6 @@ func (in *Input) addKarpenter(obj any, d *manifest.Document) {
 	case *autoscalingv1beta1.CapacityBuffer:
 		o.Namespace = podutil.Namespace(o.ObjectMeta)
 		in.CapacityBuffers = append(in.CapacityBuffers, o)
-		in.Partly = append(in.Partly, manifest.NewIgnored(d, ""))
 	case *v1.NodeClaim:
 		in.Ignored = append(in.Ignored, manifest.NewIgnored(d, "the simulator launches its own NodeClaims"))
 	case nil:

@@ -71,6 +71,11 @@ type Cluster struct {
 	// or class not among them holds its pods back, as upstream's; without
 	// it (manifests that list none) one not among them asks nothing.
 	VolumesComplete bool
+	// BufferPods are the CapacityBuffers' virtual pods (pkg/buffer), and
+	// BufferPlacement how many of them a provisioning pass placed on each
+	// node (Store.SetBufferPods, Store.SetBufferPlacement).
+	BufferPods      []*corev1.Pod
+	BufferPlacement map[string]int
 	// Drifted is the cloud provider's drift check of a claim ("" for
 	// none), when the host has a cloud to ask (the simulator's EC2); nil
 	// when it has not, and only NodePool drift is seen.
@@ -263,6 +268,8 @@ func (c *Cluster) Store() *Store {
 	for _, p := range c.Pods {
 		s.SetPod(p)
 	}
+	s.SetBufferPods(c.BufferPods)
+	s.SetBufferPlacement(c.BufferPlacement)
 	return s
 }
 

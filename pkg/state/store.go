@@ -801,7 +801,8 @@ func (s *Store) Cluster() *Cluster {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &Cluster{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
-		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete}
+		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete,
+		BufferPods: slices.Clone(s.buffers), BufferPlacement: maps.Clone(s.bufferOn)}
 	for _, pvc := range s.vol.claims {
 		c.PersistentVolumeClaims = append(c.PersistentVolumeClaims, pvc)
 	}
