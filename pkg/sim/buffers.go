@@ -27,7 +27,8 @@ const bufferResync = 30 * time.Second
 type BufferReport struct {
 	Buffers []BufferStat `json:"buffers"`
 	// CostUSD and WithoutCostUSD: the run's cost, and the same scenario's
-	// without its buffers.
+	// without its buffers (0, with the startup figures, when the run was
+	// asked not to make that second run).
 	CostUSD        float64 `json:"costUSD"`
 	WithoutCostUSD float64 `json:"withoutCostUSD"`
 	// Startup percentiles of the pods that ran, with and without buffers.
@@ -149,7 +150,7 @@ func (e *engine) bufferReport(rep *Report) *BufferReport {
 func withoutBuffers(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options, rep *Report) error {
 	bare := *in
 	bare.CapacityBuffers, bare.PodTemplates = nil, nil
-	opts.Progress, opts.Trace, opts.OnProvision = nil, nil, nil
+	opts.Progress, opts.Trace, opts.OnProvision, opts.NoBufferBaseline = nil, nil, nil, true
 	other, err := Run(ctx, &bare, fsys, dir, opts)
 	if err != nil {
 		return fmt.Errorf("running the scenario without its CapacityBuffers: %w", err)

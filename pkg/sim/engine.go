@@ -59,6 +59,10 @@ type Options struct {
 	// of the simulated cluster (the caller made it, with its header, and
 	// closes it): a run a backtest can be held against.
 	Trace *trace.Writer
+	// NoBufferBaseline skips the second run without the scenario's
+	// CapacityBuffers that says what they cost and saved (tune's variants
+	// need only their own figures).
+	NoBufferBaseline bool
 }
 
 // ProvisioningPass is one provisioning pass of a run.
@@ -203,7 +207,7 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 		return nil, fmt.Errorf("writing the run's trace: %w", e.tracer.err)
 	}
 	rep := e.finish()
-	if rep.Buffers != nil {
+	if rep.Buffers != nil && !opts.NoBufferBaseline {
 		if err := withoutBuffers(ctx, in, fsys, dir, opts, rep); err != nil {
 			return nil, err
 		}

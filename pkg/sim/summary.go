@@ -324,6 +324,9 @@ func writeBuffers(w io.Writer, b *BufferReport) {
 		}
 		fmt.Fprintf(w, "%sCapacityBuffer %s: %s\n", label, st.Name, what)
 	}
+	if b.WithoutCostUSD == 0 {
+		return // no run without them to compare with
+	}
 	extra := b.CostUSD - b.WithoutCostUSD
 	pct := 0.0
 	if b.WithoutCostUSD > 0 {

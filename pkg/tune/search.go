@@ -212,7 +212,7 @@ func (p *Plan) Run(ctx context.Context, v Variant, seedOffset int64, horizon tim
 	if horizon > 0 {
 		in.Scenario.Spec.Duration.Duration = horizon
 	}
-	o.Progress = nil
+	o.Progress, o.NoBufferBaseline = nil, true // a variant is measured by its own figures
 	r, err := sim.Run(ctx, in, p.FS, p.Dir, o)
 	if err != nil {
 		return Metrics{}, err
