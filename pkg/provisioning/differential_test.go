@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"math/rand"
 	"strconv"
 	"testing"
@@ -212,7 +213,30 @@ func generateBatch(r *rand.Rand) *batch {
 		snap.Nodes = append(snap.Nodes, free)
 	}
 	snap.Pods = generateDeployments(r)
+	if r.Intn(3) == 0 {
+		snap.Pods = append(snap.Pods, bufferChunks(r)...)
+	}
 	return &batch{snap: snap}
+}
+
+// bufferChunks are a CapacityBuffer's virtual pods as pkg/buffer makes
+// them (marked, at the lowest priority, never bound): 1 to 6 chunks of
+// 500m to 2 cores. They are pending pods to the engine, which must place
+// them as it places any.
+func bufferChunks(r *rand.Rand) []*corev1.Pod {
+	cpu := pick(r, "500m", "1", "2")
+	n := 1 + r.Intn(6)
+	lowest := int32(math.MinInt32)
+	out := make([]*corev1.Pod, 0, n)
+	for i := 1; i <= n; i++ {
+		p := pod(cpu, "1Gi")
+		p.Name = fmt.Sprintf("capacity-buffer-warm-%d", i)
+		p.Annotations = map[string]string{"karpenter.sh/capacity-buffer-fake-pod": "true", "karpenter.sh/capacity-buffer-name": "warm"}
+		p.Labels = map[string]string{"app": "buffer"}
+		p.Spec.Priority = &lowest
+		out = append(out, p)
+	}
+	return out
 }
 
 func pick[T any](r *rand.Rand, options ...T) T { return options[r.Intn(len(options))] }
