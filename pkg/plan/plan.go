@@ -8,6 +8,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -192,11 +193,16 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		out.NodeOverlays = applied.Behind(nc.NodePool.Name, nc.InstanceTypes)
 		p.NodeClaims = append(p.NodeClaims, out)
 	}
+	// A buffer's chunks are no pods to bind or to wait: Buffers counts them.
 	for _, b := range res.ExistingNodes {
-		p.Bindings = append(p.Bindings, Binding{Node: b.Node.Name, Pods: podNames(b.Pods)})
+		if pods := slices.DeleteFunc(slices.Clone(b.Pods), buffer.IsVirtual); len(pods) > 0 {
+			p.Bindings = append(p.Bindings, Binding{Node: b.Node.Name, Pods: podNames(pods)})
+		}
 	}
 	for _, e := range res.Unschedulable {
-		p.Pending = append(p.Pending, Pending{Pod: podName(e.Pod), Reason: e.Reason, ByNodePool: e.ByNodePool})
+		if !buffer.IsVirtual(e.Pod) {
+			p.Pending = append(p.Pending, Pending{Pod: podName(e.Pod), Reason: e.Reason, ByNodePool: e.ByNodePool})
+		}
 	}
 	sort.Slice(p.Bindings, func(i, j int) bool { return p.Bindings[i].Node < p.Bindings[j].Node })
 	sort.Slice(p.Pending, func(i, j int) bool { return p.Pending[i].Pod < p.Pending[j].Pod })
