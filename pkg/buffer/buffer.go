@@ -240,13 +240,6 @@ func Of(p *corev1.Pod) string {
 	return p.Annotations[v1beta1.AnnotationBufferNamespace] + "/" + p.Annotations[v1beta1.AnnotationBufferName]
 }
 
-// SetCondition sets c on the buffer's status, as meta.SetStatusCondition
-// does (the transition time moves only when the status does).
-func SetCondition(cb *v1beta1.CapacityBuffer, c metav1.Condition, now metav1.Time) {
-	c.LastTransitionTime = now
-	meta.SetStatusCondition(&cb.Status.Conditions, c)
-}
-
 // Placement is where one pass put a buffer's chunks.
 type Placement struct {
 	Existing, New, Failed int
@@ -257,31 +250,29 @@ type Placement struct {
 // emptiness off it, as upstream's buffer pod counts do).
 func Place(res *provisioning.Results) (byBuffer map[string]Placement, onNodes map[string]int) {
 	byBuffer, onNodes = map[string]Placement{}, map[string]int{}
+	count := func(pod *corev1.Pod, field func(*Placement) *int) bool {
+		if !IsVirtual(pod) {
+			return false
+		}
+		p := byBuffer[Of(pod)]
+		*field(&p)++
+		byBuffer[Of(pod)] = p
+		return true
+	}
 	for _, plan := range res.ExistingNodes {
 		for _, pod := range plan.Pods {
-			if IsVirtual(pod) {
-				p := byBuffer[Of(pod)]
-				p.Existing++
-				byBuffer[Of(pod)] = p
+			if count(pod, func(p *Placement) *int { return &p.Existing }) {
 				onNodes[plan.Node.Name]++
 			}
 		}
 	}
 	for _, plan := range res.NewNodeClaims {
 		for _, pod := range plan.Pods {
-			if IsVirtual(pod) {
-				p := byBuffer[Of(pod)]
-				p.New++
-				byBuffer[Of(pod)] = p
-			}
+			count(pod, func(p *Placement) *int { return &p.New })
 		}
 	}
 	for _, pe := range res.Unschedulable {
-		if IsVirtual(pe.Pod) {
-			p := byBuffer[Of(pe.Pod)]
-			p.Failed++
-			byBuffer[Of(pe.Pod)] = p
-		}
+		count(pe.Pod, func(p *Placement) *int { return &p.Failed })
 	}
 	return byBuffer, onNodes
 }

@@ -7,6 +7,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -214,7 +215,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 		cc := *c
 		byBuffer, cc.BufferPlacement = buffer.Place(res)
 		c = &cc
-		for _, name := range sortedKeys(byBuffer) {
+		for _, name := range slices.Sorted(maps.Keys(byBuffer)) {
 			pl := byBuffer[name]
 			p.Buffers = append(p.Buffers, Buffer{Name: name, OnExisting: pl.Existing, OnNew: pl.New, Unplaced: pl.Failed})
 		}
@@ -426,13 +427,4 @@ type Buffer struct {
 	OnExisting int    `json:"onExisting"`
 	OnNew      int    `json:"onNew"`
 	Unplaced   int    `json:"unplaced"`
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
