@@ -9,8 +9,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +22,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffer/kube"
+	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -43,7 +47,9 @@ func NewScheme() (*runtime.Scheme, error) {
 // cluster serves them; a buffer's PodTemplate or workload is read when
 // resolved), Nodes, Pods,
 // DaemonSets, PodDisruptionBudgets, PersistentVolumeClaims,
-// PersistentVolumes and StorageClasses. It only reads. r's scheme must know
+// PersistentVolumes and StorageClasses; and it names as left out every
+// object of a kind it does not model that the cluster serves (DRA
+// objects, VPAs, LimitRanges, ResourceQuotas). It only reads. r's scheme must know
 // the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.
 // Its complexity (21) is one list per kind, each with its not-served and
 // error cases.
@@ -123,6 +129,51 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 		out.StorageClasses = append(out.StorageClasses, &scs.Items[i])
 	}
 	out.VolumesComplete = true
+	ignored, err := unmodelledObjects(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	out.Ignored = append(out.Ignored, ignored...)
+	return out, nil
+}
+
+// unmodelledKinds are the kinds a cluster may hold that bear on where pods
+// run or what they get, and that a plan does not model: each object of
+// them the cluster serves is named as left out.
+var unmodelledKinds = []schema.GroupVersionKind{
+	{Group: "resource.k8s.io", Version: "v1", Kind: "DeviceClass"},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
+	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
+	{Group: "autoscaling.k8s.io", Version: "v1", Kind: "VerticalPodAutoscaler"},
+	{Version: "v1", Kind: "LimitRange"},
+	{Version: "v1", Kind: "ResourceQuota"},
+}
+
+// unmodelledObjects lists the objects of unmodelledKinds the cluster
+// serves (a kind it does not serve is skipped), each as left out.
+func unmodelledObjects(ctx context.Context, r client.Reader) ([]manifest.Ignored, error) {
+	var out []manifest.Ignored
+	for _, gvk := range unmodelledKinds {
+		objs := &unstructured.UnstructuredList{}
+		objs.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		err := list(ctx, r, gvk.Kind+"s", objs)
+		switch {
+		case errors.Is(err, ErrNoCRD):
+			continue // not served here
+		case apierrors.IsForbidden(err):
+			out = append(out, manifest.Ignored{Kind: gvk.Kind, APIVersion: gvk.GroupVersion().String(), Name: "(any)", File: "the cluster",
+				Why: "not listed: the kubeconfig's user may not list them, so any there are left out unseen"})
+			continue
+		case err != nil:
+			return nil, err
+		}
+		for _, o := range objs.Items {
+			apiVersion := gvk.GroupVersion().String()
+			out = append(out, manifest.Ignored{Kind: gvk.Kind, APIVersion: apiVersion, Namespace: o.GetNamespace(), Name: o.GetName(),
+				File: "the cluster", Why: manifest.WhyIgnored(apiVersion, gvk.Kind)})
+		}
+	}
 	return out, nil
 }
 

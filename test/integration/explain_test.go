@@ -13,6 +13,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -306,5 +307,56 @@ func TestExplainLive(t *testing.T) {
 	}
 	if _, err := plan.Read(ctx, noCRDs); err == nil || err.Error() != "listing NodePools: "+plan.ErrNoCRD.Error() {
 		t.Errorf("without the CRDs: %v", err)
+	}
+}
+
+// TestLivePlanNamesUnmodelledKinds: plan over a live cluster names every
+// object of a kind it does not model that the cluster holds — a
+// LimitRange, a ResourceQuota, a DRA DeviceClass — as left out, with what
+// leaving it out means; a kind the cluster does not serve (VPA here) is
+// skipped.
+func TestLivePlanNamesUnmodelledKinds(t *testing.T) {
+	ctx := context.Background()
+	_, kc := controllerClient(t)
+	createPool(t, kc, "unmodelled", nil)
+	defer func() { _ = kc.Delete(ctx, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "unmodelled"}}) }()
+	ns := testNamespace(t, "unmodelled")
+	objs := []client.Object{
+		&corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "defaults", Namespace: ns}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
+			Type: corev1.LimitTypeContainer, DefaultRequest: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}},
+		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "quota", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{
+			Hard: corev1.ResourceList{corev1.ResourceRequestsCPU: resource.MustParse("10")}}},
+		&resourcev1.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "unmodelled-gpu"}},
+	}
+	for _, o := range objs {
+		if err := kc.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		defer func(o client.Object) { _ = kc.Delete(ctx, o) }(o)
+	}
+	scheme, err := plan.NewScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	reader, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := plan.Read(ctx, reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[string]string{}
+	for _, i := range got.Ignored {
+		named[i.Object()] = i.Why
+	}
+	for obj, why := range map[string]string{
+		"LimitRange " + ns + "/defaults": "LimitRanges are not modelled",
+		"ResourceQuota " + ns + "/quota": "ResourceQuotas are not modelled",
+		"DeviceClass unmodelled-gpu":     "Dynamic Resource Allocation is not modelled yet",
+	} {
+		if !strings.HasPrefix(named[obj], why) {
+			t.Errorf("%s: named %q, want %q…; all: %v", obj, named[obj], why, named)
+		}
 	}
 }
