@@ -34,10 +34,12 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 )
@@ -76,9 +78,12 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 	// The NodeOverlay gate on, with an overlay of a type no pool uses: its
 	// list, watch and status patch are the chart's to grant. A default
 	// spread constraint: the Services and pod controllers the controller
-	// then watches are the chart's to grant too.
+	// then watches are the chart's to grant too. The CapacityBuffer gate
+	// on, with a buffer whose chunk no pool can hold: listing buffers,
+	// reading its PodTemplate and writing its status are the chart's to
+	// grant.
 	_, stderr, err := helmWithStderr("install", release, chartDir, "--namespace", namespace,
-		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s,settings.featureGates.nodeOverlay=true",
+		"--set", "settings.batchIdleDuration=200ms,settings.batchMaxDuration=2s,settings.featureGates.nodeOverlay=true,settings.featureGates.capacityBuffer=true",
 		"--set-json", `settings.schedulerConfig={"podTopologySpread":{"defaultConstraints":[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]}}`)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +111,16 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = admin.Delete(ctx, unused) }()
+	chunk := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "chart-chunk", Namespace: apps}, Template: corev1.PodTemplateSpec{
+		Spec: corev1.PodSpec{NodeSelector: map[string]string{"no-pool-has": "this"}, Containers: []corev1.Container{{Name: "c", Image: "pause"}}}}}
+	held := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "chart-test", Namespace: apps},
+		Spec: autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: chunk.Name}, Replicas: ptr.To[int32](1)}}
+	for _, o := range []client.Object{chunk, held} {
+		if err := admin.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		defer func(o client.Object) { _ = admin.Delete(ctx, o) }(o)
+	}
 	ctrl := startBinary(t, &d, sa)
 	served := metricFamilies{}
 	t.Run("provisions, drains, consolidates", func(t *testing.T) { doesItsJob(t, admin, ctrl.metricsURL, served) })
@@ -114,6 +129,13 @@ func TestChartControllerRunsWithItsServiceAccount(t *testing.T) {
 		var o v1alpha1.NodeOverlay
 		err := admin.Get(ctx, client.ObjectKeyFromObject(unused), &o)
 		return err == nil && meta.IsStatusConditionTrue(o.Status.Conditions, v1alpha1.ConditionValidationSucceeded), err
+	})
+	eventually(t, "CapacityBuffer chart-test ReadyForProvisioning and Provisioning, written by the controller", func(ctx context.Context) (bool, error) {
+		var b autoscalingv1beta1.CapacityBuffer
+		err := admin.Get(ctx, client.ObjectKeyFromObject(held), &b)
+		prov := meta.FindStatusCondition(b.Status.Conditions, autoscalingv1beta1.ConditionProvisioning)
+		return err == nil && meta.IsStatusConditionTrue(b.Status.Conditions, autoscalingv1beta1.ConditionReadyForProvisioning) &&
+			prov != nil && prov.Reason == autoscalingv1beta1.ReasonRequiresNewCapacity, err
 	})
 	ctrl.stop(t)
 	if n := strings.Count(strings.ToLower(ctrl.log.String()), "forbidden"); n > 0 {
@@ -154,6 +176,9 @@ func scheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	if err := v1alpha1.AddToScheme(s); err != nil {
+		t.Fatal(err)
+	}
+	if err := autoscalingv1beta1.AddToScheme(s); err != nil {
 		t.Fatal(err)
 	}
 	return s
