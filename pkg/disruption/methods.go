@@ -147,15 +147,18 @@ type pass struct {
 	// withoutPending: simulations place only the candidates' pods (an
 	// interruption's replacement capacity is for its node alone).
 	withoutPending bool
-	pods           map[*Candidate][]*corev1.Pod
-	planner        *provisioning.Planner
-	c              *Cluster
-	opts           Options
-	pools          map[string]*v1.NodePool
-	byPool         map[string][]*Candidate
-	remain         map[string]map[v1.DisruptionReason]int
-	decision       *Decision
-	blocked        map[Blocked]bool // what block has recorded, once each
+	// starting names the managed nodes not initialized yet (nil until a
+	// simulation first needs it), once per pass.
+	starting map[string]bool
+	pods     map[*Candidate][]*corev1.Pod
+	planner  *provisioning.Planner
+	c        *Cluster
+	opts     Options
+	pools    map[string]*v1.NodePool
+	byPool   map[string][]*Candidate
+	remain   map[string]map[v1.DisruptionReason]int
+	decision *Decision
+	blocked  map[Blocked]bool // what block has recorded, once each
 	// consolidation: the consolidation candidates in order, once made.
 	consolidation []*Candidate
 	rcost         map[*Candidate]float64 // rescheduleCost, once per candidate
@@ -904,21 +907,23 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool
 // no place a drained pod can go now. Pending pods and those of nodes
 // already being disrupted may go there (they are not the command's).
 func (p *pass) onUninitialized(res *provisioning.Results, mustPlace map[*corev1.Pod]bool) *provisioning.PodError {
-	var starting map[string]bool
+	if p.starting == nil {
+		p.starting = map[string]bool{}
+		for _, cand := range p.c.Nodes {
+			if !cand.Initialized {
+				p.starting[cand.Node.Name] = true
+			}
+		}
+	}
+	if len(p.starting) == 0 {
+		return nil
+	}
 	for _, plan := range res.ExistingNodes {
+		if !p.starting[plan.Node.Name] {
+			continue
+		}
 		for _, pod := range plan.Pods {
-			if !mustPlace[pod] {
-				continue
-			}
-			if starting == nil {
-				starting = map[string]bool{}
-				for _, cand := range p.c.Nodes {
-					if !cand.Initialized {
-						starting[cand.Node.Name] = true
-					}
-				}
-			}
-			if starting[plan.Node.Name] {
+			if mustPlace[pod] {
 				why := "would schedule against node " + plan.Node.Name + ", which has not initialized yet"
 				return &provisioning.PodError{Pod: pod, Reason: why, ByNodePool: map[string]string{}}
 			}
