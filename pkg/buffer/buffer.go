@@ -16,6 +16,7 @@ import (
 	"math"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +38,25 @@ type Target struct {
 	Template   corev1.PodTemplateSpec
 	Replicas   *int32
 	Generation *int64
+}
+
+// TargetOf is what a buffer that names obj resolves to, for the kinds a
+// buffer may name: a PodTemplate (its template and generation), or an apps
+// Deployment, StatefulSet or ReplicaSet (its template and spec.replicas);
+// ok is false for any other object.
+func TargetOf(obj any) (t *Target, ok bool) {
+	switch o := obj.(type) {
+	case *corev1.PodTemplate:
+		g := o.Generation
+		return &Target{Template: o.Template, Generation: &g}, true
+	case *appsv1.Deployment:
+		return &Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}, true
+	case *appsv1.StatefulSet:
+		return &Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}, true
+	case *appsv1.ReplicaSet:
+		return &Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}, true
+	}
+	return nil, false
 }
 
 // Lookup finds what a buffer in namespace refers to: kind is "PodTemplate"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -139,5 +140,26 @@ func TestVirtualPods(t *testing.T) {
 	}
 	if c := ProvisioningCondition(r, Placement{Existing: 2}); c.Status != metav1.ConditionTrue || c.Message != "All 2 virtual pods fit on existing capacity" {
 		t.Errorf("%+v", c)
+	}
+}
+
+// TestTargetOf: the kinds a buffer may name, and nothing else.
+func TestTargetOf(t *testing.T) {
+	three := int32(3)
+	tmpl := chunk()
+	for _, obj := range []any{&appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &three, Template: tmpl}},
+		&appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: &three, Template: tmpl}},
+		&appsv1.ReplicaSet{Spec: appsv1.ReplicaSetSpec{Replicas: &three, Template: tmpl}}} {
+		got, ok := TargetOf(obj)
+		if !ok || *got.Replicas != 3 || got.Template.Labels["app"] != "web" || got.Generation != nil {
+			t.Errorf("%T: %+v, %v", obj, got, ok)
+		}
+	}
+	got, ok := TargetOf(&corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Generation: 4}, Template: tmpl})
+	if !ok || got.Replicas != nil || *got.Generation != 4 {
+		t.Errorf("PodTemplate: %+v, %v", got, ok)
+	}
+	if _, ok := TargetOf(&appsv1.DaemonSet{}); ok {
+		t.Error("a DaemonSet is no buffer's target")
 	}
 }

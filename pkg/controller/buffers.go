@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -115,12 +117,7 @@ func (b *capacityBuffers) provisioned(ctx context.Context, byBuffer map[string]b
 	b.mu.Lock()
 	resolved := b.resolved
 	b.mu.Unlock()
-	keys := make([]string, 0, len(resolved))
-	for k := range resolved {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(resolved)) {
 		r := resolved[k]
 		c := buffer.ProvisioningCondition(r, byBuffer[k])
 		if c == nil {

@@ -20,7 +20,7 @@ import (
 func bufferFindings(s *set) []Finding {
 	templates := map[string]*object{} // kind/namespace/name
 	for _, o := range s.objects {
-		if o.template != nil {
+		if o.target != nil {
 			templates[o.doc.Kind+"/"+podutil.Namespace(metav1.ObjectMeta{Namespace: o.doc.Namespace})+"/"+o.doc.Name] = o
 		}
 	}
@@ -57,7 +57,7 @@ func bufferFindings(s *set) []Finding {
 			}
 		}
 		if target != nil && len(cb.Spec.Limits) > 0 {
-			fs = append(fs, unrequestedLimits(d, cb, target.template)...)
+			fs = append(fs, unrequestedLimits(d, cb, &target.target.Template)...)
 		}
 	}
 	return fs

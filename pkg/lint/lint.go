@@ -9,12 +9,12 @@ import (
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
 	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
@@ -46,10 +46,10 @@ type object struct {
 	pool    *v1.NodePool          // set for a NodePool that decoded
 	overlay *v1alpha1.NodeOverlay // set for a NodeOverlay that decoded
 	buffer  *autoscalingv1beta1.CapacityBuffer
-	// template is a PodTemplate's, a Deployment's or a StatefulSet's pod
+	// target is a PodTemplate's, a Deployment's or a StatefulSet's pod
 	// template, for the CapacityBuffers that name it.
-	template *corev1.PodTemplateSpec
-	pdb      *policyv1.PodDisruptionBudget
+	target *buffer.Target
+	pdb    *policyv1.PodDisruptionBudget
 	// replicas and labels of a Deployment or StatefulSet, for PDBs.
 	workload *workload
 }
@@ -211,13 +211,10 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 			o.pdb = t
 		case *appsv1.Deployment:
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
-			o.template = &t.Spec.Template
 		case *appsv1.StatefulSet:
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
-			o.template = &t.Spec.Template
-		case *corev1.PodTemplate:
-			o.template = &t.Template
 		}
+		o.target, _ = buffer.TargetOf(obj)
 	default:
 		return nil, nil
 	}

@@ -4,8 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
@@ -52,18 +51,14 @@ func (o *Objects) addTarget(d *manifest.Document) error {
 	if len(ps) > 0 {
 		return ps
 	}
+	t, ok := buffer.TargetOf(obj)
+	if !ok {
+		return nil
+	}
 	if o.targets == nil {
 		o.targets = map[string]*buffer.Target{}
 	}
-	switch t := obj.(type) {
-	case *corev1.PodTemplate:
-		g := t.Generation
-		o.targets["PodTemplate/"+podutil.Namespace(t.ObjectMeta)+"/"+t.Name] = &buffer.Target{Template: t.Template, Generation: &g}
-	case *appsv1.Deployment:
-		o.targets["Deployment/"+podutil.Namespace(t.ObjectMeta)+"/"+t.Name] = &buffer.Target{Template: t.Spec.Template, Replicas: t.Spec.Replicas}
-	case *appsv1.StatefulSet:
-		o.targets["StatefulSet/"+podutil.Namespace(t.ObjectMeta)+"/"+t.Name] = &buffer.Target{Template: t.Spec.Template, Replicas: t.Spec.Replicas}
-	}
+	o.targets[d.Kind+"/"+podutil.Namespace(metav1.ObjectMeta{Namespace: d.Namespace})+"/"+d.Name] = t
 	return nil
 }
 

@@ -97,8 +97,8 @@ func (e *engine) bufferLookup(kind, namespace, name string) (*buffer.Target, err
 	if kind == "PodTemplate" {
 		for _, pt := range e.in.PodTemplates {
 			if pt.Namespace == namespace && pt.Name == name {
-				g := pt.Generation
-				return &buffer.Target{Template: pt.Template, Generation: &g}, nil
+				t, _ := buffer.TargetOf(pt)
+				return t, nil
 			}
 		}
 		return nil, fmt.Errorf("podtemplates %q %w", name, buffer.ErrNotFound)

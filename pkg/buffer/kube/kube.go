@@ -18,40 +18,27 @@ import (
 // controller's cache).
 func Lookup(ctx context.Context, r client.Reader) buffer.Lookup {
 	return func(kind, namespace, name string) (*buffer.Target, error) {
-		key := client.ObjectKey{Namespace: namespace, Name: name}
-		var err error
-		var t buffer.Target
+		var obj client.Object
 		switch kind {
 		case "PodTemplate":
-			var o corev1.PodTemplate
-			if err = r.Get(ctx, key, &o); err == nil {
-				g := o.Generation
-				t = buffer.Target{Template: o.Template, Generation: &g}
-			}
+			obj = &corev1.PodTemplate{}
 		case "Deployment":
-			var o appsv1.Deployment
-			if err = r.Get(ctx, key, &o); err == nil {
-				t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-			}
+			obj = &appsv1.Deployment{}
 		case "StatefulSet":
-			var o appsv1.StatefulSet
-			if err = r.Get(ctx, key, &o); err == nil {
-				t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-			}
+			obj = &appsv1.StatefulSet{}
 		case "ReplicaSet":
-			var o appsv1.ReplicaSet
-			if err = r.Get(ctx, key, &o); err == nil {
-				t = buffer.Target{Template: o.Spec.Template, Replicas: o.Spec.Replicas}
-			}
+			obj = &appsv1.ReplicaSet{}
 		default:
 			return nil, fmt.Errorf("unsupported kind %q", kind)
 		}
+		err := r.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj)
 		if apierrors.IsNotFound(err) {
 			return nil, fmt.Errorf("%w: %s", buffer.ErrNotFound, err.Error())
 		}
 		if err != nil {
 			return nil, err
 		}
-		return &t, nil
+		t, _ := buffer.TargetOf(obj)
+		return t, nil
 	}
 }
