@@ -333,12 +333,5 @@ func writeBuffers(w io.Writer, b *BufferReport) {
 		pct = extra / b.WithoutCostUSD * 100
 	}
 	fmt.Fprintf(w, "               without them: $%.2f, so they cost $%.2f (%+.1f%%); pod startup p50 %s → %s, p99 %s → %s with them\n",
-		b.WithoutCostUSD, extra, pct, seconds(b.WithoutStartupP50), seconds(b.StartupP50), seconds(b.WithoutStartupP99), seconds(b.StartupP99))
-}
-
-func seconds(v *float64) string {
-	if v == nil {
-		return "n/a"
-	}
-	return fmt.Sprintf("%.0fs", *v)
+		b.WithoutCostUSD, extra, pct, secs(b.WithoutStartupP50), secs(b.StartupP50), secs(b.WithoutStartupP99), secs(b.StartupP99))
 }
