@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -48,6 +49,50 @@ type Offering struct {
 	// Price in USD per hour.
 	Price     float64
 	Available bool
+	// Reservation is set on a reserved offering (CapacityType reserved):
+	// the capacity reservation it launches into. nil on the others.
+	Reservation *Reservation
+}
+
+// Reservation is the capacity reservation behind a reserved offering, as
+// upstream's AWS provider resolves an EC2NodeClass's
+// capacityReservationSelectorTerms: an ID, how many instances it can still
+// take, and its kind.
+type Reservation struct {
+	ID string
+	// Capacity is how many more instances the reservation can take now
+	// (upstream's Offering.ReservationCapacity). A reserved offering at 0
+	// is not Available.
+	Capacity int
+	// Type is "default" (an On-Demand Capacity Reservation) or
+	// "capacity-block".
+	Type string
+	// Interruptible: the owner may reclaim the capacity (an interruptible
+	// ODCR), with a two-minute warning.
+	Interruptible bool
+}
+
+// Reservation types, as the capacity-reservation-type label spells them.
+const (
+	ReservationTypeDefault       = "default"
+	ReservationTypeCapacityBlock = "capacity-block"
+)
+
+// The labels of a reserved node, as upstream's AWS provider spells them
+// (ReservationIDLabel is what upstream's core calls
+// cloudprovider.ReservationIDLabel, which the provider sets).
+const (
+	ReservationIDLabel            = awsv1.LabelCapacityReservationID
+	ReservationTypeLabel          = awsv1.LabelCapacityReservationType
+	ReservationInterruptibleLabel = awsv1.LabelCapacityReservationInterruptible
+)
+
+// ReservationID is the offering's reservation's ID, "" when it has none.
+func (o *Offering) ReservationID() string {
+	if o.Reservation == nil {
+		return ""
+	}
+	return o.Reservation.ID
 }
 
 // Requirements are the offering's zone and capacity type as requirements.

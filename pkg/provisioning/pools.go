@@ -3,6 +3,7 @@ package provisioning
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -43,6 +44,8 @@ type poolInfo struct {
 	// fit and capFit index its by allocatable and by capacity; made with
 	// the pool, only read.
 	fit, capFit *fitIndex
+	// reserved are the indexes of the types with a reserved offering.
+	reserved []int
 }
 
 // withOwnCaches is the pool with caches of its own, empty, for a plan
@@ -146,6 +149,11 @@ func newPoolInfo(np *v1.NodePool, its []*cloudprovider.InstanceType, daemonSets 
 		allocs[i], capacities[i] = it.alloc, it.capacity
 	}
 	p.fit, p.capFit = newFitIndex(allocs), newFitIndex(capacities)
+	for i, it := range p.its {
+		if slices.ContainsFunc(it.it.Offerings, func(o *cloudprovider.Offering) bool { return o.Reservation != nil }) {
+			p.reserved = append(p.reserved, i)
+		}
+	}
 	multi := map[string]bool{}
 	for _, it := range p.its {
 		for k, r := range it.it.Requirements {

@@ -60,6 +60,14 @@ const (
 	// ReasonNotPlaced: the pod fits a new node of the NodePool, yet the pass
 	// placed it nowhere (a claim cap, a batch's order).
 	ReasonNotPlaced ReasonCode = "NotPlaced"
+	// ReasonReservedCapacity: the pod could launch into a capacity
+	// reservation, but the pass has counted every compatible one down to
+	// nothing (or, LastReservation, joining a claim would take away the
+	// claim's last reservation). Provisioning defers the pod to the next
+	// pass, when the cloud says what is left, instead of buying on-demand
+	// or spot for it or trying a NodePool of lower weight, as upstream's
+	// ReservedOfferingError does.
+	ReasonReservedCapacity ReasonCode = "ReservedCapacity"
 )
 
 // Reason is one reason of the kinds that carry their evidence as values: a
@@ -89,6 +97,9 @@ type Reason struct {
 	// values left.
 	Key                 string
 	MinValues, Distinct int
+	// LastReservation: the pod would have taken the claim's last
+	// capacity reservation away (ReasonReservedCapacity).
+	LastReservation bool
 }
 
 // LimitUse is one of a NodePool's limits and how much of it is used.
@@ -137,6 +148,11 @@ func (r *Reason) Error() string {
 		return "the node is being deleted"
 	case ReasonNotPlaced:
 		return "it fits a new node but was not placed"
+	case ReasonReservedCapacity:
+		if r.LastReservation {
+			return "joining the claim would leave it no capacity reservation to launch into"
+		}
+		return "compatible capacity reservations are available, but this pass has reserved all of them: deferred to the next pass"
 	}
 	return string(r.Code)
 }

@@ -3,6 +3,7 @@ package provisioning
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -56,6 +57,13 @@ type scheduler struct {
 	// caps, by pool index, bound what a new claim may hold past its first
 	// pod (nil: no caps; see claimCaps).
 	caps []vec
+	// res counts capacity reservations down over the pass (nil: the
+	// pools offer none).
+	res *reservations
+	// deferred: the last place found the pod a reservation-compatible
+	// NodePool with every reservation counted down (strict mode), so it
+	// waits for the next pass, preferences and all.
+	deferred bool
 }
 
 // Solve places the snapshot's pending pods: first on existing nodes and
@@ -313,6 +321,7 @@ func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepare
 		cp.used = nil
 		s.pools = append(s.pools, &cp)
 	}
+	s.res = newReservations(s.pools, !snap.ReservationFallback)
 	nodes := snap.Nodes
 	if upstream {
 		nodes = upstreamNodeOrder(nodes)
@@ -466,6 +475,9 @@ func (s *scheduler) try(c *podClass, pod *corev1.Pod) bool {
 	for r := c; r != nil; r = s.relaxedClass(r) {
 		if s.place(r, pod) {
 			return true
+		}
+		if s.deferred {
+			break // upstream does not relax a pod a reservation defers
 		}
 	}
 	c.failedAt = s.progress + 1
@@ -795,9 +807,17 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 	if s.upstream && s.placeUpstream(c, pod) {
 		return true
 	}
+	s.deferred = false
 	for pi, p := range s.pools {
-		if _, err := s.newClaim(p, pi, c, pod, false); err == nil {
+		_, err := s.newClaim(p, pi, c, pod, false)
+		if err == nil {
 			return true
+		}
+		if s.res != nil && CodeOf(err) == ReasonReservedCapacity {
+			// A NodePool with reserved offerings for the pod is not
+			// fallen back from to one of lower weight.
+			s.deferred = true
+			return false
 		}
 	}
 	return false
@@ -861,12 +881,18 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	reqs := cl.reqs.Copy()
 	delete(reqs, v1.LabelHostname)
+	if len(cl.reserved) > 0 {
+		reservedRequirements(reqs, cl.reserved)
+	}
 	zone, ct := reqs.Get(v1.LabelZone), reqs.Get(v1.LabelCapacityType)
+	rid := reqs.Get(cloudprovider.ReservationIDLabel)
 	// Room for every candidate at once: there are hundreds, often.
 	its := make([]*cloudprovider.InstanceType, 0, cl.candidates.count())
 	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {
-		if cl.candidates.has(i) {
+		if cl.candidates.has(i) && (len(cl.reserved) == 0 || slices.ContainsFunc(cl.pool.its[i].it.Offerings, func(o *cloudprovider.Offering) bool {
+			return o.Reservation != nil && rid.Has(o.Reservation.ID)
+		})) {
 			if len(its) == 0 {
 				daemon = cl.pool.its[i].daemon
 			}

@@ -39,6 +39,11 @@ type Snapshot struct {
 	// candidates. As upstream since v1.14, none may land on a Settling
 	// node; pending pods and the pods of deleting nodes may.
 	Moving map[*corev1.Pod]bool
+	// ReservationFallback plans without provisioning's strict use of
+	// capacity reservations (see reservations): a pod may go to on-demand
+	// or spot though a compatible reservation's count is used up in the
+	// pass, as upstream's disruption simulations do.
+	ReservationFallback bool
 	// Policy: whose choices to make where Joiner and upstream differ
 	// (DecisionsJoiner, the default, or DecisionsKarpenter), and the
 	// minValues policy — MinValuesStrict (the default) leaves a pod a

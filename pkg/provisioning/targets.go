@@ -159,6 +159,9 @@ type claim struct {
 	ports      []hostPort
 	// minRelaxed: BestEffort lowered a minValues to what the types allow.
 	minRelaxed bool
+	// reserved are the IDs of the capacity reservations the claim holds
+	// (see reservations), sorted.
+	reserved []string
 }
 
 func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]string) domainsOf {
@@ -199,6 +202,7 @@ type claimUpdate struct {
 	candidates bitset
 	maxAlloc   vec
 	minRelaxed bool // reqs' minValues were lowered (BestEffort)
+	reserved   []string
 }
 
 func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent bool, err error) {
@@ -211,6 +215,9 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent b
 	cl.candidates = u.candidates
 	cl.maxAlloc = u.maxAlloc
 	cl.minRelaxed = cl.minRelaxed || u.minRelaxed
+	if s.res != nil {
+		s.res.hold(cl, u.reserved)
+	}
 	cl.pods = append(cl.pods, pod)
 	cl.ports = append(cl.ports, c.hostPorts...)
 	s.topo.record(c, cl.domains(u.reqs, s.topo.universe))
@@ -252,7 +259,15 @@ func (cl *claim) check(s *scheduler, c *podClass) (u *claimUpdate, permanent boo
 	if err != nil {
 		return nil, true, err
 	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed}, false, nil
+	var reserved []string
+	if s.res != nil {
+		// Not permanent: the reservations a pass counts down are given
+		// back when a claim's later pods rule them out.
+		if reserved, err = s.res.check(cl, cand, reqs); err != nil {
+			return nil, false, err
+		}
+	}
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed, reserved: reserved}, false, nil
 }
 
 // joinedReqs are the claim's requirements with the class's merged in, or
