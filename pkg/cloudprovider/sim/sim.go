@@ -15,10 +15,12 @@ import (
 	"hash/fnv"
 	"math/rand"
 	"sort"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -56,6 +58,12 @@ type Options struct {
 	// an overlay promises are the node's.
 	Overlays    []*v1alpha1.NodeOverlay
 	OverlayMode overlay.Mode
+	// Reservations are the cloud's capacity reservations; a NodePool is
+	// offered those its EC2NodeClass's capacityReservationSelectorTerms
+	// (ReservationTerms, by node class name) select, as reserved
+	// offerings (see Reservation).
+	Reservations     []Reservation
+	ReservationTerms map[string][]awsv1.CapacityReservationSelectorTerm
 }
 
 // Instance is one running machine.
@@ -86,6 +94,9 @@ type Provider struct {
 	// and availability are kept by.
 	base     map[*cloudprovider.Offering]*cloudprovider.Offering
 	overlaid *overlay.Result
+	// reservations by ID, and the node classes' terms that select them.
+	reservations     map[string]*reservation
+	reservationTerms map[string][]awsv1.CapacityReservationSelectorTerm
 }
 
 var _ cloudprovider.CloudProvider = (*Provider)(nil)
@@ -104,6 +115,9 @@ func New(pools []*v1.NodePool, types []*cloudprovider.InstanceType, images map[s
 		p.images[k] = v
 	}
 	p.types = types
+	if err := p.setReservations(opts.Reservations, opts.ReservationTerms); err != nil {
+		return nil, err
+	}
 	if err := p.SetNodePools(pools); err != nil {
 		return nil, err
 	}
@@ -116,10 +130,15 @@ func New(pools []*v1.NodePool, types []*cloudprovider.InstanceType, images map[s
 func (p *Provider) SetNodePools(pools []*v1.NodePool) error {
 	p.pools, p.byPool = map[string]*v1.NodePool{}, map[string][]*cloudprovider.InstanceType{}
 	var errs []error
+	copies := map[string]*cloudprovider.InstanceType{}
 	for _, np := range pools {
 		p.pools[np.Name] = np
 		reqs := scheduling.FromNodePool(np)
-		for _, it := range p.types {
+		types := p.types
+		if ref := np.Spec.Template.Spec.NodeClassRef; ref != nil && len(p.reservations) > 0 {
+			types = p.reservedTypes(ref.Name, types, copies)
+		}
+		for _, it := range types {
 			if it.Requirements.Intersects(reqs) == nil && it.Offerings.HasCompatible(reqs) {
 				p.byPool[np.Name] = append(p.byPool[np.Name], it)
 			}
@@ -296,6 +315,7 @@ type choice struct {
 // launches spread over the zones, the same way in every run.
 func (p *Provider) choices(poolName, claim string, reqs scheduling.Requirements, zone *scheduling.Requirement, capacityType string) []choice {
 	var choices []choice
+	rid := reqs.Get(cloudprovider.ReservationIDLabel)
 	for _, it := range p.byPool[poolName] {
 		if it.Requirements.Intersects(reqs) != nil {
 			continue
@@ -308,12 +328,21 @@ func (p *Provider) choices(poolName, claim string, reqs scheduling.Requirements,
 			if _, cached := p.unavailable[p.baseOf(o)]; cached {
 				continue
 			}
+			if o.Reservation != nil && (!o.Available || !rid.Has(o.Reservation.ID)) {
+				continue // none left, or not one the claim holds
+			}
 			switch {
 			case len(tied) == 0 || o.Price < tied[0].Price:
 				tied = append(tied[:0], o)
 			case o.Price == tied[0].Price:
 				tied = append(tied, o)
 			}
+		}
+		if len(tied) > 1 && tied[0].Reservation != nil {
+			// Of a type's reservations in the allowed zones, upstream
+			// launches into the one with the most capacity left.
+			sort.SliceStable(tied, func(i, j int) bool { return tied[i].Reservation.Capacity > tied[j].Reservation.Capacity })
+			tied = tied[:1]
 		}
 		if len(tied) > 0 {
 			choices = append(choices, choice{it, tied[spreadIndex(claim, len(tied))]})
@@ -358,6 +387,15 @@ func (p *Provider) launch(nc *v1.NodeClaim, it *cloudprovider.InstanceType, o *c
 	out.Labels[v1.LabelInstanceType] = it.Name
 	out.Labels[v1.LabelZone] = o.Zone
 	out.Labels[v1.LabelCapacityType] = o.CapacityType
+	for _, k := range []string{cloudprovider.ReservationIDLabel, cloudprovider.ReservationTypeLabel, cloudprovider.ReservationInterruptibleLabel} {
+		delete(out.Labels, k) // the type's label sets say nothing of this instance
+	}
+	if r := o.Reservation; r != nil {
+		out.Labels[cloudprovider.ReservationIDLabel] = r.ID
+		out.Labels[cloudprovider.ReservationTypeLabel] = r.Type
+		out.Labels[cloudprovider.ReservationInterruptibleLabel] = strconv.FormatBool(r.Interruptible)
+		p.reservedLaunch(o)
+	}
 	image := ""
 	if ref := p.pools[nc.Labels[v1.LabelNodePool]].Spec.Template.Spec.NodeClassRef; ref != nil {
 		image = p.images[ref.Name]
@@ -375,10 +413,12 @@ func (p *Provider) Instance(providerID string) *Instance { return p.instances[pr
 
 // Delete terminates the NodeClaim's instance.
 func (p *Provider) Delete(_ context.Context, nc *v1.NodeClaim) error {
-	if _, ok := p.instances[nc.Status.ProviderID]; !ok {
+	in, ok := p.instances[nc.Status.ProviderID]
+	if !ok {
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %q of nodeclaim %s", nc.Status.ProviderID, nc.Name))
 	}
 	delete(p.instances, nc.Status.ProviderID)
+	p.reservedRelease(in.Offering)
 	return nil
 }
 
