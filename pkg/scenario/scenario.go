@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"regexp"
 	"strings"
 	"time"
 
@@ -16,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/schedulerconfig"
 )
 
 // scenarioFields is the fix for an unknown field of scenario.yaml.
-const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot, schedulerConfig"
+const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot, schedulerConfig, capacityReservations"
 
 // ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
 const (
@@ -63,6 +65,58 @@ type ScenarioSpec struct {
 	// constraints apply to pods that declare none, in provisioning,
 	// consolidation and the kube-scheduler model.
 	SchedulerConfig *schedulerconfig.Config `json:"schedulerConfig,omitempty"`
+	// CapacityReservations are the account's EC2 capacity reservations
+	// (what DescribeCapacityReservations would return); an EC2NodeClass's
+	// capacityReservationSelectorTerms select among them.
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
+}
+
+// CapacityReservation is one EC2 capacity reservation: an On-Demand
+// Capacity Reservation (type default, interruptible or not) or a Capacity
+// Block, for count instances of one type in one zone.
+type CapacityReservation struct {
+	ID           string `json:"id"`
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	Count        int    `json:"count"`
+	// Type is default (an ODCR, the default) or capacity-block.
+	Type          string `json:"type,omitempty"`
+	Interruptible bool   `json:"interruptible,omitempty"`
+	// OwnerID is the owning account (12 digits); the default is
+	// 123456789012.
+	OwnerID string `json:"ownerID,omitempty"`
+	// InstanceMatchCriteria is open or targeted (the default).
+	InstanceMatchCriteria string            `json:"instanceMatchCriteria,omitempty"`
+	Tags                  map[string]string `json:"tags,omitempty"`
+	// End is when the reservation ends, as an offset from the run's
+	// start; unset: it does not end. A Capacity Block needs one.
+	End *metav1.Duration `json:"end,omitempty"`
+}
+
+// DefaultReservationOwner is a reservation's owner when a scenario names none.
+const DefaultReservationOwner = "123456789012"
+
+// Reservations are the scenario's capacity reservations as the simulated
+// cloud holds them, their ends made times.
+func (s *ScenarioSpec) Reservations() []simcloud.Reservation {
+	out := make([]simcloud.Reservation, len(s.CapacityReservations))
+	for i, r := range s.CapacityReservations {
+		out[i] = simcloud.Reservation{ID: r.ID, InstanceType: r.InstanceType, Zone: r.Zone, Count: r.Count, Type: r.Type,
+			Interruptible: r.Interruptible, OwnerID: r.OwnerID, InstanceMatchCriteria: r.InstanceMatchCriteria, Tags: r.Tags}
+		if out[i].Type == "" {
+			out[i].Type = cloudprovider.ReservationTypeDefault
+		}
+		if out[i].OwnerID == "" {
+			out[i].OwnerID = DefaultReservationOwner
+		}
+		if out[i].InstanceMatchCriteria == "" {
+			out[i].InstanceMatchCriteria = "targeted"
+		}
+		if r.End != nil {
+			out[i].End = s.Start.UTC().Add(r.End.Duration)
+		}
+	}
+	return out
 }
 
 // LoadSpec is the demand on one autoscaled workload over time.
@@ -307,6 +361,7 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 			}
 		}
 	}
+	s.validateReservations(bad)
 	f := s.Spec.Faults
 	for _, r := range []struct {
 		name string
@@ -323,6 +378,59 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 		bad("spec.faults.nodeFailuresPerNodeHour", fmt.Sprintf("%v: a rate per node-hour from 0 to 1, e.g. 0.001 (one failure in a thousand node-hours)", r))
 	}
 	return ps
+}
+
+var (
+	reservationIDRE    = regexp.MustCompile(`^cr-[0-9a-z]+$`)
+	reservationOwnerRE = regexp.MustCompile(`^[0-9]{12}$`)
+)
+
+// validateReservations checks spec.capacityReservations as EC2 and
+// upstream's EC2NodeClass status would have them.
+func (s *Scenario) validateReservations(bad func(field, msg string)) {
+	seen := map[string]bool{}
+	for i, r := range s.Spec.CapacityReservations {
+		at := fmt.Sprintf("spec.capacityReservations[%d]", i)
+		switch {
+		case !reservationIDRE.MatchString(r.ID):
+			bad(at+".id", fmt.Sprintf("%q: a reservation id is cr- and lower-case letters and digits, e.g. cr-0123456789abcdef0", r.ID))
+		case seen[r.ID]:
+			bad(at+".id", fmt.Sprintf("%s is declared twice: one entry per reservation", r.ID))
+		}
+		seen[r.ID] = true
+		if r.InstanceType == "" {
+			bad(at+".instanceType", "required: the instance type reserved, e.g. m7i.2xlarge")
+		}
+		if r.Zone == "" {
+			bad(at+".zone", "required: the zone reserved in, e.g. us-east-1a")
+		}
+		if r.Count <= 0 {
+			bad(at+".count", fmt.Sprintf("%d: the number of instances reserved, at least 1", r.Count))
+		}
+		switch r.Type {
+		case "", cloudprovider.ReservationTypeDefault:
+		case cloudprovider.ReservationTypeCapacityBlock:
+			if r.End == nil {
+				bad(at+".end", "a Capacity Block ends: give its end as an offset from the run's start, e.g. 6h")
+			}
+			if r.Interruptible {
+				bad(at+".interruptible", "a Capacity Block is never interruptible: only an On-Demand Capacity Reservation (type default) is")
+			}
+		default:
+			bad(at+".type", fmt.Sprintf("%q: use default (an On-Demand Capacity Reservation) or capacity-block", r.Type))
+		}
+		if r.OwnerID != "" && !reservationOwnerRE.MatchString(r.OwnerID) {
+			bad(at+".ownerID", fmt.Sprintf("%q: an AWS account id is 12 digits", r.OwnerID))
+		}
+		switch r.InstanceMatchCriteria {
+		case "", "open", "targeted":
+		default:
+			bad(at+".instanceMatchCriteria", fmt.Sprintf("%q: use open or targeted", r.InstanceMatchCriteria))
+		}
+		if r.End != nil && (r.End.Duration <= 0) {
+			bad(at+".end", fmt.Sprintf("%s: an offset after the run's start, e.g. 6h", r.End.Duration))
+		}
+	}
 }
 
 // decodeLoose decodes JSON into v, ignoring fields v does not model.

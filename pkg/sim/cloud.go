@@ -98,10 +98,28 @@ func (e *engine) provision() {
 			e.st.LaunchedFor(n.name, plan.Pods)
 		}
 	}
+	if deferredForReservations(res) {
+		// Upstream's next pass sees what the launches left of the
+		// reservations: into what remains, or on to on-demand and spot.
+		e.armBatch()
+	}
 	if e.opts.OnProvision != nil {
 		e.opts.OnProvision(ProvisioningPass{At: e.clk.now, Snapshot: snap, Launches: e.launches})
 		e.launches = nil
 	}
+}
+
+// deferredForReservations: some pod waits for the next pass because this
+// one counted every reservation it could use down to nothing.
+func deferredForReservations(res *provisioning.Results) bool {
+	for _, pe := range res.Unschedulable {
+		for _, c := range pe.CodeByNodePool {
+			if c == provisioning.ReasonReservedCapacity {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // launch creates a NodeClaim for the plan and asks the simulated EC2 for

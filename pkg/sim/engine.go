@@ -243,9 +243,10 @@ func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engin
 		e.rep.note("catalog: " + a)
 	}
 	e.cloud, err = simcloud.New(e.pools, all, images, simcloud.Options{Now: func() time.Time { return e.clk.now }, Rand: e.rng,
-		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError, Overlays: in.NodeOverlays, OverlayMode: opts.Policy.OverlayMode()})
+		APIErrorRate: s.Faults.APIErrorRate, OnError: e.rep.cloudError, Overlays: in.NodeOverlays, OverlayMode: opts.Policy.OverlayMode(),
+		Reservations: s.Reservations(), ReservationTerms: reservationTerms(in)})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scenario.yaml: spec.capacityReservations: %w", err)
 	}
 	e.rep.overlays(e.cloud.Overlays())
 	e.traceConfig()
@@ -292,7 +293,7 @@ func Offerings(in *scenario.Input, fsys fs.FS, dir string, policy provisioning.P
 	}
 	start := in.Scenario.Spec.Start
 	cloud, err := simcloud.New(in.NodePools, all, nil, simcloud.Options{Now: func() time.Time { return start }, Rand: rand.New(rand.NewSource(in.Scenario.Spec.Seed)),
-		Overlays: in.NodeOverlays, OverlayMode: policy.OverlayMode()})
+		Overlays: in.NodeOverlays, OverlayMode: policy.OverlayMode(), Reservations: in.Scenario.Spec.Reservations(), ReservationTerms: reservationTerms(in)})
 	if err != nil {
 		return nil, err
 	}
@@ -410,6 +411,7 @@ func (e *engine) schedule() {
 	if len(e.resizes) > 0 {
 		e.clk.every(e.start.Add(resizeEvery), resizeEvery, e.end, e.retryResizes)
 	}
+	e.scheduleReservations()
 	for _, w := range e.in.Scenario.Spec.Faults.CapacityWindows() {
 		e.clk.at(e.start.Add(w.From), func() { e.setCapacity(w, false) })
 		e.clk.at(e.start.Add(w.To), func() { e.setCapacity(w, true) })

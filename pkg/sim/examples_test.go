@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"time"
 	"strings"
 	"testing"
 
@@ -516,6 +517,97 @@ func TestExampleCapacityBuffer(t *testing.T) {
 	for _, s := range rep.Timeline[1:] {
 		if s.NodesByPool["general"] == 0 {
 			t.Fatalf("minute %d: no node holds the buffers", s.Minute)
+		}
+	}
+}
+
+func TestExampleReservedCapacity(t *testing.T) {
+	fsys := os.DirFS(filepath.Join("..", "..", "examples", "scenarios", "reserved-capacity"))
+	in, err := scenario.Load(fsys, ".", "reserved-capacity")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), in, fsys, ".", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	common(t, rep)
+	limit := map[string]int{}
+	for _, r := range in.Scenario.Spec.CapacityReservations {
+		limit[r.ID] = r.Count
+	}
+	// No reservation ever holds more nodes than it has room for, and the
+	// one no node class selects holds none.
+	type edge struct {
+		at   time.Time
+		id   string
+		step int
+	}
+	var edges []edge
+	onDemand := 0
+	for _, n := range rep.ByNode {
+		if n.Reservation == "" {
+			onDemand++
+			continue
+		}
+		edges = append(edges, edge{n.Launched, n.Reservation, 1})
+		if n.Deleted != nil {
+			edges = append(edges, edge{*n.Deleted, n.Reservation, -1})
+		}
+	}
+	sort.SliceStable(edges, func(i, j int) bool {
+		if !edges[i].at.Equal(edges[j].at) {
+			return edges[i].at.Before(edges[j].at)
+		}
+		return edges[i].step < edges[j].step
+	})
+	held, most := map[string]int{}, map[string]int{}
+	for _, e := range edges {
+		held[e.id] += e.step
+		most[e.id] = max(most[e.id], held[e.id])
+		if held[e.id] > limit[e.id] {
+			t.Errorf("%s: %d nodes in reservation %s of %d", e.at, held[e.id], e.id, limit[e.id])
+		}
+	}
+	if most["cr-0a11ce0000000000001"] != 4 || most["cr-0a11ce0000000000002"] != 2 || most["cr-0b10c4000000000001"] != 2 {
+		t.Errorf("most nodes at once per reservation %v: the web tier outgrows every selected reservation, so each fills", most)
+	}
+	if most["cr-0d47a00000000000003"] != 0 {
+		t.Error("a node launched into the other team's reservation, which no term selects")
+	}
+	if onDemand == 0 {
+		t.Error("no on-demand node: past the reservations, pods need on-demand")
+	}
+	// The Capacity Block's nodes are drained 40 minutes before its end
+	// (6h), and nothing launches into it after.
+	blockEnd := in.Scenario.Spec.Start.Add(6 * time.Hour)
+	for _, n := range rep.ByNode {
+		if n.Reservation != "cr-0b10c4000000000001" {
+			continue
+		}
+		if n.Launched.After(blockEnd.Add(-40 * time.Minute)) {
+			t.Errorf("node %s launched into the Capacity Block at %s, inside its expiry", n.Name, n.Launched)
+		}
+		if n.Deleted == nil || n.Deleted.After(blockEnd.Add(-30*time.Minute)) {
+			t.Errorf("node %s of the Capacity Block deleted at %v: EC2 takes it back 30 minutes before the end", n.Name, n.Deleted)
+		}
+	}
+	expired := 0
+	for _, d := range rep.DisruptionEvents {
+		if d.Reason == "CapacityBlockExpiration" {
+			expired++
+			if d.Minute != 320 {
+				t.Errorf("capacity block drained at minute %v, want 320 (40 minutes before its end)", d.Minute)
+			}
+		}
+	}
+	if expired == 0 {
+		t.Error("no node was drained for the Capacity Block's expiry")
+	}
+	// Reserved nodes cost next to nothing.
+	for _, nh := range rep.NodeHours {
+		if nh.CapacityType == "reserved" && nh.CostUSD > 0.01 {
+			t.Errorf("%s reserved cost $%.2f", nh.InstanceType, nh.CostUSD)
 		}
 	}
 }

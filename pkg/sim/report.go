@@ -91,12 +91,14 @@ type NodeStats struct {
 // NodeRecord is one node over its life: Report.ByNode lists every node the
 // run launched, by launch time and name.
 type NodeRecord struct {
-	Name         string    `json:"name"`
-	NodePool     string    `json:"nodePool"`
-	InstanceType string    `json:"instanceType"`
-	Zone         string    `json:"zone"`
-	CapacityType string    `json:"capacityType"`
-	Launched     time.Time `json:"launched"`
+	Name         string `json:"name"`
+	NodePool     string `json:"nodePool"`
+	InstanceType string `json:"instanceType"`
+	Zone         string `json:"zone"`
+	CapacityType string `json:"capacityType"`
+	// Reservation is the capacity reservation it launched into, if any.
+	Reservation string    `json:"reservation,omitempty"`
+	Launched    time.Time `json:"launched"`
 	// Deleted is null for a node still running at the end of the run.
 	// DeletedReason is the disruption reason it went for (Drifted, Empty,
 	// Underutilized, Expired, Interrupted, Unhealthy), else Unregistered or Abandoned
@@ -438,6 +440,7 @@ const neverRanNames = 5
 
 func (e *engine) finish() *Report {
 	r := e.rep
+	e.reservationNotes()
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
 		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.in.Ignored}
@@ -503,16 +506,18 @@ func (e *engine) costs(rep *Report) map[string]int {
 		}
 	}
 	for _, n := range e.allNodes {
-		h := n.hours(e.end)
-		cost := h * n.offering.Price
-		rep.Cost.Total += cost
-		rep.Cost.ByPool[n.pool.Name] += cost
-		k := [2]string{n.it.Name, n.offering.CapacityType}
-		if hours[k] == nil {
-			hours[k] = &NodeHours{InstanceType: k[0], CapacityType: k[1]}
+		for _, seg := range n.hoursAt(e.end) {
+			h := seg.hours
+			cost := h * seg.offering.Price
+			rep.Cost.Total += cost
+			rep.Cost.ByPool[n.pool.Name] += cost
+			k := [2]string{n.it.Name, seg.offering.CapacityType}
+			if hours[k] == nil {
+				hours[k] = &NodeHours{InstanceType: k[0], CapacityType: k[1]}
+			}
+			hours[k].Hours += h
+			hours[k].CostUSD += cost
 		}
-		hours[k].Hours += h
-		hours[k].CostUSD += cost
 	}
 	rep.Cost.Total = round(rep.Cost.Total)
 	for p := range rep.Cost.ByPool {

@@ -30,6 +30,11 @@ type simNode struct {
 	pool     *v1.NodePool
 	it       *cloudprovider.InstanceType
 	offering *cloudprovider.Offering
+	// first is the offering it launched as and demoted the offerings it
+	// ran as from a time on, when a reservation it was in ended (nil: it
+	// never changed).
+	first    *cloudprovider.Offering
+	demoted  []priced
 	state    nodeState
 	launched time.Time
 	gone     time.Time

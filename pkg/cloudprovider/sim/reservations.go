@@ -196,7 +196,11 @@ func (p *Provider) Reservations() []ReservationUse {
 	var out []ReservationUse
 	for _, id := range p.reservationIDs() {
 		r := p.reservations[id]
-		out = append(out, ReservationUse{Reservation: r.Reservation, Used: r.used, Expiring: r.expiring, Ended: r.ended})
+		selected := false
+		for _, terms := range p.reservationTerms {
+			selected = selected || slices.ContainsFunc(terms, r.SelectedBy)
+		}
+		out = append(out, ReservationUse{Reservation: r.Reservation, Used: r.used, Expiring: r.expiring, Ended: r.ended, Selected: selected})
 	}
 	return out
 }
@@ -206,6 +210,8 @@ type ReservationUse struct {
 	Reservation
 	Used            int
 	Expiring, Ended bool
+	// Selected: some EC2NodeClass's terms select it.
+	Selected bool
 }
 
 // ExpireReservation starts a Capacity Block's expiry (ExpiryLead before
