@@ -112,6 +112,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 		notes = append(notes, "catalog: "+a)
 	}
 	notes = append(notes, objs.BufferNotes()...)
+	notes = append(notes, objs.ReservationNotes()...)
 	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.Ignored, where: where}, nil
 }
 

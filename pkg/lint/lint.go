@@ -12,6 +12,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	autoscalingv1beta1 "github.com/joiner-autoscaler/joiner/pkg/apis/autoscaling/v1beta1"
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
@@ -46,6 +47,7 @@ type object struct {
 	pool    *v1.NodePool          // set for a NodePool that decoded
 	overlay *v1alpha1.NodeOverlay // set for a NodeOverlay that decoded
 	buffer  *autoscalingv1beta1.CapacityBuffer
+	class   *awsv1.EC2NodeClass // set for an EC2NodeClass that decoded
 	// target is a PodTemplate's, a Deployment's or a StatefulSet's pod
 	// template, for the CapacityBuffers that name it.
 	target *buffer.Target
@@ -189,6 +191,12 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &cb) == nil {
 				cb.Namespace = podutil.Namespace(cb.ObjectMeta)
 				o.buffer = &cb
+			}
+		}
+		if d.Kind == "EC2NodeClass" && d.APIVersion == awsv1.SchemeGroupVersion.String() {
+			var nc awsv1.EC2NodeClass
+			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &nc) == nil {
+				o.class = &nc
 			}
 		}
 		if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {

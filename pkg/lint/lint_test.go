@@ -159,6 +159,10 @@ func TestRules(t *testing.T) {
 			[]string{pool{}.yaml(), scalableBuffer("ReplicaSet")}, "spec.scalableRef"},
 		{RuleBufferIgnoredSetting, []string{pool{}.yaml(), templateBuffer("  limits: {nvidia.com/gpu: 2}\n"), chunkTemplate},
 			[]string{pool{}.yaml(), templateBuffer("  limits: {cpu: 4}\n"), chunkTemplate}, "spec.limits"},
+		{RuleReservedWithoutTerms, []string{pool{requirements: reservedOnly}.yaml()},
+			[]string{pool{requirements: strings.Replace(reservedOnly, "[reserved]", "[reserved, on-demand]", 1)}.yaml()}, "spec.template.spec.requirements"},
+		{RuleReservedWithoutTerms, []string{pool{requirements: reservationID}.yaml()},
+			[]string{pool{requirements: reservationID, nodeClass: "reserved"}.yaml(), reservedClass}, "spec.template.spec.requirements"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -189,6 +193,14 @@ func TestRules(t *testing.T) {
 		})
 	}
 }
+
+const (
+	reservedOnly  = "      requirements:\n        - key: karpenter.sh/capacity-type\n          operator: In\n          values: [reserved]\n"
+	reservationID = "      requirements:\n        - key: karpenter.k8s.aws/capacity-reservation-id\n          operator: In\n          values: [cr-0123]\n"
+)
+
+// reservedClass is an EC2NodeClass that selects a capacity reservation.
+var reservedClass = strings.Replace(strings.Replace(nodeClass, "name: default", "name: reserved", 1), "  role:", "  capacityReservationSelectorTerms:\n    - id: cr-0123\n  role:", 1)
 
 // chunkTemplate is a 1-core PodTemplate in namespace shop.
 const chunkTemplate = "apiVersion: v1\nkind: PodTemplate\nmetadata: {name: chunk, namespace: shop}\ntemplate:\n  spec:\n    containers: [{name: c, image: pause, resources: {requests: {cpu: \"1\"}}}]\n"

@@ -68,6 +68,7 @@ const (
 	RuleOverlaySelectsNothing = "JNR015"
 	RuleBufferDanglingRef     = "JNR016"
 	RuleBufferIgnoredSetting  = "JNR017"
+	RuleReservedWithoutTerms  = "JNR018"
 	minSpotInstanceTypes      = 15
 	minConsolidateAfterSecond = 60
 )
@@ -91,6 +92,7 @@ var Rules = []Rule{
 	{RuleOverlaySelectsNothing, "nodeoverlay-selects-nothing", Warning, "a NodeOverlay selects no instance type any NodePool in the same manifests may launch: a misspelt key or value, or a label no pool sets"},
 	{RuleBufferDanglingRef, "capacitybuffer-dangling-ref", Warning, "a CapacityBuffer names a PodTemplate or workload that is not in the same set of manifests: until it exists the buffer holds nothing"},
 	{RuleBufferIgnoredSetting, "capacitybuffer-ignored-setting", Warning, "a CapacityBuffer setting upstream ignores or refuses: percentage of a PodTemplate, a scalableRef kind it cannot resolve, limits on what a chunk does not request"},
+	{RuleReservedWithoutTerms, "reserved-without-reservations", Error, "a NodePool that may launch only into capacity reservations (capacity-type reserved, or a reservation ID) while its EC2NodeClass selects none: it launches nothing"},
 }
 
 // RuleByID returns the rule with the ID.

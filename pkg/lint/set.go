@@ -36,6 +36,7 @@ func (l *Linter) setFindings(s *set) []Finding {
 	fs = append(fs, blockingPDBs(s)...)
 	fs = append(fs, l.overlayFindings(s)...)
 	fs = append(fs, bufferFindings(s)...)
+	fs = append(fs, reservedFindings(s)...)
 	return fs
 }
 
