@@ -40,6 +40,7 @@ func TestDecisionsDifferential(t *testing.T) {
 			for d, res := range map[Decisions]*Results{DecisionsJoiner: joiner, DecisionsKarpenter: karpenter} {
 				requireEachPodOnce(t, d, b.snap.Pods, res)
 				requireFeasible(t, d, res)
+				requireReservationsKept(t, d, b.snap, res)
 			}
 			nj, nk := len(joiner.Unschedulable), len(karpenter.Unschedulable)
 			switch jp, kp := joiner.Price(), karpenter.Price(); {
@@ -56,6 +57,12 @@ func TestDecisionsDifferential(t *testing.T) {
 			if limitsBind(joiner) || limitsBind(karpenter) {
 				return // which Deployment the limits leave out is the order's choice
 			}
+			if reserves(joiner) || reserves(karpenter) {
+				// So is which one takes the reservations, which are a count
+				// as limits are, and which one a used-up reservation
+				// leaves for the next pass.
+				return
+			}
 			for app, reasons := range pendingJ {
 				if len(reasons) > len(pendingK[app]) {
 					t.Errorf("%s: %d pods pending under joiner's decisions (%s), %d under karpenter's", app, len(reasons), reasons[0], len(pendingK[app]))
@@ -64,6 +71,25 @@ func TestDecisionsDifferential(t *testing.T) {
 		})
 	}
 	t.Logf("of %d batches, joiner's decisions placed more pods in %d and the same pods more cheaply in %d", batches, more, cheaper)
+}
+
+// reserves says the plan launches into capacity reservations, or some pod
+// of it waits for the next pass because the reservations it could use
+// were all held by the plan's claims.
+func reserves(res *Results) bool {
+	for _, nc := range res.NewNodeClaims {
+		if ct, _ := heldReservations(nc); ct != "" {
+			return true
+		}
+	}
+	for _, e := range res.Unschedulable {
+		for _, code := range e.CodeByNodePool {
+			if code == ReasonReservedCapacity {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // limitsBind says a NodePool's limits left some pod of the plan pending.
@@ -216,7 +242,61 @@ func generateBatch(r *rand.Rand) *batch {
 	if r.Intn(3) == 0 {
 		snap.Pods = append(snap.Pods, bufferChunks(r)...)
 	}
+	if r.Intn(3) == 0 {
+		addReservations(r, general, its) // drawn last: the batches before them stay as they were
+	}
 	return &batch{snap: snap}
+}
+
+// addReservations gives one to three of the general pool's types a
+// capacity reservation of 1 to 4 instances in one zone, and lets the pool
+// launch into them.
+func addReservations(r *rand.Rand, general *v1.NodePool, its []*cloudprovider.InstanceType) {
+	var candidates []*cloudprovider.InstanceType
+	for _, t := range its {
+		if fam, _ := t.Requirements.Get("family").Any(); fam != "p" {
+			candidates = append(candidates, t)
+		}
+	}
+	for i, n := 0, 1+r.Intn(3); i < n && len(candidates) > 0; i++ {
+		t := candidates[r.Intn(len(candidates))]
+		reserved(fmt.Sprintf("cr-%d", i), zones[r.Intn(len(zones))], 1+r.Intn(4))(t)
+	}
+	reqs := general.Spec.Template.Spec.Requirements
+	for i := range reqs {
+		if reqs[i].Key == v1.LabelCapacityType {
+			reqs[i].Values = append(reqs[i].Values, v1.CapacityTypeReserved)
+		}
+	}
+}
+
+// requireReservationsKept: no reservation holds more of the plan's
+// claims than it has instances free.
+func requireReservationsKept(t *testing.T, d Decisions, snap *Snapshot, res *Results) {
+	t.Helper()
+	free := map[string]int{}
+	for _, its := range snap.InstanceTypes {
+		for _, it := range its {
+			for _, o := range it.Offerings {
+				if o.Reservation != nil && o.Available {
+					free[o.Reservation.ID] = o.Reservation.Capacity
+				}
+			}
+		}
+	}
+	held := map[string]int{}
+	for _, nc := range res.NewNodeClaims {
+		if ct, ids := heldReservations(nc); ct != "" {
+			for _, id := range ids {
+				held[id]++
+			}
+		}
+	}
+	for id, n := range held {
+		if n > free[id] {
+			t.Errorf("%s: %d claims hold reservation %s, which has %d free", d, n, id, free[id])
+		}
+	}
 }
 
 // bufferChunks are a CapacityBuffer's virtual pods as pkg/buffer makes

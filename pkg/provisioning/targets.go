@@ -2,7 +2,9 @@ package provisioning
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -187,12 +189,32 @@ func (cl *claim) domains(reqs scheduling.Requirements, universe map[string][]str
 // type's cheapest offering its requirements allow.
 func (cl *claim) price() float64 {
 	zone, ct := cl.reqs.Get(v1.LabelZone), cl.reqs.Get(v1.LabelCapacityType)
+	if len(cl.reserved) > 0 {
+		return cl.reservedPrice(zone)
+	}
 	for _, i := range cl.pool.priceOrder(zone, ct) {
 		if cl.candidates.has(i) {
 			return cl.pool.its[i].it.Offerings.CheapestPriceWith(zone, ct)
 		}
 	}
 	return 0
+}
+
+// reservedPrice is the price of a claim pinned to its reservations (see
+// finalize): its cheapest offering in one of them.
+func (cl *claim) reservedPrice(zone *scheduling.Requirement) float64 {
+	best := math.Inf(1)
+	for _, i := range cl.pool.reserved {
+		if !cl.candidates.has(i) {
+			continue
+		}
+		for _, o := range cl.pool.its[i].it.Offerings {
+			if o.Reservation != nil && o.Available && o.Price < best && zone.Has(o.Zone) && slices.Contains(cl.reserved, o.Reservation.ID) {
+				best = o.Price
+			}
+		}
+	}
+	return best
 }
 
 // claimUpdate is the state a claim moves to when a pod joins it.
