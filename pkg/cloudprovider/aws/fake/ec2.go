@@ -21,6 +21,7 @@ var ec2Service = &service{
 	throttleStatus: http.StatusServiceUnavailable,
 	query: map[string]func(*AWS, url.Values) (any, error){
 		"DescribeSubnets":               (*AWS).describeSubnets,
+		"DescribeCapacityReservations":  (*AWS).describeCapacityReservations,
 		"DescribeSecurityGroups":        (*AWS).describeSecurityGroups,
 		"DescribeImages":                (*AWS).describeImages,
 		"DescribeAvailabilityZones":     (*AWS).describeAvailabilityZones,
@@ -93,6 +94,7 @@ type ec2State struct {
 
 	launchTemplates []*LaunchTemplate
 	instances       []*Instance
+	reservations    []*CapacityReservation
 	fleets          []Fleet
 	// answered: the answers of idempotent calls by action and ClientToken.
 	answered map[string]any

@@ -169,7 +169,9 @@ func (f *AWS) createFleet(q url.Values) (any, error) {
 	if fl.Type != "instant" {
 		return nil, badRequest("InvalidParameterValue", "the fake launches only fleets of type instant, not %q", fl.Type)
 	}
-	if fl.TargetCapacityType != "on-demand" && fl.TargetCapacityType != "spot" {
+	switch fl.TargetCapacityType {
+	case "on-demand", "spot", "capacity-block", "reserved-capacity":
+	default:
 		return nil, badRequest("InvalidParameterValue", "DefaultTargetCapacityType %q is invalid", fl.TargetCapacityType)
 	}
 	if fl.TotalCapacity < 1 {
@@ -240,6 +242,10 @@ func (f *AWS) candidate(o Override, capacityType string) (c candidate, code, msg
 	if !contains(f.ec2.offered[o.InstanceType], c.Zone) {
 		return c, "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s).", o.InstanceType, c.Zone)
 	}
+	if c.template.CapacityReservationID != "" {
+		code, msg := f.reservedCandidate(c)
+		return c, code, msg // free: it is paid for
+	}
 	if f.faults.ice[offering{o.InstanceType, c.Zone, capacityType}] {
 		e := iceError(c.Override, capacityType)
 		return c, e.Code, e.Message
@@ -291,6 +297,17 @@ func (f *AWS) launch(c candidate, fl Fleet) string {
 		LaunchTemplateName: c.template.Name, CapacityType: fl.TargetCapacityType, State: "pending",
 		Tags: tags, SecurityGroupIDs: append([]string(nil), c.template.SecurityGroupIDs...),
 		LaunchTime: f.clock.Now(), InstanceProfile: c.template.InstanceProfile, FleetID: fl.ID,
+		CapacityReservationPreference: c.template.CapacityReservationPreference,
+	}
+	if r := f.reservation(c.template.CapacityReservationID); r != nil {
+		r.Available--
+		in.CapacityReservationID, in.CapacityType = r.ID, "on-demand"
+		switch {
+		case r.ReservationType == "capacity-block":
+			in.Lifecycle = "capacity-block"
+		case r.Interruptible:
+			in.Lifecycle = "interruptible-capacity-reservation"
+		}
 	}
 	f.place(in, c.subnet)
 	return in.ID

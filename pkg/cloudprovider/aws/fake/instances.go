@@ -26,6 +26,11 @@ type Instance struct {
 	VPCID, PrivateIP, InstanceProfile string
 	// FleetID is the CreateFleet request that launched it ("" for AddInstance).
 	FleetID string
+	// CapacityReservationID is the reservation it runs in, its launch
+	// template's CapacityReservationPreference the preference, and
+	// Lifecycle capacity-block or interruptible-capacity-reservation for
+	// those reservations' instances.
+	CapacityReservationID, CapacityReservationPreference, Lifecycle string
 
 	terminatedAt time.Time
 }
@@ -171,6 +176,7 @@ type xmlInstance struct {
 	Virtualization   string        `xml:"virtualizationType"`
 	Hypervisor       string        `xml:"hypervisor"`
 	Lifecycle        string        `xml:"instanceLifecycle,omitempty"`
+	CapacityRsvnID   string        `xml:"capacityReservationId,omitempty"`
 	SpotRequestID    string        `xml:"spotInstanceRequestId,omitempty"`
 	InstanceProfile  *xmlProfile   `xml:"iamInstanceProfile,omitempty"`
 	Tags             []xmlTag      `xml:"tagSet>item"`
@@ -196,7 +202,12 @@ type xmlMetadata struct {
 }
 
 type xmlNoCapRsvn struct {
-	Preference string `xml:"capacityReservationPreference"`
+	Preference string        `xml:"capacityReservationPreference"`
+	Target     *xmlCapTarget `xml:"capacityReservationTarget,omitempty"`
+}
+
+type xmlCapTarget struct {
+	ID string `xml:"capacityReservationId"`
 }
 
 type xmlReservation struct {
@@ -226,6 +237,14 @@ func (f *AWS) xmlInstance(in *Instance) xmlInstance {
 	}
 	for _, g := range in.SecurityGroupIDs {
 		x.Groups = append(x.Groups, xmlGroup{ID: g, Name: f.securityGroupName(g)})
+	}
+	if in.CapacityReservationPreference != "" {
+		x.CapacityReserved.Preference = in.CapacityReservationPreference
+	}
+	if in.CapacityReservationID != "" {
+		x.CapacityRsvnID = in.CapacityReservationID
+		x.CapacityReserved.Target = &xmlCapTarget{ID: in.CapacityReservationID}
+		x.Lifecycle = in.Lifecycle
 	}
 	if in.CapacityType == "spot" {
 		x.Lifecycle = "spot"
@@ -275,6 +294,9 @@ func (f *AWS) advance() {
 			in.State, in.terminatedAt = "terminated", f.clock.Now()
 			if s := f.subnet(in.SubnetID); s != nil {
 				s.AvailableIPs++
+			}
+			if r := f.reservation(in.CapacityReservationID); r != nil {
+				r.Available++
 			}
 		}
 	}

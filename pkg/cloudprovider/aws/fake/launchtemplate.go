@@ -28,6 +28,11 @@ type LaunchTemplate struct {
 	MetadataOptions     MetadataOptions
 	BlockDeviceMappings []BlockDeviceMapping
 	CreateTime          time.Time
+	// CapacityReservationPreference (open, none or
+	// capacity-reservations-only) and the reservation it targets;
+	// MarketType of its InstanceMarketOptions (capacity-block,
+	// interruptible-capacity-reservation, spot).
+	CapacityReservationPreference, CapacityReservationID, MarketType string
 }
 
 // MetadataOptions are a template's instance metadata (IMDS) options.
@@ -92,7 +97,10 @@ func parseLaunchTemplateData(q url.Values, name string) (*LaunchTemplate, error)
 			InstanceMetadataTags:    q.Get(d + "MetadataOptions.InstanceMetadataTags"),
 			HTTPPutResponseHopLimit: int32Param(q, d+"MetadataOptions.HttpPutResponseHopLimit"),
 		},
-		SecurityGroupIDs: list(q, d+"SecurityGroupId"),
+		SecurityGroupIDs:              list(q, d+"SecurityGroupId"),
+		CapacityReservationPreference: q.Get(d + "CapacityReservationSpecification.CapacityReservationPreference"),
+		CapacityReservationID:         q.Get(d + "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"),
+		MarketType:                    q.Get(d + "InstanceMarketOptions.MarketType"),
 	}
 	if lt.Tags == nil {
 		lt.Tags = map[string]string{}
