@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"fmt"
-	"math"
 	"slices"
 	"time"
 
@@ -260,13 +259,4 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 	}
 	e.dirty = true
 	e.rep.nodeGone(n, reason)
-}
-
-// nodeHours is how long the node has cost money by t.
-func (n *simNode) hours(t time.Time) float64 {
-	end := t
-	if n.state == nodeGone {
-		end = n.gone
-	}
-	return math.Max(0, end.Sub(n.launched).Hours())
 }

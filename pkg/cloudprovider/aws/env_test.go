@@ -53,6 +53,8 @@ type envOptions struct {
 	// liveTypes: instance types and prices from the fake's APIs, through
 	// instancetype.Provider, as New makes them.
 	liveTypes bool
+	// reservedCapacity turns the ReservedCapacity gate on.
+	reservedCapacity bool
 }
 
 func newEnvWith(t *testing.T, o envOptions, classes ...*awsv1.EC2NodeClass) *env {
@@ -73,7 +75,8 @@ func newEnvWith(t *testing.T, o envOptions, classes ...*awsv1.EC2NodeClass) *env
 	e := &env{t: t, ctx: context.Background(), aws: f, kube: b.Build(),
 		clock: clocktesting.NewFakeClock(time.Date(2026, 12, 3, 8, 0, 0, 0, time.UTC))}
 	p, err := New(e.ctx, Options{Config: f.Config(), Client: e.kube, ClusterName: "production", ClusterEndpoint: testEndpoint,
-		ClusterCABundle: testCA, ClusterCIDR: testCIDR, KubernetesVersion: "1.37", InterruptionQueue: o.queue, Clock: e.clock})
+		ClusterCABundle: testCA, ClusterCIDR: testCIDR, KubernetesVersion: "1.37", InterruptionQueue: o.queue, Clock: e.clock,
+		ReservedCapacity: o.reservedCapacity})
 	if err != nil {
 		t.Fatal(err)
 	}

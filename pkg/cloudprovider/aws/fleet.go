@@ -67,6 +67,22 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: none of %d instance types meets its requirements with an available offering", claim.Name, len(all)))
 	}
 	its = withoutExotic(its)
+	ct := reqs.Get(v1.LabelCapacityType)
+	if p.opts.ReservedCapacity && ct.Has(v1.CapacityTypeReserved) {
+		if choice := reservedChoice(its, reqs); len(choice) > 0 {
+			launched, err := p.launch(ctx, r, claim, nil, reqs, v1.CapacityTypeReserved, false, choice)
+			if isCode(err, launchTemplateNotFound) || errors.Is(err, errLaunchTemplateGone) {
+				launched, err = p.launch(ctx, r, claim, nil, reqs, v1.CapacityTypeReserved, false, choice)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("launching nodeclaim %s into a capacity reservation: %w", claim.Name, err)
+			}
+			return launched, nil
+		}
+	}
+	if !ct.Has(v1.CapacityTypeSpot) && !ct.Has(v1.CapacityTypeOnDemand) {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("launching nodeclaim %s: none of the capacity reservations it may launch into has an instance free", claim.Name))
+	}
 	capacityType := chooseCapacityType(its, reqs)
 	if capacityType == v1.CapacityTypeSpot && reqs.Get(v1.LabelCapacityType).Has(v1.CapacityTypeOnDemand) {
 		its = withoutDearSpot(its, reqs)
@@ -78,10 +94,10 @@ func (p *Provider) Create(ctx context.Context, claim *v1.NodeClaim) (*v1.NodeCla
 	if len(its) > maxInstanceTypes {
 		its = its[:maxInstanceTypes]
 	}
-	launched, err := p.launch(ctx, r, claim, its, reqs, capacityType, prioritized)
+	launched, err := p.launch(ctx, r, claim, its, reqs, capacityType, prioritized, nil)
 	if isCode(err, launchTemplateNotFound) || errors.Is(err, errLaunchTemplateGone) {
 		// Deleted behind the provider's back: launch once more, making it anew.
-		launched, err = p.launch(ctx, r, claim, its, reqs, capacityType, prioritized)
+		launched, err = p.launch(ctx, r, claim, its, reqs, capacityType, prioritized, nil)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("launching nodeclaim %s: %w", claim.Name, err)
@@ -97,10 +113,15 @@ const launchTemplateNotFound = "InvalidLaunchTemplateName.NotFoundException"
 // template the provider made is gone.
 var errLaunchTemplateGone = errors.New("a launch template is gone")
 
-// launch makes the launch templates and calls CreateFleet once.
+// launch makes the launch templates and calls CreateFleet once: into
+// the reserved offerings when there are any (its is nil then), else into
+// its's offerings of the capacity type.
 func (p *Provider) launch(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
-	reqs scheduling.Requirements, capacityType string, prioritized bool) (*v1.NodeClaim, error) {
-	fleet, images, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType, prioritized)
+	reqs scheduling.Requirements, capacityType string, prioritized bool, reserved []reservedOffering) (*v1.NodeClaim, error) {
+	for _, c := range reserved {
+		its = appendType(its, c.it)
+	}
+	fleet, images, byTemplate, err := p.fleetRequest(ctx, r, claim, its, reqs, capacityType, prioritized, reserved)
 	if err != nil {
 		return nil, err
 	}
@@ -121,13 +142,17 @@ func (p *Provider) launch(ctx context.Context, r *resolvedClass, claim *v1.NodeC
 		zoneOf[s.ID] = s.Zone
 	}
 	for _, e := range out.Errors {
-		p.noteFleetError(e, capacityType, zoneOf)
+		p.noteFleetError(e, capacityType, zoneOf, byTemplate)
 	}
 	for _, in := range out.Instances {
 		if len(in.InstanceIds) == 0 {
 			continue
 		}
-		return p.launched(claim, r, in, its, images, capacityType, zoneOf), nil
+		var res *cloudprovider.Reservation
+		if lo := in.LaunchTemplateAndOverrides; lo != nil && lo.LaunchTemplateSpecification != nil {
+			res = byTemplate[aws.ToString(lo.LaunchTemplateSpecification.LaunchTemplateName)]
+		}
+		return p.launched(claim, r, in, its, images, capacityType, zoneOf, res), nil
 	}
 	for _, e := range out.Errors {
 		if aws.ToString(e.ErrorCode) == launchTemplateNotFound {
@@ -135,6 +160,14 @@ func (p *Provider) launch(ctx context.Context, r *resolvedClass, claim *v1.NodeC
 		}
 	}
 	return nil, fleetError(out.Errors)
+}
+
+// appendType adds it to its unless it is there.
+func appendType(its []*cloudprovider.InstanceType, it *cloudprovider.InstanceType) []*cloudprovider.InstanceType {
+	if slices.Contains(its, it) {
+		return its
+	}
+	return append(its, it)
 }
 
 // compatibleTypes are the types whose labels the requirements allow, with
@@ -234,17 +267,21 @@ func ec2Tags(m map[string]string) []ec2types.Tag {
 }
 
 // fleetRequest is the CreateFleet of a launch: one launch template per
-// (AMI, max pods) the types need, each with an override per type and
-// subnet of an allowed zone. images maps each type to its AMI.
-// Its complexity (23) is the request's nested shape: templates per (AMI,
-// max pods), overrides per type and subnet, each with its options.
+// (AMI, max pods) the types need — per reservation too, for a launch into
+// reserved offerings, each template targeting its reservation — each with
+// an override per type and subnet of an allowed zone. images maps each
+// type to its AMI, byTemplate each reserved template's name to its
+// reservation.
+// Its complexity (26) is the request's nested shape: templates per (AMI,
+// max pods, reservation), overrides per type and subnet, each with its
+// options.
 func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,
-	reqs scheduling.Requirements, capacityType string, prioritized bool) (*ec2.CreateFleetInput, map[string]string, error) {
+	reqs scheduling.Requirements, capacityType string, prioritized bool, reserved []reservedOffering) (*ec2.CreateFleetInput, map[string]string, map[string]*cloudprovider.Reservation, error) {
 	nc := r.nodeClass
 	family := amiFamily(nc)
 	devices, err := blockDevices(family, nc.Spec.BlockDeviceMappings)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	var groups []string
 	for _, sg := range r.status.SecurityGroups {
@@ -267,6 +304,7 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	byKey := map[string]*group{}
 	var order []string
 	images := map[string]string{}
+	byTemplate := map[string]*cloudprovider.Reservation{}
 	zone := reqs.Get(v1.LabelZone)
 	// One subnet a zone, the one with the most free addresses (the status
 	// lists them so), as upstream launches.
@@ -276,11 +314,29 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 			subnetIn[s.Zone] = s
 		}
 	}
-	for rank, it := range its {
+	type slot struct {
+		rank int
+		it   *cloudprovider.InstanceType
+		o    *cloudprovider.Offering
+	}
+	var slots []slot
+	if reserved != nil {
+		for i, c := range reserved {
+			slots = append(slots, slot{i, c.it, c.o})
+		}
+	} else {
+		for rank, it := range its {
+			for _, o := range it.Offerings {
+				slots = append(slots, slot{rank, it, o})
+			}
+		}
+	}
+	for _, sl := range slots {
+		it, o := sl.it, sl.o
 		ami := amiFor(r.status.AMIs, it)
 		images[it.Name] = ami.ID
 		pods := it.Capacity.Pods().Value() // spec.kubelet's, by withKubelet
-		key := fmt.Sprintf("%s/%d", ami.ID, pods)
+		key := fmt.Sprintf("%s/%d/%s", ami.ID, pods, o.ReservationID())
 		g := byKey[key]
 		if g == nil {
 			ud, err := userData(family, bootstrap{
@@ -288,34 +344,36 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 				Kubelet: nc.Spec.Kubelet, MaxPods: pods, Labels: labels, Taints: taints, Custom: aws.ToString(nc.Spec.UserData),
 			})
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			lt := &launchTemplate{
 				ImageID: ami.ID, UserData: ud, InstanceProfile: r.status.InstanceProfile, SecurityGroupIDs: groups,
 				Metadata: metadataOptions(nc.Spec.MetadataOptions), BlockDevices: devices,
 				AssociatePublicIP: nc.Spec.AssociatePublicIPAddress, Monitoring: aws.ToBool(nc.Spec.DetailedMonitoring), Tags: ltTags,
 			}
+			lt.reservation(p.opts.ReservedCapacity, o.Reservation)
 			name, err := p.ensureLaunchTemplate(ctx, lt)
 			if err != nil {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
 			g = &group{name: name}
 			byKey[key] = g
 			order = append(order, key)
+			if o.Reservation != nil {
+				byTemplate[name] = o.Reservation
+			}
 		}
-		for _, o := range it.Offerings {
-			s, ok := subnetIn[o.Zone]
-			if !o.Available || o.CapacityType != capacityType || !zone.Has(o.Zone) || !ok {
-				continue
-			}
-			ov := ec2types.FleetLaunchTemplateOverridesRequest{
-				InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(s.ID), AvailabilityZone: aws.String(s.Zone), ImageId: aws.String(ami.ID),
-			}
-			if prioritized {
-				ov.Priority = aws.Float64(float64(rank))
-			}
-			g.overrides = append(g.overrides, ov)
+		s, ok := subnetIn[o.Zone]
+		if !o.Available || o.CapacityType != capacityType || !zone.Has(o.Zone) || !ok {
+			continue
 		}
+		ov := ec2types.FleetLaunchTemplateOverridesRequest{
+			InstanceType: ec2types.InstanceType(it.Name), SubnetId: aws.String(s.ID), AvailabilityZone: aws.String(s.Zone), ImageId: aws.String(ami.ID),
+		}
+		if prioritized {
+			ov.Priority = aws.Float64(float64(sl.rank))
+		}
+		g.overrides = append(g.overrides, ov)
 	}
 	in := &ec2.CreateFleetInput{
 		Type:    ec2types.FleetTypeInstant,
@@ -336,6 +394,8 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 		})
 	}
 	switch {
+	case len(reserved) > 0:
+		reservedFleet(in, reserved[0].o.Reservation)
 	case capacityType == v1.CapacityTypeSpot && prioritized:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
 	case capacityType == v1.CapacityTypeSpot:
@@ -353,12 +413,12 @@ func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeFleet} {
 		in.TagSpecifications = append(in.TagSpecifications, ec2types.TagSpecification{ResourceType: rt, Tags: ec2Tags(tags)})
 	}
-	return in, images, nil
+	return in, images, byTemplate, nil
 }
 
 // noteFleetError remembers an offering EC2 had no capacity for, and a
 // launch template someone deleted.
-func (p *Provider) noteFleetError(e ec2types.CreateFleetError, capacityType string, zoneOf map[string]string) {
+func (p *Provider) noteFleetError(e ec2types.CreateFleetError, capacityType string, zoneOf map[string]string, byTemplate map[string]*cloudprovider.Reservation) {
 	code := aws.ToString(e.ErrorCode)
 	var lt *ec2types.FleetLaunchTemplateSpecification
 	var ov *ec2types.FleetLaunchTemplateOverrides
@@ -367,6 +427,15 @@ func (p *Provider) noteFleetError(e ec2types.CreateFleetError, capacityType stri
 	}
 	if code == launchTemplateNotFound && lt != nil {
 		p.forgetLaunchTemplate(aws.ToString(lt.LaunchTemplateName))
+	}
+	if lt != nil && byTemplate[aws.ToString(lt.LaunchTemplateName)] != nil {
+		// A reserved launch EC2 refused: the reservation has no room
+		// until DescribeCapacityReservations says otherwise (upstream
+		// marks it so, and keeps it out of the regular ICE cache).
+		if slices.Contains(insufficientCapacityCodes, code) {
+			p.markFull(byTemplate[aws.ToString(lt.LaunchTemplateName)].ID)
+		}
+		return
 	}
 	if !slices.Contains(insufficientCapacityCodes, code) || ov == nil {
 		return
@@ -412,7 +481,7 @@ func fleetError(errs []ec2types.CreateFleetError) error {
 
 // launched is the claim of the instance the fleet launched.
 func (p *Provider) launched(claim *v1.NodeClaim, r *resolvedClass, in ec2types.CreateFleetInstance, its []*cloudprovider.InstanceType,
-	images map[string]string, capacityType string, zoneOf map[string]string) *v1.NodeClaim {
+	images map[string]string, capacityType string, zoneOf map[string]string, res *cloudprovider.Reservation) *v1.NodeClaim {
 	typeName := string(in.InstanceType)
 	var zone string
 	if lo := in.LaunchTemplateAndOverrides; lo != nil && lo.Overrides != nil {
@@ -447,6 +516,10 @@ func (p *Provider) launched(claim *v1.NodeClaim, r *resolvedClass, in ec2types.C
 	out.Labels[v1.LabelInstanceType] = typeName
 	out.Labels[v1.LabelZone] = zone
 	out.Labels[v1.LabelCapacityType] = capacityType
+	reservationLabels(out.Labels, res)
+	if res != nil {
+		p.markLaunched(res.ID)
+	}
 	for _, s := range r.status.Subnets {
 		if s.Zone == zone && s.ZoneID != "" {
 			out.Labels[awsv1.LabelTopologyZoneID] = s.ZoneID

@@ -83,12 +83,18 @@ func (p *Provider) Delete(ctx context.Context, claim *v1.NodeClaim) error {
 		return fmt.Errorf("describing instance %s of nodeclaim %s: %w", id, claim.Name, err)
 	}
 	if in == nil || in.State == nil || in.State.Name == ec2types.InstanceStateNameTerminated {
+		if in != nil {
+			if res := p.instanceReservation(in); res != nil {
+				p.markTerminated(res.ID) // once: the controller asks no more after NotFound
+			}
+		}
 		return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of nodeclaim %s is terminated", id, claim.Name))
 	}
 	termErr, err := p.terminator.get(ctx, id)
 	if err == nil {
 		err = termErr
 	}
+
 	if err != nil {
 		if isCode(err, "InvalidInstanceID.NotFound") {
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of nodeclaim %s: %w", id, claim.Name, err))
@@ -126,6 +132,7 @@ func (p *Provider) instanceClaim(ctx context.Context, in *ec2types.Instance) *v1
 	nc.Labels[v1.LabelInstanceType] = string(in.InstanceType)
 	nc.Labels[v1.LabelZone] = zone
 	nc.Labels[v1.LabelCapacityType] = capacityType
+	reservationLabels(nc.Labels, p.instanceReservation(in))
 	if pool := tags[v1.LabelNodePool]; pool != "" {
 		nc.Labels[v1.LabelNodePool] = pool
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
 
 // launchTemplatePrefix begins the names of the launch templates the
@@ -34,6 +35,34 @@ type launchTemplate struct {
 	AssociatePublicIP *bool `json:",omitempty"`
 	Monitoring        bool  `json:",omitempty"`
 	Tags              map[string]string
+	// ReservationPreference is the CapacityReservationSpecification's
+	// preference (none: kept out of open reservations;
+	// capacity-reservations-only with ReservationID, the reservation
+	// targeted), "" without the ReservedCapacity gate; MarketType is
+	// capacity-block or interruptible-capacity-reservation for those.
+	ReservationPreference string `json:",omitempty"`
+	ReservationID         string `json:",omitempty"`
+	MarketType            string `json:",omitempty"`
+}
+
+// reservation targets the template at r, or (r nil) keeps its instances
+// out of open reservations, as upstream's templates do under the
+// ReservedCapacity gate; without the gate the template says nothing.
+func (lt *launchTemplate) reservation(gate bool, r *cloudprovider.Reservation) {
+	switch {
+	case !gate:
+	case r == nil:
+		lt.ReservationPreference = string(ec2types.CapacityReservationPreferenceNone)
+	default:
+		lt.ReservationPreference = string(ec2types.CapacityReservationPreferenceCapacityReservationsOnly)
+		lt.ReservationID = r.ID
+		switch {
+		case r.Type == cloudprovider.ReservationTypeCapacityBlock:
+			lt.MarketType = string(ec2types.MarketTypeCapacityBlock)
+		case r.Interruptible:
+			lt.MarketType = string(ec2types.MarketTypeInterruptibleCapacityReservation)
+		}
+	}
 }
 
 type metadata struct {
@@ -171,6 +200,16 @@ func (lt *launchTemplate) request(name string) *ec2.CreateLaunchTemplateInput {
 		TagSpecifications: []ec2types.LaunchTemplateTagSpecificationRequest{
 			{ResourceType: ec2types.ResourceTypeNetworkInterface, Tags: ec2Tags(lt.Tags)},
 		},
+	}
+	if lt.ReservationPreference != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationPreference: ec2types.CapacityReservationPreference(lt.ReservationPreference)}
+		if lt.ReservationID != "" {
+			data.CapacityReservationSpecification.CapacityReservationTarget = &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(lt.ReservationID)}
+		}
+	}
+	if lt.MarketType != "" {
+		data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketType(lt.MarketType)}
 	}
 	if lt.AssociatePublicIP != nil {
 		data.NetworkInterfaces = []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{{

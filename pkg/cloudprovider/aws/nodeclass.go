@@ -44,6 +44,11 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) *resolve
 	if st.InstanceProfile, err = p.instanceProfile(ctx, nc); err != nil {
 		errs = append(errs, err)
 	}
+	if p.opts.ReservedCapacity && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		if st.CapacityReservations, err = p.capacityReservations(ctx, nc); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	r := &resolvedClass{nodeClass: nc.DeepCopy(), status: st, err: errors.Join(errs...), at: p.opts.Clock.Now()}
 	p.mu.Lock()
 	p.resolved[nc.Name] = r

@@ -118,6 +118,9 @@ func (p *Provider) instanceTypes(ctx context.Context, r *resolvedClass) ([]*clou
 			continue
 		}
 		it.Offerings = offerings
+		if len(r.status.CapacityReservations) > 0 {
+			p.reserved(it, r.status.CapacityReservations, zones)
+		}
 		withKubelet(it, r.nodeClass.Spec.Kubelet)
 		p.typeInfo[it.Name] = it
 		out = append(out, it)

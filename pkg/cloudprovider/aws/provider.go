@@ -58,6 +58,11 @@ type Options struct {
 	InterruptionQueue string
 	// Clock times the caches. Required.
 	Clock clock.WithTicker
+	// ReservedCapacity is upstream's feature gate of that name (on by
+	// default since v1.6): the EC2NodeClasses' capacity reservations are
+	// resolved and offered, launched into with targeted launch templates,
+	// and other launches opt out of open reservations.
+	ReservedCapacity bool
 }
 
 // Provider is the AWS cloud provider. It is safe for concurrent use.
@@ -80,10 +85,17 @@ type Provider struct {
 	// overlaid is what the NodeOverlays did, set by the controller.
 	overlaid atomic.Pointer[overlay.Result]
 
-	mu        sync.Mutex
-	resolved  map[string]*resolvedClass // by NodeClass name
-	templates map[string]bool           // launch template names known to exist
-	typeInfo  map[string]*cloudprovider.InstanceType
+	// reservationsChanged counts changes of reservationFree, for Version.
+	reservationsChanged atomic.Int64
+
+	mu       sync.Mutex
+	resolved map[string]*resolvedClass // by NodeClass name
+	// reservationFree: each capacity reservation's free instances, from
+	// the last DescribeCapacityReservations and the launches and
+	// terminations since.
+	reservationFree map[string]int
+	templates       map[string]bool // launch template names known to exist
+	typeInfo        map[string]*cloudprovider.InstanceType
 }
 
 var (
@@ -125,16 +137,17 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 	}
 	ec2c := ec2.NewFromConfig(opts.Config)
 	p := &Provider{
-		opts:          opts,
-		ec2:           ec2c,
-		iam:           iam.NewFromConfig(opts.Config),
-		ssm:           ssm.NewFromConfig(opts.Config),
-		types:         newInstanceTypes(ec2c, pricingCfg, opts),
-		unavailable:   newUnavailableOfferings(opts.Clock),
-		interruptions: make(chan cloudprovider.Interruption, 64),
-		resolved:      map[string]*resolvedClass{},
-		templates:     map[string]bool{},
-		typeInfo:      map[string]*cloudprovider.InstanceType{},
+		opts:            opts,
+		ec2:             ec2c,
+		iam:             iam.NewFromConfig(opts.Config),
+		ssm:             ssm.NewFromConfig(opts.Config),
+		types:           newInstanceTypes(ec2c, pricingCfg, opts),
+		unavailable:     newUnavailableOfferings(opts.Clock),
+		interruptions:   make(chan cloudprovider.Interruption, 64),
+		resolved:        map[string]*resolvedClass{},
+		templates:       map[string]bool{},
+		typeInfo:        map[string]*cloudprovider.InstanceType{},
+		reservationFree: map[string]int{},
 	}
 	p.describer = newDescriber(p.describeInstances)
 	p.terminator = newBatcher(p.terminateInstances)
@@ -190,7 +203,7 @@ func (p *Provider) Run(ctx context.Context) error {
 // asks for its NodePools' instance types again then, so its plans leave
 // out what EC2 just had no capacity for.
 func (p *Provider) Version() int {
-	return p.unavailable.Version() + int(p.refreshes.Load())
+	return p.unavailable.Version() + int(p.refreshes.Load()) + int(p.reservationsChanged.Load())
 }
 
 // nodeClass reads an EC2NodeClass and resolves it (or uses its resolution

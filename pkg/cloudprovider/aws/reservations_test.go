@@ -1,0 +1,148 @@
+package aws
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/aws/fake"
+)
+
+// reservedClass is the seeds' node class selecting the team's
+// reservations by tag and a Capacity Block by id.
+func reservedClass(t *testing.T) *awsv1.EC2NodeClass {
+	nc := seedNodeClass(t)
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "web"}}, {ID: "cr-0block"}}
+	return nc
+}
+
+func offeringOf(its []*cloudprovider.InstanceType, typ, id string) (*cloudprovider.InstanceType, *cloudprovider.Offering) {
+	for _, it := range its {
+		if it.Name != typ {
+			continue
+		}
+		for _, o := range it.Offerings {
+			if o.ReservationID() == id {
+				return it, o
+			}
+		}
+	}
+	return nil, nil
+}
+
+func TestReservationsResolvedAndOffered(t *testing.T) {
+	e := newEnvWith(t, envOptions{reservedCapacity: true}, reservedClass(t))
+	end := e.clock.Now().Add(30 * time.Minute)
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0web", InstanceType: "m5.large", Zone: "us-east-1a", Total: 2, Tags: map[string]string{"team": "web"}})
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0data", InstanceType: "m5.large", Zone: "us-east-1a", Total: 2, Tags: map[string]string{"team": "data"}})
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0block", InstanceType: "p5.48xlarge", Zone: "us-east-1b", Total: 1, ReservationType: "capacity-block", EndDate: end})
+	st, err := e.p.ResolveNodeClass(e.ctx, reservedClass(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(st.CapacityReservations) != 2 || st.CapacityReservations[0].ID != "cr-0block" || st.CapacityReservations[1].ID != "cr-0web" {
+		t.Fatalf("status reservations %+v, want cr-0block and cr-0web", st.CapacityReservations)
+	}
+	if b := st.CapacityReservations[0]; b.State != reservationExpiring || b.ReservationType != "capacity-block" || !b.EndTime.Time.Equal(end) {
+		t.Errorf("the Capacity Block ending in 30 minutes: %+v, want expiring", b)
+	}
+	its, err := e.p.GetInstanceTypes(e.ctx, nodePool("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	it, o := offeringOf(its, "m5.large", "cr-0web")
+	if o == nil || !o.Available || o.Reservation.Capacity != 2 || o.CapacityType != v1.CapacityTypeReserved || o.Price <= 0 || o.Price > 1e-6 {
+		t.Fatalf("cr-0web's offering %+v, want reserved, 2 free, at on-demand/1e7", o)
+	}
+	if !it.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeReserved) || !it.Requirements.Get(cloudprovider.ReservationIDLabel).Has("cr-0web") {
+		t.Errorf("m5.large's requirements %s do not allow its reservation", it.Requirements)
+	}
+	if _, o := offeringOf(its, "m5.large", "cr-0data"); o != nil {
+		t.Error("cr-0data is offered though no term selects it")
+	}
+	if _, o := offeringOf(its, "p5.48xlarge", "cr-0block"); o == nil || o.Available {
+		t.Errorf("the expiring Capacity Block's offering %+v, want listed and unavailable", o)
+	}
+}
+
+func TestCreateLaunchesIntoAReservationThenOnDemand(t *testing.T) {
+	e := newEnvWith(t, envOptions{reservedCapacity: true}, reservedClass(t))
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0web", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Tags: map[string]string{"team": "web"}})
+	reservedOrOD := req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved, v1.CapacityTypeOnDemand)
+	m5 := req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large")
+	got, err := e.p.Create(e.ctx, claim("general-1", "default", reservedOrOD, m5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range map[string]string{v1.LabelCapacityType: v1.CapacityTypeReserved, cloudprovider.ReservationIDLabel: "cr-0web",
+		cloudprovider.ReservationTypeLabel: "default", cloudprovider.ReservationInterruptibleLabel: "false", v1.LabelZone: "us-east-1a"} {
+		if got.Labels[k] != v {
+			t.Errorf("label %s = %q, want %q", k, got.Labels[k], v)
+		}
+	}
+	fl := e.aws.Fleets()[0]
+	if fl.TargetCapacityType != "on-demand" || len(fl.Overrides) != 1 || fl.Overrides[0].SubnetID != fake.StandardSubnetPrefix+"a" {
+		t.Errorf("fleet %s with overrides %v: want on-demand, m5.large in the reservation's zone alone", fl.TargetCapacityType, overrideSet(fl))
+	}
+	var targeted, optedOut int
+	for _, lt := range e.aws.LaunchTemplates() {
+		switch {
+		case lt.CapacityReservationID == "cr-0web" && lt.CapacityReservationPreference == "capacity-reservations-only":
+			targeted++
+		case lt.CapacityReservationPreference == "none":
+			optedOut++
+		}
+	}
+	if targeted != 1 {
+		t.Errorf("%d launch templates target cr-0web, want 1", targeted)
+	}
+	if r := e.aws.CapacityReservations()[0]; r.Available != 0 {
+		t.Errorf("the reservation has %d free after the launch", r.Available)
+	}
+	again, err := e.p.Get(e.ctx, got.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again.Labels[v1.LabelCapacityType] != v1.CapacityTypeReserved || again.Labels[cloudprovider.ReservationIDLabel] != "cr-0web" {
+		t.Errorf("Get reads the instance back as %v", again.Labels)
+	}
+	// The reservation is full now: the next claim goes on-demand, out of
+	// open reservations.
+	next, err := e.p.Create(e.ctx, claim("general-2", "default", reservedOrOD, m5))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Labels[v1.LabelCapacityType] != v1.CapacityTypeOnDemand || next.Labels[cloudprovider.ReservationIDLabel] != "" {
+		t.Errorf("second claim labelled %v, want on-demand without a reservation", next.Labels)
+	}
+	for _, lt := range e.aws.LaunchTemplates() {
+		if lt.CapacityReservationID == "" && lt.CapacityReservationPreference != "none" {
+			t.Errorf("launch template %s has preference %q: with the gate on, launches outside a reservation opt out of open ones", lt.Name, lt.CapacityReservationPreference)
+		}
+	}
+	// Reserved alone and none free: insufficient capacity, not on-demand.
+	if _, err := e.p.Create(e.ctx, claim("general-3", "default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved), m5)); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Errorf("a reserved-only claim with no reservation free: %v, want insufficient capacity", err)
+	}
+}
+
+func TestReservationGateOff(t *testing.T) {
+	e := newEnv(t, reservedClass(t))
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0web", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Tags: map[string]string{"team": "web"}})
+	st, err := e.p.ResolveNodeClass(e.ctx, reservedClass(t))
+	if err != nil || len(st.CapacityReservations) != 0 {
+		t.Errorf("gate off: reservations %v (%v), want none resolved", st.CapacityReservations, err)
+	}
+	if _, err := e.p.Create(e.ctx, claim("general-1", "default", onDemand, req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, lt := range e.aws.LaunchTemplates() {
+		if lt.CapacityReservationPreference != "" {
+			t.Errorf("gate off: launch template with preference %q", lt.CapacityReservationPreference)
+		}
+	}
+}
