@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -103,7 +105,7 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 // the emptiest nodes, the replacement first, before the large ones come).
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 	bind := func(pods []*corev1.Pod) int {
-		res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
+		res := kubescheduler.NewBinder(kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
 		return len(res.Unschedulable) + len(res.Preemptions)
 	}
 	n := bind(pods)
@@ -118,6 +120,24 @@ func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 	smallFirst := slices.Clone(pods)
 	sort.SliceStable(smallFirst, func(i, j int) bool { return cpu[smallFirst[i]] < cpu[smallFirst[j]] })
 	return bind(smallFirst)
+}
+
+// ownerSpread is the selector kube-scheduler's default soft spread
+// (hostname maxSkew 3, zone 5) takes for a pod a ReplicaSet, StatefulSet or
+// ReplicationController owns: its owner's selector, which the pods of one
+// template match exactly as they match their own labels. The Services
+// that select a pod are not in the disruption's view; a pod that only a
+// Service selects is bound without default spread.
+func ownerSpread(pod *corev1.Pod) k8slabels.Selector {
+	owner := metav1.GetControllerOfNoCopy(pod)
+	if owner == nil || len(pod.Labels) == 0 {
+		return nil
+	}
+	switch owner.Kind {
+	case "ReplicaSet", "StatefulSet", "ReplicationController":
+		return k8slabels.SelectorFromSet(pod.Labels)
+	}
+	return nil
 }
 
 // replacementNode is the node a replacement plan would be as kube-scheduler

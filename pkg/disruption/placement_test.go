@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -60,5 +61,27 @@ func TestConsolidationAsKubeSchedulerPlacesPods(t *testing.T) {
 	x.Pods = []*corev1.Pod{x.Pods[1], x.Pods[0]}
 	if cmd := only(t, Compute(context.Background(), bigFirst, Options{})); names(cmd.Candidates) != "e" {
 		t.Fatalf("the large pod first: got %s, want x kept (smallest first strands the large pod)", cmd)
+	}
+}
+
+func TestOwnerSpreadIsKubeSchedulersDefaultSelector(t *testing.T) {
+	owned := func(kind string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Labels: map[string]string{"app": "web", "pod-template-hash": "abc"}}}
+		if kind != "" {
+			yes := true
+			p.OwnerReferences = []metav1.OwnerReference{{Kind: kind, Name: "web-abc", Controller: &yes}}
+		}
+		return p
+	}
+	for _, kind := range []string{"ReplicaSet", "StatefulSet", "ReplicationController"} {
+		sel := ownerSpread(owned(kind))
+		if sel == nil || !sel.Matches(k8slabels.Set{"app": "web", "pod-template-hash": "abc"}) || sel.Matches(k8slabels.Set{"app": "web", "pod-template-hash": "def"}) {
+			t.Errorf("%s: selector %v, want the pods of the same template", kind, sel)
+		}
+	}
+	for _, kind := range []string{"", "Job", "DaemonSet"} {
+		if sel := ownerSpread(owned(kind)); sel != nil {
+			t.Errorf("owner %q: selector %v, want none (kube-scheduler spreads only what a Service, ReplicaSet or StatefulSet selects)", kind, sel)
+		}
 	}
 }
