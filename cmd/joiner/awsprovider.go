@@ -23,6 +23,8 @@ import (
 // Karpenter's environment variable (see tuningEnv).
 type awsFlags struct {
 	clusterName, clusterEndpoint, clusterCABundle, clusterCIDR, interruptionQueue string
+	// reservedCapacity is the ReservedCapacity feature gate.
+	reservedCapacity bool
 }
 
 func (f *awsFlags) register(cmd *cobra.Command) {
@@ -102,7 +104,7 @@ func newAWSProvider(ctx context.Context, f *awsFlags, region string, cfg *rest.C
 	return awsprovider.New(ctx, awsprovider.Options{
 		Config: awsCfg, Client: c, Clock: clk,
 		ClusterName: f.clusterName, ClusterEndpoint: f.clusterEndpoint, ClusterCABundle: ca, ClusterCIDR: cidr,
-		KubernetesVersion: version, InterruptionQueue: f.interruptionQueue,
+		KubernetesVersion: version, InterruptionQueue: f.interruptionQueue, ReservedCapacity: f.reservedCapacity,
 	})
 }
 

@@ -91,6 +91,9 @@ CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 			if err != nil {
 				return err
 			}
+			if cloud.aws.reservedCapacity, err = tuning.gate("ReservedCapacity"); err != nil {
+				return err
+			}
 			schedulerConfig, err := tuning.scheduler(cmd.Flags())
 			if err != nil {
 				return err

@@ -49,7 +49,7 @@ var tuningEnv = []struct{ flag, env string }{
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).
-var featureGates = map[string]bool{"SpotToSpotConsolidation": false, "NodeRepair": false, "NodeOverlay": false, "CapacityBuffer": false}
+var featureGates = map[string]bool{"SpotToSpotConsolidation": false, "NodeRepair": false, "NodeOverlay": false, "CapacityBuffer": false, "ReservedCapacity": true}
 
 func (t *controllerTuning) addFlags(f *pflag.FlagSet) {
 	f.StringVar(&t.logLevel, "log-level", "info", "debug, info or error")

@@ -62,6 +62,21 @@ func TestControllerTuning(t *testing.T) {
 		}
 	})
 
+	t.Run("ReservedCapacity on by default, as upstream's since v1.6", func(t *testing.T) {
+		for _, tc := range []struct {
+			args []string
+			want bool
+		}{{nil, true}, {[]string{"--feature-gates=ReservedCapacity=false"}, false}} {
+			tun, err := parseTuning(t, nil, tc.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if on, err := tun.gate("ReservedCapacity"); err != nil || on != tc.want {
+				t.Errorf("%v: ReservedCapacity %v (%v), want %v", tc.args, on, err, tc.want)
+			}
+		}
+	})
+
 	for _, tc := range []struct {
 		env  map[string]string
 		args []string
@@ -69,7 +84,7 @@ func TestControllerTuning(t *testing.T) {
 	}{
 		{env: map[string]string{"BATCH_IDLE_DURATION": "1"}, want: `$BATCH_IDLE_DURATION="1" (for --batch-idle-duration)`},
 		{args: []string{"--batch-idle-duration=20s"}, want: "the idle window no longer than the maximum"},
-		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: CapacityBuffer, NodeOverlay, NodeRepair, SpotToSpotConsolidation)`},
+		{args: []string{"--feature-gates=SpotToSpot=true"}, want: `no gate "SpotToSpot" (known: CapacityBuffer, NodeOverlay, NodeRepair, ReservedCapacity, SpotToSpotConsolidation)`},
 		{args: []string{"--feature-gates=SpotToSpotConsolidation"}, want: "is not Name=true or Name=false"},
 		{args: []string{"--log-level=warn"}, want: "the levels are debug, info and error"},
 		{env: map[string]string{"KUBE_CLIENT_QPS": "fast"}, want: `$KUBE_CLIENT_QPS="fast" (for --kube-client-qps)`},

@@ -71,6 +71,11 @@ const (
 	// RebalanceRecommendation: the spot instance is at elevated risk of
 	// interruption. Upstream records an Event and does nothing else.
 	RebalanceRecommendation InterruptionKind = "RebalanceRecommendation"
+	// CapacityBlockExpiring: the instance runs in a Capacity Block that
+	// ends within 40 minutes (EC2 takes it back 30 minutes before the
+	// end); upstream's capacity-block expiration controller deletes its
+	// claim.
+	CapacityBlockExpiring InterruptionKind = "CapacityBlockExpiring"
 )
 
 // Disrupts reports whether the notice means the instance goes away, so

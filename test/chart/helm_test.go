@@ -137,7 +137,7 @@ func TestTemplateDefaults(t *testing.T) {
 		t.Errorf("image %s, want the appVersion's tag", c.Image)
 	}
 	for _, arg := range []string{"controller", "--cloud-provider=kwok", "--leader-elect=true", "--metrics-bind-address=:8080", "--health-probe-bind-address=:8081",
-		"--log-level=info", "--batch-idle-duration=1s", "--batch-max-duration=10s", "--feature-gates=SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,CapacityBuffer=false"} {
+		"--log-level=info", "--batch-idle-duration=1s", "--batch-max-duration=10s", "--feature-gates=SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,CapacityBuffer=false,ReservedCapacity=true"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}
@@ -220,7 +220,7 @@ func TestTemplateProductionValues(t *testing.T) {
 		t.Errorf("image %s, want the digest", c.Image)
 	}
 	for _, arg := range []string{"--region=us-west-2", "--zones=us-west-2a,us-west-2b", "--metrics-bind-address=:9090", "--health-probe-bind-address=:9091",
-		"--log-level=debug", "--batch-idle-duration=2s", "--batch-max-duration=20s", "--feature-gates=SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,CapacityBuffer=true", "--min-values-policy=BestEffort", "--decisions=joiner"} {
+		"--log-level=debug", "--batch-idle-duration=2s", "--batch-max-duration=20s", "--feature-gates=SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,CapacityBuffer=true,ReservedCapacity=true", "--min-values-policy=BestEffort", "--decisions=joiner"} {
 		if !slices.Contains(c.Args, arg) {
 			t.Errorf("args %v lack %s", c.Args, arg)
 		}

@@ -60,7 +60,7 @@ func startAWSController(t *testing.T, f *fake.AWS) (*controller.Controller, clie
 		return awsprovider.New(ctx, awsprovider.Options{
 			Config: f.Config(), Client: mgr.GetClient(), Clock: clock.RealClock{},
 			ClusterName: awsCluster, ClusterEndpoint: "https://" + awsCluster + ".eks.example", ClusterCABundle: base64.StdEncoding.EncodeToString(cfg.CAData), ClusterCIDR: "10.0.0.0/16",
-			KubernetesVersion: "1.37", InterruptionQueue: awsCluster,
+			KubernetesVersion: "1.37", InterruptionQueue: awsCluster, ReservedCapacity: true,
 		})
 	})
 	return c, kc, stop
@@ -100,7 +100,7 @@ func TestAWSProvider(t *testing.T) {
 	defer f.Close()
 	c, kc, stop := startAWSController(t, f)
 	defer stop()
-	defer cleanUpAWS(t, kc, "aws-od", "aws-spot")
+	defer cleanUpAWS(t, kc, "aws-od", "aws-spot", "aws-reserved")
 
 	// The seeds' EC2NodeClass resolves into its status.
 	class := applySeedNodeClass(t, kc)
@@ -237,6 +237,48 @@ func TestAWSProvider(t *testing.T) {
 		t.Errorf("the replacement launched the reclaimed offering %s in %s", spot.Labels[v1.LabelInstanceType], spot.Labels[v1.LabelZone])
 	}
 
+	// The class selects a capacity reservation by tag: its status lists
+	// it, and a pool that allows reserved launches a claim into it, through
+	// a launch template that targets it.
+	zoneA := class.Status.Subnets[0].Zone
+	f.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0web", InstanceType: "m6i.xlarge", Zone: zoneA, Total: 1, Tags: map[string]string{"team": "web"}})
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil {
+		t.Fatal(err)
+	}
+	before := class.DeepCopy()
+	class.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{Tags: map[string]string{"team": "web"}}}
+	if err := kc.Patch(ctx, class, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the EC2NodeClass's status listing the reservation its terms select", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil {
+			return false, err
+		}
+		rs := class.Status.CapacityReservations
+		return len(rs) == 1 && rs[0].ID == "cr-0web" && rs[0].InstanceType == "m6i.xlarge" && rs[0].AvailabilityZone == zoneA, nil
+	})
+	createPool(t, kc, "aws-reserved", func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeReserved, v1.CapacityTypeOnDemand}
+		np.Spec.Template.Spec.Requirements[1].Values = types
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "aws-reserved", Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	})
+	reservedPod := createPendingPod(t, kc, "aws-reserved-web", "3", tolerate("aws-reserved"))
+	defer func() { _ = kc.Delete(ctx, reservedPod) }()
+	reserved := *waitLaunched(t, kc, claimOfPool(t, kc, "aws-reserved").Name)
+	for k, want := range map[string]string{v1.LabelCapacityType: v1.CapacityTypeReserved, v1.LabelInstanceType: "m6i.xlarge", v1.LabelZone: zoneA,
+		"karpenter.k8s.aws/capacity-reservation-id": "cr-0web", "karpenter.k8s.aws/capacity-reservation-type": "default"} {
+		if reserved.Labels[k] != want {
+			t.Errorf("the reserved claim's label %s = %q, want %q", k, reserved.Labels[k], want)
+		}
+	}
+	if in := instanceOf(t, f, reserved.Status.ProviderID); in.CapacityReservationID != "cr-0web" {
+		t.Errorf("the instance runs in reservation %q, want cr-0web", in.CapacityReservationID)
+	}
+	if free := f.CapacityReservations()[0].Available; free != 0 {
+		t.Errorf("the reservation has %d free after the launch, want 0", free)
+	}
+
 	// Deleting a NodeClaim terminates its instance.
 	if err := kc.Delete(ctx, &claim); err != nil {
 		t.Fatal(err)
@@ -291,7 +333,7 @@ func TestAWSProvider(t *testing.T) {
 	if err := kc.Get(ctx, client.ObjectKeyFromObject(class), class); err != nil || !slices.Contains(class.Finalizers, controller.FinalizerNodeClass) {
 		t.Fatalf("a deleted EC2NodeClass with NodeClaims (%v): finalizers %v, want it held by %s", err, class.Finalizers, controller.FinalizerNodeClass)
 	}
-	cleanUpAWS(t, kc, "aws-od", "aws-spot")
+	cleanUpAWS(t, kc, "aws-od", "aws-spot", "aws-reserved")
 	eventuallyWithin(t, 2*time.Minute, "the EC2NodeClass gone, with its launch templates and instance profile", func(ctx context.Context) (bool, error) {
 		if !gone(ctx, kc, client.ObjectKeyFromObject(class), &awsv1.EC2NodeClass{}) {
 			return false, nil

@@ -82,6 +82,9 @@ type Provider struct {
 	terminator *batcher[error]
 
 	interruptions chan cloudprovider.Interruption
+	// expiring are the instances already announced as in an expiring
+	// Capacity Block.
+	expiring map[string]bool
 	// overlaid is what the NodeOverlays did, set by the controller.
 	overlaid atomic.Pointer[overlay.Result]
 
@@ -148,6 +151,7 @@ func New(ctx context.Context, opts Options) (*Provider, error) {
 		templates:       map[string]bool{},
 		typeInfo:        map[string]*cloudprovider.InstanceType{},
 		reservationFree: map[string]int{},
+		expiring:        map[string]bool{},
 	}
 	p.describer = newDescriber(p.describeInstances)
 	p.terminator = newBatcher(p.terminateInstances)
@@ -184,11 +188,15 @@ func (p *Provider) Run(ctx context.Context) error {
 	}
 	t := p.opts.Clock.NewTicker(refreshEvery)
 	defer t.Stop()
+	blocks := p.opts.Clock.NewTicker(blockCheckEvery)
+	defer blocks.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			wg.Wait()
 			return nil
+		case <-blocks.C():
+			p.expireCapacityBlocks(ctx)
 		case <-t.C():
 			if err := p.types.Refresh(ctx); err != nil {
 				logError(ctx, err, "refreshing instance types and prices")

@@ -282,3 +282,46 @@ func (p *Provider) instanceReservation(in *ec2types.Instance) *cloudprovider.Res
 	}
 	return r
 }
+
+// blockCheckEvery is how often instances in expiring Capacity Blocks are
+// looked for (upstream's expiration controller requeues every minute).
+const blockCheckEvery = time.Minute
+
+// expireCapacityBlocks announces each instance of a Capacity Block that
+// ends within CapacityBlockExpiryLead, once, as an interruption the
+// controller deletes its claim for, as upstream's capacity-block
+// expiration controller does. The blocks are the resolved NodeClasses';
+// nothing is listed while none expires.
+func (p *Provider) expireCapacityBlocks(ctx context.Context) {
+	now := p.opts.Clock.Now()
+	ids := map[string]bool{}
+	p.mu.Lock()
+	for _, r := range p.resolved {
+		for _, cr := range r.status.CapacityReservations {
+			if cr.ReservationType == cloudprovider.ReservationTypeCapacityBlock && cr.EndTime != nil && !now.Before(cr.EndTime.Add(-CapacityBlockExpiryLead)) {
+				ids[cr.ID] = true
+			}
+		}
+	}
+	p.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	claims, err := p.List(ctx)
+	if err != nil {
+		logError(ctx, err, "listing instances for expiring capacity blocks")
+		return
+	}
+	for _, nc := range claims {
+		id := nc.Labels[cloudprovider.ReservationIDLabel]
+		if !ids[id] || p.expiring[nc.Status.ProviderID] {
+			continue
+		}
+		select {
+		case p.interruptions <- cloudprovider.Interruption{ProviderID: nc.Status.ProviderID, Kind: cloudprovider.CapacityBlockExpiring}:
+			p.expiring[nc.Status.ProviderID] = true
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -146,3 +146,33 @@ func TestReservationGateOff(t *testing.T) {
 		}
 	}
 }
+
+func TestExpiringCapacityBlockInterruptsItsInstances(t *testing.T) {
+	e := newEnvWith(t, envOptions{reservedCapacity: true}, reservedClass(t))
+	end := e.clock.Now().Add(2 * time.Hour)
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0block", InstanceType: "m5.large", Zone: "us-east-1b", Total: 1, ReservationType: "capacity-block", EndDate: end})
+	got, err := e.p.Create(e.ctx, claim("general-1", "default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved),
+		req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels[cloudprovider.ReservationTypeLabel] != "capacity-block" || e.aws.Fleets()[0].TargetCapacityType != "capacity-block" {
+		t.Errorf("a Capacity Block launch: labels %v, fleet %s", got.Labels, e.aws.Fleets()[0].TargetCapacityType)
+	}
+	e.p.expireCapacityBlocks(e.ctx)
+	if len(e.p.interruptions) != 0 {
+		t.Fatal("an instance announced two hours before its block ends")
+	}
+	e.clock.Step(end.Sub(e.clock.Now()) - CapacityBlockExpiryLead)
+	if _, err := e.p.ResolveNodeClass(e.ctx, reservedClass(t)); err != nil {
+		t.Fatal(err)
+	}
+	e.p.expireCapacityBlocks(e.ctx)
+	e.p.expireCapacityBlocks(e.ctx)
+	if n := len(e.p.interruptions); n != 1 {
+		t.Fatalf("%d notices 40 minutes before the end, want 1 (once)", n)
+	}
+	if n := <-e.p.interruptions; n.Kind != cloudprovider.CapacityBlockExpiring || n.ProviderID != got.Status.ProviderID {
+		t.Errorf("notice %+v, want CapacityBlockExpiring for %s", n, got.Status.ProviderID)
+	}
+}
