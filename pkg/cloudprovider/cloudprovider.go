@@ -76,6 +76,10 @@ const (
 	// end); upstream's capacity-block expiration controller deletes its
 	// claim.
 	CapacityBlockExpiring InterruptionKind = "CapacityBlockExpiring"
+	// CapacityReservationInterrupted: the owner of the interruptible
+	// capacity reservation the instance runs in reclaims it (a two-minute
+	// warning); the reservation is offered no more.
+	CapacityReservationInterrupted InterruptionKind = "CapacityReservationInterrupted"
 )
 
 // Disrupts reports whether the notice means the instance goes away, so

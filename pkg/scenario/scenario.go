@@ -166,6 +166,15 @@ type Event struct {
 	// Resize changes a workload's container requests, and its pods' in
 	// place as the kubelet resizes them (InPlacePodVerticalScaling).
 	Resize *Resize `json:"resize,omitempty"`
+	// ReservationInterruption: the owner of an interruptible capacity
+	// reservation (spec.capacityReservations) takes it back — its nodes
+	// get EC2's two-minute warning, and nothing launches into it again.
+	ReservationInterruption *ReservationInterruption `json:"reservationInterruption,omitempty"`
+}
+
+// ReservationInterruption names the interruptible reservation reclaimed.
+type ReservationInterruption struct {
+	ID string `json:"id"`
 }
 
 // Resize is an in-place resize of a Deployment's or StatefulSet's pods:
@@ -344,8 +353,11 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 	}
 	for i, ev := range s.Spec.Events {
 		at := fmt.Sprintf("spec.events[%d]", i)
-		if (ev.NodeClassAMI == nil) == (ev.Resize == nil) {
-			bad(at, "an event does one thing: give exactly one of nodeClassAMI and resize")
+		if n := btoi(ev.NodeClassAMI != nil) + btoi(ev.Resize != nil) + btoi(ev.ReservationInterruption != nil); n != 1 {
+			bad(at, "an event does one thing: give exactly one of nodeClassAMI, resize and reservationInterruption")
+		}
+		if ri := ev.ReservationInterruption; ri != nil && !s.interruptible(ri.ID) {
+			bad(at+".reservationInterruption.id", fmt.Sprintf("%q is no interruptible reservation of spec.capacityReservations: only an On-Demand Capacity Reservation with interruptible: true can be taken back", ri.ID))
 		}
 		if ev.At.Duration < 0 || ev.At.Duration >= s.Spec.Duration.Duration {
 			bad(at+".at", fmt.Sprintf("%s is outside the run: use an offset from its start, from 0s to under spec.duration (%s)", ev.At.Duration, s.Spec.Duration.Duration))
@@ -384,6 +396,24 @@ var (
 	reservationIDRE    = regexp.MustCompile(`^cr-[0-9a-z]+$`)
 	reservationOwnerRE = regexp.MustCompile(`^[0-9]{12}$`)
 )
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// interruptible says spec.capacityReservations has an interruptible
+// reservation of that ID.
+func (s *Scenario) interruptible(id string) bool {
+	for _, r := range s.Spec.CapacityReservations {
+		if r.ID == id {
+			return r.Interruptible
+		}
+	}
+	return false
+}
 
 // validateReservations checks spec.capacityReservations as EC2 and
 // upstream's EC2NodeClass status would have them.

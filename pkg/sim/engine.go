@@ -406,6 +406,9 @@ func (e *engine) schedule() {
 					e.resize(t)
 				}
 			}
+			if ri := ev.ReservationInterruption; ri != nil {
+				e.reclaimReservation(ri.ID)
+			}
 		})
 	}
 	if len(e.resizes) > 0 {

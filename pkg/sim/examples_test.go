@@ -604,6 +604,20 @@ func TestExampleReservedCapacity(t *testing.T) {
 	if expired == 0 {
 		t.Error("no node was drained for the Capacity Block's expiry")
 	}
+	// The interruptible reservation's owner takes it back at 8h: its nodes
+	// go within EC2's two-minute warning, and none launches into it after.
+	reclaimed := in.Scenario.Spec.Start.Add(8 * time.Hour)
+	for _, n := range rep.ByNode {
+		if n.Reservation != "cr-0a11ce0000000000002" {
+			continue
+		}
+		if n.Launched.After(reclaimed) {
+			t.Errorf("node %s launched into the reclaimed reservation at %s", n.Name, n.Launched)
+		}
+		if !n.Launched.After(reclaimed) && (n.Deleted == nil || n.Deleted.After(reclaimed.Add(2*time.Minute))) {
+			t.Errorf("node %s of the reclaimed reservation deleted at %v, want by 8h02", n.Name, n.Deleted)
+		}
+	}
 	// Reserved nodes cost next to nothing.
 	for _, nh := range rep.NodeHours {
 		if nh.CapacityType == "reserved" && nh.CostUSD > 0.01 {

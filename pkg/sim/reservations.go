@@ -90,6 +90,33 @@ func (e *engine) reclaimBlock(id string) {
 	e.armBatch()
 }
 
+// reclaimReservation is the owner of an interruptible reservation taking
+// it back: as upstream's interruption controller on EC2's two-minute
+// warning, each of its nodes' claims is deleted at once (drained), and
+// two minutes later the instance is gone.
+func (e *engine) reclaimReservation(id string) {
+	pids := e.cloud.InterruptReservation(id)
+	e.rep.note(fmt.Sprintf("capacity reservation %s taken back by its owner at minute %d: %d node(s) interrupted", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
+	for _, n := range e.nodesOf(pids) {
+		if n.drainStarted.IsZero() {
+			e.rep.disrupted(n, "CapacityReservationInterrupted")
+			e.startDrain(n, "CapacityReservationInterrupted")
+		}
+		e.clk.after(interruptionNotice, func() {
+			if n.state != nodeGone {
+				for _, p := range append([]*simPod(nil), n.pods...) {
+					if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
+						e.removePod(p, true)
+					}
+				}
+				e.deleteNode(n, "CapacityReservationInterrupted")
+			}
+		})
+	}
+	e.dirty = true
+	e.armBatch()
+}
+
 // endReservation demotes the instances of an ended On-Demand Capacity
 // Reservation to on-demand.
 func (e *engine) endReservation(id string) {
@@ -177,8 +204,14 @@ func (e *engine) reservationNotes() {
 			}
 		}
 		end := e.end
-		if !r.End.IsZero() && r.End.Before(end) {
-			end = r.End
+		for _, t := range []time.Time{r.End, r.EndedAt} {
+			if !t.IsZero() && t.Before(end) {
+				end = t
+			}
+		}
+		kind := r.Type
+		if r.Interruptible {
+			kind += ", interruptible"
 		}
 		held := float64(r.Count) * math.Max(0, end.Sub(e.start).Hours())
 		use := 0.0
@@ -186,7 +219,7 @@ func (e *engine) reservationNotes() {
 			use = hours / held * 100
 		}
 		e.rep.note(fmt.Sprintf("capacity reservation %s (%s, %d × %s in %s): %.1f of %.1f reserved instance-hours used (%.0f %%)",
-			r.ID, r.Type, r.Count, r.InstanceType, r.Zone, hours, held, use))
+			r.ID, kind, r.Count, r.InstanceType, r.Zone, hours, held, use))
 	}
 	if len(e.cloud.Reservations()) > 0 {
 		e.rep.note("a capacity reservation is paid for whether used or not: its nodes are priced at upstream's ten-millionth of on-demand, and the reservations themselves are not in the cost")

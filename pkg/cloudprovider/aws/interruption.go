@@ -80,6 +80,9 @@ func (p *Provider) handleMessage(ctx context.Context, m queueMessage) {
 		if m.Kind == cloudprovider.SpotInterruption {
 			p.unavailable.MarkUnavailable(string(in.InstanceType), zone, "spot")
 		}
+		if res := p.instanceReservation(in); m.Kind == cloudprovider.CapacityReservationInterrupted && res != nil {
+			p.markFull(res.ID) // as upstream, until the next describe says otherwise
+		}
 		var once sync.Once
 		handled := func() {
 			once.Do(func() {

@@ -1,6 +1,9 @@
 package aws
 
 import (
+	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -174,5 +177,44 @@ func TestExpiringCapacityBlockInterruptsItsInstances(t *testing.T) {
 	}
 	if n := <-e.p.interruptions; n.Kind != cloudprovider.CapacityBlockExpiring || n.ProviderID != got.Status.ProviderID {
 		t.Errorf("notice %+v, want CapacityBlockExpiring for %s", n, got.Status.ProviderID)
+	}
+}
+
+// TestReservationInterruptionWarning: the owner of an interruptible
+// reservation takes it back — its instance is interrupted and the
+// reservation offered no more.
+func TestReservationInterruptionWarning(t *testing.T) {
+	e := newEnvWith(t, envOptions{queue: "production", reservedCapacity: true}, reservedClass(t))
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0int", InstanceType: "m5.large", Zone: "us-east-1a", Total: 3, Interruptible: true, Tags: map[string]string{"team": "web"}})
+	launched, err := e.p.Create(e.ctx, claim("c1", "default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved),
+		req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launched.Labels[cloudprovider.ReservationInterruptibleLabel] != "true" || e.aws.Fleets()[0].TargetCapacityType != "reserved-capacity" {
+		t.Errorf("an interruptible reservation's launch: labels %v, fleet %s", launched.Labels, e.aws.Fleets()[0].TargetCapacityType)
+	}
+	url := e.aws.CreateQueue("production")
+	e.aws.SendMessage(url, strings.Replace(spotWarning("evt-1", e.aws.Instances()[0].ID), "EC2 Spot Instance Interruption Warning", "EC2 Capacity Reservation Instance Interruption Warning", 1))
+	ctx, cancel := context.WithCancel(e.ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if err := e.p.Run(ctx); err != nil {
+			t.Error(err)
+		}
+	}()
+	defer func() { cancel(); wg.Wait() }()
+	got := <-e.p.Interruptions()
+	if got.ProviderID != launched.Status.ProviderID || got.Kind != cloudprovider.CapacityReservationInterrupted {
+		t.Fatalf("interruption %+v, want CapacityReservationInterrupted of %s", got, launched.Status.ProviderID)
+	}
+	its, err := e.p.GetInstanceTypes(e.ctx, nodePool("default"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, o := offeringOf(its, "m5.large", "cr-0int"); o == nil || o.Available {
+		t.Errorf("the reclaimed reservation's offering %+v, want unavailable though EC2 said 2 free", o)
 	}
 }

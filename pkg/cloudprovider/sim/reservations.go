@@ -69,6 +69,7 @@ type reservation struct {
 	used     int
 	expiring bool
 	ended    bool
+	endedAt  time.Time
 	offering *cloudprovider.Offering
 }
 
@@ -200,7 +201,7 @@ func (p *Provider) Reservations() []ReservationUse {
 		for _, terms := range p.reservationTerms {
 			selected = selected || slices.ContainsFunc(terms, r.SelectedBy)
 		}
-		out = append(out, ReservationUse{Reservation: r.Reservation, Used: r.used, Expiring: r.expiring, Ended: r.ended, Selected: selected})
+		out = append(out, ReservationUse{Reservation: r.Reservation, Used: r.used, Expiring: r.expiring, Ended: r.ended, EndedAt: r.endedAt, Selected: selected})
 	}
 	return out
 }
@@ -210,6 +211,8 @@ type ReservationUse struct {
 	Reservation
 	Used            int
 	Expiring, Ended bool
+	// EndedAt is when it ended or its owner took it back (zero: it did not).
+	EndedAt time.Time
 	// Selected: some EC2NodeClass's terms select it.
 	Selected bool
 }
@@ -229,6 +232,20 @@ func (p *Provider) ExpireReservation(id string) []string {
 	return p.instancesIn(id)
 }
 
+// InterruptReservation is the owner of an interruptible reservation
+// taking it back: nothing more launches into it, and it returns the
+// provider IDs of its instances, which get EC2's two-minute warning.
+func (p *Provider) InterruptReservation(id string) []string {
+	r := p.reservations[id]
+	if r == nil || r.ended {
+		return nil
+	}
+	r.ended, r.endedAt = true, p.opts.Now()
+	r.refresh()
+	p.changed()
+	return p.instancesIn(id)
+}
+
 // EndReservation ends a reservation. An instance still running in an
 // On-Demand Capacity Reservation carries on as on-demand, as EC2 does:
 // its offering becomes its type's on-demand one in the zone and its
@@ -239,7 +256,7 @@ func (p *Provider) EndReservation(id string) []string {
 	if r == nil || r.ended {
 		return nil
 	}
-	r.ended = true
+	r.ended, r.endedAt = true, p.opts.Now()
 	r.refresh()
 	p.changed()
 	demoted := p.instancesIn(id)

@@ -17,6 +17,9 @@ const (
 	rebalanceRecommendation = "EC2 Instance Rebalance Recommendation"
 	healthEvent             = "AWS Health Event"
 	stateChangeNotification = "EC2 Instance State-change Notification"
+	// reservationInterruption: the owner of an interruptible capacity
+	// reservation takes it back; its instances have two minutes.
+	reservationInterruption = "EC2 Capacity Reservation Instance Interruption Warning"
 )
 
 // event is an EventBridge event's envelope; detail is read by kind.
@@ -56,7 +59,7 @@ var stateKinds = map[string]cloudprovider.InterruptionKind{
 	"terminated":    cloudprovider.InstanceTerminating,
 }
 
-// parse reads a message body as one of the four events upstream Karpenter
+// parse reads a message body as one of the five events upstream Karpenter
 // acts on. It returns the event's ID, the kind and the instances, or why
 // the body is not an interruption.
 // Its complexity (21) is one case per event kind and its fields.
@@ -69,7 +72,8 @@ func parse(body string) (id string, kind cloudprovider.InterruptionKind, instanc
 		return ev.ID, "", nil, fmt.Errorf("EventBridge event version %q (only 0 is known)", ev.Version)
 	}
 	switch {
-	case ev.Source == sourceEC2 && (ev.DetailType == spotInterruptionWarning || ev.DetailType == rebalanceRecommendation || ev.DetailType == stateChangeNotification):
+	case ev.Source == sourceEC2 && (ev.DetailType == spotInterruptionWarning || ev.DetailType == rebalanceRecommendation || ev.DetailType == stateChangeNotification ||
+		ev.DetailType == reservationInterruption):
 		var d ec2Detail
 		if err := json.Unmarshal(ev.Detail, &d); err != nil {
 			return ev.ID, "", nil, fmt.Errorf("%s: detail: %w", ev.DetailType, err)
@@ -79,6 +83,8 @@ func parse(body string) (id string, kind cloudprovider.InterruptionKind, instanc
 			kind = cloudprovider.SpotInterruption
 		case rebalanceRecommendation:
 			kind = cloudprovider.RebalanceRecommendation
+		case reservationInterruption:
+			kind = cloudprovider.CapacityReservationInterrupted
 		default:
 			var ok bool
 			if kind, ok = stateKinds[strings.ToLower(d.State)]; !ok {

@@ -30,6 +30,8 @@ func TestParse(t *testing.T) {
 		err       string // substring of the reason it is no interruption
 	}{
 		{"spot interruption warning", spotWarning, "1e5527d7-bb36-4607-3370-4164db56a40e", cloudprovider.SpotInterruption, []string{"i-0b662ef9931388ba0"}, ""},
+		{"capacity reservation interruption warning", strings.Replace(spotWarning, "EC2 Spot Instance Interruption Warning", "EC2 Capacity Reservation Instance Interruption Warning", 1),
+			"1e5527d7-bb36-4607-3370-4164db56a40e", cloudprovider.CapacityReservationInterrupted, []string{"i-0b662ef9931388ba0"}, ""},
 		{"rebalance recommendation", rebalance, "5d5555d5-dd55-5555-5555-5555dd55d55d", cloudprovider.RebalanceRecommendation, []string{"i-0b662ef9931388ba0"}, ""},
 		{"scheduled change", scheduled, "7bf73129-1428-4cd3-a780-95db273d1602", cloudprovider.ScheduledChange, []string{"i-0aaaaaaaaaaaaaaaa", "i-0bbbbbbbbbbbbbbbb"}, ""},
 		{"stopping", stateChange("stopping"), "7bf73129-1428-4cd3-a780-95db273d1602", cloudprovider.InstanceStopping, []string{"i-0abcd1234ef567890"}, ""},

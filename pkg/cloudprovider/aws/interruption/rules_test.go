@@ -52,7 +52,7 @@ func TestQueueTemplateSendsWhatIsParsed(t *testing.T) {
 		}
 	}
 	want := []string{sourceEC2 + " / " + spotInterruptionWarning, sourceEC2 + " / " + rebalanceRecommendation,
-		sourceEC2 + " / " + stateChangeNotification, sourceHealth + " / " + healthEvent}
+		sourceEC2 + " / " + stateChangeNotification, sourceHealth + " / " + healthEvent, sourceEC2 + " / " + reservationInterruption}
 	sort.Strings(got)
 	sort.Strings(want)
 	if !slices.Equal(got, want) {
