@@ -18,12 +18,17 @@ const (
 	DriftAMI           cloudprovider.DriftReason = "AMIDrift"
 	DriftSubnet        cloudprovider.DriftReason = "SubnetDrift"
 	DriftSecurityGroup cloudprovider.DriftReason = "SecurityGroupDrift"
+	// DriftCapacityReservation: the instance runs in a capacity
+	// reservation its NodeClass no longer selects (ReservedCapacity gate).
+	DriftCapacityReservation cloudprovider.DriftReason = "CapacityReservationDrift"
 )
 
 // IsDrifted reports why the claim's instance no longer matches its
 // NodeClass as it resolves now: its AMI is no longer selected, its subnet
 // no longer selected, or its security groups differ from the selected
-// ones.
+// ones, or it runs in a capacity reservation the NodeClass no longer
+// selects (upstream checks this per instance rather than by offering: a
+// reserved instance may have fallen back to on-demand).
 func (p *Provider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	r, err := p.nodeClass(ctx, claim.Spec.NodeClassRef)
 	if err != nil {
@@ -40,7 +45,13 @@ func (p *Provider) IsDrifted(ctx context.Context, claim *v1.NodeClaim) (cloudpro
 	if in == nil || in.State == nil || in.State.Name == ec2types.InstanceStateNameTerminated {
 		return "", cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s of nodeclaim %s is terminated", id, claim.Name))
 	}
-	return drifted(r, in), nil
+	if reason := drifted(r, in); reason != "" {
+		return reason, nil
+	}
+	if res := p.instanceReservation(in); res != nil && !slices.ContainsFunc(r.status.CapacityReservations, func(cr awsv1.CapacityReservation) bool { return cr.ID == res.ID }) {
+		return DriftCapacityReservation, nil
+	}
+	return "", nil
 }
 
 func drifted(r *resolvedClass, in *ec2types.Instance) cloudprovider.DriftReason {

@@ -218,3 +218,23 @@ func TestReservationInterruptionWarning(t *testing.T) {
 		t.Errorf("the reclaimed reservation's offering %+v, want unavailable though EC2 said 2 free", o)
 	}
 }
+
+// TestReservationDrift: a node whose reservation its class no longer
+// selects has drifted; one whose reservation is still selected has not.
+func TestReservationDrift(t *testing.T) {
+	e := newEnvWith(t, envOptions{reservedCapacity: true}, reservedClass(t))
+	e.aws.AddCapacityReservation(fake.CapacityReservation{ID: "cr-0web", InstanceType: "m5.large", Zone: "us-east-1a", Total: 1, Tags: map[string]string{"team": "web"}})
+	got, err := e.p.Create(e.ctx, claim("c1", "default", req(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeReserved),
+		req(v1.LabelInstanceType, corev1.NodeSelectorOpIn, "m5.large")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason, err := e.p.IsDrifted(e.ctx, got); err != nil || reason != "" {
+		t.Fatalf("drift %q (%v) at once", reason, err)
+	}
+	e.aws.SetCapacityReservationState("cr-0web", "cancelled")
+	e.clock.Step(resolveTTL + time.Second)
+	if reason, err := e.p.IsDrifted(e.ctx, got); err != nil || reason != DriftCapacityReservation {
+		t.Errorf("after the reservation was cancelled: drift %q (%v), want %s", reason, err, DriftCapacityReservation)
+	}
+}
