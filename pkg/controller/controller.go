@@ -111,6 +111,7 @@ type Controller struct {
 	provisioner  *provisioner
 	disrupter    *disrupter
 	gc           *garbageCollector
+	demoter      *reservationDemoter
 	repairer     *repairer
 	interruption *interruption
 	metrics      *metricsUpdater
@@ -184,6 +185,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			clock: opts.Clock,
 			queue: disruption.Queue{Options: disruption.Options{SpotToSpot: opts.SpotToSpot}}},
 		gc:           &garbageCollector{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
+		demoter:      &reservationDemoter{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
 		repairer:     &repairer{gate: gate, client: kube, store: store, policies: cloud.RepairPolicies, events: events, clock: opts.Clock},
 		interruption: &interruption{client: kube, store: store, events: events},
 		metrics:      &metricsUpdater{gate: gate, store: store, clock: opts.Clock},
@@ -245,7 +247,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err := mgr.Add(gateRunnable(off.loop)); err != nil {
 		return nil, err
 	}
-	loops := []func(context.Context) error{c.gc.loop, c.disrupter.loop, c.metrics.loop}
+	loops := []func(context.Context) error{c.gc.loop, c.disrupter.loop, c.metrics.loop, c.demoter.loop}
 	if opts.NodeRepair {
 		loops = append(loops, c.repairer.loop)
 	}
@@ -327,6 +329,11 @@ func (c *Controller) Disrupt(ctx context.Context) ([]disruption.Event, error) {
 // deletes launched NodeClaims whose instance is gone (their Node goes with
 // them).
 func (c *Controller) CollectGarbage(ctx context.Context) error { return c.gc.collect(ctx) }
+
+// DemoteReservedClaims relabels reserved claims, and their Nodes, whose
+// instance the cloud says runs on-demand now, as the controller does
+// every minute.
+func (c *Controller) DemoteReservedClaims(ctx context.Context) error { return c.demoter.demote(ctx) }
 
 // Repair runs node repair once, as upstream's node health controller
 // (behind its NodeRepair feature gate): the NodeClaim of each node whose

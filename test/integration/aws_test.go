@@ -278,6 +278,18 @@ func TestAWSProvider(t *testing.T) {
 	if free := f.CapacityReservations()[0].Available; free != 0 {
 		t.Errorf("the reservation has %d free after the launch, want 0", free)
 	}
+	// The reservation is cancelled: its instance runs on as on-demand,
+	// and the claim is relabelled so.
+	f.SetCapacityReservationState("cr-0web", "cancelled")
+	if err := c.DemoteReservedClaims(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := kc.Get(ctx, client.ObjectKeyFromObject(&reserved), &reserved); err != nil {
+		t.Fatal(err)
+	}
+	if reserved.Labels[v1.LabelCapacityType] != v1.CapacityTypeOnDemand || reserved.Labels["karpenter.k8s.aws/capacity-reservation-id"] != "" {
+		t.Errorf("after its reservation was cancelled the claim is labelled %v, want on-demand without reservation labels", reserved.Labels)
+	}
 
 	// Deleting a NodeClaim terminates its instance.
 	if err := kc.Delete(ctx, &claim); err != nil {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -232,9 +233,24 @@ func TestReservationDrift(t *testing.T) {
 	if reason, err := e.p.IsDrifted(e.ctx, got); err != nil || reason != "" {
 		t.Fatalf("drift %q (%v) at once", reason, err)
 	}
-	e.aws.SetCapacityReservationState("cr-0web", "cancelled")
+	// The class's terms change: the instance's reservation is no longer
+	// among those selected.
+	var nc awsv1.EC2NodeClass
+	if err := e.kube.Get(e.ctx, client.ObjectKey{Name: "default"}, &nc); err != nil {
+		t.Fatal(err)
+	}
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0other"}}
+	if err := e.kube.Update(e.ctx, &nc); err != nil {
+		t.Fatal(err)
+	}
 	e.clock.Step(resolveTTL + time.Second)
 	if reason, err := e.p.IsDrifted(e.ctx, got); err != nil || reason != DriftCapacityReservation {
-		t.Errorf("after the reservation was cancelled: drift %q (%v), want %s", reason, err, DriftCapacityReservation)
+		t.Errorf("after the class stopped selecting its reservation: drift %q (%v), want %s", reason, err, DriftCapacityReservation)
+	}
+	// A reservation that ends moves its instance out: on-demand, no drift
+	// (the controller demotes the claim instead).
+	e.aws.SetCapacityReservationState("cr-0web", "cancelled")
+	if reason, err := e.p.IsDrifted(e.ctx, got); err != nil || reason != "" {
+		t.Errorf("an instance moved out of its cancelled reservation: drift %q (%v), want none", reason, err)
 	}
 }

@@ -66,12 +66,23 @@ func (f *AWS) CapacityReservations() []CapacityReservation {
 }
 
 // SetCapacityReservationState changes a reservation's state (expired,
-// cancelled), as EC2 does at its end.
+// cancelled), as EC2 does at its end: an instance of a reservation no
+// longer active carries on as on-demand, in no reservation.
 func (f *AWS) SetCapacityReservationState(id, state string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if r := f.reservation(id); r != nil {
-		r.State = state
+	r := f.reservation(id)
+	if r == nil {
+		return
+	}
+	r.State = state
+	if state == "active" {
+		return
+	}
+	for _, in := range f.ec2.instances {
+		if in.CapacityReservationID == id {
+			in.CapacityReservationID, in.Lifecycle = "", ""
+		}
 	}
 }
 
