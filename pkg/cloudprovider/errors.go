@@ -81,3 +81,21 @@ func IgnoreNodeClassNotReadyError(err error) error {
 	}
 	return err
 }
+
+// CapacityReservationsError: a NodeClass's capacity reservations could not
+// be resolved (its CapacityReservationsReady condition is False).
+type CapacityReservationsError struct{ err error }
+
+// NewCapacityReservationsError wraps err.
+func NewCapacityReservationsError(err error) *CapacityReservationsError {
+	return &CapacityReservationsError{err: err}
+}
+
+func (e *CapacityReservationsError) Error() string { return e.err.Error() }
+func (e *CapacityReservationsError) Unwrap() error { return e.err }
+
+// IsCapacityReservationsError reports whether err is, or wraps, a CapacityReservationsError.
+func IsCapacityReservationsError(err error) bool {
+	var e *CapacityReservationsError
+	return errors.As(err, &e)
+}

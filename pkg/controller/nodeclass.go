@@ -21,7 +21,12 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
+
+// ConditionCapacityReservationsReady is an EC2NodeClass's condition that
+// its capacityReservationSelectorTerms resolved (upstream's name).
+const ConditionCapacityReservationsReady = "CapacityReservationsReady"
 
 // FinalizerNodeClass holds an EC2NodeClass until its NodeClaims are gone
 // and what the provider made for it is removed: upstream's name.
@@ -86,6 +91,9 @@ func (r *nodeClassStatus) reconcile(ctx context.Context, req reconcile.Request) 
 		status.Conditions = conds
 	}
 	meta.SetStatusCondition(&status.Conditions, ready)
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		meta.SetStatusCondition(&status.Conditions, reservationsReady(nc, resolveErr, len(resolved.CapacityReservations)))
+	}
 	if !equality.Semantic.DeepEqual(status, &nc.Status) {
 		orig := nc.DeepCopy()
 		nc.Status = *status
@@ -103,6 +111,18 @@ func (r *nodeClassStatus) reconcile(ctx context.Context, req reconcile.Request) 
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
 	}
 	return reconcile.Result{RequeueAfter: nodeClassResync}, nil
+}
+
+// reservationsReady is the class's CapacityReservationsReady condition, as
+// upstream's provider sets it: False when its reservations did not
+// resolve (Ready is False then too), else True.
+func reservationsReady(nc *awsv1.EC2NodeClass, resolveErr error, n int) metav1.Condition {
+	c := metav1.Condition{Type: ConditionCapacityReservationsReady, Status: metav1.ConditionTrue, Reason: "CapacityReservationsReady", ObservedGeneration: nc.Generation,
+		Message: fmt.Sprintf("%d capacity reservation(s) selected", n)}
+	if cloudprovider.IsCapacityReservationsError(resolveErr) {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, "CapacityReservationsNotResolved", resolveErr.Error()
+	}
+	return c
 }
 
 // finalize lets a deleted EC2NodeClass go once no NodeClaim

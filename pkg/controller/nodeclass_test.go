@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -13,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
 
 // resolver resolves every NodeClass to one subnet, or fails with err.
@@ -69,5 +72,20 @@ func TestNodeClassStatus(t *testing.T) {
 	if ready == nil || ready.Status != metav1.ConditionFalse || ready.Message != res.err.Error() || len(got.Status.Subnets) != 1 || changed != 1 {
 		t.Fatalf("failed: Ready %+v, subnets %v, instance types asked again %d times; want Ready False with the error, the subnet kept, still once",
 			ready, got.Status.Subnets, changed)
+	}
+}
+
+func TestReservationsReadyCondition(t *testing.T) {
+	nc := &awsv1.EC2NodeClass{}
+	nc.Generation = 3
+	if c := reservationsReady(nc, nil, 2); c.Status != metav1.ConditionTrue || c.Message != "2 capacity reservation(s) selected" || c.ObservedGeneration != 3 {
+		t.Errorf("resolved: %+v", c)
+	}
+	failed := cloudprovider.NewCapacityReservationsError(errors.New("describing capacity reservations: UnauthorizedOperation"))
+	if c := reservationsReady(nc, fmt.Errorf("resolving: %w", failed), 0); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "UnauthorizedOperation") {
+		t.Errorf("a describe that failed: %+v", c)
+	}
+	if c := reservationsReady(nc, errors.New("no subnet"), 0); c.Status != metav1.ConditionTrue {
+		t.Errorf("another part failed: %+v, want the reservations' condition True", c)
 	}
 }

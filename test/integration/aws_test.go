@@ -16,6 +16,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -257,6 +258,9 @@ func TestAWSProvider(t *testing.T) {
 		rs := class.Status.CapacityReservations
 		return len(rs) == 1 && rs[0].ID == "cr-0web" && rs[0].InstanceType == "m6i.xlarge" && rs[0].AvailabilityZone == zoneA, nil
 	})
+	if c := meta.FindStatusCondition(class.Status.Conditions, controller.ConditionCapacityReservationsReady); c == nil || c.Status != metav1.ConditionTrue {
+		t.Errorf("CapacityReservationsReady %+v, want True", c)
+	}
 	createPool(t, kc, "aws-reserved", func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[0].Values = []string{v1.CapacityTypeReserved, v1.CapacityTypeOnDemand}
 		np.Spec.Template.Spec.Requirements[1].Values = types

@@ -14,6 +14,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
 
 // ResolveNodeClass resolves the NodeClass's selectors: its subnets (with
@@ -46,7 +47,7 @@ func (p *Provider) resolve(ctx context.Context, nc *awsv1.EC2NodeClass) *resolve
 	}
 	if p.opts.ReservedCapacity && len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
 		if st.CapacityReservations, err = p.capacityReservations(ctx, nc); err != nil {
-			errs = append(errs, err)
+			errs = append(errs, cloudprovider.NewCapacityReservationsError(err))
 		}
 	}
 	r := &resolvedClass{nodeClass: nc.DeepCopy(), status: st, err: errors.Join(errs...), at: p.opts.Clock.Now()}
