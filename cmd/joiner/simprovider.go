@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
@@ -82,6 +83,11 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 				return nil, fmt.Errorf("--scenario: %w", err)
 			}
 			s := in.Scenario.Spec
+			if n := len(s.CapacityReservations); n > 0 {
+				// Named, not dropped in silence: the controller's simulated
+				// cloud launches on-demand and spot only.
+				ctrllog.FromContext(cmd.Context()).Info("the scenario's capacity reservations are not modelled by --cloud-provider sim: its nodes launch on-demand and spot (joiner simulate models them)", "reservations", n)
+			}
 			boot, windows := s.Faults.Boot(), s.Faults.CapacityWindows()
 			opts.Boot, opts.Capacity = &boot, windows
 			changed := cmd.Flags().Changed
