@@ -118,6 +118,43 @@ func plural(n int, what string) string {
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
+// check validates one document by its kind.
+func (r *validation) check(d *manifest.Document) {
+	switch {
+	case manifest.IsKarpenter(d):
+		r.karpenter++
+		ps := r.v.Validate(d)
+		r.problems = append(r.problems, ps...)
+		if len(ps.Errors()) == 0 {
+			r.valid = append(r.valid, d)
+		}
+	case scenario.IsScenarioDocument(d):
+		r.scenarios++
+		check := scenario.CheckScenario
+		if tune.IsSpaceDocument(d) {
+			check = tune.CheckSpace
+		}
+		if err := check(d); err != nil {
+			var ps manifest.Problems
+			if errors.As(err, &ps) {
+				r.problems = append(r.problems, ps...)
+			} else {
+				r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name, Message: err.Error()})
+			}
+		}
+	case manifest.IsBuiltin(d):
+		r.workloads++
+		_, ps := manifest.DecodeBuiltin(d)
+		r.problems = append(r.problems, ps...)
+	default:
+		r.other++
+		if why, ok := manifest.Unmodelled(d.Kind); ok {
+			r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name,
+				Message: why + "; simulate, plan and explain name it among what they leave out", Warning: true})
+		}
+	}
+}
+
 // path validates one argument: a file, a directory, or "-" for stdin.
 // Its complexity (23) is one case per kind of argument (stdin, file,
 // directory) and per outcome, each with its own message.
@@ -142,21 +179,35 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 		}
 	}
 	karpenter, docsSeen, unreadable := 0, 0, false
-	parse := func(name string) ([]*manifest.Document, error) {
+	// Each file document by document (manifest.Each): a big file's
+	// content is never all in memory.
+	walk := func(name string, fn func(*manifest.Document) error) error {
 		if name == "-" {
 			b, err := io.ReadAll(stdin)
 			if err != nil {
-				return nil, fmt.Errorf("reading standard input: %w", err)
+				return fmt.Errorf("reading standard input: %w", err)
 			}
-			return manifest.Parse("<stdin>", b)
+			return manifest.Each("<stdin>", b, fn)
 		}
-		return manifest.ParseFile(name)
+		return manifest.EachInFile(name, fn)
 	}
 	if arg == "-" {
 		files = []string{"-"}
 	}
 	for _, f := range files {
-		docs, err := parse(f)
+		cluster := clusterOf(arg, f)
+		if _, ok := r.byCluster[cluster]; !ok {
+			r.clusters = append(r.clusters, cluster)
+		}
+		err := walk(f, func(d *manifest.Document) error {
+			docsSeen++
+			r.byCluster[cluster] = append(r.byCluster[cluster], d.Header())
+			if manifest.IsKarpenter(d) {
+				karpenter++
+			}
+			r.check(d)
+			return nil
+		})
 		var ps manifest.Problems
 		if errors.As(err, &ps) {
 			r.problems = append(r.problems, ps...)
@@ -164,47 +215,6 @@ func (r *validation) path(arg string, stdin io.Reader) error {
 			continue
 		} else if err != nil {
 			return err
-		}
-		cluster := clusterOf(arg, f)
-		if _, ok := r.byCluster[cluster]; !ok {
-			r.clusters = append(r.clusters, cluster)
-		}
-		for _, d := range docs {
-			docsSeen++
-			r.byCluster[cluster] = append(r.byCluster[cluster], d)
-			switch {
-			case manifest.IsKarpenter(d):
-				karpenter++
-				r.karpenter++
-				ps := r.v.Validate(d)
-				r.problems = append(r.problems, ps...)
-				if len(ps.Errors()) == 0 {
-					r.valid = append(r.valid, d)
-				}
-			case scenario.IsScenarioDocument(d):
-				r.scenarios++
-				check := scenario.CheckScenario
-				if tune.IsSpaceDocument(d) {
-					check = tune.CheckSpace
-				}
-				if err := check(d); err != nil {
-					if errors.As(err, &ps) {
-						r.problems = append(r.problems, ps...)
-					} else {
-						r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name, Message: err.Error()})
-					}
-				}
-			case manifest.IsBuiltin(d):
-				r.workloads++
-				_, ps := manifest.DecodeBuiltin(d)
-				r.problems = append(r.problems, ps...)
-			default:
-				r.other++
-				if why, ok := manifest.Unmodelled(d.Kind); ok {
-					r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name,
-						Message: why + "; simulate, plan and explain name it among what they leave out", Warning: true})
-				}
-			}
 		}
 	}
 	if karpenter == 0 && !unreadable {

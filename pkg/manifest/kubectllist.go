@@ -153,15 +153,34 @@ func splitKubectlList(doc rawDoc) (skeleton []byte, items []listItem, ok bool) {
 // their YAML trees: a file of a hundred thousand Deployments would
 // otherwise hold gigabytes of nodes.
 func parseFast(file string, data []byte) (docs []*Document, ok bool) {
-	raws, ok := splitDocuments(data)
+	pieces, ok := fastPieces(file, data)
 	if !ok {
 		return nil, false
 	}
-	type piece struct {
-		doc  int
-		text []byte
-		line int
-		item bool // a List's item (not expanded again, as the general way)
+	if len(pieces) == 1 { // one document: nothing to share out
+		d, ok := parseDocText(file, pieces[0].doc, pieces[0].text, pieces[0].line, true)
+		if !ok || isList(d) {
+			return nil, false
+		}
+		return []*Document{d}, true
+	}
+	return parsePieces(file, pieces)
+}
+
+// piece is a document's text (or a List item's) the fast way parses.
+type piece struct {
+	doc  int
+	text []byte
+	line int
+	item bool // a List's item (not expanded again, as the general way)
+}
+
+// fastPieces cuts data into the pieces the fast way parses one by one:
+// its documents, a kubectl List's items each; ok false when it cannot.
+func fastPieces(file string, data []byte) ([]piece, bool) {
+	raws, ok := splitDocuments(data)
+	if !ok {
+		return nil, false
 	}
 	var pieces []piece
 	for i, raw := range raws {
@@ -178,13 +197,12 @@ func parseFast(file string, data []byte) (docs []*Document, ok bool) {
 			pieces = append(pieces, piece{i + 1, it.text, it.line, true})
 		}
 	}
-	if len(pieces) == 1 { // one document: nothing to share out
-		d, ok := parseDocText(file, pieces[0].doc, pieces[0].text, pieces[0].line, true)
-		if !ok || isList(d) {
-			return nil, false
-		}
-		return []*Document{d}, true
-	}
+	return pieces, true
+}
+
+// parsePieces parses pieces in parallel, in their order; ok false when
+// one is beyond the fast way.
+func parsePieces(file string, pieces []piece) ([]*Document, bool) {
 	parsed := make([]*Document, len(pieces))
 	var failed atomic.Bool
 	var wg sync.WaitGroup

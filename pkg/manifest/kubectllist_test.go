@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -143,6 +144,44 @@ func TestFastListParseDeclines(t *testing.T) {
 				t.Errorf("%s: document %d differs from the general way's", name, i)
 			}
 		}
+	}
+}
+
+// TestEachIsParse: Each hands out the documents Parse returns, in order,
+// the fast way and the general way (a document the fast way declines,
+// after more than a window of others), and stops at fn's error.
+func TestEachIsParse(t *testing.T) {
+	var b strings.Builder
+	for i := 0; i < eachWindow+10; i++ {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: c%d}\ndata: {k: v}\n", i)
+	}
+	fast := b.String()
+	general := fast + "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: tagged}\ndata: {k: !!str 1}\n" // a tag: beyond the fast way
+	for name, in := range map[string]string{"fast": fast, "general": general} {
+		want, err := Parse("x.yaml", []byte(in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []*Document
+		if err := Each("x.yaml", []byte(in), func(d *Document) error { got = append(got, d); return nil }); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d documents, Parse %d", name, len(got), len(want))
+		}
+		for i := range want {
+			if got[i].Name != want[i].Name || got[i].Line != want[i].Line || got[i].Doc != want[i].Doc || !reflect.DeepEqual(got[i].Object, want[i].Object) {
+				t.Errorf("%s: document %d: %s line %d, Parse's %s line %d", name, i, got[i].Name, got[i].Line, want[i].Name, want[i].Line)
+			}
+		}
+	}
+	stop := errors.New("enough")
+	n := 0
+	if err := Each("x.yaml", []byte(fast), func(*Document) error { n++; return stop }); !errors.Is(err, stop) || n != 1 {
+		t.Errorf("fn's error: %v after %d documents, want it after 1", err, n)
+	}
+	if err := Each("x.yaml", []byte(fast+"---\nkind: [\n"), func(*Document) error { return nil }); err == nil {
+		t.Error("a syntax error after a window of documents: no problem returned")
 	}
 }
 

@@ -40,8 +40,15 @@ type Document struct {
 
 // Header is the document without its content: file, position, kind and
 // name, for checks across documents after the content has been decoded.
+// It keeps what LineOf reads again (the document's text, a slice of its
+// file's), or its YAML tree when it has no text.
 func (d *Document) Header() *Document {
-	return &Document{File: d.File, Doc: d.Doc, Line: d.Line, APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace}
+	h := &Document{File: d.File, Doc: d.Doc, Line: d.Line, APIVersion: d.APIVersion, Kind: d.Kind, Name: d.Name, Namespace: d.Namespace,
+		src: d.src, srcLine: d.srcLine}
+	if d.src == nil {
+		h.node = d.node
+	}
+	return h
 }
 
 // LineOf returns the line of a field path in the document, or of its deepest
@@ -83,6 +90,94 @@ func Parse(file string, data []byte) ([]*Document, error) {
 		return docs, nil
 	}
 	return parseGeneral(file, data)
+}
+
+// eachWindow is how many documents Each holds at once.
+const eachWindow = 1024
+
+// Each is Parse that hands the documents to fn one at a time, in order,
+// holding at most a window of them: a file of a hundred thousand
+// documents is never in memory whole, as content maps it would be ten
+// times its size. A problem Parse would report is returned, and fn is
+// not called after it; fn's error stops the walk and is returned.
+func Each(file string, data []byte, fn func(*Document) error) error {
+	if line := helmActionLine(data, false); line > 0 {
+		return Problems{helmProblem(file, line)}
+	}
+	pieces, ok := fastPieces(file, data)
+	if !ok || len(pieces) <= 1 {
+		docs, err := Parse(file, data)
+		if err != nil {
+			return err
+		}
+		return each(docs, fn)
+	}
+	// The next window is parsed while fn takes this one's documents.
+	type window struct {
+		start int
+		docs  []*Document
+		ok    bool
+	}
+	windows := make(chan window, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(windows)
+		for start := 0; start < len(pieces); start += eachWindow {
+			docs, ok := parsePieces(file, pieces[start:min(start+eachWindow, len(pieces))])
+			select {
+			case windows <- window{start, docs, ok}:
+			case <-stop:
+				return
+			}
+			if !ok {
+				return
+			}
+		}
+	}()
+	for w := range windows {
+		if !w.ok {
+			// Beyond the fast way: the general way reads the whole file,
+			// and goes on from the first document not handed out yet.
+			all, err := parseGeneral(file, data)
+			if err != nil {
+				return err
+			}
+			if w.start > len(all) {
+				return fmt.Errorf("%s: %d documents read the general way, %d already read the fast way", file, len(all), w.start)
+			}
+			return each(all[w.start:], fn)
+		}
+		if err := each(w.docs, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each calls fn with each document, letting it go after.
+func each(docs []*Document, fn func(*Document) error) error {
+	for i, d := range docs {
+		docs[i] = nil
+		if err := fn(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// EachInFile is Each over a file's content, with ParseFile's checks.
+func EachInFile(path string, fn func(*Document) error) error {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("reading manifest: %w", err)
+	}
+	if inChartTemplates(path) {
+		if line := helmActionLine(b, true); line > 0 {
+			return Problems{helmProblem(path, line)}
+		}
+	}
+	return Each(path, b, fn)
 }
 
 // parseGeneral is Parse for any input, through one YAML decoder.

@@ -252,27 +252,24 @@ func (in *Input) read(fsys fs.FS, files []string, v *manifest.Validator) (proble
 			problems = append(problems, err.Error())
 			continue
 		}
-		docs, err := manifest.Parse(f, b)
-		if err != nil {
-			problems = append(problems, err.Error())
-			continue
-		}
-		for _, d := range docs {
+		// Document by document: a big file's content is never all in
+		// memory (see manifest.Each).
+		err = manifest.Each(f, b, func(d *manifest.Document) error {
 			if IsScenarioDocument(d) {
 				if scenarioDoc != nil {
 					problems = append(problems, fmt.Sprintf("%s:%d: a scenario has one Scenario document; the first is at %s:%d",
 						d.File, d.Line, scenarioDoc.File, scenarioDoc.Line))
-					continue
+					return nil
 				}
 				scenarioDoc = d
 				s, err := decodeScenario(d, in.Scenario)
 				if err != nil {
 					problems = append(problems, err.Error())
-					continue
+					return nil
 				}
 				in.Scenario = s
 				in.ScenarioFile = d.File
-				continue
+				return nil
 			}
 			where := fmt.Sprintf("%s: %s %q (document %d)", f, d.Kind, d.Name, d.Doc)
 			if err := in.add(v, d); err != nil {
@@ -282,12 +279,16 @@ func (in *Input) read(fsys fs.FS, files []string, v *manifest.Validator) (proble
 				} else {
 					problems = append(problems, where+": "+err.Error())
 				}
-				continue
+				return nil
 			}
 			if manifest.IsBuiltin(d) {
 				d = d.Header() // decoded: what the checks below need of it is its name
 			}
 			loaded = append(loaded, d)
+			return nil
+		})
+		if err != nil {
+			problems = append(problems, err.Error())
 		}
 	}
 	return problems, scenarioDoc, loaded
