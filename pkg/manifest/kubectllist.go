@@ -237,6 +237,19 @@ func parsePieces(file string, pieces []piece) ([]*Document, bool) {
 // line `line`. A document that keeps its tree has its lines shifted to the
 // file's; one that does not re-reads its text when a line is asked for.
 func parseDocText(file string, doc int, text []byte, line int, keepTree bool) (*Document, bool) {
+	if !keepTree {
+		if obj, first, ok := scanDocument(text); ok {
+			d := newDocument(file, doc, nil, obj)
+			d.Line = first + line - 1
+			d.src, d.srcLine = text, line
+			return d, true
+		}
+	}
+	return parseDocYAML(file, doc, text, line, keepTree)
+}
+
+// parseDocYAML is parseDocText through yaml.v3's tree.
+func parseDocYAML(file string, doc int, text []byte, line int, keepTree bool) (*Document, bool) {
 	var n yamlv3.Node
 	if err := yamlv3.Unmarshal(text, &n); err != nil || len(n.Content) != 1 {
 		return nil, false
