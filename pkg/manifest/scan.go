@@ -371,20 +371,28 @@ func (f *flow) mapping() (any, bool) {
 			return nil, false
 		}
 		m[key] = v
-		f.space()
-		if f.i >= len(f.text) {
-			return nil, false
-		}
-		switch f.text[f.i] {
-		case ',':
-			f.i++
-		case '}':
-			f.i++
-			return m, true
-		default:
-			return nil, false
+		if done, ok := f.after('}'); !ok || done {
+			return m, ok
 		}
 	}
+}
+
+// after reads what follows an entry: a comma (another entry comes) or
+// the collection's close (done); ok false for anything else.
+func (f *flow) after(close byte) (done, ok bool) {
+	f.space()
+	if f.i >= len(f.text) {
+		return false, false
+	}
+	switch f.text[f.i] {
+	case ',':
+		f.i++
+		return false, true
+	case close:
+		f.i++
+		return true, true
+	}
+	return false, false
 }
 
 func (f *flow) sequence() (any, bool) {
@@ -404,18 +412,8 @@ func (f *flow) sequence() (any, bool) {
 			return nil, false // a single-pair mapping in a sequence
 		}
 		seq = append(seq, v)
-		f.space()
-		if f.i >= len(f.text) {
-			return nil, false
-		}
-		switch f.text[f.i] {
-		case ',':
-			f.i++
-		case ']':
-			f.i++
-			return seq, true
-		default:
-			return nil, false
+		if done, ok := f.after(']'); !ok || done {
+			return seq, ok
 		}
 	}
 }

@@ -221,16 +221,21 @@ func (e *engine) interrupt(n *simNode) {
 		e.rep.disrupted(n, "Interrupted")
 		e.startDrain(n, "Interrupted")
 	}
-	e.clk.after(interruptionNotice, func() {
-		if n.state != nodeGone {
-			for _, p := range append([]*simPod(nil), n.pods...) {
-				if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
-					e.removePod(p, true)
-				}
-			}
-			e.deleteNode(n, "Interrupted")
+	e.clk.after(interruptionNotice, func() { e.takeBack(n, "Interrupted") })
+}
+
+// takeBack is the cloud taking an instance away, drained or not: its
+// pods go (their controllers make them again), and so does the node.
+func (e *engine) takeBack(n *simNode, reason string) {
+	if n.state == nodeGone {
+		return
+	}
+	for _, p := range append([]*simPod(nil), n.pods...) {
+		if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
+			e.removePod(p, true)
 		}
-	})
+	}
+	e.deleteNode(n, reason)
 }
 
 // deleteNode ends an instance and its Node; cost stops accruing.

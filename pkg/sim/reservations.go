@@ -3,12 +3,12 @@ package sim
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
-	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
@@ -72,19 +72,9 @@ func (e *engine) expireBlock(id string) {
 
 // reclaimBlock is EC2 taking a Capacity Block's instances back.
 func (e *engine) reclaimBlock(id string) {
-	for _, r := range e.cloud.Reservations() {
-		if r.ID != id {
-			continue
-		}
-		for _, n := range e.nodes {
-			if n.state != nodeGone && n.offering.ReservationID() == id {
-				for _, p := range append([]*simPod(nil), n.pods...) {
-					if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
-						e.removePod(p, true)
-					}
-				}
-				e.deleteNode(n, "CapacityBlockExpiration")
-			}
+	for _, n := range slices.Clone(e.nodes) { // takeBack removes from e.nodes
+		if n.offering.ReservationID() == id {
+			e.takeBack(n, "CapacityBlockExpiration")
 		}
 	}
 	e.armBatch()
@@ -102,16 +92,7 @@ func (e *engine) reclaimReservation(id string) {
 			e.rep.disrupted(n, "CapacityReservationInterrupted")
 			e.startDrain(n, "CapacityReservationInterrupted")
 		}
-		e.clk.after(interruptionNotice, func() {
-			if n.state != nodeGone {
-				for _, p := range append([]*simPod(nil), n.pods...) {
-					if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
-						e.removePod(p, true)
-					}
-				}
-				e.deleteNode(n, "CapacityReservationInterrupted")
-			}
-		})
+		e.clk.after(interruptionNotice, func() { e.takeBack(n, "CapacityReservationInterrupted") })
 	}
 	e.dirty = true
 	e.armBatch()

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strconv"
@@ -165,31 +166,15 @@ func (p *Provider) reservedTypes(nodeClass string, its []*cloudprovider.Instance
 		// Set, not Added: Add would intersect with the catalog's sets.
 		cp.Requirements[v1.LabelCapacityType] = scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, cts...)
 		cp.Requirements[cloudprovider.ReservationIDLabel] = scheduling.NewRequirement(cloudprovider.ReservationIDLabel, corev1.NodeSelectorOpIn, ids...)
-		cp.Requirements[cloudprovider.ReservationTypeLabel] = scheduling.NewRequirement(cloudprovider.ReservationTypeLabel, corev1.NodeSelectorOpIn, sortedKeys(types)...)
-		cp.Requirements[cloudprovider.ReservationInterruptibleLabel] = scheduling.NewRequirement(cloudprovider.ReservationInterruptibleLabel, corev1.NodeSelectorOpIn, sortedKeys(interruptible)...)
+		cp.Requirements[cloudprovider.ReservationTypeLabel] = scheduling.NewRequirement(cloudprovider.ReservationTypeLabel, corev1.NodeSelectorOpIn, slices.Sorted(maps.Keys(types))...)
+		cp.Requirements[cloudprovider.ReservationInterruptibleLabel] = scheduling.NewRequirement(cloudprovider.ReservationInterruptibleLabel, corev1.NodeSelectorOpIn, slices.Sorted(maps.Keys(interruptible))...)
 		copies[key] = &cp
 		out[i] = &cp
 	}
 	return out
 }
 
-func (p *Provider) reservationIDs() []string {
-	ids := make([]string, 0, len(p.reservations))
-	for id := range p.reservations {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	return ids
-}
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func (p *Provider) reservationIDs() []string { return slices.Sorted(maps.Keys(p.reservations)) }
 
 // Reservations are the cloud's reservations, by ID, each with how many
 // instances run in it now.
@@ -227,24 +212,31 @@ func (p *Provider) ExpireReservation(id string) []string {
 		return nil
 	}
 	r.expiring = true
-	r.refresh()
-	p.changed()
-	return p.instancesIn(id)
+	return p.closed(r)
 }
 
-// InterruptReservation is the owner of an interruptible reservation
-// taking it back: nothing more launches into it, and it returns the
-// provider IDs of its instances, which get EC2's two-minute warning.
-func (p *Provider) InterruptReservation(id string) []string {
+// closed offers a reservation no more, and returns its instances.
+func (p *Provider) closed(r *reservation) []string {
+	r.refresh()
+	p.changed()
+	return p.instancesIn(r.ID)
+}
+
+// end ends a reservation now, returning its instances; nil when it is
+// unknown or ended already.
+func (p *Provider) end(id string) []string {
 	r := p.reservations[id]
 	if r == nil || r.ended {
 		return nil
 	}
 	r.ended, r.endedAt = true, p.opts.Now()
-	r.refresh()
-	p.changed()
-	return p.instancesIn(id)
+	return p.closed(r)
 }
+
+// InterruptReservation is the owner of an interruptible reservation
+// taking it back: nothing more launches into it, and it returns the
+// provider IDs of its instances, which get EC2's two-minute warning.
+func (p *Provider) InterruptReservation(id string) []string { return p.end(id) }
 
 // EndReservation ends a reservation. An instance still running in an
 // On-Demand Capacity Reservation carries on as on-demand, as EC2 does:
@@ -252,14 +244,7 @@ func (p *Provider) InterruptReservation(id string) []string {
 // NodeClaim is relabelled (upstream's capacity-type controller demotes
 // the claim), and the IDs of those instances are returned.
 func (p *Provider) EndReservation(id string) []string {
-	r := p.reservations[id]
-	if r == nil || r.ended {
-		return nil
-	}
-	r.ended, r.endedAt = true, p.opts.Now()
-	r.refresh()
-	p.changed()
-	demoted := p.instancesIn(id)
+	demoted := p.end(id)
 	for _, pid := range demoted {
 		in := p.instances[pid]
 		for _, o := range in.InstanceType.Offerings {
