@@ -94,7 +94,14 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	// The engine's reason, per NodePool, for each pod nothing can hold; a
 	// NodePool whose limits stop it is told once a pass.
 	atLimit := map[string]string{}
+	deferred := 0
 	for _, pe := range res.Unschedulable {
+		if pe.Deferred() {
+			// Waiting for the next pass, when the cloud says what the
+			// launches left of the reservations: as upstream, no event.
+			deferred++
+			continue
+		}
 		if !buffer.IsVirtual(pe.Pod) { // its buffer's Provisioning condition says it
 			p.events.event(pe.Pod, nil, corev1.EventTypeWarning, "FailedScheduling", "Failed to schedule pod: %s", pe.Reason)
 		}
@@ -103,6 +110,10 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 				atLimit[pool] = pe.ByNodePool[pool]
 			}
 		}
+	}
+	if deferred > 0 {
+		log.FromContext(ctx).V(1).Info("deferring scheduling decision for provisionable pod(s) to future simulation due to limited reserved offering capacity", "pods", deferred)
+		p.batch.Trigger()
 	}
 	for _, np := range snap.NodePools {
 		if why, ok := atLimit[np.Name]; ok {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -82,14 +83,7 @@ func reserves(res *Results) bool {
 			return true
 		}
 	}
-	for _, e := range res.Unschedulable {
-		for _, code := range e.CodeByNodePool {
-			if code == ReasonReservedCapacity {
-				return true
-			}
-		}
-	}
-	return false
+	return slices.ContainsFunc(res.Unschedulable, (*PodError).Deferred)
 }
 
 // limitsBind says a NodePool's limits left some pod of the plan pending.

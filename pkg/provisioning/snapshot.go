@@ -166,3 +166,15 @@ type PodError struct {
 }
 
 func (e *PodError) Error() string { return e.Reason }
+
+// Deferred says the pod waits for the next pass, not for a change of the
+// cluster: a NodePool could launch it into a capacity reservation this
+// pass used up (ReasonReservedCapacity). Upstream tells no one of it.
+func (e *PodError) Deferred() bool {
+	for _, c := range e.CodeByNodePool {
+		if c == ReasonReservedCapacity {
+			return true
+		}
+	}
+	return false
+}

@@ -97,7 +97,7 @@ func (e *engine) provision() {
 			e.st.LaunchedFor(n.name, plan.Pods)
 		}
 	}
-	if deferredForReservations(res) {
+	if slices.ContainsFunc(res.Unschedulable, (*provisioning.PodError).Deferred) {
 		// Upstream's next pass sees what the launches left of the
 		// reservations: into what remains, or on to on-demand and spot.
 		e.armBatch()
@@ -106,19 +106,6 @@ func (e *engine) provision() {
 		e.opts.OnProvision(ProvisioningPass{At: e.clk.now, Snapshot: snap, Launches: e.launches})
 		e.launches = nil
 	}
-}
-
-// deferredForReservations: some pod waits for the next pass because this
-// one counted every reservation it could use down to nothing.
-func deferredForReservations(res *provisioning.Results) bool {
-	for _, pe := range res.Unschedulable {
-		for _, c := range pe.CodeByNodePool {
-			if c == provisioning.ReasonReservedCapacity {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // launch creates a NodeClaim for the plan and asks the simulated EC2 for

@@ -282,6 +282,18 @@ func TestAWSProvider(t *testing.T) {
 	if free := f.CapacityReservations()[0].Available; free != 0 {
 		t.Errorf("the reservation has %d free after the launch, want 0", free)
 	}
+	// The reservation is full: the next pod of the pool goes on-demand
+	// (the engine defers a pod the pass's count leaves no reservation for
+	// to the next pass, without a FailedScheduling event, as upstream).
+	overflow := createPendingPod(t, kc, "aws-reserved-web-2", "3", tolerate("aws-reserved"))
+	defer func() { _ = kc.Delete(ctx, overflow) }()
+	od := *waitLaunched(t, kc, newClaimOfPool(t, kc, "aws-reserved", reserved.Name).Name)
+	if od.Labels[v1.LabelCapacityType] != v1.CapacityTypeOnDemand || od.Labels["karpenter.k8s.aws/capacity-reservation-id"] != "" {
+		t.Errorf("the pod past the reservation got a claim labelled %v, want on-demand", od.Labels)
+	}
+	if podEvent(ctx, kc, "aws-reserved-web-2", "FailedScheduling", "") || podEvent(ctx, kc, "aws-reserved-web", "FailedScheduling", "") {
+		t.Error("a FailedScheduling event for a pod provisioning placed or deferred")
+	}
 	// The reservation is cancelled: its instance runs on as on-demand,
 	// and the claim is relabelled so.
 	f.SetCapacityReservationState("cr-0web", "cancelled")
