@@ -89,6 +89,9 @@ func (d *reservationDemoter) demote(ctx context.Context) error {
 func relabel(ctx context.Context, c client.Client, obj client.Object, capacityType string) error {
 	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
 	labels[v1.LabelCapacityType] = capacityType
 	for _, k := range []string{cloudprovider.ReservationIDLabel, cloudprovider.ReservationTypeLabel, cloudprovider.ReservationInterruptibleLabel} {
 		delete(labels, k)
