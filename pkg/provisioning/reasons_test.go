@@ -72,6 +72,8 @@ func TestReasonWords(t *testing.T) {
 		{Code: ReasonNodeFull},
 		{Code: ReasonNodeDeleting},
 		{Code: ReasonNotPlaced},
+		{Code: ReasonReservedCapacity},
+		{Code: ReasonReservedCapacity, LastReservation: true},
 	}
 	var b strings.Builder
 	for _, r := range reasons {
