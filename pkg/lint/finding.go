@@ -27,6 +27,8 @@ type Finding struct {
 	// doc is the document the finding is on, for its annotation; nil for
 	// a file that did not parse.
 	doc *manifest.Document
+	// schemaRule is the CRD rule an invalid finding reports, if any.
+	schemaRule manifest.SchemaRule
 }
 
 // Result is one lint run.

@@ -241,7 +241,7 @@ func replicasOr1(r *int32) int32 {
 // upstream accepts but Joiner does not model a note.
 func fromProblem(d *manifest.Document, p manifest.Problem) Finding {
 	f := Finding{Rule: RuleInvalid, Severity: Error, File: p.File, Line: p.Line, Column: 1,
-		Kind: p.Kind, Name: p.Name, Field: p.Field, Message: p.Message, Fix: p.Fix, Replacement: p.Replacement, doc: d}
+		Kind: p.Kind, Name: p.Name, Field: p.Field, Message: p.Message, Fix: p.Fix, Replacement: p.Replacement, doc: d, schemaRule: p.Rule}
 	if p.Deprecated {
 		f.Rule, f.Fixable = RuleDeprecated, true
 	}
@@ -281,7 +281,7 @@ func dropCovered(fs []Finding) []Finding {
 	}
 	out := fs[:0]
 	for _, f := range fs {
-		if f.Rule == RuleInvalid && noDuration[at{f.File, f.Name}] && strings.Contains(f.Message, "'schedule' must be set with 'duration'") {
+		if f.Rule == RuleInvalid && noDuration[at{f.File, f.Name}] && f.schemaRule == manifest.RuleBudgetScheduleWithoutDuration {
 			continue
 		}
 		out = append(out, f)

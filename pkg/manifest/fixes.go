@@ -39,35 +39,68 @@ var fieldFixes = map[string]string{
 	"spec.template.spec.taints[].effect":          "use NoSchedule, PreferNoSchedule or NoExecute",
 }
 
-// messageFixes says how to fix a CEL rule's failure, by the rule's message.
-var messageFixes = []struct {
-	contains, fix string
+// SchemaRule names a CRD validation rule (an x-kubernetes-validations
+// entry) that failed. The API server reports such a failure only by the
+// rule's message, so the message is read here, once, where the schema's
+// output is turned into Problems; everything after compares codes.
+type SchemaRule string
+
+// The schema rules code elsewhere needs to tell apart.
+const (
+	RuleRequirementInWithoutValues    SchemaRule = "RequirementInWithoutValues"
+	RuleRequirementComparisonValue    SchemaRule = "RequirementComparisonValue"
+	RuleRequirementMinValues          SchemaRule = "RequirementMinValues"
+	RuleRestrictedLabelNodePool       SchemaRule = "RestrictedLabelNodePool"
+	RuleRestrictedLabelHostname       SchemaRule = "RestrictedLabelHostname"
+	RuleRestrictedDomainKarpenter     SchemaRule = "RestrictedDomainKarpenter"
+	RuleRestrictedDomainKubernetes    SchemaRule = "RestrictedDomainKubernetes"
+	RuleRestrictedDomainK8s           SchemaRule = "RestrictedDomainK8s"
+	RuleRestrictedDomainAWS           SchemaRule = "RestrictedDomainAWS"
+	RuleBudgetScheduleWithoutDuration SchemaRule = "BudgetScheduleWithoutDuration"
+	RuleStaticDynamicSwitch           SchemaRule = "StaticDynamicSwitch"
+	RuleStaticLimits                  SchemaRule = "StaticLimits"
+	RuleStaticWeight                  SchemaRule = "StaticWeight"
+	RuleImmutable                     SchemaRule = "Immutable"
+	RuleRoleOrInstanceProfile         SchemaRule = "RoleOrInstanceProfile"
+	RulePriceAndAdjustment            SchemaRule = "PriceAndAdjustment"
+	RuleOverlayCapacityRestricted     SchemaRule = "OverlayCapacityRestricted"
+	RuleAMIFamilyRequired             SchemaRule = "AMIFamilyRequired"
+	RuleAMIFamilyAlias                SchemaRule = "AMIFamilyAlias"
+)
+
+// schemaRules identifies a CEL rule by its message and says how to fix
+// its failure (empty when objectFix writes the fix from the object).
+var schemaRules = []struct {
+	contains string
+	rule     SchemaRule
+	fix      string
 }{
-	{"must have a value defined", "give the In requirement at least one value, or use Exists to accept any value"},
-	{"must have a single positive integer value", `give exactly one non-negative integer, e.g. {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["3"]}`},
-	{"'minValues' must have at least", "lower minValues, or list at least that many values"},
-	{`label "karpenter.sh/nodepool" is restricted`, "remove it: Joiner sets karpenter.sh/nodepool to the pool's name on every node"},
-	{`label "kubernetes.io/hostname" is restricted`, "hostnames are not known before launch; spread pods with topologySpreadConstraints or pod anti-affinity on kubernetes.io/hostname instead"},
-	{`label domain "karpenter.sh" is restricted`, "only karpenter.sh/capacity-type and karpenter.sh/nodepool may be used; pick a label in your own domain"},
-	{`label domain "kubernetes.io" is restricted`, "use a well-known key (node.kubernetes.io/instance-type, topology.kubernetes.io/zone, kubernetes.io/arch, kubernetes.io/os) or a label in your own domain"},
-	{`label domain "k8s.io" is restricted`, "use a label in your own domain"},
-	{`label domain "karpenter.k8s.aws" is restricted`, "use a well-known EC2 label such as karpenter.k8s.aws/instance-family, -category, -generation, -cpu, -memory, -gpu-name or -gpu-count (check the spelling)"},
-	{"'schedule' must be set with 'duration'", `add duration (e.g. duration: 8h) next to schedule, or remove schedule`},
-	{"static (replicas set) and dynamic", "create a new NodePool instead of adding or removing replicas"},
-	{"only 'limits.nodes' is supported on static", "remove limits other than nodes from the static NodePool"},
-	{"'weight' is not supported on static", "remove weight from the static NodePool"},
-	{"is immutable", "create a new object instead of changing this field"},
-	{"must specify exactly one of ['role', 'instanceProfile']", "set role (the IAM role name) or instanceProfile, not both"},
-	{"cannot set both 'price' and 'priceAdjustment'", "keep one: price replaces the offering's price, priceAdjustment changes it"},
-	{"invalid resource restricted", "capacity adds extended resources only (e.g. smarter-devices/fuse: \"20\"); cpu, memory, ephemeral-storage and pods are the instance type's"},
+	{"must have a value defined", RuleRequirementInWithoutValues, "give the In requirement at least one value, or use Exists to accept any value"},
+	{"must have a single positive integer value", RuleRequirementComparisonValue, `give exactly one non-negative integer, e.g. {key: karpenter.k8s.aws/instance-cpu, operator: Gt, values: ["3"]}`},
+	{"'minValues' must have at least", RuleRequirementMinValues, "lower minValues, or list at least that many values"},
+	{`label "karpenter.sh/nodepool" is restricted`, RuleRestrictedLabelNodePool, "remove it: Joiner sets karpenter.sh/nodepool to the pool's name on every node"},
+	{`label "kubernetes.io/hostname" is restricted`, RuleRestrictedLabelHostname, "hostnames are not known before launch; spread pods with topologySpreadConstraints or pod anti-affinity on kubernetes.io/hostname instead"},
+	{`label domain "karpenter.sh" is restricted`, RuleRestrictedDomainKarpenter, "only karpenter.sh/capacity-type and karpenter.sh/nodepool may be used; pick a label in your own domain"},
+	{`label domain "kubernetes.io" is restricted`, RuleRestrictedDomainKubernetes, "use a well-known key (node.kubernetes.io/instance-type, topology.kubernetes.io/zone, kubernetes.io/arch, kubernetes.io/os) or a label in your own domain"},
+	{`label domain "k8s.io" is restricted`, RuleRestrictedDomainK8s, "use a label in your own domain"},
+	{`label domain "karpenter.k8s.aws" is restricted`, RuleRestrictedDomainAWS, "use a well-known EC2 label such as karpenter.k8s.aws/instance-family, -category, -generation, -cpu, -memory, -gpu-name or -gpu-count (check the spelling)"},
+	{"'schedule' must be set with 'duration'", RuleBudgetScheduleWithoutDuration, `add duration (e.g. duration: 8h) next to schedule, or remove schedule`},
+	{"static (replicas set) and dynamic", RuleStaticDynamicSwitch, "create a new NodePool instead of adding or removing replicas"},
+	{"only 'limits.nodes' is supported on static", RuleStaticLimits, "remove limits other than nodes from the static NodePool"},
+	{"'weight' is not supported on static", RuleStaticWeight, "remove weight from the static NodePool"},
+	{"is immutable", RuleImmutable, "create a new object instead of changing this field"},
+	{"must specify exactly one of ['role', 'instanceProfile']", RuleRoleOrInstanceProfile, "set role (the IAM role name) or instanceProfile, not both"},
+	{"cannot set both 'price' and 'priceAdjustment'", RulePriceAndAdjustment, "keep one: price replaces the offering's price, priceAdjustment changes it"},
+	{"invalid resource restricted", RuleOverlayCapacityRestricted, "capacity adds extended resources only (e.g. smarter-devices/fuse: \"20\"); cpu, memory, ephemeral-storage and pods are the instance type's"},
+	{"must specify amiFamily", RuleAMIFamilyRequired, ""},
+	{"amiFamily must be", RuleAMIFamilyAlias, ""},
 }
 
 // objectFix makes a fix right for this object where the generic one would
 // not be: an alias for the object's own amiFamily, not always al2023.
-func objectFix(d *Document, e *field.Error, fix string) string {
+func objectFix(d *Document, e *field.Error, rule SchemaRule, fix string) string {
 	spec, _ := d.Object["spec"].(map[string]any)
 	family, _ := spec["amiFamily"].(string)
-	msg := e.ErrorBody()
 	switch {
 	case e.Type == field.ErrorTypeRequired && e.Field == "spec.amiSelectorTerms":
 		if alias, note := aliasFor(family); alias != "" {
@@ -81,9 +114,9 @@ func objectFix(d *Document, e *field.Error, fix string) string {
 			return "add amiSelectorTerms that select your AMIs, e.g.\namiSelectorTerms:\n  - id: ami-…   # amiFamily " + family + " selects no image by itself"
 		}
 		return "add amiSelectorTerms with the image family your nodes run, e.g.\namiSelectorTerms:\n  - alias: al2023@latest   # or al2@latest, bottlerocket@latest, windows2022@latest"
-	case strings.Contains(msg, "must specify amiFamily"):
+	case rule == RuleAMIFamilyRequired:
 		return "set amiFamily to the family of the AMIs these terms select (AL2, AL2023, Bottlerocket, Windows2019, Windows2022, or Custom with your own userData), or select images by alias (e.g. - alias: al2023@latest) instead"
-	case strings.Contains(msg, "amiFamily must be") && strings.Contains(msg, "alias"):
+	case rule == RuleAMIFamilyAlias:
 		return "delete amiFamily (the alias implies it), or make the alias the family's own: " + familyAliasHint(family)
 	}
 	return fix
@@ -118,12 +151,23 @@ var kindFieldFixes = map[string]map[string]string{
 	},
 }
 
-func fixFor(kind string, e *field.Error) string {
+// schemaRuleOf is the CEL rule a validation error reports, if it is one
+// code tells apart, and that rule's fix.
+func schemaRuleOf(e *field.Error) (SchemaRule, string) {
 	msg := e.ErrorBody()
-	for _, m := range messageFixes {
+	for _, m := range schemaRules {
 		if strings.Contains(msg, m.contains) {
-			return m.fix
+			return m.rule, m.fix
 		}
+	}
+	return "", ""
+}
+
+// fixFor says how to fix a validation error: the rule's own fix for a CEL
+// rule, else by the field.
+func fixFor(kind string, e *field.Error, rule SchemaRule, ruleFix string) string {
+	if rule != "" {
+		return ruleFix
 	}
 	norm := indexRE.ReplaceAllString(e.Field, "[]")
 	if strings.HasPrefix(norm, "spec.limits.") {

@@ -24,6 +24,9 @@ type Problem struct {
 	// Warning marks something Joiner cannot check or model that upstream
 	// Karpenter accepts: said, but not a reason to fail.
 	Warning bool
+	// Rule is the CRD validation rule that failed, when code needs to
+	// know which (empty otherwise).
+	Rule SchemaRule
 }
 
 func (p Problem) Error() string {

@@ -168,7 +168,10 @@ func (v *Validator) validate(d *Document, oldObj map[string]any) Problems {
 		if quantityAt[e.Field] && strings.Contains(e.Detail, "should match") {
 			continue // said above, with the fix
 		}
-		problems = append(problems, d.problem(e.Field, errorMessage(e), objectFix(d, e, fixFor(d.Kind, e))))
+		rule, ruleFix := schemaRuleOf(e)
+		p := d.problem(e.Field, errorMessage(e), objectFix(d, e, rule, fixFor(d.Kind, e, rule, ruleFix)))
+		p.Rule = rule
+		problems = append(problems, p)
 	}
 	// Migration answers first (they explain the rest), then top to bottom.
 	sort.SliceStable(problems, func(i, j int) bool {
