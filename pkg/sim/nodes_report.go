@@ -73,6 +73,9 @@ func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
 		}
 		rec := NodeRecord{Name: n.name, NodePool: n.pool.Name, InstanceType: n.it.Name, Zone: n.offering.Zone, CapacityType: n.offering.CapacityType,
 			Launched: n.launched.Truncate(time.Second), PodsRan: t.podsRan, PeakPods: t.peakPods}
+		if len(t.byWorkload) > 0 {
+			rec.PodsByWorkload = maps.Clone(t.byWorkload)
+		}
 		if first := n.segments(e.end)[0].offering; first.Reservation != nil {
 			rec.Reservation = first.Reservation.ID
 			rec.CapacityType = first.CapacityType // demoted later, if its reservation ended

@@ -1,11 +1,13 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -61,6 +63,24 @@ type Report struct {
 	// Buffers, in a scenario with CapacityBuffers, says what they held,
 	// cost and saved.
 	Buffers *BufferReport `json:"buffers,omitempty"`
+	// Blocked says what held nodes back from disruption: one record per
+	// node and reason, over the passes that reason held it.
+	Blocked []BlockedRecord `json:"blocked,omitempty"`
+}
+
+// BlockedRecord is one reason one node was held back from disruption:
+// its code (disruption.BlockCode, or StaticScaleDown for a static
+// NodePool's surplus its budget keeps), the reason in words, and the
+// passes it held the node, from the first to the last (minutes from the
+// start).
+type BlockedRecord struct {
+	Node     string  `json:"node"`
+	NodePool string  `json:"nodePool"`
+	Code     string  `json:"code"`
+	Why      string  `json:"why"`
+	Passes   int     `json:"passes"`
+	First    float64 `json:"firstMinute"`
+	Last     float64 `json:"lastMinute"`
 }
 
 // Cost in USD.
@@ -112,6 +132,9 @@ type NodeRecord struct {
 	// the most at once (DaemonSet pods not counted in either).
 	PodsRan  int `json:"podsRan"`
 	PeakPods int `json:"peakPods"`
+	// PodsByWorkload counts the pods that ran on it by their workload
+	// (namespace/name of the Deployment, Job, … or the bare pod).
+	PodsByWorkload map[string]int `json:"podsByWorkload,omitempty"`
 }
 
 // ZoneStats counts what ran in one zone over the run, so topology spread
@@ -214,13 +237,16 @@ type Autoscaler struct {
 
 // Sample is the cluster each minute.
 type Sample struct {
-	Minute      int                `json:"minute"`
-	NodesByPool map[string]int     `json:"nodesByPool"`
-	CostPerHour float64            `json:"costPerHourUSD"`
-	Pending     int                `json:"pending"`
-	Replicas    map[string]int     `json:"replicas,omitempty"`
-	Load        map[string]float64 `json:"load,omitempty"`
-	Disrupting  int                `json:"disrupting"`
+	Minute      int            `json:"minute"`
+	NodesByPool map[string]int `json:"nodesByPool"`
+	// NodesByCapacityType counts the same nodes by the capacity type they
+	// run as now (on-demand, spot, reserved).
+	NodesByCapacityType map[string]int     `json:"nodesByCapacityType"`
+	CostPerHour         float64            `json:"costPerHourUSD"`
+	Pending             int                `json:"pending"`
+	Replicas            map[string]int     `json:"replicas,omitempty"`
+	Load                map[string]float64 `json:"load,omitempty"`
+	Disrupting          int                `json:"disrupting"`
 }
 
 type recorder struct {
@@ -233,6 +259,8 @@ type recorder struct {
 	disruptions map[[2]string]int
 	blocked     int
 	blockedBy   map[string]bool // nodes a budget held back
+	// holds: what held each node back, by node and reason, for Blocked.
+	holds       map[[2]string]*BlockedRecord
 	interrupts  int
 	repairs     Repairs
 	preempted   Preemptions
@@ -259,7 +287,7 @@ type recorder struct {
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, nodes: map[*simNode]*nodeTally{},
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, holds: map[[2]string]*BlockedRecord{}, nodes: map[*simNode]*nodeTally{},
 		staticHeld: map[string]bool{}}
 }
 
@@ -346,6 +374,7 @@ func (r *recorder) disrupted(n *simNode, reason string) {
 // disruptionPass records budget blocks and checks drift against its budget.
 func (r *recorder) disruptionPass(d *disruption.Decision) {
 	for _, b := range d.Blocked {
+		r.held(b.Node, string(b.Reason.Code), b.Reason.String())
 		if b.ByBudget != "" {
 			r.blocked++
 			r.blockedBy[b.Node] = true
@@ -387,6 +416,7 @@ func (r *recorder) staticScaling(ss []disruption.StaticScaling) {
 		for _, cand := range s.Held {
 			r.blocked++
 			r.blockedBy[cand.Node.Name] = true
+			r.held(cand.Node.Name, "StaticScaleDown", fmt.Sprintf("NodePool %s's budget keeps this surplus node of the static NodePool for a later pass", s.NodePool.Name))
 		}
 		if !r.staticHeld[s.NodePool.Name] {
 			r.note(s.String())
@@ -395,15 +425,52 @@ func (r *recorder) staticScaling(ss []disruption.StaticScaling) {
 	r.staticHeld = held
 }
 
+// held counts one pass in which why held the node back.
+func (r *recorder) held(node, code, why string) {
+	at := round(r.e.clk.now.Sub(r.e.start).Minutes())
+	h := r.holds[[2]string{node, why}]
+	if h == nil {
+		h = &BlockedRecord{Node: node, Code: code, Why: why, First: at}
+		for _, n := range r.e.allNodes {
+			if n.name == node {
+				h.NodePool = n.pool.Name
+				break
+			}
+		}
+		r.holds[[2]string{node, why}] = h
+	}
+	h.Passes++
+	h.Last = at
+}
+
+// blockedRecords lists the holds by when they began, then node and reason.
+func (r *recorder) blockedRecords() []BlockedRecord {
+	out := make([]BlockedRecord, 0, len(r.holds))
+	for _, h := range r.holds {
+		out = append(out, *h)
+	}
+	slices.SortFunc(out, func(a, b BlockedRecord) int {
+		if c := cmp.Compare(a.First, b.First); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.Node, b.Node); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Why, b.Why)
+	})
+	return out
+}
+
 func (r *recorder) sample() {
 	e := r.e
-	s := Sample{Minute: int(e.clk.now.Sub(e.start).Minutes()), NodesByPool: map[string]int{}, Pending: len(e.pending)}
+	s := Sample{Minute: int(e.clk.now.Sub(e.start).Minutes()), NodesByPool: map[string]int{}, NodesByCapacityType: map[string]int{}, Pending: len(e.pending)}
 	for _, np := range e.pools {
 		s.NodesByPool[np.Name] = 0
 	}
 	for _, n := range e.nodes {
 		if n.state != nodeGone {
 			s.NodesByPool[n.pool.Name]++
+			s.NodesByCapacityType[n.offering.CapacityType]++
 			s.CostPerHour += n.offering.Price
 			if n.disrupting {
 				s.Disrupting++
@@ -443,7 +510,7 @@ func (e *engine) finish() *Report {
 	e.reservationNotes()
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.in.Ignored}
+		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, Blocked: r.blockedRecords(), DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.in.Ignored}
 	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
 	if e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour > 0 {
 		repairs := r.repairs

@@ -452,3 +452,42 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 		t.Errorf("Blocked line %q does not say %d nodes held back %d times", line, d.HeldBackNodes, d.HeldBackPassBlocks)
 	}
 }
+
+// TestReportStudyData: what the HTML report draws a run's study from adds
+// up — every sample's nodes by capacity type are its nodes by pool, a
+// node's pods by workload are the pods it ran, and the default scenario's
+// PodDisruptionBudget and budgets show as holds with their passes.
+func TestReportStudyData(t *testing.T) {
+	_, rep := runExample(t, "default", nil)
+	for _, s := range rep.Timeline {
+		byPool, byType := 0, 0
+		for _, n := range s.NodesByPool {
+			byPool += n
+		}
+		for _, n := range s.NodesByCapacityType {
+			byType += n
+		}
+		if byPool != byType {
+			t.Fatalf("minute %d: %d nodes by pool, %d by capacity type", s.Minute, byPool, byType)
+		}
+	}
+	for _, n := range rep.ByNode {
+		sum := 0
+		for _, c := range n.PodsByWorkload {
+			sum += c
+		}
+		if sum != n.PodsRan {
+			t.Fatalf("node %s ran %d pods, %d by workload", n.Name, n.PodsRan, sum)
+		}
+	}
+	codes := map[string]int{}
+	for _, b := range rep.Blocked {
+		if b.Passes < 1 || b.Last < b.First || b.NodePool == "" || b.Why == "" {
+			t.Errorf("hold %+v: want passes, a span, its NodePool and words", b)
+		}
+		codes[b.Code] += b.Passes
+	}
+	if codes["PodDisruptionBudget"] == 0 || codes["NodePoolBudget"] == 0 {
+		t.Errorf("holds by code %v: want the PodDisruptionBudget's and the NodePool budgets'", codes)
+	}
+}
