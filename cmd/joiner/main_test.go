@@ -129,8 +129,9 @@ func TestSimulateCompareAndReport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !bytes.Contains(html, []byte("<svg")) || bytes.Contains(html, []byte("https://")) {
-		t.Error("the report should carry inline SVG charts and load nothing from the network")
+	if !bytes.Contains(html, []byte(`<script id="joiner-data" type="application/json">`)) || bytes.Count(html, []byte(`<div class="col" id="run-`)) != 2 ||
+		bytes.Contains(html, []byte("<script src")) || bytes.Contains(html, []byte("<link")) {
+		t.Error("the report should carry both runs' data and its scripts inline, and load nothing")
 	}
 }
 
@@ -284,7 +285,7 @@ func TestBacktestCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<svg", "Nodes: recorded (solid blue) and simulated (dashed red)", `class="divergences"`} {
+	for _, want := range []string{`<script id="joiner-data" type="application/json">`, "Recorded: solid blue; simulated: dashed red.", `"divergences":[{`, `<section id="backtest">`} {
 		if !strings.Contains(string(html), want) {
 			t.Errorf("the HTML report lacks %q", want)
 		}

@@ -3,101 +3,65 @@ package htmlreport
 import (
 	"bytes"
 	"html/template"
-	"image/color"
 	"io"
-	"time"
-
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/joiner-autoscaler/joiner/pkg/replay"
 )
 
 // WriteBacktest writes a backtest as one self-contained page: the error
 // figures, the recorded and simulated timelines on one chart each (nodes,
-// $/h, pending pods) and the largest divergences.
+// nodes by capacity type, $/h, pending pods), zoomed together, and the
+// largest divergences in a table that sorts.
 func WriteBacktest(w io.Writer, bt *replay.Backtest) error {
 	var summary bytes.Buffer
 	bt.WriteSummary(&summary)
 	data := struct {
+		assets
+		Trace   string
 		Summary string
-		Charts  []chart
-		*replay.Backtest
-	}{Summary: summary.String(), Backtest: bt}
-	for _, c := range []struct {
-		title, unit string
-		f           func(replay.Point) float64
-	}{
-		{"Nodes", "nodes", func(p replay.Point) float64 { return float64(p.Nodes) }},
-		{"Cost per hour", "USD per hour", func(p replay.Point) float64 { return p.CostPerHour }},
-		{"Pending pods", "pods", func(p replay.Point) float64 { return float64(p.Pending) }},
-	} {
-		p, err := twoLines(bt, c.unit, c.f)
-		if err != nil {
-			return err
-		}
-		ch, err := svgChart("", p)
-		if err != nil {
-			return err
-		}
-		ch.Title = c.title + ": recorded (solid blue) and simulated (dashed red)"
-		data.Charts = append(data.Charts, ch)
+		Data    backtestData
+	}{assets: pageAssets(), Trace: bt.Trace, Summary: summary.String()}
+	d := &data.Data.Backtest
+	d.Start, d.Recorded, d.Simulated = bt.Start.Unix(), bt.Recorded, bt.Simulated
+	d.Divergences = []divergenceJSON{}
+	for _, v := range bt.Divergences {
+		d.Divergences = append(d.Divergences, divergenceJSON{At: v.At.Unix(), RecordedNodes: v.Recorded.Nodes, SimulatedNodes: v.Simulated.Nodes,
+			RecordedCost: v.Recorded.CostPerHour, SimulatedCost: v.Simulated.CostPerHour, Why: v.Why})
 	}
 	return backtestPage.Execute(w, data)
 }
 
-// twoLines plots f of the recorded (solid) and the simulated (dashed)
-// cluster; the caption, not a legend over the data, says which is which.
-// A recording under two hours is drawn in minutes.
-func twoLines(bt *replay.Backtest, unit string, f func(replay.Point) float64) (*plot.Plot, error) {
-	p := plot.New()
-	hoursAxis(p)
-	scale := 3600.0
-	if bt.End.Sub(bt.Start) < 2*time.Hour {
-		p.X.Label.Text, scale = "minutes from start", 60
-	}
-	p.Y.Label.Text = unit
-	for _, s := range []struct {
-		name   string
-		points []replay.Point
-		colour color.RGBA
-		dashed bool
-	}{{"recorded", bt.Recorded, color.RGBA{R: 31, G: 119, B: 180, A: 255}, false}, {"simulated", bt.Simulated, color.RGBA{R: 214, G: 39, B: 40, A: 255}, true}} {
-		pts := make(plotter.XYs, len(s.points))
-		for i, pt := range s.points {
-			pts[i] = plotter.XY{X: float64(pt.Seconds) / scale, Y: f(pt)}
-		}
-		l, err := plotter.NewLine(pts)
-		if err != nil {
-			return nil, err
-		}
-		l.Color = s.colour
-		if s.dashed {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-		}
-		p.Add(l)
-	}
-	return p, nil
+type backtestData struct {
+	Backtest struct {
+		Start       int64            `json:"start"`
+		Recorded    []replay.Point   `json:"recorded"`
+		Simulated   []replay.Point   `json:"simulated"`
+		Divergences []divergenceJSON `json:"divergences"`
+	} `json:"backtest"`
+}
+
+type divergenceJSON struct {
+	At             int64   `json:"at"`
+	RecordedNodes  int     `json:"recordedNodes"`
+	SimulatedNodes int     `json:"simulatedNodes"`
+	RecordedCost   float64 `json:"recordedCost"`
+	SimulatedCost  float64 `json:"simulatedCost"`
+	Why            string  `json:"why"`
 }
 
 var backtestPage = template.Must(template.New("backtest").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Joiner backtest: {{.Trace}}</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;color:#222;max-width:60em}
-pre{background:#f6f6f6;padding:1em;white-space:pre-wrap}
-figure{margin:1em 0}
-figure svg{max-width:100%;height:auto}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}
-th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
-td:last-child{text-align:left}
-</style></head><body>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{{.UPlotCSS}}</style>
+<style>{{.StudyCSS}}</style>
+</head><body>
 <h1>Backtest of {{.Trace}}</h1>
+<p class="help">Recorded: solid blue; simulated: dashed red. Hover a chart for both values; drag across one to zoom every chart to that span, double-click to zoom out. Click a table's header to sort it.</p>
 <pre>{{.Summary}}</pre>
-{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
-{{if .Divergences}}<h2>Largest divergences</h2>
-<table class="divergences"><tr><th>when</th><th>recorded nodes</th><th>simulated nodes</th><th>recorded $/h</th><th>simulated $/h</th><th>what happened before</th></tr>
-{{range .Divergences}}<tr><td>{{.At.Format "Mon 15:04:05"}}</td><td>{{.Recorded.Nodes}}</td><td>{{.Simulated.Nodes}}</td><td>{{printf "%.2f" .Recorded.CostPerHour}}</td><td>{{printf "%.2f" .Simulated.CostPerHour}}</td><td>{{.Why}}</td></tr>
-{{end}}</table>{{end}}
+<section id="backtest"></section>
+<section id="divergences"></section>
+<script id="joiner-data" type="application/json">{{.Data}}</script>
+<script>{{.UPlotJS}}</script>
+<script>{{.StudyJS}}</script>
 </body></html>
 `))

@@ -1,74 +1,178 @@
-// Package htmlreport writes a simulation report as an HTML page with charts.
-// It stands apart from pkg/sim so that the simulator's importers (the CLI's
-// other commands, tests, tools) do not pull in the plotting library.
+// Package htmlreport writes Joiner's reports as HTML pages one opens
+// offline: a simulation (one run or two side by side), a backtest, a tune.
+// The simulation and backtest pages are interactive — timelines drawn with
+// uPlot, which is embedded (fetched and pinned by hack/uplot.sh), tables
+// that sort, a node's life and pods on a click — and read their data from
+// JSON in the page itself. The package stands apart from pkg/sim so that
+// the simulator's importers do not pull in the plotting library (the tune
+// page's charts are gonum/plot's SVG).
 package htmlreport
 
 import (
 	"bytes"
-	"fmt"
+	_ "embed"
 	"html/template"
-	"image/color"
 	"io"
 	"maps"
 	"slices"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/plotutil"
-	"gonum.org/v1/plot/vg"
-
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
-// Write writes a self-contained report (inline SVG charts drawn with
-// gonum/plot; nothing is fetched when it opens). b may be nil; with b the
-// two scenarios are shown side by side.
+var (
+	//go:embed assets/uPlot.iife.min.js
+	uplotJS string
+	//go:embed assets/uPlot.min.css
+	uplotCSS string
+	//go:embed study.js
+	studyJS string
+	//go:embed study.css
+	studyCSS string
+)
+
+// assets are what every interactive page carries inline.
+type assets struct {
+	UPlotJS, StudyJS   template.JS
+	UPlotCSS, StudyCSS template.CSS
+}
+
+func pageAssets() assets {
+	return assets{UPlotJS: template.JS(uplotJS), StudyJS: template.JS(studyJS), //nolint:gosec // our own, embedded
+		UPlotCSS: template.CSS(uplotCSS), StudyCSS: template.CSS(studyCSS)} //nolint:gosec // our own, embedded
+}
+
+// Write writes a self-contained report of a, and of b beside it when b is
+// not nil: nothing is fetched when it opens.
 func Write(w io.Writer, a, b *sim.Report) error {
-	var data struct {
+	data := struct {
+		assets
 		Warnings []string
 		Sections []section
-	}
+		Data     studyData
+	}{assets: pageAssets()}
 	if a != nil && b != nil {
 		data.Warnings = sim.ComparisonWarnings(a, b)
 	}
-	for _, r := range []*sim.Report{a, b} {
+	for i, r := range []*sim.Report{a, b} {
 		if r == nil {
 			continue
 		}
-		s, err := reportSection(r)
-		if err != nil {
-			return err
+		s, d := reportSection(r), runData(r)
+		if a != nil && b != nil { // two runs of one scenario share its name
+			s.Title = string(rune('A'+i)) + ": " + s.Title
+			d.Title = s.Title
 		}
 		data.Sections = append(data.Sections, s)
+		data.Data.Runs = append(data.Data.Runs, d)
 	}
 	return page.Execute(w, data)
+}
+
+// studyData is the JSON the page's script reads.
+type studyData struct {
+	Runs []runJSON `json:"runs"`
+}
+
+// runJSON is one run as the script draws it: the timeline as columns (a
+// value per sample), times as seconds since the epoch.
+type runJSON struct {
+	Title         string                `json:"title"`
+	Start         int64                 `json:"start"`
+	End           int64                 `json:"end"`
+	Minutes       []int                 `json:"minutes"`
+	Pools         map[string][]int      `json:"pools"`
+	CapacityTypes map[string][]int      `json:"capacityTypes"`
+	Cost          []float64             `json:"cost"`
+	Pending       []int                 `json:"pending"`
+	Disrupting    []int                 `json:"disrupting"`
+	Histogram     []sim.Bucket          `json:"histogram"`
+	Ran           int                   `json:"ran"`
+	Nodes         []nodeJSON            `json:"nodes"`
+	Disruptions   []sim.DisruptionEvent `json:"disruptions"`
+	Blocked       []sim.BlockedRecord   `json:"blocked"`
+}
+
+type nodeJSON struct {
+	Name           string         `json:"name"`
+	NodePool       string         `json:"nodePool"`
+	InstanceType   string         `json:"instanceType"`
+	Zone           string         `json:"zone"`
+	CapacityType   string         `json:"capacityType"`
+	Reservation    string         `json:"reservation,omitempty"`
+	Launched       int64          `json:"launched"`
+	Deleted        *int64         `json:"deleted"`
+	DeletedReason  string         `json:"deletedReason,omitempty"`
+	Failed         *int64         `json:"failed,omitempty"`
+	PodsRan        int            `json:"podsRan"`
+	PeakPods       int            `json:"peakPods"`
+	PodsByWorkload map[string]int `json:"podsByWorkload,omitempty"`
+}
+
+func runData(r *sim.Report) runJSON {
+	d := runJSON{Title: r.Scenario, Start: r.Start.Unix(), End: r.End.Unix(), Pools: map[string][]int{}, CapacityTypes: map[string][]int{},
+		Histogram: r.Pods.Histogram, Ran: r.Pods.Ran, Disruptions: r.DisruptionEvents, Blocked: r.Blocked}
+	pools, types := map[string]bool{}, map[string]bool{}
+	for _, s := range r.Timeline {
+		for k := range s.NodesByPool {
+			pools[k] = true
+		}
+		for k := range s.NodesByCapacityType {
+			types[k] = true
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(pools)) {
+		d.Pools[k] = make([]int, 0, len(r.Timeline))
+	}
+	for _, k := range slices.Sorted(maps.Keys(types)) {
+		d.CapacityTypes[k] = make([]int, 0, len(r.Timeline))
+	}
+	for _, s := range r.Timeline {
+		d.Minutes = append(d.Minutes, s.Minute)
+		for k := range d.Pools {
+			d.Pools[k] = append(d.Pools[k], s.NodesByPool[k])
+		}
+		for k := range d.CapacityTypes {
+			d.CapacityTypes[k] = append(d.CapacityTypes[k], s.NodesByCapacityType[k])
+		}
+		d.Cost = append(d.Cost, s.CostPerHour)
+		d.Pending = append(d.Pending, s.Pending)
+		d.Disrupting = append(d.Disrupting, s.Disrupting)
+	}
+	for _, n := range r.ByNode {
+		j := nodeJSON{Name: n.Name, NodePool: n.NodePool, InstanceType: n.InstanceType, Zone: n.Zone, CapacityType: n.CapacityType,
+			Reservation: n.Reservation, Launched: n.Launched.Unix(), DeletedReason: n.DeletedReason, PodsRan: n.PodsRan, PeakPods: n.PeakPods,
+			PodsByWorkload: n.PodsByWorkload}
+		if n.Deleted != nil {
+			t := n.Deleted.Unix()
+			j.Deleted = &t
+		}
+		if n.Failed != nil {
+			t := n.Failed.Unix()
+			j.Failed = &t
+		}
+		d.Nodes = append(d.Nodes, j)
+	}
+	return d
 }
 
 type section struct {
 	Title   string
 	Summary string
 	// Notes say which charts the report has no data for.
-	Notes  []string
-	Charts []chart
+	Notes []string
 	// Zones: per zone, nodes launched (in all and per pool) and pods that
 	// ran; Pools and Workloads name the columns and rows.
 	Zones     []sim.ZoneStats
 	Pools     []string
 	Workloads []string
-	Nodes     []nodeRow
 	// LaunchLoops: pods provisioning gave up on, with the reason.
 	LaunchLoops []sim.LaunchLoop
 }
 
-// nodeRow is one node of the per-node table, times as a person reads them.
-type nodeRow struct {
-	sim.NodeRecord
-	LaunchedAt, DeletedAt string
-}
-
-// zoneTable fills the section's per-zone and per-node tables.
-func (s *section) zoneTable(r *sim.Report) {
-	s.Zones = r.ByZone
+func reportSection(r *sim.Report) section {
+	var buf bytes.Buffer
+	sim.WriteSummary(&buf, r)
+	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops, Zones: r.ByZone}
 	pools, workloads := map[string]bool{}, map[string]bool{}
 	for _, z := range r.ByZone {
 		for p := range z.LaunchedByPool {
@@ -79,225 +183,50 @@ func (s *section) zoneTable(r *sim.Report) {
 		}
 	}
 	s.Pools, s.Workloads = slices.Sorted(maps.Keys(pools)), slices.Sorted(maps.Keys(workloads))
-	const layout = "Mon 01-02 15:04:05"
-	for _, n := range r.ByNode {
-		row := nodeRow{NodeRecord: n, LaunchedAt: n.Launched.Format(layout), DeletedAt: "running at the end"}
-		if n.Deleted != nil {
-			row.DeletedAt = n.Deleted.Format(layout)
-		}
-		s.Nodes = append(s.Nodes, row)
-	}
-}
-
-type chart struct {
-	Title string
-	SVG   template.HTML
-}
-
-func reportSection(r *sim.Report) (section, error) {
-	var buf bytes.Buffer
-	sim.WriteSummary(&buf, r)
-	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops}
-	s.zoneTable(r)
-	for _, f := range s.plots(r) {
-		title, p, err := f()
-		if err != nil {
-			return s, err
-		}
-		c, err := svgChart(title, p)
-		if err != nil {
-			return s, err
-		}
-		s.Charts = append(s.Charts, c)
-	}
-	return s, nil
-}
-
-// plots are the charts r has the data for; what it lacks, s notes. A run
-// always samples its first minute and fills every startup bucket, but a
-// hand-built report, or JSON without them, may not: gonum refuses a bar
-// chart of no values, and a line chart of no samples says nothing.
-func (s *section) plots(r *sim.Report) []func() (string, *plot.Plot, error) {
-	var out []func() (string, *plot.Plot, error)
+	// A run always samples its first minute and fills every startup
+	// bucket, but a hand-built report, or JSON without them, may not.
 	if len(r.Timeline) == 0 {
 		s.Notes = append(s.Notes, "No timeline: the report has no samples, so no chart of nodes, cost or pending pods over time.")
-	} else {
-		out = append(out,
-			func() (string, *plot.Plot, error) { return nodesChart(r) },
-			func() (string, *plot.Plot, error) {
-				return seriesChart(r, "Cost rate (USD/hour; spot prices synthetic)", func(x sim.Sample) float64 { return x.CostPerHour })
-			},
-			func() (string, *plot.Plot, error) {
-				return seriesChart(r, "Pending pods", func(x sim.Sample) float64 { return float64(x.Pending) })
-			})
 	}
 	if len(r.Pods.Histogram) == 0 {
 		s.Notes = append(s.Notes, "No startup-latency histogram: the report has no buckets.")
-	} else {
-		out = append(out, func() (string, *plot.Plot, error) { return latencyChart(r) })
 	}
-	return append(out, func() (string, *plot.Plot, error) { return disruptionChart(r) })
-}
-
-// svgChart draws p as inline SVG under title.
-func svgChart(title string, p *plot.Plot) (chart, error) {
-	p.Title.Text = title
-	wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
-	if err != nil {
-		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
-	}
-	var out bytes.Buffer
-	if _, err := wt.WriteTo(&out); err != nil {
-		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
-	}
-	return chart{Title: title, SVG: template.HTML(out.String())}, nil //nolint:gosec // gonum's own SVG
-}
-
-func hoursAxis(p *plot.Plot) { p.X.Label.Text = "hours from start" }
-
-func nodesChart(r *sim.Report) (string, *plot.Plot, error) {
-	p := plot.New()
-	hoursAxis(p)
-	p.Y.Label.Text = "nodes"
-	pools := map[string]bool{}
-	for _, s := range r.Timeline {
-		for k := range s.NodesByPool {
-			pools[k] = true
-		}
-	}
-	names := slices.Sorted(maps.Keys(pools))
-	var args []any
-	for _, pool := range names {
-		pts := make(plotter.XYs, len(r.Timeline))
-		for i, s := range r.Timeline {
-			pts[i] = plotter.XY{X: float64(s.Minute) / 60, Y: float64(s.NodesByPool[pool])}
-		}
-		args = append(args, pool, pts)
-	}
-	if err := plotutil.AddLines(p, args...); err != nil {
-		return "", nil, err
-	}
-	return "Nodes per NodePool", p, nil
-}
-
-func seriesChart(r *sim.Report, title string, f func(sim.Sample) float64) (string, *plot.Plot, error) {
-	p := plot.New()
-	hoursAxis(p)
-	pts := make(plotter.XYs, len(r.Timeline))
-	for i, s := range r.Timeline {
-		pts[i] = plotter.XY{X: float64(s.Minute) / 60, Y: f(s)}
-	}
-	l, err := plotter.NewLine(pts)
-	if err != nil {
-		return "", nil, err
-	}
-	l.Color = color.RGBA{R: 31, G: 119, B: 180, A: 255}
-	p.Add(l)
-	return title, p, nil
-}
-
-func latencyChart(r *sim.Report) (string, *plot.Plot, error) {
-	p := plot.New()
-	p.Y.Label.Text = "pods"
-	var vals plotter.Values
-	var labels []string
-	prev := 0
-	for _, b := range r.Pods.Histogram {
-		vals = append(vals, float64(b.Count-prev))
-		prev = b.Count
-		if b.UpTo < 0 {
-			labels = append(labels, "more")
-		} else {
-			labels = append(labels, fmt.Sprintf("≤%gs", b.UpTo))
-		}
-	}
-	bars, err := plotter.NewBarChart(vals, vg.Points(28))
-	if err != nil {
-		return "", nil, err
-	}
-	bars.Color = color.RGBA{R: 44, G: 160, B: 44, A: 255}
-	p.Add(bars)
-	p.NominalX(labels...)
-	if r.Pods.Ran == 0 {
-		return "Pod startup latency (pending → running): no pod ran", p, nil
-	}
-	return "Pod startup latency (pending → running)", p, nil
-}
-
-func disruptionChart(r *sim.Report) (string, *plot.Plot, error) {
-	p := plot.New()
-	hoursAxis(p)
-	p.Y.Label.Text = "NodePool"
-	pools := map[string]bool{}
-	reasons := map[string]plotter.XYs{}
-	for _, ev := range r.DisruptionEvents {
-		pools[ev.NodePool] = true
-	}
-	names := slices.Sorted(maps.Keys(pools))
-	index := map[string]int{}
-	for i, n := range names {
-		index[n] = i
-	}
-	for _, ev := range r.DisruptionEvents {
-		reasons[ev.Reason] = append(reasons[ev.Reason], plotter.XY{X: ev.Minute / 60, Y: float64(index[ev.NodePool])})
-	}
-	keys := slices.Sorted(maps.Keys(reasons))
-	var args []any
-	for _, k := range keys {
-		args = append(args, k, reasons[k])
-	}
-	if len(args) > 0 {
-		if err := plotutil.AddScatters(p, args...); err != nil {
-			return "", nil, err
-		}
-	}
-	ticks := make([]plot.Tick, len(names))
-	for i, n := range names {
-		ticks[i] = plot.Tick{Value: float64(i), Label: n}
-	}
-	p.Y.Tick.Marker = plot.ConstantTicks(ticks)
-	p.Y.Min, p.Y.Max = -0.5, float64(max(len(names), 1))-0.5
-	p.X.Min, p.X.Max = 0, r.End.Sub(r.Start).Hours()
-	return "Disruptions by reason", p, nil
+	return s
 }
 
 var page = template.Must(template.New("report").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>Joiner simulation report</title>
-<style>
-body{font-family:system-ui,sans-serif;margin:2em;color:#222}
-.cols{display:flex;gap:2em;flex-wrap:wrap}
-.col{flex:1;min-width:40em}
-pre{background:#f6f6f6;padding:1em;overflow-x:auto}
-figure{margin:1em 0}
-figure svg{max-width:100%;height:auto}
-table{border-collapse:collapse;margin:1em 0;font-size:90%}
-th,td{border:1px solid #ddd;padding:.2em .5em;text-align:right}
-th:first-child,td:first-child{text-align:left}
-.warning{background:#fff3cd;border:1px solid #e0c060;padding:.5em 1em}
-.note{color:#555;font-style:italic}
-</style></head><body>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{{.UPlotCSS}}</style>
+<style>{{.StudyCSS}}</style>
+</head><body>
 <h1>Joiner simulation report</h1>
+<p class="help">Hover a chart for its values; drag across one to zoom every chart of the run to that span, double-click to zoom out. Click a table's header to sort it, a node to see its life and pods.</p>
 {{range .Warnings}}<p class="warning">{{.}}</p>
-{{end}}<div class="cols">{{range .Sections}}<div class="col">
+{{end}}{{if gt (len .Sections) 1}}<section id="compare"><h2>Both runs</h2></section>
+{{end}}<div class="cols">{{range $i, $s := .Sections}}<div class="col" id="run-{{$i}}">
 <h2>{{.Title}}</h2>
-<pre>{{.Summary}}</pre>
+<details open><summary>Summary</summary><pre>{{.Summary}}</pre></details>
 {{range .Notes}}<p class="note">{{.}}</p>
-{{end}}{{range .Charts}}<figure><figcaption>{{.Title}}</figcaption>{{.SVG}}</figure>{{end}}
+{{end}}<div class="charts"></div>
 {{if .LaunchLoops}}<h3 class="warning">Launch loops</h3>
 <table class="loops"><tr><th>workload</th><th>pods</th><th>nodes launched for them</th><th>why they never bound</th></tr>
 {{range .LaunchLoops}}<tr><td>{{.Workload}}</td><td>{{.Pods}}</td><td>{{.Nodes}}</td><td>{{.Reason}}</td></tr>
 {{end}}</table>{{end}}
-{{$s := .}}<h3>Per zone</h3>
+<aside class="node-detail" hidden></aside>
+<div class="nodes"></div>
+<div class="disruptions"></div>
+<div class="blocked"></div>
+<h3>Per zone</h3>
 <table class="zones"><tr><th>zone</th><th>nodes launched</th>{{range .Pools}}<th>{{.}}</th>{{end}}<th>pods ran</th></tr>
 {{range .Zones}}{{$z := .}}<tr><td>{{.Zone}}</td><td>{{.Launched}}</td>{{range $s.Pools}}<td>{{index $z.LaunchedByPool .}}</td>{{end}}<td>{{.PodsRan}}</td></tr>
 {{end}}</table>
 {{if .Workloads}}<table class="spread"><tr><th>pods ran per workload</th>{{range .Zones}}<th>{{.Zone}}</th>{{end}}</tr>
 {{range $w := .Workloads}}<tr><td>{{$w}}</td>{{range $s.Zones}}<td>{{index .PodsRanByWorkload $w}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
-<details><summary>Per node ({{len .Nodes}})</summary>
-<table class="nodes"><tr><th>node</th><th>NodePool</th><th>instance type</th><th>zone</th><th>capacity type</th><th>launched</th><th>deleted</th><th>reason</th><th>pods ran</th><th>peak pods</th></tr>
-{{range .Nodes}}<tr><td>{{.Name}}</td><td>{{.NodePool}}</td><td>{{.InstanceType}}</td><td>{{.Zone}}</td><td>{{.CapacityType}}</td><td>{{.LaunchedAt}}</td><td>{{.DeletedAt}}</td><td>{{.DeletedReason}}</td><td>{{.PodsRan}}</td><td>{{.PeakPods}}</td></tr>
-{{end}}</table></details>
 </div>{{end}}</div>
+<script id="joiner-data" type="application/json">{{.Data}}</script>
+<script>{{.UPlotJS}}</script>
+<script>{{.StudyJS}}</script>
 </body></html>
 `))

@@ -2,6 +2,7 @@ package htmlreport
 
 import (
 	"bytes"
+	"fmt"
 	"html/template"
 	"image/color"
 	"io"
@@ -105,3 +106,22 @@ figure svg{max-width:100%;height:auto}
 <pre>{{.Table}}</pre>
 </body></html>
 `))
+
+type chart struct {
+	Title string
+	SVG   template.HTML
+}
+
+// svgChart draws p as inline SVG under title.
+func svgChart(title string, p *plot.Plot) (chart, error) {
+	p.Title.Text = title
+	wt, err := p.WriterTo(7*vg.Inch, 3*vg.Inch, "svg")
+	if err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	var out bytes.Buffer
+	if _, err := wt.WriteTo(&out); err != nil {
+		return chart{}, fmt.Errorf("drawing chart %q: %w", title, err)
+	}
+	return chart{Title: title, SVG: template.HTML(out.String())}, nil //nolint:gosec // gonum's own SVG
+}

@@ -1,8 +1,10 @@
 //go:build browser
 
-// Package browser opens the simulator's HTML report in headless Chromium
-// (installed by hack/test.sh from Debian's packages) and checks, on the
-// screenshot, that its charts are drawn.
+// Package browser opens Joiner's HTML reports in headless Chromium
+// (installed by hack/test.sh from Debian's packages): a screenshot shows
+// the charts drawn, and a user's study of a run — hover, drag-zoom, sort,
+// a node's click — is driven over the DevTools protocol (chromedp) and
+// checked on what the page then shows.
 package browser
 
 import (
@@ -72,8 +74,8 @@ func TestReportRendersInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The charts' line colours (gonum's plotutil palette and the cost line)
-	// must appear: a blank or unstyled page has none of them.
+	// The charts' line colours must appear: a blank page, or one whose
+	// script failed, has none of them.
 	colored := countColored(img)
 	if colored < 2000 {
 		t.Fatalf("only %d coloured pixels: the charts did not render", colored)
