@@ -22,6 +22,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/objcache"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -210,6 +211,10 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "its volumes are not ready: " + w})
 			continue
 		}
+		if podutil.HasDRARequirements(p.pod) { // DynamicResources' PreFilter, with no device modelled
+			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: draUnmodelled})
+			continue
+		}
 		if n, ok := failedAt[c]; ok && n == placed {
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
 			continue
@@ -247,6 +252,11 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 	res.ExistingNodes = run.bindings()
 	return res
 }
+
+// draUnmodelled is why a pod that asks for devices binds nowhere: the
+// binder knows no node's devices, so, as kube-scheduler with no
+// ResourceSlice published, it allocates none of its claims.
+const draUnmodelled = "its ResourceClaims cannot be allocated: no node's devices are modelled (Dynamic Resource Allocation)"
 
 // newRun prepares a call: the nodes in kube-scheduler's node-tree order,
 // the filters over them, and the pods by priority, highest first.

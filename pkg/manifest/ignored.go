@@ -31,10 +31,10 @@ func NewIgnored(d *Document, why string) Ignored {
 // unmodelled says, for the kinds a user may expect Joiner to act on, what
 // leaving them out means.
 var unmodelled = map[string]string{
-	"ResourceClaim":         "Dynamic Resource Allocation is not modelled yet: pods' device claims are left out of the prediction",
-	"ResourceClaimTemplate": "Dynamic Resource Allocation is not modelled yet: pods' device claims are left out of the prediction",
-	"ResourceSlice":         "Dynamic Resource Allocation is not modelled yet: the devices it offers are left out",
-	"DeviceClass":           "Dynamic Resource Allocation is not modelled yet: the devices it selects are left out",
+	"ResourceClaim":         "Dynamic Resource Allocation is not modelled: as upstream Karpenter by default (--ignore-dra-requests=true), a pod that asks for devices gets no node, and nothing binds it",
+	"ResourceClaimTemplate": "Dynamic Resource Allocation is not modelled: as upstream Karpenter by default (--ignore-dra-requests=true), a pod that asks for devices gets no node, and nothing binds it",
+	"ResourceSlice":         "Dynamic Resource Allocation is not modelled: the devices it offers are left out",
+	"DeviceClass":           "Dynamic Resource Allocation is not modelled: the devices it selects are left out",
 	"VerticalPodAutoscaler": "VerticalPodAutoscalers are not modelled: pods keep the requests written in their templates",
 	"LimitRange":            "LimitRanges are not modelled: pods without requests are not given its defaults",
 	"ResourceQuota":         "ResourceQuotas are not modelled: pods are not held back by them",

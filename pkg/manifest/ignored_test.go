@@ -19,7 +19,7 @@ func TestIgnoredLines(t *testing.T) {
 	want := []string{
 		"ConfigMap a/cm1 (cm.yaml:1), ConfigMap a/cm2 (cm.yaml:2), ConfigMap a/cm3 (cm.yaml:3), ConfigMap a/cm4 (cm.yaml:4), ConfigMap a/cm5 (cm.yaml:5), " +
 			"ConfigMap a/cm6 (cm.yaml:6), ConfigMap a/cm7 (cm.yaml:7), ConfigMap a/cm8 (cm.yaml:8), ConfigMap a/cm9 (cm.yaml:9), ConfigMap a/cm10 (cm.yaml:10), and 2 more: no bearing on scheduling or cost",
-		"DeviceClass gpu (b.yaml:3): Dynamic Resource Allocation is not modelled yet: the devices it selects are left out",
+		"DeviceClass gpu (b.yaml:3): Dynamic Resource Allocation is not modelled: the devices it selects are left out",
 		"Widget w (w.yaml): example.com/v1 Widget is not modelled",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {

@@ -33,6 +33,24 @@ func IsDaemonSetPod(p *corev1.Pod) bool {
 	return ref != nil && ref.Kind == "DaemonSet"
 }
 
+// HasDRARequirements says the pod asks for devices through Dynamic
+// Resource Allocation: it names ResourceClaims (or claim templates) of its
+// own, or a container or init container asks for one. Upstream's
+// pod.HasDRARequirements, pod-level claims included.
+func HasDRARequirements(p *corev1.Pod) bool {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return true
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for i := range cs {
+			if len(cs[i].Resources.Claims) > 0 {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // IsMirrorPod: a static pod's mirror, owned by its Node; eviction cannot
 // remove it.
 func IsMirrorPod(p *corev1.Pod) bool {

@@ -117,6 +117,24 @@ func classKey(pod *corev1.Pod, requests vec) uint64 {
 			w("pvc" + name)
 		}
 	}
+	// Device claims: a pod that asks for devices is never alike a pod that
+	// does not (nor, claims being a pod's own, one asking through others).
+	for _, rc := range pod.Spec.ResourceClaims {
+		w("rc" + rc.Name)
+		if rc.ResourceClaimName != nil {
+			w(*rc.ResourceClaimName)
+		}
+		if rc.ResourceClaimTemplateName != nil {
+			w("tpl" + *rc.ResourceClaimTemplateName)
+		}
+	}
+	for _, cs := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for i := range cs {
+			for _, c := range cs[i].Resources.Claims {
+				w("cc" + c.Name + "/" + c.Request)
+			}
+		}
+	}
 	if pod.Annotations[relaxedAnnotation] != "" {
 		w("relax" + pod.Annotations[relaxedAnnotation])
 	}

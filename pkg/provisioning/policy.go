@@ -12,6 +12,12 @@ import "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
 type Policy struct {
 	Decisions Decisions
 	MinValues MinValuesPolicy
+	// ModelDRA plans pods that ask for devices through Dynamic Resource
+	// Allocation (upstream's --ignore-dra-requests=false). The zero value
+	// is upstream's default, --ignore-dra-requests=true: such a pod gets
+	// no NodeClaim and no place (ReasonDRA), and a node running one is not
+	// consolidated or drifted, for its pod would not reschedule.
+	ModelDRA bool
 }
 
 // The flags a Policy is read from.

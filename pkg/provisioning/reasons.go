@@ -68,6 +68,12 @@ const (
 	// or spot for it or trying a NodePool of lower weight, as upstream's
 	// ReservedOfferingError does.
 	ReasonReservedCapacity ReasonCode = "ReservedCapacity"
+	// ReasonDRA: the pod asks for devices through Dynamic Resource
+	// Allocation, and the Policy does not model DRA (upstream's default,
+	// --ignore-dra-requests=true): no NodePool launches for it, nothing
+	// places it, and no preference of it is relaxed, as upstream's
+	// DRAError.
+	ReasonDRA ReasonCode = "DynamicResourceAllocation"
 )
 
 // Reason is one reason of the kinds that carry their evidence as values: a
@@ -148,6 +154,8 @@ func (r *Reason) Error() string {
 		return "the node is being deleted"
 	case ReasonNotPlaced:
 		return "it fits a new node but was not placed"
+	case ReasonDRA:
+		return "pod has Dynamic Resource Allocation requirements, which are not modelled under --ignore-dra-requests=true (upstream's default): no node is launched for it"
 	case ReasonReservedCapacity:
 		if r.LastReservation {
 			return "joining the claim would leave it no capacity reservation to launch into"

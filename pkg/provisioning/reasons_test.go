@@ -74,6 +74,7 @@ func TestReasonWords(t *testing.T) {
 		{Code: ReasonNotPlaced},
 		{Code: ReasonReservedCapacity},
 		{Code: ReasonReservedCapacity, LastReservation: true},
+		{Code: ReasonDRA},
 	}
 	var b strings.Builder
 	for _, r := range reasons {

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/objcache"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
@@ -23,10 +24,13 @@ type scheduler struct {
 	dims      *dims
 	topo      *topology
 	pools     []*poolInfo
-	existing  []*existingTarget
-	claims    []*claim
-	classes   map[uint64]*podClass
-	volumes   Volumes
+	// modelDRA: the Policy's ModelDRA; without it a pod that asks for
+	// devices is invalid (ReasonDRA).
+	modelDRA bool
+	existing []*existingTarget
+	claims   []*claim
+	classes  map[uint64]*podClass
+	volumes  Volumes
 	// moving are pods that skip Settling nodes (Snapshot.Moving): per pod,
 	// not per class, as a pending pod of the same class may go there.
 	moving map[*corev1.Pod]bool
@@ -508,7 +512,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 			d.addAll(it.Capacity)
 		}
 	}
-	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes}
+	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes, modelDRA: snap.Policy.ModelDRA}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
 		s.topo.addPoolDomains(p)
@@ -626,6 +630,9 @@ func (s *scheduler) classWith(pod *corev1.Pod, pm *podMemo) *podClass {
 	c.owned, c.invalid = s.topo.groupsFor(pod)
 	if waiting != "" {
 		c.invalid = volumeWait(waiting)
+	}
+	if !s.modelDRA && podutil.HasDRARequirements(pod) {
+		c.invalid = &Reason{Code: ReasonDRA}
 	}
 	c.ownNode = needsOwnNode(pod)
 	c.requiredAnti = s.topo.requiredAntiAffinityGroups(pod)
@@ -840,8 +847,15 @@ func (s *scheduler) reject(c *podClass, idx int, err error, permanent bool) {
 // invalidPod is the answer for a pod whose constraints cannot be read.
 func invalidPod(pod *corev1.Pod, c *podClass, pools []*poolInfo) *PodError {
 	e := &PodError{Pod: pod, Reason: c.invalidReason(), ByNodePool: map[string]string{}}
+	code := CodeOf(c.invalid)
+	if code != ReasonOther {
+		e.CodeByNodePool = map[string]ReasonCode{}
+	}
 	for _, p := range pools {
 		e.ByNodePool[p.np.Name] = e.Reason
+		if code != ReasonOther {
+			e.CodeByNodePool[p.np.Name] = code
+		}
 	}
 	return e
 }

@@ -79,6 +79,9 @@ func (c *podClass) invalidReason() string {
 	if w, ok := c.invalid.(volumeWait); ok {
 		return "waits for its volumes: " + string(w)
 	}
+	if r, ok := c.invalid.(*Reason); ok {
+		return r.Error()
+	}
 	return "its constraints cannot be read: " + c.invalid.Error()
 }
 

@@ -353,7 +353,7 @@ func TestLivePlanNamesUnmodelledKinds(t *testing.T) {
 	for obj, why := range map[string]string{
 		"LimitRange " + ns + "/defaults": "LimitRanges are not modelled",
 		"ResourceQuota " + ns + "/quota": "ResourceQuotas are not modelled",
-		"DeviceClass unmodelled-gpu":     "Dynamic Resource Allocation is not modelled yet",
+		"DeviceClass unmodelled-gpu":     "Dynamic Resource Allocation is not modelled",
 	} {
 		if !strings.HasPrefix(named[obj], why) {
 			t.Errorf("%s: named %q, want %q…; all: %v", obj, named[obj], why, named)
