@@ -1,6 +1,7 @@
 package cloudprovider
 
 import (
+	resourceapi "k8s.io/api/resource/v1"
 	"math"
 	"sort"
 
@@ -22,6 +23,18 @@ type InstanceType struct {
 	Capacity corev1.ResourceList
 	// Overhead is what the kubelet, the system and eviction keep back.
 	Overhead Overhead
+	// Devices are the ResourceSlices a node of the type publishes once its
+	// Dynamic Resource Allocation drivers run (upstream's
+	// ResourceSliceTemplates): what provisioning allocates a pod's device
+	// claims from on a node not launched yet. Empty: no DRA devices.
+	Devices []DeviceSlice
+}
+
+// DeviceSlice is one driver's devices on a node of an instance type; the
+// node's name and the pool are filled in for each node planned.
+type DeviceSlice struct {
+	Driver  string
+	Devices []resourceapi.Device
 }
 
 // Overhead is the part of capacity pods cannot use.

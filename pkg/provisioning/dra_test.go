@@ -1,12 +1,18 @@
 package provisioning
 
 import (
+	"fmt"
+	"sort"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 )
 
 // withClaim makes the pod ask for a device through a ResourceClaim made
@@ -56,5 +62,183 @@ func TestDRAIgnoredByDefault(t *testing.T) {
 				t.Errorf("%d pods placed, want the one without a claim", placed)
 			}
 		})
+	}
+}
+
+const gpuDriver = "gpu.nvidia.com"
+
+// devices gives a type n GPUs of product through the DRA driver.
+func devices(n int, product string) func(*cloudprovider.InstanceType) {
+	return func(t *cloudprovider.InstanceType) {
+		ds := cloudprovider.DeviceSlice{Driver: gpuDriver}
+		for i := range n {
+			ds.Devices = append(ds.Devices, resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+				"type": {StringValue: ptrTo("gpu")}, "productName": {StringValue: ptrTo(product)}}})
+		}
+		t.Devices = []cloudprovider.DeviceSlice{ds}
+	}
+}
+
+// gpuClass selects the driver's GPUs.
+var gpuClass = &resourceapi.DeviceClass{ObjectMeta: metav1.ObjectMeta{Name: "gpu"}, Spec: resourceapi.DeviceClassSpec{
+	Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.driver == "gpu.nvidia.com"`}}}}}
+
+// gpuTemplate asks for count GPUs (of product, if set), or, with
+// fallback, for count and failing that for one.
+func gpuTemplate(name string, count int64, product string, fallback bool) *resourceapi.ResourceClaimTemplate {
+	exact := resourceapi.ExactDeviceRequest{DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count}
+	if product != "" {
+		exact.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: fmt.Sprintf(`device.attributes["gpu.nvidia.com"].productName == %q`, product)}}}
+	}
+	req := resourceapi.DeviceRequest{Name: "gpus", Exactly: &exact}
+	if fallback {
+		one := exact
+		one.Count = 1
+		req = resourceapi.DeviceRequest{Name: "gpus", FirstAvailable: []resourceapi.DeviceSubRequest{
+			{Name: "many", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: count, Selectors: exact.Selectors},
+			{Name: "one", DeviceClassName: "gpu", AllocationMode: resourceapi.DeviceAllocationModeExactCount, Count: 1, Selectors: exact.Selectors}}}
+	}
+	return &resourceapi.ResourceClaimTemplate{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: resourceapi.ResourceClaimTemplateSpec{Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{req}}}}}
+}
+
+func modelDRA(objs *DRAObjects, nodes ...*Node) func(*Snapshot) {
+	return func(s *Snapshot) {
+		s.Policy.ModelDRA, s.DRA, s.Nodes = true, objs, nodes
+	}
+}
+
+// gpuTypes: cheap types without GPUs, a 2-GPU and a 4-GPU type of one
+// product, and a 4-GPU type of another.
+func gpuTypes() []*cloudprovider.InstanceType {
+	return []*cloudprovider.InstanceType{it("m", 4), it("m", 16), it("g", 8, devices(2, "a10g")), it("g", 16, devices(4, "a10g")), it("p", 16, devices(4, "h100"))}
+}
+
+func typeNames(nc *NodeClaimPlan) []string {
+	var out []string
+	for _, t := range nc.InstanceTypes {
+		out = append(out, t.Name)
+	}
+	return out
+}
+
+// TestDRADevicesCountedPerType: with DRA modelled, pods that each claim a
+// GPU land only on types with GPUs, and a NodeClaim never holds more such
+// pods than the smallest type left to it has GPUs; a pod without a claim
+// still goes to the cheapest type.
+func TestDRADevicesCountedPerType(t *testing.T) {
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("one-gpu", 1, "", false)}}
+	pods := times(5, func() *corev1.Pod { return pod("1", "1Gi", withClaim("one-gpu")) })
+	res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), pods, modelDRA(objs))
+	requireAllPlaced(t, res)
+	placed := 0
+	for _, nc := range res.NewNodeClaims {
+		placed += len(nc.Pods)
+		for _, it := range nc.InstanceTypes {
+			if got := len(it.Devices); got == 0 || len(it.Devices[0].Devices) < len(nc.Pods) {
+				t.Errorf("a NodeClaim of %d GPU pods may launch %s: %v", len(nc.Pods), it.Name, typeNames(nc))
+			}
+		}
+	}
+	if placed != 5 {
+		t.Fatalf("%d pods placed, want 5", placed)
+	}
+}
+
+// TestDRASelectorsAndCounts: a claim's count and its selector on the
+// product rule types out; a prioritized alternative lets a smaller one in.
+func TestDRASelectorsAndCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		tpl  *resourceapi.ResourceClaimTemplate
+		want []string // the types the one pod's NodeClaim may launch
+	}{
+		{"four of any", gpuTemplate("t", 4, "", false), []string{"g.16x", "p.16x"}},
+		{"two h100", gpuTemplate("t", 2, "h100", false), []string{"p.16x"}},
+		{"three, else one", gpuTemplate("t", 3, "", true), []string{"g.8x", "g.16x", "p.16x"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{tc.tpl}}
+			res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{pod("1", "1Gi", withClaim("t"))}, modelDRA(objs))
+			requireAllPlaced(t, res)
+			if len(res.NewNodeClaims) != 1 {
+				t.Fatalf("%d NodeClaims, want 1", len(res.NewNodeClaims))
+			}
+			got := typeNames(res.NewNodeClaims[0])
+			sort.Strings(got)
+			want := append([]string(nil), tc.want...)
+			sort.Strings(want)
+			if strings.Join(got, ",") != strings.Join(want, ",") {
+				t.Errorf("types %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// TestDRAReasons: a claim no type can hold, a missing template and a
+// missing class each say so with their code.
+func TestDRAReasons(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		objs *DRAObjects
+		tpl  string
+		code ReasonCode
+		word string
+	}{
+		{"eight GPUs", &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("t", 8, "", false)}}, "t", ReasonDRADevices, "no devices left"},
+		{"no template", &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}}, "t", ReasonDRAClaim, "ResourceClaimTemplate default/t not found"},
+		{"no class", &DRAObjects{Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("t", 1, "", false)}}, "t", ReasonDRAClaim, `"gpu"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{pod("1", "1Gi", withClaim(tc.tpl))}, modelDRA(tc.objs))
+			if len(res.Unschedulable) != 1 {
+				t.Fatalf("%d unschedulable, want 1", len(res.Unschedulable))
+			}
+			pe := res.Unschedulable[0]
+			if pe.CodeByNodePool["p"] != tc.code || !strings.Contains(pe.ByNodePool["p"], tc.word) {
+				t.Errorf("code %q (%s), want %s saying %q", pe.CodeByNodePool["p"], pe.ByNodePool["p"], tc.code, tc.word)
+			}
+		})
+	}
+}
+
+// TestDRAExistingNodeAndSharedClaim: an initialized node's published GPUs
+// take a pod's claim where a claim of the cluster does not hold them
+// already; a claim two pods share takes them both to one node.
+func TestDRAExistingNodeAndSharedClaim(t *testing.T) {
+	node := readyNode("gpu-node", "zone-a", 16)
+	node.Labels[v1.LabelNodeInitialized] = "true"
+	nodeName := node.Name
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpu-node-gpus"}, Spec: resourceapi.ResourceSliceSpec{Driver: gpuDriver, NodeName: &nodeName,
+		Pool: resourceapi.ResourcePool{Name: "gpu-node", Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}
+	held := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "held", Namespace: "default"}, Status: resourceapi.ResourceClaimStatus{
+		Allocation:  &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpus", Driver: gpuDriver, Pool: "gpu-node", Device: "gpu-0"}}}},
+		ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: "running", UID: "running-uid"}}}}
+	shared := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: "shared", Namespace: "default"}, Spec: gpuTemplate("x", 1, "", false).Spec.Spec}
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("one-gpu", 1, "", false)},
+		Claims: []*resourceapi.ResourceClaim{held, shared}, Slices: []*resourceapi.ResourceSlice{slice}}
+	first, second := pod("1", "1Gi", withClaim("one-gpu")), pod("1", "1Gi", withClaim("one-gpu"))
+	res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{first, second}, modelDRA(objs, node))
+	requireAllPlaced(t, res)
+	if len(res.ExistingNodes) != 1 || len(res.ExistingNodes[0].Pods) != 1 || len(res.NewNodeClaims) != 1 {
+		t.Fatalf("want one pod on the node's free GPU and one on a new NodeClaim; got %d existing, %d new", len(res.ExistingNodes), len(res.NewNodeClaims))
+	}
+
+	sharing := func() *corev1.Pod {
+		name := "shared"
+		return pod("1", "1Gi", func(p *corev1.Pod) {
+			p.Spec.ResourceClaims = []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimName: &name}}
+			p.Spec.Containers[0].Resources.Claims = []corev1.ResourceClaim{{Name: "gpu"}}
+		})
+	}
+	// Each pod needs most of a 16-core node, so without the shared claim
+	// they would go to two NodeClaims; with it, the second cannot follow.
+	a, b := sharing(), sharing()
+	for _, p := range []*corev1.Pod{a, b} {
+		p.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("10")
+	}
+	res = solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{a, b}, modelDRA(&DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Claims: []*resourceapi.ResourceClaim{shared}}))
+	if len(res.NewNodeClaims) != 1 || len(res.Unschedulable) != 1 || res.Unschedulable[0].CodeByNodePool["p"] != ReasonDRADevices {
+		t.Fatalf("want the shared claim's first pod on a NodeClaim and the second held to it (no room: Devices); got %d NodeClaims, %v", len(res.NewNodeClaims), res.Unschedulable)
 	}
 }

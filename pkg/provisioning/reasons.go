@@ -74,6 +74,16 @@ const (
 	// places it, and no preference of it is relaxed, as upstream's
 	// DRAError.
 	ReasonDRA ReasonCode = "DynamicResourceAllocation"
+	// ReasonDRAClaim: a device claim of the pod cannot be read or
+	// allocated as written: the claim or its template is missing, a
+	// DeviceClass it names is missing, a selector does not compile.
+	// Evidence: Detail, the allocator's words.
+	ReasonDRAClaim ReasonCode = "DeviceClaim"
+	// ReasonDRADevices: the node, or every instance type left to the
+	// NodeClaim, has not the devices the pod's claims ask for beside what
+	// is allocated, or a shared claim went with another pod elsewhere.
+	// Evidence: Detail.
+	ReasonDRADevices ReasonCode = "Devices"
 )
 
 // Reason is one reason of the kinds that carry their evidence as values: a
@@ -106,6 +116,9 @@ type Reason struct {
 	// LastReservation: the pod would have taken the claim's last
 	// capacity reservation away (ReasonReservedCapacity).
 	LastReservation bool
+	// Detail names the device claim, template or class and what is wrong
+	// (ReasonDRAClaim, ReasonDRADevices).
+	Detail string
 }
 
 // LimitUse is one of a NodePool's limits and how much of it is used.
@@ -156,6 +169,10 @@ func (r *Reason) Error() string {
 		return "it fits a new node but was not placed"
 	case ReasonDRA:
 		return "pod has Dynamic Resource Allocation requirements, which are not modelled under --ignore-dra-requests=true (upstream's default): no node is launched for it"
+	case ReasonDRAClaim:
+		return "its device claims cannot be allocated as written: " + r.Detail
+	case ReasonDRADevices:
+		return "not the devices its claims ask for: " + r.Detail
 	case ReasonReservedCapacity:
 		if r.LastReservation {
 			return "joining the claim would leave it no capacity reservation to launch into"

@@ -27,6 +27,8 @@ type scheduler struct {
 	// modelDRA: the Policy's ModelDRA; without it a pod that asks for
 	// devices is invalid (ReasonDRA).
 	modelDRA bool
+	// dra allocates device claims, when the Policy models DRA.
+	dra      *dra
 	existing []*existingTarget
 	claims   []*claim
 	classes  map[uint64]*podClass
@@ -326,6 +328,7 @@ func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepare
 		s.pools = append(s.pools, &cp)
 	}
 	s.res = newReservations(s.pools, !snap.ReservationFallback)
+	s.modelDRA, s.dra = snap.Policy.ModelDRA, newDRA(snap)
 	nodes := snap.Nodes
 	if upstream {
 		nodes = upstreamNodeOrder(nodes)
@@ -512,7 +515,7 @@ func newScheduler(snap *Snapshot) *scheduler {
 			d.addAll(it.Capacity)
 		}
 	}
-	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes, modelDRA: snap.Policy.ModelDRA}
+	s := &scheduler{dims: d, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes, modelDRA: snap.Policy.ModelDRA, dra: newDRA(snap)}
 	for _, np := range orderPools(snap.NodePools) {
 		p := newPoolInfo(np, snap.InstanceTypes[np.Name], snap.DaemonSets, d)
 		s.topo.addPoolDomains(p)

@@ -51,6 +51,9 @@ type Snapshot struct {
 	// MinValuesBestEffort lowers the minimum to what the types that fit
 	// allow and marks the claim.
 	Policy Policy
+	// DRA are the Dynamic Resource Allocation objects pods' device claims
+	// are allocated from, read when Policy.ModelDRA (see dra).
+	DRA *DRAObjects
 }
 
 // Node is an existing node, or an in-flight NodeClaim that will become one.

@@ -40,6 +40,15 @@ func (e *existingTarget) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (per
 	if permanent, err := e.check(s, c); err != nil {
 		return permanent, err
 	}
+	if s.dra != nil && asksForDevices(c) {
+		// Devices only get taken in a pass: a class's claims that do not
+		// fit the node now never will.
+		a, err := s.dra.onNode(e.node, e.labels, pod)
+		if err != nil {
+			return true, err
+		}
+		s.dra.commitNode(e.node.Name, a)
+	}
 	e.add(s, c, pod)
 	return false, nil
 }
@@ -225,6 +234,8 @@ type claimUpdate struct {
 	maxAlloc   vec
 	minRelaxed bool // reqs' minValues were lowered (BestEffort)
 	reserved   []string
+	// devices: what the pod's device claims take, per candidate type.
+	devices map[int]*allocation
 }
 
 func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent bool, err error) {
@@ -239,6 +250,9 @@ func (cl *claim) tryAdd(s *scheduler, c *podClass, pod *corev1.Pod) (permanent b
 	cl.minRelaxed = cl.minRelaxed || u.minRelaxed
 	if s.res != nil {
 		s.res.hold(cl, u.reserved)
+	}
+	if u.devices != nil {
+		s.dra.commitClaim(cl, u.devices)
 	}
 	cl.pods = append(cl.pods, pod)
 	cl.ports = append(cl.ports, c.hostPorts...)
@@ -277,6 +291,15 @@ func (cl *claim) check(s *scheduler, c *podClass) (u *claimUpdate, permanent boo
 		}
 		return nil, len(narrow) == 0, &Reason{Code: ReasonNoRemainingType, Requirements: reqs}
 	}
+	var devices map[int]*allocation
+	if s.dra != nil && asksForDevices(c) {
+		// Before minValues, as upstream's allocator runs before the types
+		// are filtered; permanent, as devices only get taken.
+		if cand, devices, err = s.dra.onClaim(cl, cand, reqLabels(reqs), c.spec); err != nil {
+			return nil, true, err
+		}
+		maxAlloc = cl.pool.fit.max(cand)
+	}
 	reqs, relaxed, err := checkMinValues(reqs, cand, cl.pool, s.minValues == MinValuesBestEffort)
 	if err != nil {
 		return nil, true, err
@@ -289,7 +312,7 @@ func (cl *claim) check(s *scheduler, c *podClass) (u *claimUpdate, permanent boo
 			return nil, false, err
 		}
 	}
-	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed, reserved: reserved}, false, nil
+	return &claimUpdate{reqs: reqs, total: total, candidates: cand, maxAlloc: maxAlloc, minRelaxed: relaxed, reserved: reserved, devices: devices}, false, nil
 }
 
 // joinedReqs are the claim's requirements with the class's merged in, or

@@ -28,6 +28,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	resourceapi "k8s.io/api/resource/v1"
 	"math"
 	"os"
 	"regexp"
@@ -469,8 +470,43 @@ func (e *Entry) InstanceType(region string, offerings cloudprovider.Offerings) *
 			KubeReserved:      kubeReserved,
 			EvictionThreshold: corev1.ResourceList{corev1.ResourceMemory: evictionMem},
 		},
+		Devices: e.gpuDevices(),
 	}
 }
+
+// GPUDrivers are the DRA drivers whose devices Joiner models, by the
+// catalog's GPU manufacturer: NVIDIA's (k8s-dra-driver-gpu) and AMD's.
+// Neither upstream Karpenter provider publishes such templates; these are
+// Joiner's, from the catalog's facts.
+var GPUDrivers = map[string]string{"nvidia": "gpu.nvidia.com", "amd": "gpu.amd.com"}
+
+// gpuDevices are the GPUs a node of the type publishes through its DRA
+// driver: one device each, named gpu-0, gpu-1, …, with the attributes
+// type ("gpu"), productName (the catalog's model, e.g. a10g) and index,
+// and its memory as capacity, as NVIDIA's driver publishes them.
+func (e *Entry) gpuDevices() []cloudprovider.DeviceSlice {
+	if e.GPUs <= 0 || e.GPUManufacturer == nil || GPUDrivers[*e.GPUManufacturer] == "" {
+		return nil
+	}
+	slice := cloudprovider.DeviceSlice{Driver: GPUDrivers[*e.GPUManufacturer]}
+	for i := range e.GPUs {
+		d := resourceapi.Device{Name: fmt.Sprintf("gpu-%d", i), Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{
+			"type":  {StringValue: ptr("gpu")},
+			"index": {IntValue: ptr(i)},
+		}}
+		if e.GPUModel != nil {
+			d.Attributes["productName"] = resourceapi.DeviceAttribute{StringValue: e.GPUModel}
+		}
+		if e.GPUMemoryMiBPerGPU != nil {
+			d.Capacity = map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{
+				"memory": {Value: *resource.NewQuantity(*e.GPUMemoryMiBPerGPU*1024*1024, resource.BinarySI)}}
+		}
+		slice.Devices = append(slice.Devices, d)
+	}
+	return []cloudprovider.DeviceSlice{slice}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 func gpuResource(manufacturer string) string {
 	switch manufacturer {

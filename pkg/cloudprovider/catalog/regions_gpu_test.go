@@ -305,3 +305,42 @@ func BenchmarkInstanceTypes(b *testing.B) {
 		})
 	}
 }
+
+// TestGPUDeviceTemplates: a type with whole GPUs publishes them through
+// its manufacturer's DRA driver, one device each with the product and its
+// memory; a fractional-GPU type, an accelerator type and a CPU type
+// publish none.
+func TestGPUDeviceTemplates(t *testing.T) {
+	its := byName(t)
+	for _, tc := range []struct {
+		typ     string
+		devices int
+		product string
+		memory  string
+	}{
+		{"g5.xlarge", 1, "a10g", "22888Mi"},
+		{"p4d.24xlarge", 8, "a100", "40Gi"},
+		{"g6f.large", 0, "", ""},
+		{"inf2.xlarge", 0, "", ""},
+		{"m6i.xlarge", 0, "", ""},
+	} {
+		t.Run(tc.typ, func(t *testing.T) {
+			it := its[tc.typ]
+			if tc.devices == 0 {
+				if len(it.Devices) != 0 {
+					t.Fatalf("devices %+v, want none", it.Devices)
+				}
+				return
+			}
+			if len(it.Devices) != 1 || it.Devices[0].Driver != "gpu.nvidia.com" || len(it.Devices[0].Devices) != tc.devices {
+				t.Fatalf("devices %+v, want %d of gpu.nvidia.com", it.Devices, tc.devices)
+			}
+			for i, d := range it.Devices[0].Devices {
+				mem := d.Capacity["memory"].Value
+				if d.Name != fmt.Sprintf("gpu-%d", i) || *d.Attributes["productName"].StringValue != tc.product || *d.Attributes["index"].IntValue != int64(i) || mem.String() != tc.memory {
+					t.Errorf("device %d: %+v, want gpu-%d, %s, %s", i, d, i, tc.product, tc.memory)
+				}
+			}
+		})
+	}
+}
