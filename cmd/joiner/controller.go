@@ -62,7 +62,7 @@ status and serves upstream Karpenter's metrics.
 
 Settings also come from the environment, as upstream Karpenter's chart sets
 them: LOG_LEVEL, BATCH_IDLE_DURATION, BATCH_MAX_DURATION, FEATURE_GATES,
-MIN_VALUES_POLICY, KUBE_CLIENT_QPS, KUBE_CLIENT_BURST (a
+MIN_VALUES_POLICY, IGNORE_DRA_REQUESTS, KUBE_CLIENT_QPS, KUBE_CLIENT_BURST (a
 flag given on the command line wins), and for aws CLUSTER_NAME,
 CLUSTER_ENDPOINT, INTERRUPTION_QUEUE and AWS_REGION.`,
 		Args: cobra.NoArgs,

@@ -46,6 +46,7 @@ var tuningEnv = []struct{ flag, env string }{
 	{"kube-client-burst", "KUBE_CLIENT_BURST"},
 	{"enable-profiling", "ENABLE_PROFILING"},
 	{"scheduler-config", "SCHEDULER_CONFIG"},
+	{"ignore-dra-requests", "IGNORE_DRA_REQUESTS"},
 }
 
 // featureGates are the gates Joiner knows, with their defaults (upstream's).

@@ -96,19 +96,29 @@ const (
 	minValuesHelp = "upstream's MIN_VALUES_POLICY: Strict (a NodePool whose minValues a claim cannot keep leaves the pod to the next) or BestEffort (the minimum is lowered and the NodeClaim marked)"
 )
 
-// policyFlags are --decisions and --min-values-policy: the engine's
-// provisioning.Policy, the same flags on every command that decides.
-type policyFlags struct{ decisions, minValues string }
+// policyFlags are --decisions, --min-values-policy and
+// --ignore-dra-requests: the engine's provisioning.Policy, the same flags
+// on every command that decides.
+type policyFlags struct {
+	decisions, minValues string
+	ignoreDRA            bool
+}
 
-// register adds --decisions and --min-values-policy.
+// draHelp is --ignore-dra-requests' help, upstream's flag.
+const draHelp = "upstream's IGNORE_DRA_REQUESTS: true (the default, as upstream's) launches no node for a pod that asks for devices through Dynamic Resource Allocation; false allocates its ResourceClaims from the DeviceClasses and ResourceSlices, and from a new node's instance-type devices (GPU types: one device per GPU)"
+
+// register adds --decisions, --min-values-policy and --ignore-dra-requests.
 func (f *policyFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.decisions, provisioning.FlagDecisions, string(provisioning.DecisionsJoiner), decisionsHelp)
 	cmd.Flags().StringVar(&f.minValues, provisioning.FlagMinValues, string(provisioning.MinValuesStrict), minValuesHelp)
+	cmd.Flags().BoolVar(&f.ignoreDRA, "ignore-dra-requests", true, draHelp)
 }
 
 // policy is the flags' Policy; the error names the flag.
 func (f *policyFlags) policy() (provisioning.Policy, error) {
-	return provisioning.ParsePolicy(f.decisions, f.minValues)
+	p, err := provisioning.ParsePolicy(f.decisions, f.minValues)
+	p.ModelDRA = !f.ignoreDRA
+	return p, err
 }
 
 // runScenario runs a scenario (the bundled default when args is empty). A

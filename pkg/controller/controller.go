@@ -87,7 +87,9 @@ type Options struct {
 	// from the Services and pod controllers the controller then watches.
 	SchedulerConfig *schedulerconfig.Config
 	// Policy is the engine's choices where Joiner and upstream differ
-	// (--decisions, --min-values-policy; see provisioning.Policy): the
+	// (--decisions, --min-values-policy, --ignore-dra-requests; see
+	// provisioning.Policy; with ModelDRA the controller watches the
+	// resource.k8s.io objects device claims are allocated from): the
 	// zero value is Joiner's (never dearer than upstream's on a batch) and
 	// Strict.
 	Policy provisioning.Policy
@@ -191,7 +193,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		metrics:      &metricsUpdater{gate: gate, store: store, clock: opts.Clock},
 	}
 	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged,
-		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, spreadDefaults: opts.SchedulerConfig.DefaultConstraints()}
+		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, dra: opts.Policy.ModelDRA, spreadDefaults: opts.SchedulerConfig.DefaultConstraints()}
 	if opts.CapacityBuffer {
 		feed.buffers = &capacityBuffers{reader: mgr.GetCache(), client: kube, store: store, batch: batch, clock: opts.Clock, wake: make(chan struct{}, 1)}
 		c.provisioner.buffers = feed.buffers

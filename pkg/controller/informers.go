@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -35,6 +36,7 @@ type storeFeed struct {
 	offeringsChanged func()
 	clock            clock.PassiveClock // times pods' startup
 	nodeOverlays     bool               // the NodeOverlay feature gate
+	dra              bool               // --ignore-dra-requests=false: device objects are read
 	// buffers, with the CapacityBuffer feature gate, is woken by what a
 	// buffer resolves from.
 	buffers *capacityBuffers
@@ -75,6 +77,20 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 	if f.nodeOverlays {
 		handlers = append(handlers, informerHandler{"NodeOverlays", &v1alpha1.NodeOverlay{}, anyChange(f.offeringsChanged)})
 	}
+	if f.dra {
+		// Device claims decide where their pods can run: a change may
+		// give a pending pod room.
+		handlers = append(handlers,
+			informerHandler{"ResourceClaims", &resourceapi.ResourceClaim{}, objectHandler(triggered(f.batch, f.store.SetResourceClaim), func(c *resourceapi.ResourceClaim) {
+				f.store.DeleteResourceClaim(c.Namespace, c.Name)
+				f.batch.Trigger()
+			})},
+			informerHandler{"ResourceClaimTemplates", &resourceapi.ResourceClaimTemplate{}, objectHandler(f.store.SetResourceClaimTemplate, func(t *resourceapi.ResourceClaimTemplate) {
+				f.store.DeleteResourceClaimTemplate(t.Namespace, t.Name)
+			})},
+			informerHandler{"DeviceClasses", &resourceapi.DeviceClass{}, objectHandler(triggered(f.batch, f.store.SetDeviceClass), func(c *resourceapi.DeviceClass) { f.store.DeleteDeviceClass(c.Name) })},
+			informerHandler{"ResourceSlices", &resourceapi.ResourceSlice{}, objectHandler(triggered(f.batch, f.store.SetResourceSlice), func(s *resourceapi.ResourceSlice) { f.store.DeleteResourceSlice(s.Name) })})
+	}
 	if f.buffers != nil {
 		wake := anyChange(f.buffers.changed)
 		handlers = append(handlers, informerHandler{"CapacityBuffers", &v1beta1.CapacityBuffer{}, wake},
@@ -92,6 +108,9 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 		if _, overlay := h.obj.(*v1alpha1.NodeOverlay); overlay && meta.IsNoMatchError(err) {
 			return fmt.Errorf("the NodeOverlay feature gate is on but the cluster does not serve karpenter.sh/v1alpha1 NodeOverlay: install its CRD (charts/joiner/crds/karpenter.sh_nodeoverlays.yaml) or turn the gate off: %w", err)
 		}
+		if _, claim := h.obj.(*resourceapi.ResourceClaim); claim && meta.IsNoMatchError(err) {
+			return fmt.Errorf("--ignore-dra-requests=false, but the cluster does not serve resource.k8s.io/v1 (Kubernetes 1.34 and later do): leave device claims ignored (--ignore-dra-requests=true) or upgrade: %w", err)
+		}
 		if _, buf := h.obj.(*v1beta1.CapacityBuffer); buf && meta.IsNoMatchError(err) {
 			return fmt.Errorf("the CapacityBuffer feature gate is on but the cluster does not serve autoscaling.x-k8s.io/v1beta1 CapacityBuffer: install its CRD (charts/joiner/crds/autoscaling.x-k8s.io_capacitybuffers.yaml) or turn the gate off: %w", err)
 		}
@@ -107,6 +126,14 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 		f.gate.add(h.name, reg.HasSynced)
 	}
 	return nil
+}
+
+// triggered is set, then b woken.
+func triggered[T any](b *Batcher, set func(T)) func(T) {
+	return func(o T) {
+		set(o)
+		b.Trigger()
+	}
 }
 
 // podChanged records a pod: a pod kube-scheduler found no room for starts

@@ -42,6 +42,9 @@ type Cluster struct {
 	// provisioning.Volumes): a pod whose volume is bound in one zone moves
 	// only within it.
 	Volumes provisioning.Volumes
+	// DRA are the device objects pods' claims are allocated from, read
+	// when the Policy models DRA (see provisioning.DRAObjects).
+	DRA *provisioning.DRAObjects
 	// Planner, when set, is a provisioning planner prepared for these
 	// NodePools, instance types and DaemonSets; simulations reuse it.
 	Planner *provisioning.Planner

@@ -852,7 +852,7 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool
 		pods = append(pods, p.c.Pending...)
 	}
 	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets,
-		Policy: p.c.Policy, Volumes: p.c.Volumes, ReservationFallback: true}
+		Policy: p.c.Policy, Volumes: p.c.Volumes, DRA: p.c.DRA, ReservationFallback: true}
 	for _, cand := range p.c.Nodes {
 		if removed[cand] {
 			continue

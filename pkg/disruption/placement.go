@@ -104,8 +104,16 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 // order least-allocated scoring does worst in (the small pods spread over
 // the emptiest nodes, the replacement first, before the large ones come).
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
+	opts := kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}
+	if p.c.Policy.ModelDRA {
+		moving := make(map[*corev1.Pod]bool, len(pods))
+		for _, pod := range pods {
+			moving[pod] = true
+		}
+		opts.DRA, opts.DeviceTypes, opts.Moving = func() *provisioning.DRAObjects { return p.c.DRA }, p.c.InstanceTypes, moving
+	}
 	bind := func(pods []*corev1.Pod) int {
-		res := kubescheduler.NewBinder(kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}).Bind(nodes, pods)
+		res := kubescheduler.NewBinder(opts).Bind(nodes, pods)
 		return len(res.Unschedulable) + len(res.Preemptions)
 	}
 	n := bind(pods)

@@ -66,6 +66,9 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 	}
 	field(h, strconv.FormatBool(p.withoutPending))
 	field(h, p.c.Volumes.Key())
+	if p.c.Policy.ModelDRA {
+		field(h, p.c.DRA.Key())
+	}
 	for _, cand := range p.c.Nodes {
 		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion) + strconv.FormatBool(p.settling(cand))
 		if !node(cand.Node, flags) {

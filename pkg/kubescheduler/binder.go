@@ -21,6 +21,7 @@ import (
 	resourcehelper "k8s.io/component-helpers/resource"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/objcache"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -49,6 +50,16 @@ type BindOptions struct {
 	// whose pods no node can take yet (unbound Immediate ones). nil: no
 	// pod has volumes.
 	Volumes func() provisioning.Volumes
+	// DRA returns the device objects a pod's claims are allocated from,
+	// as the DynamicResources plugin reads them (published ResourceSlices,
+	// the claims' allocations, classes, templates). nil: devices are not
+	// modelled, and a pod that asks for some binds nowhere.
+	DRA func() *provisioning.DRAObjects
+	// DeviceTypes give a node not initialized yet (a planned replacement)
+	// its instance type's devices; Moving are pods whose claims are free
+	// again, for they move with them. Both only with DRA.
+	DeviceTypes map[string][]*cloudprovider.InstanceType
+	Moving      map[*corev1.Pod]bool
 }
 
 // Binder places pending pods on existing nodes the way kube-scheduler's
@@ -117,6 +128,9 @@ type Results struct {
 	// Preemptions are pods that fit nowhere, but will fit on a node once
 	// the victims, pods of lower priority, are gone from it.
 	Preemptions []*Preemption
+	// Devices are, per pod bound that asks for devices, its claims'
+	// allocations, which the caller persists as the scheduler would.
+	Devices map[*corev1.Pod][]provisioning.ClaimAllocation
 }
 
 // Preemption is kube-scheduler's answer for a pod that fits nowhere: evict
@@ -169,6 +183,10 @@ type bindRun struct {
 	lowestKnown  bool
 	domains      map[string][]string // per topology key, each node's value ("" when unlabelled)
 	hasDomain    map[string][]bool
+	// devices allocates device claims (nil: not modelled); allocs holds,
+	// per target, what the last search found for the pod being placed.
+	devices *provisioning.DeviceAllocator
+	allocs  map[int]*provisioning.DeviceAllocation
 }
 
 // domainsOf returns each target's value of a topology key, read once per run.
@@ -191,6 +209,8 @@ type pendingPod struct {
 	key   uint64             // the whole pod's class key, for its scores
 	aff   scheduling.NodeAffinity
 	multi bool
+	// devices: the pod asks for devices, and they are modelled.
+	devices bool
 }
 
 func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut map[string]int64) *Results {
@@ -211,9 +231,12 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "its volumes are not ready: " + w})
 			continue
 		}
-		if podutil.HasDRARequirements(p.pod) { // DynamicResources' PreFilter, with no device modelled
-			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: draUnmodelled})
-			continue
+		if podutil.HasDRARequirements(p.pod) {
+			if run.devices == nil { // DynamicResources' PreFilter, with no device modelled
+				res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: draUnmodelled})
+				continue
+			}
+			p.devices = true
 		}
 		if n, ok := failedAt[c]; ok && n == placed {
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
@@ -221,7 +244,7 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 		}
 		feasible, lastErr := run.feasible(p, toFind)
 		if len(feasible) == 0 {
-			if scoresOut == nil {
+			if scoresOut == nil && !p.devices { // preemption does not weigh devices here
 				if pre := run.preempt(p.pod, c, p.aff, p.multi); pre != nil {
 					res.Preemptions = append(res.Preemptions, pre)
 					placed++
@@ -247,6 +270,14 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 			best = b.pick(feasible, scores)
 		}
 		run.place(p.pod, c, best)
+		if p.devices {
+			al := run.allocs[best]
+			run.devices.Commit(run.nodes[best].Name, al)
+			if res.Devices == nil {
+				res.Devices = map[*corev1.Pod][]provisioning.ClaimAllocation{}
+			}
+			res.Devices[p.pod] = al.Claims()
+		}
 		placed++
 	}
 	res.ExistingNodes = run.bindings()
@@ -278,6 +309,9 @@ func (b *Binder) newRun(nodes []*provisioning.Node, pods []*corev1.Pod) (*bindRu
 		nonZero: map[provisioning.Class][2]int64{}, nominated: map[*corev1.Pod]bool{}, victims: map[*corev1.Pod]bool{}, domains: map[string][]string{}, hasDomain: map[string][]bool{}}
 	for _, n := range ordered {
 		run.facts = append(run.facts, b.factsOf(n))
+	}
+	if b.opts.DRA != nil {
+		run.devices, run.allocs = provisioning.NewDeviceAllocator(b.opts.DRA(), b.opts.DeviceTypes, b.opts.Moving), map[int]*provisioning.DeviceAllocation{}
 	}
 	list := make([]pendingPod, len(pods))
 	for i, p := range pods {
@@ -311,6 +345,14 @@ func (r *bindRun) feasible(p pendingPod, toFind int) (feasible []int, lastErr er
 				c.Reject(idx)
 			}
 			continue
+		}
+		if p.devices { // the DynamicResources filter
+			al, err := r.devices.Fits(r.nodes[idx], p.pod)
+			if err != nil {
+				lastErr = err
+				continue
+			}
+			r.allocs[idx] = al
 		}
 		feasible = append(feasible, idx)
 	}

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	sigsjson "sigs.k8s.io/json"
@@ -33,6 +34,12 @@ var builtinKinds = map[string]func() any{
 	"v1/PersistentVolumeClaim":               func() any { return &corev1.PersistentVolumeClaim{} },
 	"v1/PersistentVolume":                    func() any { return &corev1.PersistentVolume{} },
 	"storage.k8s.io/v1/StorageClass":         func() any { return &storagev1.StorageClass{} },
+	// Dynamic Resource Allocation, read when it is modelled
+	// (--ignore-dra-requests=false) and named as left out when it is not.
+	"resource.k8s.io/v1/ResourceClaim":         func() any { return &resourceapi.ResourceClaim{} },
+	"resource.k8s.io/v1/ResourceClaimTemplate": func() any { return &resourceapi.ResourceClaimTemplate{} },
+	"resource.k8s.io/v1/DeviceClass":           func() any { return &resourceapi.DeviceClass{} },
+	"resource.k8s.io/v1/ResourceSlice":         func() any { return &resourceapi.ResourceSlice{} },
 }
 
 // removedWorkloadVersions maps workload API versions Kubernetes no longer
@@ -48,6 +55,10 @@ var removedWorkloadVersions = map[string]string{
 	"scheduling.k8s.io/v1beta1":  "scheduling.k8s.io/v1",
 	"scheduling.k8s.io/v1alpha1": "scheduling.k8s.io/v1",
 }
+
+// IsDRA reports whether d is a Dynamic Resource Allocation object of the
+// version Joiner reads (resource.k8s.io/v1).
+func IsDRA(d *Document) bool { return d.APIVersion == resourceapi.SchemeGroupVersion.String() }
 
 // IsBuiltin reports whether d is one of the Kubernetes kinds the simulator
 // reads, or a removed API version of a workload kind.

@@ -182,7 +182,7 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		return nil
 	}
 	why := ""
-	if manifest.IsBuiltin(d) {
+	if manifest.IsBuiltin(d) && !manifest.IsDRA(d) {
 		why = "not read: a plan works from the Pods themselves, not their controllers (kubectl get pods -o yaml)"
 		if err := o.addTarget(d); err != nil {
 			return where(err)

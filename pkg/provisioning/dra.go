@@ -32,6 +32,36 @@ type DRAObjects struct {
 	Slices []*resourceapi.ResourceSlice
 }
 
+// Key is the objects' content, for caches keyed by what a decision read:
+// each object's kind, name and resourceVersion ("" for none, or nil). An
+// object without a resourceVersion gives a key no other call shares.
+func (o *DRAObjects) Key() string {
+	if o == nil {
+		return ""
+	}
+	var b strings.Builder
+	add := func(kind string, m metav1.Object) {
+		rv := m.GetResourceVersion()
+		if rv == "" {
+			rv = fmt.Sprintf("%p", m)
+		}
+		fmt.Fprintf(&b, "%s/%s/%s@%s;", kind, m.GetNamespace(), m.GetName(), rv)
+	}
+	for _, c := range o.Claims {
+		add("c", c)
+	}
+	for _, t := range o.Templates {
+		add("t", t)
+	}
+	for _, c := range o.Classes {
+		add("k", c)
+	}
+	for _, s := range o.Slices {
+		add("s", s)
+	}
+	return b.String()
+}
+
 // draFeatures are the allocator's features Joiner models: prioritized
 // alternatives (firstAvailable), partitionable devices (shared counters)
 // and consumable capacity.
@@ -106,7 +136,9 @@ func newDRA(snap *Snapshot) *dra {
 	}
 	moving := map[string]bool{}
 	for p := range snap.Moving {
-		moving[string(p.UID)] = true
+		if p.UID != "" {
+			moving[string(p.UID)] = true
+		}
 		moving[p.Namespace+"/"+p.Name] = true
 	}
 	for _, c := range objs.Claims {
@@ -133,7 +165,7 @@ func newDRA(snap *Snapshot) *dra {
 
 func onlyMoving(c *resourceapi.ResourceClaim, moving map[string]bool) bool {
 	for _, r := range c.Status.ReservedFor {
-		if !moving[string(r.UID)] && !moving[c.Namespace+"/"+r.Name] {
+		if !(r.UID != "" && moving[string(r.UID)]) && !moving[c.Namespace+"/"+r.Name] {
 			return false
 		}
 	}
@@ -194,11 +226,20 @@ func statusClaim(pod *corev1.Pod, name string) string {
 	return ""
 }
 
-// allocation is what a pod's claims take on one node: the devices, and
-// the shared claims it pins there.
+// allocation is what a pod's claims take on one node: the devices, the
+// shared claims it pins there, and each claim's result.
 type allocation struct {
 	devices []structured.DeviceID
 	pins    []string
+	claims  []ClaimAllocation
+}
+
+// ClaimAllocation is the allocation one claim got: the claim (as the pod
+// names it; for one made from a template, as kube-controller-manager
+// would name it, <pod>-<claim>) and its result.
+type ClaimAllocation struct {
+	Namespace, Name string
+	Result          resourceapi.AllocationResult
 }
 
 // onNode allocates the pod's claims on an existing node (nil error: they
@@ -210,15 +251,25 @@ func (d *dra) onNode(n *Node, labels map[string]string, pod *corev1.Pod) (*alloc
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels}}
 	slices := d.slices
-	if n.InFlight || n.Labels[v1.LabelNodeInitialized] != "true" && n.NodePool != "" {
-		// Not initialized: its drivers have published nothing yet; its
-		// type's templates stand for what they will.
-		slices = nil
+	if (n.InFlight || n.Labels[v1.LabelNodeInitialized] != "true" && n.NodePool != "") && !d.published(n.Name) {
+		// Not initialized, and its drivers have published nothing yet: its
+		// type's templates stand for what they will (never both, so no
+		// device counts twice).
 		if it := d.typeOf[labels[corev1.LabelInstanceTypeStable]]; it != nil {
-			slices = templateSlices(it, n.Name)
+			slices = append(slices[:len(slices):len(slices)], templateSlices(it, n.Name)...)
 		}
 	}
 	return d.allocate(node, n.Name, claims, slices, d.allocated)
+}
+
+// published says a driver has published a slice of the node's own.
+func (d *dra) published(node string) bool {
+	for _, sl := range d.slices {
+		if sl.Spec.NodeName != nil && *sl.Spec.NodeName == node {
+			return true
+		}
+	}
+	return false
 }
 
 // allocate is onNode and onClaim's common part: claims already allocated
@@ -269,13 +320,46 @@ func (d *dra) allocate(node *corev1.Node, target string, claims []podClaim, slic
 		}
 		return nil, &Reason{Code: ReasonDRADevices, Detail: "no devices left for ResourceClaim " + strings.Join(names, ", ")}
 	}
-	for _, r := range results {
+	for i, r := range results {
 		for _, dr := range r.Devices.Results {
 			a.devices = append(a.devices, structured.MakeDeviceID(dr.Driver, dr.Pool, dr.Device))
 		}
+		a.claims = append(a.claims, ClaimAllocation{Namespace: todo[i].Namespace, Name: todo[i].Name, Result: r})
 	}
 	return a, nil
 }
+
+// DeviceAllocator allocates pods' device claims on existing nodes, one
+// pod after another, as kube-scheduler's DynamicResources plugin: what one
+// pod takes, the next finds taken. A binder (kubescheduler) holds one per
+// call; it is not safe for concurrent use.
+type DeviceAllocator struct{ d *dra }
+
+// NewDeviceAllocator allocates from objs; types give a node not
+// initialized yet its devices (its type's templates); the claims only
+// moving pods hold are free (a consolidation moves them with their pods).
+func NewDeviceAllocator(objs *DRAObjects, types map[string][]*cloudprovider.InstanceType, moving map[*corev1.Pod]bool) *DeviceAllocator {
+	return &DeviceAllocator{d: newDRA(&Snapshot{Policy: Policy{ModelDRA: true}, DRA: objs, InstanceTypes: types, Moving: moving})}
+}
+
+// DeviceAllocation is what a pod's claims take on a node.
+type DeviceAllocation struct{ a *allocation }
+
+// Claims are the claims allocated, with their results.
+func (a *DeviceAllocation) Claims() []ClaimAllocation { return a.a.claims }
+
+// Fits allocates the pod's claims on the node, changing nothing; the error
+// is a *Reason (DeviceClaim or Devices) saying why they do not fit.
+func (a *DeviceAllocator) Fits(n *Node, pod *corev1.Pod) (*DeviceAllocation, error) {
+	al, err := a.d.onNode(n, n.Labels, pod)
+	if err != nil {
+		return nil, err
+	}
+	return &DeviceAllocation{a: al}, nil
+}
+
+// Commit holds what Fits found for the pod on the node.
+func (a *DeviceAllocator) Commit(node string, al *DeviceAllocation) { a.d.commitNode(node, al.a) }
 
 // commitNode holds what a pod took on an existing node.
 func (d *dra) commitNode(node string, a *allocation) {
@@ -340,8 +424,26 @@ func (d *dra) commitClaim(cl *claim, per map[int]*allocation) {
 	}
 }
 
-// templateSlices are the slices a node named node of type it will publish:
-// one pool per driver on that node, complete.
+// TemplateSlices are the slices a node named node of type it publishes
+// once its drivers run: one pool per driver on that node, complete.
+func TemplateSlices(it *cloudprovider.InstanceType, node string) []*resourceapi.ResourceSlice {
+	return templateSlices(it, node)
+}
+
+// Template is the ResourceClaimTemplate namespace/name, nil when there is
+// none (or o is nil).
+func (o *DRAObjects) Template(namespace, name string) *resourceapi.ResourceClaimTemplate {
+	if o == nil {
+		return nil
+	}
+	for _, t := range o.Templates {
+		if t.Namespace == namespace && t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
 func templateSlices(it *cloudprovider.InstanceType, node string) []*resourceapi.ResourceSlice {
 	out := make([]*resourceapi.ResourceSlice, 0, len(it.Devices))
 	for _, ds := range it.Devices {

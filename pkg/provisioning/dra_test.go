@@ -242,3 +242,42 @@ func TestDRAExistingNodeAndSharedClaim(t *testing.T) {
 		t.Fatalf("want the shared claim's first pod on a NodeClaim and the second held to it (no room: Devices); got %d NodeClaims, %v", len(res.NewNodeClaims), res.Unschedulable)
 	}
 }
+
+// TestDRAMovingFreesOnlyItsClaims: a consolidation's moving pod gives back
+// the devices of its own claim, and no other: pods are told apart by name
+// when they have no UID, as a simulator's have none.
+func TestDRAMovingFreesOnlyItsClaims(t *testing.T) {
+	node := readyNode("gpu-node", "zone-a", 16)
+	node.Labels[v1.LabelNodeInitialized] = "true"
+	name := node.Name
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "gpus"}, Spec: resourceapi.ResourceSliceSpec{Driver: gpuDriver, NodeName: &name,
+		Pool: resourceapi.ResourcePool{Name: name, Generation: 1, ResourceSliceCount: 1}, Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}
+	held := func(claim, pod, device string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Name: claim, Namespace: "default"}, Status: resourceapi.ResourceClaimStatus{
+			Allocation:  &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{Request: "gpu", Driver: gpuDriver, Pool: name, Device: device}}}},
+			ReservedFor: []resourceapi.ResourceClaimConsumerReference{{Resource: "pods", Name: pod}}}}
+	}
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("one-gpu", 1, "", false)},
+		Claims: []*resourceapi.ResourceClaim{held("a-gpu", "a", "gpu-0"), held("b-gpu", "b", "gpu-1")}, Slices: []*resourceapi.ResourceSlice{slice}}
+	moving := pod("1", "1Gi")
+	moving.Name = "c" // holds no claim of the node's
+	for _, tc := range []struct {
+		name   string
+		moving *corev1.Pod
+		onNode int
+	}{{"another pod moves", moving, 0}, {"a holder moves", func() *corev1.Pod { p := pod("1", "1Gi"); p.Name = "a"; return p }(), 1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{pod("1", "1Gi", withClaim("one-gpu"))}, modelDRA(objs, node), func(s *Snapshot) {
+				s.Moving = map[*corev1.Pod]bool{tc.moving: true}
+			})
+			requireAllPlaced(t, res)
+			got := 0
+			for _, e := range res.ExistingNodes {
+				got += len(e.Pods)
+			}
+			if got != tc.onNode {
+				t.Errorf("%d pods on the node whose GPUs a and b hold, want %d", got, tc.onNode)
+			}
+		})
+	}
+}

@@ -69,6 +69,9 @@ func (p Policy) Notes() []string {
 	if p.MinValues == MinValuesBestEffort {
 		notes = append(notes, "minValues policy BestEffort: a claim whose types cannot meet a NodePool's minValues has it lowered to what they allow")
 	}
+	if p.ModelDRA {
+		notes = append(notes, "Dynamic Resource Allocation modelled (--ignore-dra-requests=false): pods' device claims are allocated from the DeviceClasses, claims and slices given, and a node not launched yet has its instance type's devices — for the catalog's GPU types, Joiner's templates (one device per GPU through gpu.nvidia.com or gpu.amd.com, with productName, index and memory; upstream's AWS provider has none)")
+	}
 	if p.Karpenter() {
 		notes = append(notes, "decisions: karpenter — provisioning makes upstream Karpenter's choices (pods by cpu, then memory, then age; the open claim with the fewest pods first), to predict what Karpenter would do")
 	}

@@ -12,6 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/apis/v1alpha1"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // Input is a loaded scenario: the manifests and scenario.yaml.
@@ -55,6 +57,11 @@ type Input struct {
 	// podTemplateRefs name PodTemplates.
 	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
 	PodTemplates    []*corev1.PodTemplate
+	// DRA: the Dynamic Resource Allocation objects, which the simulator
+	// models under --ignore-dra-requests=false and names as left out
+	// otherwise (DRADocs are their documents, for that).
+	DRA     provisioning.DRAObjects
+	DRADocs []manifest.Ignored
 	// volumeRefs are the claims, volumes and classes the documents name,
 	// checked once all are loaded.
 	volumeRefs []volumeRef
@@ -149,6 +156,9 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 		defaultPodSpecs(obj)
 		in.volumeRefs = append(in.volumeRefs, volumeRefsOf(d, obj)...)
 		in.addBuiltin(obj)
+		if manifest.IsDRA(d) {
+			in.DRADocs = append(in.DRADocs, manifest.NewIgnored(d, ""))
+		}
 		return nil
 	}
 	switch d.APIVersion + "/" + d.Kind {
@@ -219,6 +229,16 @@ func (in *Input) addBuiltin(obj any) {
 		if metav1.GetControllerOf(o) == nil { // owned pods come from their controller
 			in.Pods = append(in.Pods, o)
 		}
+	case *resourceapi.ResourceClaim:
+		o.Namespace = podutil.Namespace(o.ObjectMeta)
+		in.DRA.Claims = append(in.DRA.Claims, o)
+	case *resourceapi.ResourceClaimTemplate:
+		o.Namespace = podutil.Namespace(o.ObjectMeta)
+		in.DRA.Templates = append(in.DRA.Templates, o)
+	case *resourceapi.DeviceClass:
+		in.DRA.Classes = append(in.DRA.Classes, o)
+	case *resourceapi.ResourceSlice:
+		in.DRA.Slices = append(in.DRA.Slices, o)
 	}
 }
 

@@ -26,6 +26,7 @@ func (e *engine) buildWorkloads() error {
 		return err
 	}
 	e.startVolumes()
+	e.startDRA()
 	if e.in.Replay != nil {
 		if err := e.buildReplay(prio); err != nil {
 			return err

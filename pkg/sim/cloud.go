@@ -162,6 +162,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 		}
 		n.state = nodeReady
 		e.syncNode(n)
+		e.publishDevices(n)
 		e.armFailure(n)
 		e.bindDaemons(n)
 		e.armBind()
@@ -241,6 +242,7 @@ func (e *engine) deleteNode(n *simNode, reason string) {
 	n.pods = nil
 	n.state = nodeGone
 	e.syncNode(n)
+	e.unpublishDevices(n)
 	n.gone = e.clk.now
 	_ = e.cloud.Delete(context.Background(), n.claim) // gone already is fine
 	for i, m := range e.nodes {

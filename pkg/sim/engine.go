@@ -460,9 +460,16 @@ func (e *engine) reconcile(w *workload) {
 
 func (e *engine) addPending(p *simPod) {
 	e.pending[p] = true
+	var claims []corev1.PodResourceClaimStatus
+	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
+		claims = e.makeClaims(p.pod)
+	}
 	e.setPod(p, func(cp *corev1.Pod) {
 		cp.CreationTimestamp = metav1.NewTime(p.created)
 		cp.Status.NominatedNodeName = ""
+		if claims != nil {
+			cp.Status.ResourceClaimStatuses = claims
+		}
 	})
 	e.armBind()
 }
@@ -471,6 +478,9 @@ func (e *engine) addPending(p *simPod) {
 func (e *engine) removePod(p *simPod, evicted bool) {
 	delete(e.pending, p)
 	e.unbind(p)
+	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
+		e.releaseClaims(p.pod)
+	}
 	e.tracePod(p, true)
 	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 	p.finished = true
@@ -554,7 +564,7 @@ func (e *engine) bind() {
 	if len(nodes) > 0 {
 		if e.binder == nil {
 			listed := len(e.in.Scenario.Spec.SchedulerConfig.DefaultConstraints()) > 0
-			e.binder = kubescheduler.NewBinder(kubescheduler.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
+			opts := kubescheduler.BindOptions{Rand: e.rng, SpreadSelector: func(p *corev1.Pod) k8slabels.Selector {
 				switch sp := e.bindPods[p]; {
 				case sp == nil, listed: // configured defaults replace the system's (defaultingType List); the pods carry them
 					return nil
@@ -563,13 +573,20 @@ func (e *engine) bind() {
 				default:
 					return sp.spread
 				}
-			}, PDBs: e.pdbs, Volumes: e.st.Volumes})
+			}, PDBs: e.pdbs, Volumes: e.st.Volumes}
+			if e.modelDRA() {
+				opts.DRA = e.st.DRA
+			}
+			e.binder = kubescheduler.NewBinder(opts)
 		}
 		e.bindPods = byPod
 		res := e.binder.Bind(nodes, pods)
 		for _, plan := range res.ExistingNodes {
 			n := byName[plan.Node.Name]
 			for _, p := range plan.Pods {
+				if a, ok := res.Devices[p]; ok {
+					e.allocateClaims(p, a)
+				}
 				e.bindPod(byPod[p], n)
 			}
 		}

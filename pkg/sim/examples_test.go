@@ -32,6 +32,12 @@ import (
 // Run itself gives the same report, so the two cannot drift apart.
 func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*engine, *Report) {
 	t.Helper()
+	return runExampleWith(t, name, edit, Options{})
+}
+
+// runExampleWith is runExample under opts.
+func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts Options) (*engine, *Report) {
+	t.Helper()
 	dir := filepath.Join("..", "..", "examples", "scenarios", name)
 	fsys := os.DirFS(dir)
 	load := func() *scenario.Input {
@@ -45,9 +51,12 @@ func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*engine,
 		return in
 	}
 	in := load()
-	e, err := newEngine(in, fsys, ".", Options{})
+	e, err := newEngine(in, fsys, ".", opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, n := range opts.Policy.Notes() {
+		e.rep.note(n)
 	}
 	for _, n := range in.Notes {
 		e.rep.note(n)
@@ -61,7 +70,7 @@ func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*engine,
 	}
 	rep := e.finish()
 
-	want, err := Run(context.Background(), load(), fsys, ".", Options{})
+	want, err := Run(context.Background(), load(), fsys, ".", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

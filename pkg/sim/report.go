@@ -510,7 +510,7 @@ func (e *engine) finish() *Report {
 	e.reservationNotes()
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
 		Cost: Cost{ByPool: map[string]float64{}}, CloudErrors: r.cloudErrors, Timeline: r.timeline, Notes: r.notes,
-		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, Blocked: r.blockedRecords(), DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.in.Ignored}
+		BlockedByBudget: r.blocked, BlockedByBudgetNodes: len(r.blockedBy), DisruptionEvents: r.events, Blocked: r.blockedRecords(), DriftBudget: r.drift, SpotInterruptions: r.interrupts, Preemptions: r.preempted, Ignored: e.ignoredDocs()}
 	rep.DriftBudget.HeldBackNodes = len(r.heldBack)
 	if e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour > 0 {
 		repairs := r.repairs

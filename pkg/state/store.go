@@ -87,6 +87,7 @@ type Store struct {
 	nodeEntry  map[string]entry           // Node name → its entry
 	claimEntry map[string]entry           // claim name → its entry
 	vol        volumeObjects
+	dra        draObjects
 	launch     launches // the launch-loop guard (launches.go)
 	// spread is kube-scheduler's default topology spread (SetSpreadDefaults);
 	// spreadGen counts its changes, and is part of every view's Version.
@@ -730,7 +731,7 @@ func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 	defer s.mu.Unlock()
 	views := s.build()
 	snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
-		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked()}
+		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
 	for _, v := range views {
 		snap.Nodes = append(snap.Nodes, v.built)
 	}
@@ -747,7 +748,7 @@ func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) clo
 	defer s.mu.Unlock()
 	views := s.build()
 	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
-		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked(), BufferPods: s.bufferOn}
+		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked(), DRA: s.draLocked(), BufferPods: s.bufferOn}
 	for _, v := range views {
 		n := &v.node
 		if !n.Managed() {
