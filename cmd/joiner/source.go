@@ -113,7 +113,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 	}
 	notes = append(notes, objs.BufferNotes()...)
 	notes = append(notes, objs.ReservationNotes()...)
-	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.Ignored, where: where}, nil
+	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.IgnoredUnder(policy), where: where}, nil
 }
 
 // readLive lists the cluster's objects through the kubeconfig.
@@ -178,7 +178,11 @@ func (s *clusterSource) simulated(ctx context.Context, policy provisioning.Polic
 	if err != nil {
 		return nil, fmt.Errorf("--at: %w", err)
 	}
-	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: in.Ignored,
+	ignored := in.Ignored
+	if !policy.ModelDRA {
+		ignored = append(append([]manifest.Ignored(nil), in.Ignored...), in.DRADocs...)
+	}
+	return &clusterInput{cluster: m.Cluster, now: m.At, gaveUp: m.GaveUp, ignored: ignored,
 		where: "the simulation of scenario " + name}, nil
 }
 

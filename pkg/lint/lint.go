@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	resourceapi "k8s.io/api/resource/v1"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +19,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
 // Linter runs the rules. It holds the CRD validators and the instance-type
@@ -52,6 +54,10 @@ type object struct {
 	// template, for the CapacityBuffers that name it.
 	target *buffer.Target
 	pdb    *policyv1.PodDisruptionBudget
+	// deviceClass and deviceClaim: a DeviceClass, and a claim template's
+	// or unallocated claim's spec, for JNR019.
+	deviceClass *resourceapi.DeviceClass
+	deviceClaim *deviceClaim
 	// replicas and labels of a Deployment or StatefulSet, for PDBs.
 	workload *workload
 }
@@ -221,6 +227,16 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
 		case *appsv1.StatefulSet:
 			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+		case *resourceapi.DeviceClass:
+			o.deviceClass = t
+		case *resourceapi.ResourceClaimTemplate:
+			o.deviceClaim = &deviceClaim{"ResourceClaimTemplate", t.Namespace, t.Name, *t.Spec.Spec.DeepCopy()}
+			provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
+		case *resourceapi.ResourceClaim:
+			if t.Status.Allocation == nil {
+				o.deviceClaim = &deviceClaim{"ResourceClaim", t.Namespace, t.Name, *t.Spec.DeepCopy()}
+				provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
+			}
 		}
 		o.target, _ = buffer.TargetOf(obj)
 	default:

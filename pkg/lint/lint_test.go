@@ -163,6 +163,9 @@ func TestRules(t *testing.T) {
 			[]string{pool{requirements: strings.Replace(reservedOnly, "[reserved]", "[reserved, on-demand]", 1)}.yaml()}, "spec.template.spec.requirements"},
 		{RuleReservedWithoutTerms, []string{pool{requirements: reservationID}.yaml()},
 			[]string{pool{requirements: reservationID, nodeClass: "reserved"}.yaml(), reservedClass}, "spec.template.spec.requirements"},
+		// g5.xlarge and g5.2xlarge have one GPU each: two on one node, none.
+		{RuleDeviceClaimUnsatisfiable, []string{pool{requirements: gpuReqs, taints: gpuTaint}.yaml(), gpuDeviceClass, gpuClaimTemplate("2")},
+			[]string{pool{requirements: gpuReqs, taints: gpuTaint}.yaml(), gpuDeviceClass, gpuClaimTemplate("1")}, "spec.spec.devices.requests"},
 	}
 	for _, c := range cases {
 		t.Run(c.rule, func(t *testing.T) {
@@ -192,6 +195,13 @@ func TestRules(t *testing.T) {
 			}
 		})
 	}
+}
+
+const gpuDeviceClass = "apiVersion: resource.k8s.io/v1\nkind: DeviceClass\nmetadata: {name: gpu.nvidia.com}\nspec:\n  selectors:\n    - cel: {expression: 'device.driver == \"gpu.nvidia.com\"'}\n"
+
+// gpuClaimTemplate asks for count GPUs of the class on one node.
+func gpuClaimTemplate(count string) string {
+	return "apiVersion: resource.k8s.io/v1\nkind: ResourceClaimTemplate\nmetadata: {name: gpus, namespace: ml}\nspec:\n  spec:\n    devices:\n      requests:\n        - name: gpu\n          exactly: {deviceClassName: gpu.nvidia.com, count: " + count + "}\n"
 }
 
 const (

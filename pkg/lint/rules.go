@@ -69,8 +69,10 @@ const (
 	RuleBufferDanglingRef     = "JNR016"
 	RuleBufferIgnoredSetting  = "JNR017"
 	RuleReservedWithoutTerms  = "JNR018"
-	minSpotInstanceTypes      = 15
-	minConsolidateAfterSecond = 60
+	// RuleDeviceClaimUnsatisfiable: see deviceFindings.
+	RuleDeviceClaimUnsatisfiable = "JNR019"
+	minSpotInstanceTypes         = 15
+	minConsolidateAfterSecond    = 60
 )
 
 // Rules are every rule, in ID order.
@@ -93,6 +95,7 @@ var Rules = []Rule{
 	{RuleBufferDanglingRef, "capacitybuffer-dangling-ref", Warning, "a CapacityBuffer names a PodTemplate or workload that is not in the same set of manifests: until it exists the buffer holds nothing"},
 	{RuleBufferIgnoredSetting, "capacitybuffer-ignored-setting", Warning, "a CapacityBuffer setting upstream ignores or refuses: percentage of a PodTemplate, a scalableRef kind it cannot resolve, limits on what a chunk does not request"},
 	{RuleReservedWithoutTerms, "reserved-without-reservations", Error, "a NodePool that may launch only into capacity reservations (capacity-type reserved, or a reservation ID) while its EC2NodeClass selects none: it launches nothing"},
+	{RuleDeviceClaimUnsatisfiable, "device-claim-unsatisfiable", Warning, "a ResourceClaimTemplate or ResourceClaim asks for devices no instance type the NodePools admit has (more GPUs than the largest, a product none has): with --ignore-dra-requests=false its pods stay pending"},
 }
 
 // RuleByID returns the rule with the ID.

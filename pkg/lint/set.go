@@ -37,6 +37,7 @@ func (l *Linter) setFindings(s *set) []Finding {
 	fs = append(fs, l.overlayFindings(s)...)
 	fs = append(fs, bufferFindings(s)...)
 	fs = append(fs, reservedFindings(s)...)
+	fs = append(fs, l.deviceFindings(s)...)
 	return fs
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	resourceapi "k8s.io/api/resource/v1"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -129,6 +130,9 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 		out.StorageClasses = append(out.StorageClasses, &scs.Items[i])
 	}
 	out.VolumesComplete = true
+	if err := readDRA(ctx, r, out); err != nil {
+		return nil, err
+	}
 	ignored, err := unmodelledObjects(ctx, r)
 	if err != nil {
 		return nil, err
@@ -137,14 +141,54 @@ func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	return out, nil
 }
 
+// readDRA lists the cluster's Dynamic Resource Allocation objects, when
+// it serves resource.k8s.io/v1; a kind the user may not list is named so.
+func readDRA(ctx context.Context, r client.Reader, out *Objects) error {
+	claims, tpls := &resourceapi.ResourceClaimList{}, &resourceapi.ResourceClaimTemplateList{}
+	classes, slices := &resourceapi.DeviceClassList{}, &resourceapi.ResourceSliceList{}
+	for _, l := range []struct {
+		kind string
+		list client.ObjectList
+	}{{"ResourceClaim", claims}, {"ResourceClaimTemplate", tpls}, {"DeviceClass", classes}, {"ResourceSlice", slices}} {
+		err := list(ctx, r, l.kind+"s", l.list)
+		switch {
+		case errors.Is(err, ErrNoCRD):
+			return nil // not served here
+		case apierrors.IsForbidden(err):
+			out.DRADocs = append(out.DRADocs, manifest.Ignored{Kind: l.kind, APIVersion: resourceapi.SchemeGroupVersion.String(), Name: "(any)", File: "the cluster",
+				Why: "not listed: the kubeconfig's user may not list them, so any there are left out unseen"})
+			continue
+		case err != nil:
+			return err
+		}
+	}
+	named := func(kind, ns, name string) {
+		out.DRADocs = append(out.DRADocs, manifest.Ignored{Kind: kind, APIVersion: resourceapi.SchemeGroupVersion.String(), Namespace: ns, Name: name,
+			File: "the cluster", Why: manifest.WhyIgnored(resourceapi.SchemeGroupVersion.String(), kind)})
+	}
+	for i := range claims.Items {
+		out.DRA.Claims = append(out.DRA.Claims, &claims.Items[i])
+		named("ResourceClaim", claims.Items[i].Namespace, claims.Items[i].Name)
+	}
+	for i := range tpls.Items {
+		out.DRA.Templates = append(out.DRA.Templates, &tpls.Items[i])
+		named("ResourceClaimTemplate", tpls.Items[i].Namespace, tpls.Items[i].Name)
+	}
+	for i := range classes.Items {
+		out.DRA.Classes = append(out.DRA.Classes, &classes.Items[i])
+		named("DeviceClass", "", classes.Items[i].Name)
+	}
+	for i := range slices.Items {
+		out.DRA.Slices = append(out.DRA.Slices, &slices.Items[i])
+		named("ResourceSlice", "", slices.Items[i].Name)
+	}
+	return nil
+}
+
 // unmodelledKinds are the kinds a cluster may hold that bear on where pods
 // run or what they get, and that a plan does not model: each object of
 // them the cluster serves is named as left out.
 var unmodelledKinds = []schema.GroupVersionKind{
-	{Group: "resource.k8s.io", Version: "v1", Kind: "DeviceClass"},
-	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceSlice"},
-	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaim"},
-	{Group: "resource.k8s.io", Version: "v1", Kind: "ResourceClaimTemplate"},
 	{Group: "autoscaling.k8s.io", Version: "v1", Kind: "VerticalPodAutoscaler"},
 	{Version: "v1", Kind: "LimitRange"},
 	{Version: "v1", Kind: "ResourceQuota"},

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	resourceapi "k8s.io/api/resource/v1"
 	"sort"
 	"strings"
 
@@ -20,6 +21,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
@@ -48,6 +50,11 @@ type Objects struct {
 	VolumesComplete bool
 	// Ignored are the documents of kinds a plan does not read, by place.
 	Ignored []manifest.Ignored
+	// DRA are the Dynamic Resource Allocation objects, which a plan
+	// reads under --ignore-dra-requests=false; DRADocs name them, for a
+	// host to name as left out otherwise (see IgnoredUnder).
+	DRA     provisioning.DRAObjects
+	DRADocs []manifest.Ignored
 	// CapacityBuffers hold spare capacity for pods not there yet; their
 	// chunks are resolved with BufferLookup (see Buffers).
 	CapacityBuffers []*autoscalingv1beta1.CapacityBuffer
@@ -182,7 +189,16 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 		return nil
 	}
 	why := ""
-	if manifest.IsBuiltin(d) && !manifest.IsDRA(d) {
+	if manifest.IsDRA(d) {
+		obj, ps := manifest.DecodeBuiltin(d)
+		if len(ps) > 0 {
+			return where(ps)
+		}
+		o.addDRA(obj)
+		o.DRADocs = append(o.DRADocs, manifest.NewIgnored(d, ""))
+		return nil
+	}
+	if manifest.IsBuiltin(d) {
 		why = "not read: a plan works from the Pods themselves, not their controllers (kubectl get pods -o yaml)"
 		if err := o.addTarget(d); err != nil {
 			return where(err)
@@ -212,7 +228,7 @@ func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cl
 	return &state.Cluster{BufferPods: bufferPods, NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
 		PDBs: o.PDBs, InstanceTypes: its, NodeOverlays: o.NodeOverlays, AssumeUnschedulable: true,
 		PersistentVolumeClaims: o.PersistentVolumeClaims, PersistentVolumes: o.PersistentVolumes, StorageClasses: o.StorageClasses,
-		VolumesComplete: o.VolumesComplete}
+		VolumesComplete: o.VolumesComplete, DRA: &o.DRA}
 }
 
 // Region is the region the nodes are in (their topology.kubernetes.io/region
@@ -230,4 +246,32 @@ func (o *Objects) Region() string {
 		}
 	}
 	return region
+}
+
+// addDRA files a Dynamic Resource Allocation object, with the API
+// server's defaults.
+func (o *Objects) addDRA(obj any) {
+	switch t := obj.(type) {
+	case *resourceapi.ResourceClaim:
+		t.Namespace = podutil.Namespace(t.ObjectMeta)
+		provisioning.DefaultDeviceClaim(&t.Spec)
+		o.DRA.Claims = append(o.DRA.Claims, t)
+	case *resourceapi.ResourceClaimTemplate:
+		t.Namespace = podutil.Namespace(t.ObjectMeta)
+		provisioning.DefaultDeviceClaim(&t.Spec.Spec)
+		o.DRA.Templates = append(o.DRA.Templates, t)
+	case *resourceapi.DeviceClass:
+		o.DRA.Classes = append(o.DRA.Classes, t)
+	case *resourceapi.ResourceSlice:
+		o.DRA.Slices = append(o.DRA.Slices, t)
+	}
+}
+
+// IgnoredUnder is what a plan under policy leaves out: the DRA objects
+// too when it does not model them.
+func (o *Objects) IgnoredUnder(policy provisioning.Policy) []manifest.Ignored {
+	if policy.ModelDRA || len(o.DRADocs) == 0 {
+		return o.Ignored
+	}
+	return append(append([]manifest.Ignored(nil), o.Ignored...), o.DRADocs...)
 }

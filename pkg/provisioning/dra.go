@@ -471,3 +471,26 @@ func reqLabels(reqs scheduling.Requirements) map[string]string {
 
 // asksForDevices says the class's pods have device claims to allocate.
 func asksForDevices(c *podClass) bool { return podutil.HasDRARequirements(c.spec) }
+
+// DefaultDeviceClaim gives a claim's device requests the API server's
+// defaults: allocationMode ExactCount, and then count 1, in a request and
+// in each of its firstAvailable alternatives.
+func DefaultDeviceClaim(spec *resourceapi.ResourceClaimSpec) {
+	def := func(mode *resourceapi.DeviceAllocationMode, count *int64) {
+		if *mode == "" {
+			*mode = resourceapi.DeviceAllocationModeExactCount
+		}
+		if *mode == resourceapi.DeviceAllocationModeExactCount && *count == 0 {
+			*count = 1
+		}
+	}
+	for i := range spec.Devices.Requests {
+		r := &spec.Devices.Requests[i]
+		if r.Exactly != nil {
+			def(&r.Exactly.AllocationMode, &r.Exactly.Count)
+		}
+		for j := range r.FirstAvailable {
+			def(&r.FirstAvailable[j].AllocationMode, &r.FirstAvailable[j].Count)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -27,31 +28,8 @@ func defaultPodSpecs(obj any) {
 	case *corev1.Pod:
 		scheduling.DefaultRequestsFromLimits(&o.Spec)
 	case *resourceapi.ResourceClaimTemplate:
-		DefaultDeviceClaim(&o.Spec.Spec)
+		provisioning.DefaultDeviceClaim(&o.Spec.Spec)
 	case *resourceapi.ResourceClaim:
-		DefaultDeviceClaim(&o.Spec)
-	}
-}
-
-// DefaultDeviceClaim gives a claim's device requests the API server's
-// defaults: allocationMode ExactCount, and then count 1, in a request and
-// in each of its firstAvailable alternatives.
-func DefaultDeviceClaim(spec *resourceapi.ResourceClaimSpec) {
-	def := func(mode *resourceapi.DeviceAllocationMode, count *int64) {
-		if *mode == "" {
-			*mode = resourceapi.DeviceAllocationModeExactCount
-		}
-		if *mode == resourceapi.DeviceAllocationModeExactCount && *count == 0 {
-			*count = 1
-		}
-	}
-	for i := range spec.Devices.Requests {
-		r := &spec.Devices.Requests[i]
-		if r.Exactly != nil {
-			def(&r.Exactly.AllocationMode, &r.Exactly.Count)
-		}
-		for j := range r.FirstAvailable {
-			def(&r.FirstAvailable[j].AllocationMode, &r.FirstAvailable[j].Count)
-		}
+		provisioning.DefaultDeviceClaim(&o.Spec)
 	}
 }

@@ -67,6 +67,9 @@ type Cluster struct {
 	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
+	// DRA are the device objects pods' claims are allocated from (read
+	// when the Policy models DRA).
+	DRA *provisioning.DRAObjects
 	// VolumesComplete: those are all the cluster has, so a claim, volume
 	// or class not among them holds its pods back, as upstream's; without
 	// it (manifests that list none) one not among them asks nothing.
@@ -259,6 +262,20 @@ func (c *Cluster) Store() *Store {
 		s.SetStorageClass(sc)
 	}
 	s.SetVolumesComplete(c.VolumesComplete)
+	if c.DRA != nil {
+		for _, o := range c.DRA.Claims {
+			s.SetResourceClaim(o)
+		}
+		for _, o := range c.DRA.Templates {
+			s.SetResourceClaimTemplate(o)
+		}
+		for _, o := range c.DRA.Classes {
+			s.SetDeviceClass(o)
+		}
+		for _, o := range c.DRA.Slices {
+			s.SetResourceSlice(o)
+		}
+	}
 	for _, nc := range c.NodeClaims {
 		s.SetNodeClaim(nc)
 	}

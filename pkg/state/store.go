@@ -803,7 +803,7 @@ func (s *Store) Cluster() *Cluster {
 	defer s.mu.Unlock()
 	c := &Cluster{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
 		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete,
-		BufferPods: slices.Clone(s.buffers), BufferPlacement: maps.Clone(s.bufferOn)}
+		BufferPods: slices.Clone(s.buffers), BufferPlacement: maps.Clone(s.bufferOn), DRA: s.draLocked()}
 	for _, pvc := range s.vol.claims {
 		c.PersistentVolumeClaims = append(c.PersistentVolumeClaims, pvc)
 	}
