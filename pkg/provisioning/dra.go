@@ -89,12 +89,57 @@ type dra struct {
 	typeOf    map[string]*cloudprovider.InstanceType
 	cel       *cel.Cache
 	// allocated: devices the cluster's claims and this pass hold on nodes.
-	allocated sets.Set[structured.DeviceID]
+	allocated *heldDevices
 	// pinned: a shared claim (by namespace/name) allocated in this pass, to
 	// the node or planned NodeClaim it went with.
 	pinned map[string]string
 	// used: template devices taken on a planned NodeClaim, per type index.
-	used map[*claim]map[int]sets.Set[structured.DeviceID]
+	used map[*claim]map[int]*heldDevices
+}
+
+// heldDevices are devices taken: whole ones, and shares of the devices
+// that allow several allocations with what each share consumes
+// (consumable capacity), as the allocator's AllocatedState has them.
+type heldDevices struct {
+	devices  sets.Set[structured.DeviceID]
+	shared   sets.Set[structured.SharedDeviceID]
+	capacity structured.ConsumedCapacityCollection
+}
+
+func newHeld() *heldDevices {
+	return &heldDevices{devices: sets.New[structured.DeviceID](), shared: sets.New[structured.SharedDeviceID](),
+		capacity: structured.NewConsumedCapacityCollection()}
+}
+
+// add holds allocation results: a share (ShareID set) by its ID and
+// consumed capacity, any other device whole.
+func (h *heldDevices) add(results ...resourceapi.DeviceRequestAllocationResult) {
+	for _, r := range results {
+		id := structured.MakeDeviceID(r.Driver, r.Pool, r.Device)
+		if r.ShareID == nil {
+			h.devices.Insert(id)
+			continue
+		}
+		h.shared.Insert(structured.MakeSharedDeviceID(id, r.ShareID))
+		if r.ConsumedCapacity != nil {
+			h.capacity.Insert(structured.NewDeviceConsumedCapacity(id, r.ConsumedCapacity))
+		}
+	}
+}
+
+// union is h and o together, h and o unchanged.
+func (h *heldDevices) union(o *heldDevices) *heldDevices {
+	u := &heldDevices{devices: h.devices.Union(o.devices), shared: h.shared.Union(o.shared), capacity: h.capacity.Clone()}
+	for id, c := range o.capacity {
+		u.capacity.Insert(structured.DeviceConsumedCapacity{DeviceID: id, ConsumedCapacity: c})
+	}
+	return u
+}
+
+// state is h as the allocator reads it. The allocator does not write into
+// it (it keeps what it allocates in a call to itself).
+func (h *heldDevices) state() structured.AllocatedState {
+	return structured.AllocatedState{AllocatedDevices: h.devices, AllocatedSharedDeviceIDs: h.shared, AggregatedCapacity: h.capacity}
 }
 
 type classLister map[string]*resourceapi.DeviceClass
@@ -123,8 +168,8 @@ func newDRA(snap *Snapshot) *dra {
 		return nil
 	}
 	d := &dra{claims: map[string]*resourceapi.ResourceClaim{}, templates: map[string]*resourceapi.ResourceClaimTemplate{}, classes: classLister{},
-		typeOf: map[string]*cloudprovider.InstanceType{}, cel: cel.NewCache(64, cel.Features{}), allocated: sets.New[structured.DeviceID](),
-		pinned: map[string]string{}, used: map[*claim]map[int]sets.Set[structured.DeviceID]{}}
+		typeOf: map[string]*cloudprovider.InstanceType{}, cel: cel.NewCache(64, cel.Features{}), allocated: newHeld(),
+		pinned: map[string]string{}, used: map[*claim]map[int]*heldDevices{}}
 	for _, its := range snap.InstanceTypes {
 		for _, it := range its {
 			d.typeOf[it.Name] = it
@@ -148,9 +193,7 @@ func newDRA(snap *Snapshot) *dra {
 		}
 		d.claims[c.Namespace+"/"+c.Name] = c
 		if c.Status.Allocation != nil {
-			for _, r := range c.Status.Allocation.Devices.Results {
-				d.allocated.Insert(structured.MakeDeviceID(r.Driver, r.Pool, r.Device))
-			}
+			d.allocated.add(c.Status.Allocation.Devices.Results...)
 		}
 	}
 	for _, t := range objs.Templates {
@@ -229,7 +272,7 @@ func statusClaim(pod *corev1.Pod, name string) string {
 // allocation is what a pod's claims take on one node: the devices, the
 // shared claims it pins there, and each claim's result.
 type allocation struct {
-	devices []structured.DeviceID
+	devices []resourceapi.DeviceRequestAllocationResult
 	pins    []string
 	claims  []ClaimAllocation
 }
@@ -274,7 +317,7 @@ func (d *dra) published(node string) bool {
 
 // allocate is onNode and onClaim's common part: claims already allocated
 // must have gone to this target; the others are allocated from slices.
-func (d *dra) allocate(node *corev1.Node, target string, claims []podClaim, slices []*resourceapi.ResourceSlice, held sets.Set[structured.DeviceID]) (*allocation, error) {
+func (d *dra) allocate(node *corev1.Node, target string, claims []podClaim, slices []*resourceapi.ResourceSlice, held *heldDevices) (*allocation, error) {
 	a := &allocation{}
 	var todo []*resourceapi.ResourceClaim
 	for _, pc := range claims {
@@ -303,9 +346,7 @@ func (d *dra) allocate(node *corev1.Node, target string, claims []podClaim, slic
 	if len(todo) == 0 {
 		return a, nil
 	}
-	alloc, err := structured.NewAllocator(context.Background(), draFeatures, structured.AllocatedState{AllocatedDevices: held,
-		AllocatedSharedDeviceIDs: sets.New[structured.SharedDeviceID](), AggregatedCapacity: structured.NewConsumedCapacityCollection()},
-		d.classes, slices, d.cel)
+	alloc, err := structured.NewAllocator(context.Background(), draFeatures, held.state(), d.classes, slices, d.cel)
 	if err != nil {
 		return nil, &Reason{Code: ReasonDRAClaim, Detail: err.Error()}
 	}
@@ -321,9 +362,7 @@ func (d *dra) allocate(node *corev1.Node, target string, claims []podClaim, slic
 		return nil, &Reason{Code: ReasonDRADevices, Detail: "no devices left for ResourceClaim " + strings.Join(names, ", ")}
 	}
 	for i, r := range results {
-		for _, dr := range r.Devices.Results {
-			a.devices = append(a.devices, structured.MakeDeviceID(dr.Driver, dr.Pool, dr.Device))
-		}
+		a.devices = append(a.devices, r.Devices.Results...)
 		a.claims = append(a.claims, ClaimAllocation{Namespace: todo[i].Namespace, Name: todo[i].Name, Result: r})
 	}
 	return a, nil
@@ -363,7 +402,7 @@ func (a *DeviceAllocator) Commit(node string, al *DeviceAllocation) { a.d.commit
 
 // commitNode holds what a pod took on an existing node.
 func (d *dra) commitNode(node string, a *allocation) {
-	d.allocated.Insert(a.devices...)
+	d.allocated.add(a.devices...)
 	for _, k := range a.pins {
 		d.pinned[k] = node
 	}
@@ -384,8 +423,8 @@ func (d *dra) onClaim(cl *claim, cand bitset, reqLabels map[string]string, pod *
 	cand.each(func(i int) bool {
 		it := cl.pool.its[i].it
 		held := d.allocated
-		if u := d.used[cl][i]; u.Len() > 0 {
-			held = held.Union(u)
+		if u := d.used[cl][i]; u != nil {
+			held = held.union(u)
 		}
 		node.Labels[corev1.LabelInstanceTypeStable] = it.Name
 		a, err := d.allocate(node, cl.name, claims, templateSlices(it, cl.name), held)
@@ -410,14 +449,14 @@ func (d *dra) onClaim(cl *claim, cand bitset, reqLabels map[string]string, pod *
 func (d *dra) commitClaim(cl *claim, per map[int]*allocation) {
 	m := d.used[cl]
 	if m == nil {
-		m = map[int]sets.Set[structured.DeviceID]{}
+		m = map[int]*heldDevices{}
 		d.used[cl] = m
 	}
 	for i, a := range per {
 		if m[i] == nil {
-			m[i] = sets.New[structured.DeviceID]()
+			m[i] = newHeld()
 		}
-		m[i].Insert(a.devices...)
+		m[i].add(a.devices...)
 		for _, k := range a.pins {
 			d.pinned[k] = cl.name
 		}

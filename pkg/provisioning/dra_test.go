@@ -281,3 +281,79 @@ func TestDRAMovingFreesOnlyItsClaims(t *testing.T) {
 		})
 	}
 }
+
+// existingWith is an initialized node publishing the slices.
+func existingWith(slices ...*resourceapi.ResourceSlice) (*Node, []*resourceapi.ResourceSlice) {
+	node := readyNode("dev-node", "zone-a", 64)
+	node.Labels[v1.LabelNodeInitialized] = "true"
+	for _, s := range slices {
+		name := node.Name
+		if s.Spec.NodeSelector == nil {
+			s.Spec.NodeName = &name
+		}
+		s.Spec.Driver, s.Spec.Pool = gpuDriver, resourceapi.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: int64(len(slices))}
+	}
+	return node, slices
+}
+
+// placedOn counts the pods a plan puts on existing nodes.
+func placedOn(res *Results) int {
+	n := 0
+	for _, e := range res.ExistingNodes {
+		n += len(e.Pods)
+	}
+	return n
+}
+
+// TestDRAPartitionableDevices: a GPU offered whole or as two halves that
+// draw on one counter set: two pods take the two halves, and then neither
+// the whole GPU nor a third half is left — the counters say so.
+func TestDRAPartitionableDevices(t *testing.T) {
+	mem := func(q string) map[string]resourceapi.Counter {
+		return map[string]resourceapi.Counter{"memory": {Value: resource.MustParse(q)}}
+	}
+	counters := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "counters"}, Spec: resourceapi.ResourceSliceSpec{
+		SharedCounters: []resourceapi.CounterSet{{Name: "gpu-0", Counters: mem("40Gi")}}}}
+	part := func(name, q string) resourceapi.Device {
+		profile := strings.TrimSuffix(strings.TrimSuffix(name, "-a"), "-b")
+		return resourceapi.Device{Name: name, Attributes: map[resourceapi.QualifiedName]resourceapi.DeviceAttribute{"profile": {StringValue: ptrTo(profile)}},
+			ConsumesCounters: []resourceapi.DeviceCounterConsumption{{CounterSet: "gpu-0", Counters: mem(q)}}}
+	}
+	devices := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "devices"}, Spec: resourceapi.ResourceSliceSpec{
+		Devices: []resourceapi.Device{part("whole", "40Gi"), part("half-a", "20Gi"), part("half-b", "20Gi")}}}
+	node, slices := existingWith(counters, devices)
+	half := gpuTemplate("half", 1, "", false)
+	half.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].profile == "half"`}}}
+	whole := gpuTemplate("whole", 1, "", false)
+	whole.Spec.Spec.Devices.Requests[0].Exactly.Selectors = []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{Expression: `device.attributes["gpu.nvidia.com"].profile == "whole"`}}}
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{half, whole}, Slices: slices}
+	// Only the node can take them: no GPU type in the pool.
+	noGPU := []*cloudprovider.InstanceType{it("m", 4)}
+	res := solve(t, []*v1.NodePool{pool("p")}, noGPU, []*corev1.Pod{pod("1", "1Gi", withClaim("half")), pod("1", "1Gi", withClaim("half")),
+		pod("1", "1Gi", withClaim("half")), pod("1", "1Gi", withClaim("whole"))}, modelDRA(objs, node))
+	if got := placedOn(res); got != 2 || len(res.Unschedulable) != 2 {
+		t.Fatalf("%d pods on the node, %d unschedulable: want the two halves placed, and a third half and the whole GPU not (%v)", got, len(res.Unschedulable), res.Unschedulable[0].Reason)
+	}
+	res = solve(t, []*v1.NodePool{pool("p")}, noGPU, []*corev1.Pod{pod("1", "1Gi", withClaim("whole")), pod("1", "1Gi", withClaim("half"))}, modelDRA(objs, node))
+	if got := placedOn(res); got != 1 {
+		t.Errorf("%d pods on the node: the whole GPU first leaves no half", got)
+	}
+}
+
+// TestDRAConsumableCapacity: a device several claims may share, each
+// taking 10Gi of its 40Gi: four fit, the fifth does not.
+func TestDRAConsumableCapacity(t *testing.T) {
+	multi := true
+	shared := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: "shared"}, Spec: resourceapi.ResourceSliceSpec{
+		Devices: []resourceapi.Device{{Name: "gpu-0", AllowMultipleAllocations: &multi,
+			Capacity: map[resourceapi.QualifiedName]resourceapi.DeviceCapacity{"memory": {Value: resource.MustParse("40Gi")}}}}}}
+	node, slices := existingWith(shared)
+	tpl := gpuTemplate("slice", 1, "", false)
+	tpl.Spec.Spec.Devices.Requests[0].Exactly.Capacity = &resourceapi.CapacityRequirements{Requests: map[resourceapi.QualifiedName]resource.Quantity{"memory": resource.MustParse("10Gi")}}
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{tpl}, Slices: slices}
+	pods := times(5, func() *corev1.Pod { return pod("1", "1Gi", withClaim("slice")) })
+	res := solve(t, []*v1.NodePool{pool("p")}, []*cloudprovider.InstanceType{it("m", 4)}, pods, modelDRA(objs, node))
+	if got := placedOn(res); got != 4 || len(res.Unschedulable) != 1 {
+		t.Fatalf("%d pods share the device, %d unschedulable: want four of 10Gi in 40Gi, and the fifth not", got, len(res.Unschedulable))
+	}
+}
