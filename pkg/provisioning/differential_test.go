@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,6 +43,7 @@ func TestDecisionsDifferential(t *testing.T) {
 				requireEachPodOnce(t, d, b.snap.Pods, res)
 				requireFeasible(t, d, res)
 				requireReservationsKept(t, d, b.snap, res)
+				requireDevicesKept(t, d, b.snap, res)
 			}
 			nj, nk := len(joiner.Unschedulable), len(karpenter.Unschedulable)
 			switch jp, kp := joiner.Price(), karpenter.Price(); {
@@ -239,7 +241,57 @@ func generateBatch(r *rand.Rand) *batch {
 	if r.Intn(3) == 0 {
 		addReservations(r, general, its) // drawn last: the batches before them stay as they were
 	}
+	if r.Intn(3) == 0 {
+		addDeviceClaims(r, snap, its) // after reservations, for the same reason
+	}
 	return &batch{snap: snap}
+}
+
+// addDeviceClaims models DRA in the batch: each GPU type (family p) gets a
+// device per 4 cores, and 1 to 6 pods claim 1 or 2 GPUs each through a
+// template (tolerating the GPU pool's taint).
+func addDeviceClaims(r *rand.Rand, snap *Snapshot, its []*cloudprovider.InstanceType) {
+	for _, t := range its {
+		if fam, _ := t.Requirements.Get("family").Any(); fam == "p" {
+			cpu := t.Capacity[corev1.ResourceCPU]
+			devices(int(cpu.Value()/4), "p100")(t)
+		}
+	}
+	snap.Policy.ModelDRA = true
+	snap.DRA = &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass},
+		Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("gpu-1", 1, "", false), gpuTemplate("gpu-2", 2, "", false)}}
+	for i, n := 0, 1+r.Intn(6); i < n; i++ {
+		p := pod(fmt.Sprintf("%dm", 500+500*r.Intn(4)), "2Gi", withClaim(fmt.Sprintf("gpu-%d", 1+r.Intn(2))), tolerate("nvidia.com/gpu"))
+		p.Labels["app"] = "trainer"
+		snap.Pods = append(snap.Pods, p)
+	}
+}
+
+// requireDevicesKept: no NodeClaim holds pods claiming more GPUs than any
+// of its instance types has.
+func requireDevicesKept(t *testing.T, d Decisions, snap *Snapshot, res *Results) {
+	t.Helper()
+	if !snap.Policy.ModelDRA {
+		return
+	}
+	for _, nc := range res.NewNodeClaims {
+		want := 0
+		for _, p := range nc.Pods {
+			for _, rc := range p.Spec.ResourceClaims {
+				if rc.ResourceClaimTemplateName != nil {
+					want += int(snap.DRA.Template("default", *rc.ResourceClaimTemplateName).Spec.Spec.Devices.Requests[0].Exactly.Count)
+				}
+			}
+		}
+		if want == 0 {
+			continue
+		}
+		for _, it := range nc.InstanceTypes {
+			if have := len(it.Devices); have == 0 || len(it.Devices[0].Devices) < want {
+				t.Errorf("%s: a NodeClaim of pods claiming %d GPUs may launch %s", d, want, it.Name)
+			}
+		}
+	}
 }
 
 // addReservations gives one to three of the general pool's types a
