@@ -148,9 +148,9 @@ func (r *validation) check(d *manifest.Document) {
 		r.problems = append(r.problems, ps...)
 	default:
 		r.other++
-		if why, ok := manifest.Unmodelled(d.Kind); ok {
+		if _, ok := manifest.Unmodelled(d.Kind); ok {
 			r.problems = append(r.problems, manifest.Problem{File: d.File, Line: d.Line, Doc: d.Doc, Kind: d.Kind, Name: d.Name,
-				Message: why + "; simulate, plan and explain name it among what they leave out", Warning: true})
+				Message: manifest.WhyIgnored(d.APIVersion, d.Kind) + "; simulate, plan and explain name it among what they leave out", Warning: true})
 		}
 	}
 }

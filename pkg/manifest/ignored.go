@@ -58,6 +58,9 @@ func Unmodelled(kind string) (why string, ok bool) {
 // WhyIgnored says why a document of the kind is not acted on.
 func WhyIgnored(apiVersion, kind string) string {
 	if why, ok := unmodelled[kind]; ok {
+		if strings.HasPrefix(apiVersion, "resource.k8s.io/") && apiVersion != "resource.k8s.io/v1" {
+			return apiVersion + " is not read: Joiner reads Dynamic Resource Allocation as resource.k8s.io/v1 (served since Kubernetes 1.34); write it as v1 (kubectl get -o yaml of the object a 1.34+ API server stored gives it)"
+		}
 		return why
 	}
 	if inert[kind] {

@@ -29,3 +29,16 @@ func TestIgnoredLines(t *testing.T) {
 		t.Errorf("perLine 0 names every object: %s", all[0])
 	}
 }
+
+// TestOldDRAVersionsSaySo: a DRA object of a version Joiner does not read
+// says which one it does, not that DRA is ignored.
+func TestOldDRAVersionsSaySo(t *testing.T) {
+	for _, v := range []string{"resource.k8s.io/v1beta1", "resource.k8s.io/v1beta2"} {
+		if why := WhyIgnored(v, "ResourceClaimTemplate"); !strings.Contains(why, v+" is not read") || !strings.Contains(why, "resource.k8s.io/v1 ") {
+			t.Errorf("%s: %q", v, why)
+		}
+	}
+	if why := WhyIgnored("resource.k8s.io/v1", "ResourceSlice"); strings.Contains(why, "is not read") {
+		t.Errorf("v1: %q", why)
+	}
+}
