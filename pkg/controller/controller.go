@@ -206,6 +206,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		return nil, err
 	}
 	life := &lifecycle{gate: gate, client: kube, cloud: cloud, events: events, clock: opts.Clock, registrationTTL: opts.RegistrationTTL}
+	if opts.Policy.ModelDRA {
+		life.dra = store.DRA
+	}
 	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(life.claimOfNode)).

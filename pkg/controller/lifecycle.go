@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
@@ -41,6 +43,10 @@ type lifecycle struct {
 	registrationTTL time.Duration
 	// launches are the instances launched whose claim has not recorded them.
 	launches launchCache
+	// dra, with --ignore-dra-requests=false, is the Store's device
+	// objects: a claim planned onto DRA drivers' devices is Initialized
+	// only once each has published a complete pool for its node.
+	dra func() *provisioning.DRAObjects
 }
 
 // reconcile moves a NodeClaim along its lifecycle, as upstream's
@@ -225,6 +231,18 @@ func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile
 			return reconcile.Result{}, nil
 		}
 	}
+	if missing := l.unpublishedDriver(nc, node.Name); missing != "" {
+		// As upstream's initialization: DRADriverPoolsNotPublished until
+		// the driver's slices are there (they wake no reconcile: poll).
+		if l.setWaiting(nc, v1.ConditionInitialized, "DRADriverPoolsNotPublished", fmt.Sprintf("DRA driver %q has not published a complete resource pool", missing)) {
+			orig := nc.DeepCopy()
+			orig.Status.Conditions = nil
+			if err := l.client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
+				return reconcile.Result{}, err
+			}
+		}
+		return reconcile.Result{RequeueAfter: draPublishPoll}, nil
+	}
 	if node.Labels[v1.LabelNodeInitialized] != "true" {
 		node.Labels[v1.LabelNodeInitialized] = "true"
 		if err := l.client.Update(ctx, node); err != nil {
@@ -371,6 +389,49 @@ func (l *lifecycle) setCondition(nc *v1.NodeClaim, t, reason, message string) {
 	}
 	nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: message,
 		LastTransitionTime: now, ObservedGeneration: nc.Generation})
+}
+
+// draPublishPoll is how often a claim waiting for its DRA drivers' slices
+// looks again.
+const draPublishPoll = 5 * time.Second
+
+// unpublishedDriver is the first driver of the claim's requested DRA
+// drivers with no complete pool for the node ("" when none is missing,
+// or DRA is not modelled).
+func (l *lifecycle) unpublishedDriver(nc *v1.NodeClaim, node string) string {
+	want := strings.TrimSpace(nc.Annotations[v1.AnnotationDRADrivers])
+	if l.dra == nil || want == "" {
+		return ""
+	}
+	have := provisioning.PublishedDrivers(l.dra(), node)
+	for _, d := range strings.Split(want, ",") {
+		if d = strings.TrimSpace(d); d != "" && !have[d] {
+			return d
+		}
+	}
+	return ""
+}
+
+// setWaiting sets condition t Unknown with reason and message; it says
+// whether that changed anything.
+func (l *lifecycle) setWaiting(nc *v1.NodeClaim, t, reason, message string) bool {
+	now := metav1.NewTime(l.clock.Now())
+	for i := range nc.Status.Conditions {
+		c := &nc.Status.Conditions[i]
+		if c.Type == t {
+			if c.Status == metav1.ConditionUnknown && c.Reason == reason && c.Message == message {
+				return false
+			}
+			if c.Status != metav1.ConditionUnknown {
+				c.LastTransitionTime = now
+			}
+			c.Status, c.Reason, c.Message = metav1.ConditionUnknown, reason, message
+			return true
+		}
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: reason, Message: message,
+		LastTransitionTime: now, ObservedGeneration: nc.Generation})
+	return true
 }
 
 func conditionTrue(nc *v1.NodeClaim, t string) bool {

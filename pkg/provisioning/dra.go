@@ -463,6 +463,65 @@ func (d *dra) commitClaim(cl *claim, per map[int]*allocation) {
 	}
 }
 
+// driversOf are the drivers whose template devices the claim's pods took,
+// on any of its types, sorted.
+func (d *dra) driversOf(cl *claim) []string {
+	set := map[string]bool{}
+	for _, h := range d.used[cl] {
+		for id := range h.devices {
+			set[id.Driver.String()] = true
+		}
+		for id := range h.shared {
+			set[id.GetDeviceID().Driver.String()] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// PublishedDrivers are the drivers that have published a complete pool of
+// the node's own (spec.nodeName, or a Node owner reference): the slices at
+// a pool's highest generation number its resourceSliceCount. Upstream's
+// initialization waits for each driver a NodeClaim's pods were planned
+// onto (v1.AnnotationDRADrivers) to be among them.
+func PublishedDrivers(objs *DRAObjects, node string) map[string]bool {
+	type pool struct{ driver, name string }
+	type seen struct{ gen, count, observed int64 }
+	pools := map[pool]*seen{}
+	if objs != nil {
+		for _, sl := range objs.Slices {
+			own := sl.Spec.NodeName != nil && *sl.Spec.NodeName == node
+			for _, ref := range sl.OwnerReferences {
+				own = own || ref.Kind == "Node" && ref.Name == node
+			}
+			if !own {
+				continue
+			}
+			k, gen := pool{sl.Spec.Driver, sl.Spec.Pool.Name}, sl.Spec.Pool.Generation
+			switch o := pools[k]; {
+			case o == nil || gen > o.gen:
+				pools[k] = &seen{gen: gen, count: sl.Spec.Pool.ResourceSliceCount, observed: 1}
+			case gen == o.gen:
+				o.observed++
+			}
+		}
+	}
+	out := map[string]bool{}
+	for k, o := range pools {
+		if o.count > 0 && o.observed == o.count {
+			out[k.driver] = true
+		}
+	}
+	return out
+}
+
 // TemplateSlices are the slices a node named node of type it publishes
 // once its drivers run: one pool per driver on that node, complete.
 func TemplateSlices(it *cloudprovider.InstanceType, node string) []*resourceapi.ResourceSlice {

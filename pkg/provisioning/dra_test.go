@@ -357,3 +357,46 @@ func TestDRAConsumableCapacity(t *testing.T) {
 		t.Fatalf("%d pods share the device, %d unschedulable: want four of 10Gi in 40Gi, and the fifth not", got, len(res.Unschedulable))
 	}
 }
+
+// TestPublishedDrivers: a driver counts once a pool of the node's own is
+// complete at its highest generation; another node's, an incomplete pool
+// and a superseded generation do not.
+func TestPublishedDrivers(t *testing.T) {
+	slice := func(driver, node string, gen, count int64) *resourceapi.ResourceSlice {
+		n := node
+		return &resourceapi.ResourceSlice{Spec: resourceapi.ResourceSliceSpec{Driver: driver, NodeName: &n,
+			Pool: resourceapi.ResourcePool{Name: node + "/" + driver, Generation: gen, ResourceSliceCount: count}}}
+	}
+	owned := slice("nic.example.com", "", 1, 1)
+	owned.Spec.NodeName = nil
+	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "n1"}}
+	objs := &DRAObjects{Slices: []*resourceapi.ResourceSlice{
+		slice("gpu.nvidia.com", "n1", 1, 1),
+		slice("gpu.amd.com", "n1", 1, 2), // one of two
+		slice("fpga.example.com", "n1", 1, 1), slice("fpga.example.com", "n1", 2, 2), // generation 2 is one of two
+		slice("tpu.example.com", "n2", 1, 1),
+		owned,
+	}}
+	got := PublishedDrivers(objs, "n1")
+	if len(got) != 2 || !got["gpu.nvidia.com"] || !got["nic.example.com"] {
+		t.Errorf("published drivers %v, want gpu.nvidia.com and nic.example.com", got)
+	}
+}
+
+// TestDRADriversOfPlan: a NodeClaim planned onto GPU devices names their
+// driver, and one without device claims names none.
+func TestDRADriversOfPlan(t *testing.T) {
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("one-gpu", 1, "", false)}}
+	plain := pod("1", "1Gi", nodeSelector("family", "m"))
+	res := solve(t, []*v1.NodePool{pool("p")}, gpuTypes(), []*corev1.Pod{pod("1", "1Gi", withClaim("one-gpu")), plain}, modelDRA(objs))
+	requireAllPlaced(t, res)
+	for _, nc := range res.NewNodeClaims {
+		want := []string{gpuDriver}
+		if nc.Pods[0] == plain {
+			want = nil
+		}
+		if fmt.Sprint(nc.DRADrivers) != fmt.Sprint(want) {
+			t.Errorf("NodeClaim of %s: drivers %v, want %v", nc.Pods[0].Name, nc.DRADrivers, want)
+		}
+	}
+}

@@ -919,8 +919,12 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	if len(its) == 0 {
 		its = nil // as before it was made with room
 	}
-	return &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
+	plan := &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
 		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
+	if s.dra != nil {
+		plan.DRADrivers = s.dra.driversOf(cl)
+	}
+	return plan
 }
 
 // needsOwnNode: a pod with required pod anti-affinity on hostname against

@@ -128,6 +128,10 @@ type NodeClaimPlan struct {
 	// MinValuesRelaxed: MinValuesPolicy BestEffort lowered a minValues of
 	// Requirements; the NodeClaim is annotated so, as upstream's.
 	MinValuesRelaxed bool
+	// DRADrivers are the drivers whose devices the pods' claims were
+	// allocated from (sorted; none without DRA): the NodeClaim waits for
+	// them to publish before it is Initialized, as upstream's.
+	DRADrivers []string
 }
 
 // NodeClaimRequirements are the plan's requirements with the instance

@@ -2,6 +2,7 @@ package state
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"strings"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
@@ -29,6 +30,9 @@ func NewNodeClaim(plan *provisioning.NodeClaimPlan, name string, now metav1.Time
 	}
 	if plan.MinValuesRelaxed {
 		nc.Annotations[v1.AnnotationMinValuesRelaxed] = "true"
+	}
+	if len(plan.DRADrivers) > 0 {
+		nc.Annotations[v1.AnnotationDRADrivers] = strings.Join(plan.DRADrivers, ",")
 	}
 	yes := true
 	nc.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool", Name: np.Name, UID: np.UID, BlockOwnerDeletion: &yes}}

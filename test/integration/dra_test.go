@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -87,4 +88,43 @@ func TestControllerAllocatesDeviceClaims(t *testing.T) {
 	if !slices.ContainsFunc(allowed, func(n string) bool { return types[n] >= 2 }) {
 		t.Errorf("instance types %v", allowed)
 	}
+
+	// The claim names the driver, and is not Initialized — its Node Ready
+	// or not — until that driver has published a complete pool for it.
+	if got := nc.Annotations[v1.AnnotationDRADrivers]; got != "gpu.nvidia.com" {
+		t.Errorf("annotation %s = %q, want gpu.nvidia.com", v1.AnnotationDRADrivers, got)
+	}
+	node := waitRegistered(t, kc, &nc)
+	becomeReady(t, kc, node)
+	eventually(t, "Initialized Unknown: DRADriverPoolsNotPublished", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &nc); err != nil {
+			return false, err
+		}
+		c := conditionOf(&nc, v1.ConditionInitialized)
+		return c != nil && c.Status == metav1.ConditionUnknown && c.Reason == "DRADriverPoolsNotPublished", nil
+	})
+	name := node.Name
+	slice := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: node.Name + "-gpus"}, Spec: resourceapi.ResourceSliceSpec{
+		Driver: "gpu.nvidia.com", NodeName: &name, Pool: resourceapi.ResourcePool{Name: node.Name, Generation: 1, ResourceSliceCount: 1},
+		Devices: []resourceapi.Device{{Name: "gpu-0"}, {Name: "gpu-1"}}}}
+	if err := kc.Create(ctx, slice); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = kc.Delete(ctx, slice) }()
+	eventually(t, "Initialized once the driver published", func(ctx context.Context) (bool, error) {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &nc); err != nil {
+			return false, err
+		}
+		return claimCondition(&nc, v1.ConditionInitialized), nil
+	})
+}
+
+// conditionOf is the claim's condition of type t, nil when it has none.
+func conditionOf(nc *v1.NodeClaim, t string) *v1.Condition {
+	for i := range nc.Status.Conditions {
+		if nc.Status.Conditions[i].Type == t {
+			return &nc.Status.Conditions[i]
+		}
+	}
+	return nil
 }

@@ -32,6 +32,10 @@ const (
 	// AnnotationMinValuesRelaxed marks a NodeClaim whose minValues
 	// MinValuesPolicy BestEffort lowered ("true").
 	AnnotationMinValuesRelaxed = Group + "/nodeclaim-min-values-relaxed"
+	// AnnotationDRADrivers lists, comma-separated, the DRA drivers whose
+	// devices the NodeClaim's pods were planned onto: it is not
+	// Initialized until each has published a complete pool for its node.
+	AnnotationDRADrivers = Group + "/requested-dra-drivers"
 	// AnnotationNodePoolHashVersion names the hashing scheme of
 	// AnnotationNodePoolHash: hashes of different versions do not compare.
 	AnnotationNodePoolHashVersion = Group + "/nodepool-hash-version"
