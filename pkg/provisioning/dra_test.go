@@ -372,7 +372,7 @@ func TestPublishedDrivers(t *testing.T) {
 	owned.OwnerReferences = []metav1.OwnerReference{{Kind: "Node", Name: "n1"}}
 	objs := &DRAObjects{Slices: []*resourceapi.ResourceSlice{
 		slice("gpu.nvidia.com", "n1", 1, 1),
-		slice("gpu.amd.com", "n1", 1, 2), // one of two
+		slice("gpu.amd.com", "n1", 1, 2),                                             // one of two
 		slice("fpga.example.com", "n1", 1, 1), slice("fpga.example.com", "n1", 2, 2), // generation 2 is one of two
 		slice("tpu.example.com", "n2", 1, 1),
 		owned,
