@@ -441,3 +441,36 @@ func TestTemplateRecorderRole(t *testing.T) {
 		}
 	}
 }
+
+// TestTemplateDRA: by default the controller ignores device claims, as
+// upstream's, and the ClusterRole reaches no resource.k8s.io object; with
+// settings.ignoreDRARequests false the flag reaches the controller (where
+// upstream's chart's `with` drops a false) and the ClusterRole lists and
+// watches the four kinds device claims are allocated from, and no more.
+func TestTemplateDRA(t *testing.T) {
+	dra := func(rules []rbacv1.PolicyRule) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, r := range rules {
+			if slices.Contains(r.APIGroups, "resource.k8s.io") {
+				out = append(out, r)
+			}
+		}
+		return out
+	}
+	objs := render(t)
+	if args := one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--ignore-dra-requests=true") {
+		t.Errorf("default args %v lack --ignore-dra-requests=true", args)
+	}
+	if rules := dra(one[rbacv1.ClusterRole](t, objs, "ClusterRole").Rules); len(rules) != 0 {
+		t.Errorf("the default ClusterRole reaches resource.k8s.io: %+v", rules)
+	}
+	objs = render(t, "--set", "settings.ignoreDRARequests=false")
+	if args := one[appsv1.Deployment](t, objs, "Deployment").Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--ignore-dra-requests=false") {
+		t.Errorf("args %v lack --ignore-dra-requests=false", args)
+	}
+	rules := dra(one[rbacv1.ClusterRole](t, objs, "ClusterRole").Rules)
+	if len(rules) != 1 || !slices.Equal(rules[0].Verbs, []string{"list", "watch"}) ||
+		!slices.Equal(rules[0].Resources, []string{"resourceclaims", "resourceclaimtemplates", "deviceclasses", "resourceslices"}) {
+		t.Errorf("resource.k8s.io rules %+v: want list and watch on the four kinds", rules)
+	}
+}
