@@ -171,11 +171,16 @@ func TestCalls(t *testing.T) {
 }
 
 // TestConcurrentUse launches, describes, terminates and seeds from many
-// goroutines at once; run with -race.
+// goroutines at once; run with -race. One DescribeSubnets is throttled
+// (the SDK retries it); the goroutines set throttles on an action none
+// calls, for the map's sake: were they to throttle DescribeSubnets, one
+// goroutine's three attempts could each meet another's new throttle, and
+// fail — it did, on a loaded CI machine.
 func TestConcurrentUse(t *testing.T) {
 	f := standard(t)
 	c := ec2Client(f)
 	createTemplate(t, c, "lt")
+	f.Throttle("DescribeSubnets", 1)
 	var wg sync.WaitGroup
 	errs := make(chan error, 40)
 	for i := range 8 {
@@ -196,7 +201,7 @@ func TestConcurrentUse(t *testing.T) {
 			_ = f.Instances()
 			_ = f.Calls()
 			if i%2 == 0 {
-				f.Throttle("DescribeSubnets", 1)
+				f.Throttle("DescribeImages", 1)
 			}
 			if _, err := c.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
 				errs <- err
