@@ -205,11 +205,17 @@ func (e *engine) interrupt(n *simNode) {
 	}
 	e.rep.interruption(n)
 	e.cloud.MarkUnavailable(n.it.Name, n.offering.Zone, n.offering.CapacityType)
-	if n.drainStarted.IsZero() {
-		e.rep.disrupted(n, "Interrupted")
-		e.startDrain(n, "Interrupted")
-	}
+	e.drainFor(n, "Interrupted")
 	e.clk.after(interruptionNotice, func() { e.takeBack(n, "Interrupted") })
+}
+
+// drainFor disrupts a node for reason and starts its drain, unless it is
+// draining already: the cloud's notice of an instance it will take back.
+func (e *engine) drainFor(n *simNode, reason string) {
+	if n.drainStarted.IsZero() {
+		e.rep.disrupted(n, reason)
+		e.startDrain(n, reason)
+	}
 }
 
 // takeBack is the cloud taking an instance away, drained or not: its

@@ -61,10 +61,7 @@ func (e *engine) expireBlock(id string) {
 	pids := e.cloud.ExpireReservation(id)
 	e.rep.note(fmt.Sprintf("capacity block %s expiring at minute %d: %d node(s) deleted, no more launches into it", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
-		if n.drainStarted.IsZero() {
-			e.rep.disrupted(n, "CapacityBlockExpiration")
-			e.startDrain(n, "CapacityBlockExpiration")
-		}
+		e.drainFor(n, "CapacityBlockExpiration")
 	}
 	e.dirty = true
 	e.armBatch()
@@ -88,10 +85,7 @@ func (e *engine) reclaimReservation(id string) {
 	pids := e.cloud.InterruptReservation(id)
 	e.rep.note(fmt.Sprintf("capacity reservation %s taken back by its owner at minute %d: %d node(s) interrupted", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
-		if n.drainStarted.IsZero() {
-			e.rep.disrupted(n, "CapacityReservationInterrupted")
-			e.startDrain(n, "CapacityReservationInterrupted")
-		}
+		e.drainFor(n, "CapacityReservationInterrupted")
 		e.clk.after(interruptionNotice, func() { e.takeBack(n, "CapacityReservationInterrupted") })
 	}
 	e.dirty = true
