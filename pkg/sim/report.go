@@ -431,11 +431,8 @@ func (r *recorder) held(node, code, why string) {
 	h := r.holds[[2]string{node, why}]
 	if h == nil {
 		h = &BlockedRecord{Node: node, Code: code, Why: why, First: at}
-		for _, n := range r.e.allNodes {
-			if n.name == node {
-				h.NodePool = n.pool.Name
-				break
-			}
+		if n := r.e.nodeByName(node); n != nil {
+			h.NodePool = n.pool.Name
 		}
 		r.holds[[2]string{node, why}] = h
 	}
