@@ -260,7 +260,7 @@ type recorder struct {
 	blocked     int
 	blockedBy   map[string]bool // nodes a budget held back
 	// holds: what held each node back, by node and reason, for Blocked.
-	holds       map[[2]string]*BlockedRecord
+	holds       map[holdKey]*BlockedRecord
 	interrupts  int
 	repairs     Repairs
 	preempted   Preemptions
@@ -287,7 +287,7 @@ type recorder struct {
 
 func newRecorder(e *engine) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
-		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, holds: map[[2]string]*BlockedRecord{}, nodes: map[*simNode]*nodeTally{},
+		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, holds: map[holdKey]*BlockedRecord{}, nodes: map[*simNode]*nodeTally{},
 		staticHeld: map[string]bool{}}
 }
 
@@ -374,7 +374,7 @@ func (r *recorder) disrupted(n *simNode, reason string) {
 // disruptionPass records budget blocks and checks drift against its budget.
 func (r *recorder) disruptionPass(d *disruption.Decision) {
 	for _, b := range d.Blocked {
-		r.held(b.Node, string(b.Reason.Code), b.Reason.String())
+		r.held(b.Node, b.Reason)
 		if b.ByBudget != "" {
 			r.blocked++
 			r.blockedBy[b.Node] = true
@@ -416,7 +416,7 @@ func (r *recorder) staticScaling(ss []disruption.StaticScaling) {
 		for _, cand := range s.Held {
 			r.blocked++
 			r.blockedBy[cand.Node.Name] = true
-			r.held(cand.Node.Name, "StaticScaleDown", fmt.Sprintf("NodePool %s's budget keeps this surplus node of the static NodePool for a later pass", s.NodePool.Name))
+			r.held(cand.Node.Name, disruption.BlockReason{Code: staticScaleDown, NodePool: s.NodePool.Name})
 		}
 		if !r.staticHeld[s.NodePool.Name] {
 			r.note(s.String())
@@ -425,16 +425,32 @@ func (r *recorder) staticScaling(ss []disruption.StaticScaling) {
 	r.staticHeld = held
 }
 
-// held counts one pass in which why held the node back.
-func (r *recorder) held(node, code, why string) {
+// holdKey is one reason for one node: a record of Blocked.
+type holdKey struct {
+	node   string
+	reason disruption.BlockReason
+}
+
+// staticScaleDown is the code of a static NodePool's surplus node its
+// budget keeps (disruption's StaticScaling, not a pass's Blocked).
+const staticScaleDown disruption.BlockCode = "StaticScaleDown"
+
+// held counts one pass in which the reason held the node back; the
+// reason is put in words once, when it first does.
+func (r *recorder) held(node string, reason disruption.BlockReason) {
 	at := round(r.e.clk.now.Sub(r.e.start).Minutes())
-	h := r.holds[[2]string{node, why}]
+	k := holdKey{node, reason}
+	h := r.holds[k]
 	if h == nil {
-		h = &BlockedRecord{Node: node, Code: code, Why: why, First: at}
+		why := reason.String()
+		if reason.Code == staticScaleDown {
+			why = fmt.Sprintf("NodePool %s's budget keeps this surplus node of the static NodePool for a later pass", reason.NodePool)
+		}
+		h = &BlockedRecord{Node: node, Code: string(reason.Code), Why: why, First: at}
 		if n := r.e.nodeByName(node); n != nil {
 			h.NodePool = n.pool.Name
 		}
-		r.holds[[2]string{node, why}] = h
+		r.holds[k] = h
 	}
 	h.Passes++
 	h.Last = at
