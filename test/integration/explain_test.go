@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -347,7 +348,7 @@ func TestLivePlanNamesUnmodelledKinds(t *testing.T) {
 		t.Fatal(err)
 	}
 	named := map[string]string{}
-	for _, i := range got.Ignored {
+	for _, i := range got.IgnoredUnder(provisioning.Policy{}) { // upstream's default: device claims ignored
 		named[i.Object()] = i.Why
 	}
 	for obj, why := range map[string]string{
@@ -358,5 +359,14 @@ func TestLivePlanNamesUnmodelledKinds(t *testing.T) {
 		if !strings.HasPrefix(named[obj], why) {
 			t.Errorf("%s: named %q, want %q…; all: %v", obj, named[obj], why, named)
 		}
+	}
+	// With DRA modelled the class is read, not left out.
+	for _, i := range got.IgnoredUnder(provisioning.Policy{ModelDRA: true}) {
+		if i.Kind == "DeviceClass" {
+			t.Errorf("under --ignore-dra-requests=false the DeviceClass is named as left out: %v", i)
+		}
+	}
+	if !slices.ContainsFunc(got.DRA.Classes, func(c *resourcev1.DeviceClass) bool { return c.Name == "unmodelled-gpu" }) {
+		t.Errorf("the live plan read DeviceClasses %v, want unmodelled-gpu among them", got.DRA.Classes)
 	}
 }
