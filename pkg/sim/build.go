@@ -119,6 +119,9 @@ func (e *engine) buildPods(prio *priorities) error {
 		if err := prio.resolve(&ds.Spec.Template.Spec, "DaemonSet "+ds.Name+": spec.template.spec"); err != nil {
 			return err
 		}
+		if podutil.HasDRARequirements(&corev1.Pod{Spec: ds.Spec.Template.Spec}) {
+			e.rep.note(fmt.Sprintf("DaemonSet %s asks for devices through Dynamic Resource Allocation: its claims are not allocated, and its pods count on every node as their CPU and memory alone (upstream leaves them out of a node's overhead under --ignore-dra-requests=true)", ds.Name))
+		}
 		e.daemonSets = append(e.daemonSets, ds)
 	}
 	e.st.SetDaemonSets(e.daemonSets)

@@ -5,7 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
 // TestExampleDRAGPU: pods that ask for GPUs through ResourceClaims. Under
@@ -105,4 +110,22 @@ func TestExampleDRAGPU(t *testing.T) {
 	if len(published) == 0 || fmt.Sprint(rep.Notes) == "" {
 		t.Error("no node published devices")
 	}
+}
+
+// TestDaemonSetDeviceClaimsNamed: a DaemonSet whose pods ask for devices
+// is said to be modelled by its CPU and memory alone, not passed over.
+func TestDaemonSetDeviceClaimsNamed(t *testing.T) {
+	_, rep := runExample(t, "dra-gpu", func(in *scenario.Input) {
+		tpl := "one-gpu"
+		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-monitor", Namespace: "default"}}
+		ds.Spec.Template.Spec = corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tpl}},
+			Containers: []corev1.Container{{Name: "c", Image: "x"}}}
+		in.DaemonSets = append(in.DaemonSets, ds)
+	})
+	for _, n := range rep.Notes {
+		if strings.Contains(n, "DaemonSet gpu-monitor asks for devices") {
+			return
+		}
+	}
+	t.Errorf("no note names the DaemonSet's device claims: %v", rep.Notes)
 }
