@@ -57,7 +57,7 @@ func (d *Decider) plannerFor(version uint64, snap *provisioning.Snapshot) *provi
 		if d.planner != nil {
 			d.memo.ForgetSimulations() // the old Planner's; it can go
 		}
-		d.planner, d.at = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets), version
+		d.planner, d.at = provisioning.NewPlanner(snap.NodePools, snap.InstanceTypes, d.policy.OverheadDaemonSets(snap.DaemonSets)), version
 		d.planner.Concurrent = d.opts.Concurrent
 	}
 	return d.planner

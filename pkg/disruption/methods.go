@@ -499,7 +499,7 @@ func (p *pass) drift(eligible []*Candidate) []*Command {
 // scheduling simulation (the pool is never launched for pods, and its
 // replica count is kept either way).
 func (p *pass) staticDrift(cand *Candidate, np *v1.NodePool) *Command {
-	r := provisioning.StaticPlan(np, p.c.InstanceTypes[np.Name], p.c.DaemonSets)
+	r := provisioning.StaticPlan(np, p.c.InstanceTypes[np.Name], p.c.Policy.OverheadDaemonSets(p.c.DaemonSets))
 	if r == nil {
 		p.decision.Blocked = append(p.decision.Blocked, Blocked{Node: cand.Node.Name, Reason: BlockReason{Code: BlockStaticNoType}})
 		return nil
@@ -879,7 +879,7 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool
 	if p.planner == nil {
 		p.planner = p.c.Planner
 		if p.planner == nil {
-			p.planner = provisioning.NewPlanner(p.c.NodePools, p.c.InstanceTypes, p.c.DaemonSets)
+			p.planner = provisioning.NewPlanner(p.c.NodePools, p.c.InstanceTypes, p.c.Policy.OverheadDaemonSets(p.c.DaemonSets))
 		}
 	}
 	snap.Pods = pods

@@ -115,7 +115,7 @@ func StaticScale(c *Cluster) []StaticScaling {
 				n = min(n, q.Value()-int64(all))
 			}
 			if n > 0 {
-				out = append(out, StaticScaling{NodePool: np, Launch: int(n), Plan: provisioning.StaticPlan(np, c.InstanceTypes[np.Name], c.DaemonSets)})
+				out = append(out, StaticScaling{NodePool: np, Launch: int(n), Plan: provisioning.StaticPlan(np, c.InstanceTypes[np.Name], c.Policy.OverheadDaemonSets(c.DaemonSets))})
 			}
 		case have > want:
 			surplus := c.removalOrder(removable)[:have-want]

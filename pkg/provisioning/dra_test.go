@@ -400,3 +400,27 @@ func TestDRADriversOfPlan(t *testing.T) {
 		}
 	}
 }
+
+// TestDaemonSetDeviceClaimsOverhead: as upstream's, a DaemonSet pod that
+// asks for devices is left out of a new node's overhead while DRA is not
+// modelled (it could not run there), and counted when it is.
+func TestDaemonSetDeviceClaimsOverhead(t *testing.T) {
+	ds := pod("2", "1Gi", withClaim("one-gpu"))
+	objs := &DRAObjects{Classes: []*resourceapi.DeviceClass{gpuClass}, Templates: []*resourceapi.ResourceClaimTemplate{gpuTemplate("one-gpu", 1, "", false)}}
+	types := []*cloudprovider.InstanceType{it("m", 4), it("m", 8)}
+	for _, tc := range []struct {
+		name     string
+		model    bool
+		cheapest string
+	}{{"ignored", false, "m.4x"}, {"modelled", true, "m.8x"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := solve(t, []*v1.NodePool{pool("p")}, types, []*corev1.Pod{pod("3", "1Gi")}, func(s *Snapshot) {
+				s.DaemonSets, s.Policy.ModelDRA, s.DRA = []*corev1.Pod{ds}, tc.model, objs
+			})
+			requireAllPlaced(t, res)
+			if len(res.NewNodeClaims) != 1 || res.NewNodeClaims[0].InstanceTypes[0].Name != tc.cheapest {
+				t.Errorf("NodeClaims %v: want %s first (3 cores of pod, and the DaemonSet's 2 only when counted)", res.NewNodeClaims, tc.cheapest)
+			}
+		})
+	}
+}

@@ -68,6 +68,7 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 
 	alone := *snap
 	alone.Pods = []*corev1.Pod{pod}
+	alone.DaemonSets = snap.Policy.OverheadDaemonSets(snap.DaemonSets) // as Solve's Planner counts them
 	s := newScheduler(&alone)
 	c := s.prepare(&alone, alone.Nodes)[pod]
 	for pi, p := range s.pools {

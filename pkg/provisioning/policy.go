@@ -1,6 +1,13 @@
 package provisioning
 
-import "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+)
 
 // Policy is every operator setting that changes what the engine decides:
 // whose choices to make where Joiner and upstream Karpenter differ (which
@@ -47,6 +54,23 @@ func ParsePolicy(decisions, minValues string) (Policy, error) {
 		return Policy{}, &FlagError{Flag: FlagMinValues, Err: err}
 	}
 	return Policy{Decisions: d, MinValues: m}, nil
+}
+
+// OverheadDaemonSets are the DaemonSet pods a new node's overhead counts
+// under the policy: as upstream's, those that ask for devices through DRA
+// are left out while DRA is not modelled (their pods could not run there
+// anyway). ds itself when none is left out.
+func (p Policy) OverheadDaemonSets(ds []*corev1.Pod) []*corev1.Pod {
+	if p.ModelDRA || !slices.ContainsFunc(ds, podutil.HasDRARequirements) {
+		return ds
+	}
+	out := make([]*corev1.Pod, 0, len(ds))
+	for _, d := range ds {
+		if !podutil.HasDRARequirements(d) {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // Karpenter is true when the policy makes upstream's choices.

@@ -80,7 +80,7 @@ type scheduler struct {
 // the batch's two ways at once (see Planner.Concurrent): a caller that
 // runs many Solves side by side makes a Planner instead.
 func Solve(ctx context.Context, snap *Snapshot) *Results {
-	pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
+	pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.Policy.OverheadDaemonSets(snap.DaemonSets))
 	pl.Concurrent = true
 	return pl.Solve(ctx, snap)
 }

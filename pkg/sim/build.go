@@ -120,7 +120,11 @@ func (e *engine) buildPods(prio *priorities) error {
 			return err
 		}
 		if podutil.HasDRARequirements(&corev1.Pod{Spec: ds.Spec.Template.Spec}) {
-			e.rep.note(fmt.Sprintf("DaemonSet %s asks for devices through Dynamic Resource Allocation: its claims are not allocated, and its pods count on every node as their CPU and memory alone (upstream leaves them out of a node's overhead under --ignore-dra-requests=true)", ds.Name))
+			why := "with device claims ignored (--ignore-dra-requests=true) its pods are left out of a new node's overhead, as upstream's, and none runs (no device is modelled)"
+			if e.modelDRA() {
+				why = "its claims are not allocated: its pods count on every node as their CPU and memory alone"
+			}
+			e.rep.note(fmt.Sprintf("DaemonSet %s asks for devices through Dynamic Resource Allocation: %s", ds.Name, why))
 		}
 		e.daemonSets = append(e.daemonSets, ds)
 	}

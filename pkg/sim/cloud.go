@@ -183,6 +183,9 @@ func (e *engine) bindDaemons(n *simNode) {
 		if scheduling.ToleratesForScheduling(n.taints, tmpl.Spec.Tolerations) != nil || !scheduling.NewNodeAffinity(tmpl).MatchesNode(labels) {
 			continue
 		}
+		if !e.modelDRA() && podutil.HasDRARequirements(tmpl) {
+			continue // no device is modelled: kube-scheduler allocates it none
+		}
 		p := tmpl.DeepCopy()
 		p.Name = ds.Name + "-" + n.name
 		p.Spec.NodeName = n.name

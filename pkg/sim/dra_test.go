@@ -113,17 +113,25 @@ func TestExampleDRAGPU(t *testing.T) {
 }
 
 // TestDaemonSetDeviceClaimsNamed: a DaemonSet whose pods ask for devices
-// is said to be modelled by its CPU and memory alone, not passed over.
+// is named in the notes, not passed over; with device claims ignored none
+// of its pods runs.
 func TestDaemonSetDeviceClaimsNamed(t *testing.T) {
-	_, rep := runExample(t, "dra-gpu", func(in *scenario.Input) {
+	e, rep := runExample(t, "dra-gpu", func(in *scenario.Input) {
 		tpl := "one-gpu"
 		ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "gpu-monitor", Namespace: "default"}}
 		ds.Spec.Template.Spec = corev1.PodSpec{ResourceClaims: []corev1.PodResourceClaim{{Name: "gpu", ResourceClaimTemplateName: &tpl}},
 			Containers: []corev1.Container{{Name: "c", Image: "x"}}}
 		in.DaemonSets = append(in.DaemonSets, ds)
 	})
+	for _, n := range e.nodes {
+		for _, p := range n.pods {
+			if strings.HasPrefix(p.pod.Name, "gpu-monitor-") {
+				t.Errorf("DaemonSet pod %s runs on %s, though no device is modelled", p.pod.Name, n.name)
+			}
+		}
+	}
 	for _, n := range rep.Notes {
-		if strings.Contains(n, "DaemonSet gpu-monitor asks for devices") {
+		if strings.Contains(n, "DaemonSet gpu-monitor asks for devices") && strings.Contains(n, "left out of a new node's overhead") {
 			return
 		}
 	}
