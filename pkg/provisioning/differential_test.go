@@ -279,7 +279,7 @@ func requireDevicesKept(t *testing.T, d Decisions, snap *Snapshot, res *Results)
 		for _, p := range nc.Pods {
 			for _, rc := range p.Spec.ResourceClaims {
 				if rc.ResourceClaimTemplateName != nil {
-					want += int(snap.DRA.Template("default", *rc.ResourceClaimTemplateName).Spec.Spec.Devices.Requests[0].Exactly.Count)
+					want += int(templateOf(snap.DRA, "default", *rc.ResourceClaimTemplateName).Spec.Spec.Devices.Requests[0].Exactly.Count)
 				}
 			}
 		}
@@ -496,4 +496,18 @@ func requireAffinity(app, key string) podOpt {
 		p.Spec.Affinity.PodAffinity = &corev1.PodAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{
 			{LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}, TopologyKey: key}}}
 	}
+}
+
+// templateOf is the ResourceClaimTemplate namespace/name in o, nil when
+// there is none.
+func templateOf(o *DRAObjects, namespace, name string) *resourceapi.ResourceClaimTemplate {
+	if o == nil {
+		return nil
+	}
+	for _, t := range o.Templates {
+		if t.Namespace == namespace && t.Name == name {
+			return t
+		}
+	}
+	return nil
 }

@@ -86,8 +86,10 @@ type dra struct {
 	templates map[string]*resourceapi.ResourceClaimTemplate
 	classes   classLister
 	slices    []*resourceapi.ResourceSlice
-	typeOf    map[string]*cloudprovider.InstanceType
-	cel       *cel.Cache
+	// publishers are the nodes some slice is local to (spec.nodeName).
+	publishers map[string]bool
+	typeOf     map[string]*cloudprovider.InstanceType
+	cel        *cel.Cache
 	// allocated: devices the cluster's claims and this pass hold on nodes.
 	allocated *heldDevices
 	// pinned: a shared claim (by namespace/name) allocated in this pass, to
@@ -202,7 +204,12 @@ func newDRA(snap *Snapshot) *dra {
 	for _, c := range objs.Classes {
 		d.classes[c.Name] = c
 	}
-	d.slices = objs.Slices
+	d.slices, d.publishers = objs.Slices, map[string]bool{}
+	for _, sl := range objs.Slices {
+		if sl.Spec.NodeName != nil {
+			d.publishers[*sl.Spec.NodeName] = true
+		}
+	}
 	return d
 }
 
@@ -294,7 +301,7 @@ func (d *dra) onNode(n *Node, labels map[string]string, pod *corev1.Pod) (*alloc
 	}
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels}}
 	slices := d.slices
-	if (n.InFlight || n.Labels[v1.LabelNodeInitialized] != "true" && n.NodePool != "") && !d.published(n.Name) {
+	if (n.InFlight || n.Labels[v1.LabelNodeInitialized] != "true" && n.NodePool != "") && !d.publishers[n.Name] {
 		// Not initialized, and its drivers have published nothing yet: its
 		// type's templates stand for what they will (never both, so no
 		// device counts twice).
@@ -303,16 +310,6 @@ func (d *dra) onNode(n *Node, labels map[string]string, pod *corev1.Pod) (*alloc
 		}
 	}
 	return d.allocate(node, n.Name, claims, slices, d.allocated)
-}
-
-// published says a driver has published a slice of the node's own.
-func (d *dra) published(node string) bool {
-	for _, sl := range d.slices {
-		if sl.Spec.NodeName != nil && *sl.Spec.NodeName == node {
-			return true
-		}
-	}
-	return false
 }
 
 // allocate is onNode and onClaim's common part: claims already allocated
@@ -526,20 +523,6 @@ func PublishedDrivers(objs *DRAObjects, node string) map[string]bool {
 // once its drivers run: one pool per driver on that node, complete.
 func TemplateSlices(it *cloudprovider.InstanceType, node string) []*resourceapi.ResourceSlice {
 	return templateSlices(it, node)
-}
-
-// Template is the ResourceClaimTemplate namespace/name, nil when there is
-// none (or o is nil).
-func (o *DRAObjects) Template(namespace, name string) *resourceapi.ResourceClaimTemplate {
-	if o == nil {
-		return nil
-	}
-	for _, t := range o.Templates {
-		if t.Namespace == namespace && t.Name == name {
-			return t
-		}
-	}
-	return nil
 }
 
 func templateSlices(it *cloudprovider.InstanceType, node string) []*resourceapi.ResourceSlice {

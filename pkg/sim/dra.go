@@ -74,7 +74,7 @@ func (e *engine) makeClaims(pod *corev1.Pod) []corev1.PodResourceClaimStatus {
 		if e.st.ResourceClaim(pod.Namespace, name) != nil {
 			continue
 		}
-		t := e.st.DRA().Template(pod.Namespace, *rc.ResourceClaimTemplateName)
+		t := e.st.ResourceClaimTemplate(pod.Namespace, *rc.ResourceClaimTemplateName)
 		if t == nil {
 			continue // provisioning says the template is missing
 		}

@@ -59,6 +59,14 @@ func (s *Store) SetResourceClaimTemplate(t *resourceapi.ResourceClaimTemplate) {
 	s.dra.built = nil
 }
 
+// ResourceClaimTemplate is the template namespace/name, nil when the Store
+// has none.
+func (s *Store) ResourceClaimTemplate(namespace, name string) *resourceapi.ResourceClaimTemplate {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dra.templates[namespace+"/"+name]
+}
+
 // DeleteResourceClaimTemplate forgets a ResourceClaimTemplate.
 func (s *Store) DeleteResourceClaimTemplate(namespace, name string) {
 	s.mu.Lock()
