@@ -105,6 +105,10 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() {
+		// batch-1 never binds; deleted with its namespace only when the
+		// namespace controller gets to it, a later test's kube-scheduler
+		// could place it on that test's Node in the meantime.
+		_ = c.Delete(context.Background(), other, client.GracePeriodSeconds(0))
 		_ = c.Delete(context.Background(), node)
 		_ = c.Delete(context.Background(), ns)
 	}()

@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,6 +31,13 @@ const spreadDefaults = `podTopologySpread:
     whenUnsatisfiable: DoNotSchedule
 `
 
+// spreadGate holds the spread pool's Nodes until the test lifts it;
+// spreadOnly keeps other tests' pods off them.
+var (
+	spreadGate = corev1.Taint{Key: "example.com/spread-gate", Effect: corev1.TaintEffectNoSchedule}
+	spreadOnly = corev1.Taint{Key: "example.com/spread-only", Effect: corev1.TaintEffectNoSchedule}
+)
+
 // TestDefaultSpread runs kube-scheduler with a default zone spread
 // (DoNotSchedule, maxSkew 1) and Joiner with the same --scheduler-config:
 // a Deployment whose pods declare no spread of their own, selected by a
@@ -37,6 +46,13 @@ const spreadDefaults = `podTopologySpread:
 // one node in one zone — as it does for the second Deployment, which
 // declares a spread of its own over hostnames with maxSkew 6: the
 // defaults are not applied to it.
+//
+// The pool's Nodes start with a startup taint that the test lifts only
+// when all of web's Nodes exist: kube-scheduler counts a zone for skew
+// only once a Node is in it, so pods bound while the third zone's Node was
+// still registering could go 3-3 over two zones (CI met it). A tainted
+// Node counts as its zone (nodeTaintsPolicy Ignore), so once the three
+// exist kube-scheduler can only place 2-2-2.
 func TestDefaultSpread(t *testing.T) {
 	ctx := context.Background()
 	config := filepath.Join(t.TempDir(), "scheduler.yaml")
@@ -74,10 +90,16 @@ profiles:
 		np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 			v1.NodeSelectorRequirementWithMinValues{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: zones})
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+		np.Spec.Template.Spec.StartupTaints = []corev1.Taint{spreadGate}
+		// Only this test's pods run here, whatever another test left pending.
+		np.Spec.Template.Spec.Taints = []corev1.Taint{spreadOnly}
 	})
 	ns := testNamespace(t, "spread")
 	web := deployment(ns, "web", "1", "1Gi", map[string]string{"pool": pool})
 	packed := deployment(ns, "packed", "1", "1Gi", map[string]string{"pool": pool})
+	for _, d := range []*appsv1.Deployment{web, packed} {
+		d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: spreadOnly.Key, Operator: corev1.TolerationOpExists}}
+	}
 	packed.Spec.Template.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 6, TopologyKey: corev1.LabelHostname,
 		WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "packed"}}}}
 	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns},
@@ -92,12 +114,50 @@ profiles:
 	defer removePool(t, kc, pool, web)
 	defer func() { _ = kc.Delete(ctx, packed) }()
 	scale(t, kc, web, 6)
+	// Registered, as Joiner's registration puts the startup taints back
+	// on a Node that comes without them.
+	eventuallyWithin(t, 3*time.Minute, "web's three Nodes registered", func(ctx context.Context) (bool, error) {
+		var nodes corev1.NodeList
+		err := kc.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: pool})
+		registered := 0
+		for _, n := range nodes.Items {
+			if !slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.Key == v1.UnregisteredTaint.Key }) {
+				registered++
+			}
+		}
+		return registered >= 3, err
+	})
+	liftGate := func(ctx context.Context) error {
+		var nodes corev1.NodeList
+		if err := kc.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
+			return err
+		}
+		for i := range nodes.Items {
+			n := &nodes.Items[i]
+			var kept []corev1.Taint
+			for _, taint := range n.Spec.Taints {
+				if taint.Key != spreadGate.Key {
+					kept = append(kept, taint)
+				}
+			}
+			if len(kept) == len(n.Spec.Taints) {
+				continue
+			}
+			patch := client.MergeFrom(n.DeepCopy())
+			n.Spec.Taints = kept
+			if err := kc.Patch(ctx, n, patch); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	if err := liftGate(ctx); err != nil {
+		t.Fatal(err)
+	}
 	waitRunningWithin(t, kc, ns, 6, 3*time.Minute)
 	// Joiner's part: the claims it made for web span the NodePool's three
-	// zones, the defaults applied. kube-scheduler then spreads the pods
-	// as the Nodes register: while a zone has no Node yet, its maxSkew is
-	// counted over the zones that have one, so 3-2-1 is as right as
-	// 2-2-2 (CI met both) — every zone runs some of web's pods.
+	// zones, the defaults applied; kube-scheduler's, with every zone's
+	// Node in place, 2-2-2.
 	var claims v1.NodeClaimList
 	if err := kc.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
 		t.Fatal(err)
@@ -109,19 +169,57 @@ profiles:
 	if len(claimZones) != 3 {
 		t.Errorf("web's NodeClaims are in zones %v: want one in each of the NodePool's 3 zones", claimZones)
 	}
-	if webZones := podZones(t, kc, ns, "web"); len(webZones) != 3 {
-		t.Errorf("web's 6 pods by zone %v: want some in each of the NodePool's 3 zones", webZones)
+	if webZones := podZones(t, kc, ns, "web"); fmt.Sprint(webZones) != "[2 2 2]" {
+		t.Errorf("web's 6 pods by zone %v: want 2 in each of the NodePool's 3 zones", webZones)
 	}
 
 	before := nodeCount(t, kc)
 	scale(t, kc, packed, 6)
-	waitRunningWithin(t, kc, ns, 12, 3*time.Minute)
+	// packed spreads over hostnames only: the order its Nodes come in
+	// does not matter, so the gate is lifted from each as it registers.
+	eventuallyWithin(t, 3*time.Minute, "12 pods bound and Running", func(ctx context.Context) (bool, error) {
+		if err := liftGate(ctx); err != nil {
+			return false, err
+		}
+		pods, err := podsOf(ctx, kc, ns)
+		running := 0
+		for _, p := range pods {
+			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		return running == 12 && len(pods) == 12, err
+	})
 	// kube-scheduler puts what fits on the spare room of web's nodes;
 	// Joiner packs the rest on one new node. Had it applied the zone
 	// default to packed's pods it would have launched one per zone.
 	if after := nodeCount(t, kc); after != before+1 {
 		t.Errorf("packed's pods (by zone %v) took %d new nodes, want 1: the zone default was applied to a pod with a spread of its own",
 			podZones(t, kc, ns, "packed"), after-before)
+		logClaims(t, kc, ns, pool)
+	}
+}
+
+// logClaims logs the pool's claims, oldest first, with the pods on each
+// claim's Node: what a failure needs to be read.
+func logClaims(t *testing.T, kc client.Client, ns, pool string) {
+	t.Helper()
+	ctx := context.Background()
+	claims := poolClaims(t, kc, pool)
+	sort.Slice(claims, func(i, j int) bool { return claims[i].CreationTimestamp.Before(&claims[j].CreationTimestamp) })
+	var pods corev1.PodList
+	if err := kc.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range claims {
+		var on []string
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == nc.Status.NodeName && p.Spec.NodeName != "" {
+				on = append(on, p.Labels["app"])
+			}
+		}
+		t.Logf("claim %s created %s: %s %s, Node %s runs %v", nc.Name, nc.CreationTimestamp.Format(time.RFC3339),
+			nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[v1.LabelZone], nc.Status.NodeName, on)
 	}
 }
 
