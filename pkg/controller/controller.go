@@ -216,6 +216,13 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err != nil {
 		return nil, err
 	}
+	podEv := &podEvents{client: kube, clock: opts.Clock}
+	err = builder.ControllerManagedBy(mgr).Named("nodeclaim.podevents").For(&corev1.Pod{}, builder.WithPredicates(podEventPredicate)).
+		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable}).
+		Complete(reconcile.Func(podEv.reconcile))
+	if err != nil {
+		return nil, err
+	}
 	pools := &nodePoolStatus{gate: gate, client: kube, cloud: cloud}
 	err = builder.ControllerManagedBy(mgr).Named("nodepool.status").For(&v1.NodePool{}).
 		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(poolOfClaim)).

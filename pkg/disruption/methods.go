@@ -288,6 +288,23 @@ func consolidatableAt(np *v1.NodePool, cand *Candidate) (time.Time, bool) {
 	return lastPodEvent(cand.NodeClaim).Add(*after.Duration), true
 }
 
+// PodEventDedupe is upstream's dedupeTimeout: a pod event less than this
+// after the one a claim records is not recorded, so a node that fills up
+// (or empties) over a few seconds counts its consolidateAfter from the
+// first of them, and a busy node costs one status write per five seconds.
+const PodEventDedupe = 5 * time.Second
+
+// PodEvent is a claim's lastPodEventTime after a pod was bound to its
+// node, or went terminating or terminal there, at now: now, unless the
+// time recorded is less than PodEventDedupe before it. Every host records
+// pod events through it.
+func PodEvent(recorded, now time.Time) (time.Time, bool) {
+	if !recorded.IsZero() && now.Sub(recorded) < PodEventDedupe {
+		return recorded, false
+	}
+	return now, true
+}
+
 // lastPodEvent is when a pod was last scheduled to or removed from the
 // claim's node — or, if none was, when it initialized (as upstream: pods
 // could start to land then), or was created when that is not known.

@@ -31,6 +31,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/kwok"
 	"github.com/joiner-autoscaler/joiner/pkg/controller"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 )
 
 func controllerScheme(t *testing.T) *runtime.Scheme {
@@ -644,4 +645,70 @@ func counterValue(t *testing.T, name string, labels map[string]string) float64 {
 		total += v
 	}
 	return total
+}
+
+// TestControllerRecordsPodEvents: a pod bound to a Joiner node, and the
+// same pod going terminating there, are recorded in its claim's
+// status.lastPodEventTime (upstream's nodeclaim.podevents), and the
+// node, empty, is consolidated no sooner than consolidateAfter after the
+// last of them — not counted from its initialization.
+func TestControllerRecordsPodEvents(t *testing.T) {
+	ctx := context.Background()
+	scheme, kc := controllerClient(t)
+	_, stop := startController(t, scheme)
+	defer stop()
+	const after = 10 * time.Second
+	createPool(t, kc, "events", func(np *v1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration(after.String())
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "events", Effect: corev1.TaintEffectNoSchedule}}
+	})
+	pod := createPendingPod(t, kc, "evented", "1", corev1.Toleration{Key: "events", Operator: corev1.TolerationOpExists})
+	defer func() { _ = kc.Delete(context.Background(), pod, client.GracePeriodSeconds(0)) }()
+	nc := claimOfPool(t, kc, "events")
+	node := waitRegistered(t, kc, &nc)
+	becomeReady(t, kc, node)
+	lastEvent := func(ctx context.Context) time.Time {
+		if err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &nc); err != nil {
+			t.Fatal(err)
+		}
+		return nc.Status.LastPodEventTime.Time
+	}
+	// Times on the API server's second: metav1.Time is written in seconds.
+	bound := time.Now().Truncate(time.Second)
+	if err := kc.SubResource("binding").Create(ctx, pod, &corev1.Binding{ObjectMeta: metav1.ObjectMeta{Name: pod.Name, Namespace: pod.Namespace},
+		Target: corev1.ObjectReference{Kind: "Node", Name: node.Name}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the binding recorded", func(ctx context.Context) (bool, error) { return !lastEvent(ctx).Before(bound), nil })
+	first := lastEvent(ctx)
+	// A second event within five seconds of the first is not recorded
+	// (upstream's dedupe); past them, the pod going terminating is. No
+	// kubelet ends it: it stays terminating until the test removes it.
+	eventually(t, "five seconds past the first event", func(context.Context) (bool, error) {
+		return time.Since(first) > disruption.PodEventDedupe, nil
+	})
+	terminating := time.Now().Truncate(time.Second)
+	if err := kc.Delete(ctx, pod, client.GracePeriodSeconds(300)); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the termination recorded", func(ctx context.Context) (bool, error) { return !lastEvent(ctx).Before(terminating), nil })
+	last := lastEvent(ctx)
+	if err := kc.Delete(ctx, pod, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	// Seen deleted no later than it was: seen before the earliest it may
+	// be, it was deleted before too.
+	var seen time.Time
+	eventuallyWithin(t, 2*time.Minute, "the empty node consolidated", func(ctx context.Context) (bool, error) {
+		err := kc.Get(ctx, client.ObjectKeyFromObject(&nc), &nc)
+		seen = time.Now()
+		if client.IgnoreNotFound(err) != nil {
+			return false, err
+		}
+		return err != nil || nc.DeletionTimestamp != nil, nil
+	})
+	if earliest := last.Add(after); seen.Before(earliest) {
+		t.Errorf("the node was consolidated by %s, before its last pod event %s + consolidateAfter %s",
+			seen.Format(time.RFC3339), last.Format(time.RFC3339), after)
+	}
 }
