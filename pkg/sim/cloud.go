@@ -131,7 +131,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 	in := e.cloud.Instance(nc.Status.ProviderID)
 	it, o := in.InstanceType, in.Offering
 	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now,
-		taints: np.Spec.Template.Spec.Taints, lastPodEvent: e.clk.now}
+		taints: np.Spec.Template.Spec.Taints}
 	e.nodes = append(e.nodes, n)
 	e.allNodes = append(e.allNodes, n)
 	e.byName[n.name] = n
@@ -161,6 +161,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 			return
 		}
 		n.state = nodeReady
+		n.conditions = initialized(e.clk.now)
 		e.syncNode(n)
 		e.publishDevices(n)
 		e.armFailure(n)

@@ -501,7 +501,7 @@ func (e *engine) unbind(p *simPod) {
 			break
 		}
 	}
-	n.lastPodEvent = e.clk.now
+	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
 	e.syncClaim(n)
 	p.node = nil
 	e.dirty = true
@@ -632,7 +632,7 @@ func (e *engine) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
 	p.node = n
 	n.pods = append(n.pods, p)
-	n.lastPodEvent = e.clk.now
+	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
 	p.running = e.clk.now
 	start := metav1.NewTime(e.clk.now)
 	e.setPod(p, func(cp *corev1.Pod) {

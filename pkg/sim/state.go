@@ -44,7 +44,11 @@ type simNode struct {
 	disrupting   bool
 	drainStarted time.Time
 	drainReason  string
+	// lastPodEvent is its claim's status.lastPodEventTime: zero until a
+	// pod is bound to it, then recorded as the controller does.
 	lastPodEvent time.Time
+	// conditions are its claim's once it is Ready: Initialized then.
+	conditions []v1.Condition
 	// failedAt: when its kubelet stopped reporting (zero: it did not).
 	failedAt time.Time
 }
@@ -121,7 +125,7 @@ func (e *engine) syncClaim(n *simNode) {
 	nc.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
 	nc.Status.Conditions = nil
 	if n.state == nodeReady || n.state == nodeDraining {
-		nc.Status.Conditions = initializedConditions
+		nc.Status.Conditions = n.conditions
 	}
 	if n.state == nodeDraining {
 		nc.DeletionTimestamp = e.deletedAt(n)
@@ -130,10 +134,15 @@ func (e *engine) syncClaim(n *simNode) {
 	e.traceClaim(n, &nc)
 }
 
-var initializedConditions = []v1.Condition{
-	{Type: v1.ConditionLaunched, Status: metav1.ConditionTrue},
-	{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue},
-	{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue},
+// initialized are the conditions of a claim whose node turned Ready at:
+// a node no pod was bound to counts its consolidateAfter from then.
+func initialized(at time.Time) []v1.Condition {
+	t := metav1.NewTime(at)
+	return []v1.Condition{
+		{Type: v1.ConditionLaunched, Status: metav1.ConditionTrue, LastTransitionTime: t},
+		{Type: v1.ConditionRegistered, Status: metav1.ConditionTrue, LastTransitionTime: t},
+		{Type: v1.ConditionInitialized, Status: metav1.ConditionTrue, LastTransitionTime: t},
+	}
 }
 
 func (e *engine) deletedAt(n *simNode) *metav1.Time {
