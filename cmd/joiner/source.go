@@ -50,7 +50,7 @@ func (s *clusterSource) register(cmd *cobra.Command, withRegion bool) {
 
 // clusterInput is a cluster read from a source, and what to say about it.
 type clusterInput struct {
-	cluster *state.Cluster
+	cluster *state.Objects
 	now     time.Time
 	// notes: what was assumed reading it (catalog defaults).
 	notes []string
@@ -113,7 +113,7 @@ func (s *clusterSource) read(ctx context.Context, paths []string, policy provisi
 	}
 	notes = append(notes, objs.BufferNotes()...)
 	notes = append(notes, objs.ReservationNotes()...)
-	return &clusterInput{cluster: objs.Cluster(its), now: now, notes: notes, ignored: objs.IgnoredUnder(policy), where: where}, nil
+	return &clusterInput{cluster: objs.State(its), now: now, notes: notes, ignored: objs.IgnoredUnder(policy), where: where}, nil
 }
 
 // readLive lists the cluster's objects through the kubeconfig.

@@ -65,9 +65,9 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 	if err := d.offerings.refresh(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("refreshing instance types: %w", err))
 	}
-	fresh := func() *disruption.Cluster {
+	fresh := func() *disruption.Snapshot {
 		version := d.store.ConfigVersion()
-		return d.decider.Prepare(d.store.DisruptionCluster(d.clock.Now(), d.drifted(ctx)), version)
+		return d.decider.Prepare(d.store.DisruptionSnapshot(d.clock.Now(), d.drifted(ctx)), version)
 	}
 	errs = append(errs, d.untaintStale(ctx))
 	if !d.queue.Validating() {
@@ -140,7 +140,7 @@ func (d *disrupter) policyOf(m disruption.Method, pool string) v1.ConsolidationP
 // karpenter_consolidation_score; an approved Balanced move gets a
 // ConsolidationApproved event with its score — on the node's claim for a
 // single node, on the NodePool for several — before its validation.
-func (d *disrupter) moves(dc *disruption.Cluster, moves []disruption.Move) {
+func (d *disrupter) moves(dc *disruption.Snapshot, moves []disruption.Move) {
 	claims, pools := byName(dc)
 	word := map[bool]string{true: "approved", false: "rejected"}
 	for _, m := range moves {
@@ -164,7 +164,7 @@ func (d *disrupter) moves(dc *disruption.Cluster, moves []disruption.Move) {
 
 // byName are the cluster's NodeClaims by node name and NodePools by name,
 // for the events a pass's decision gives rise to.
-func byName(dc *disruption.Cluster) (map[string]*v1.NodeClaim, map[string]*v1.NodePool) {
+func byName(dc *disruption.Snapshot) (map[string]*v1.NodeClaim, map[string]*v1.NodePool) {
 	claims := make(map[string]*v1.NodeClaim, len(dc.Nodes))
 	for _, cand := range dc.Nodes {
 		claims[cand.Node.Name] = cand.NodeClaim
@@ -182,7 +182,7 @@ func byName(dc *disruption.Cluster) (map[string]*v1.NodeClaim, map[string]*v1.No
 // termination drains them) as far as the NodePool's budgets allow (all of
 // them with decisions karpenter); a NodePool whose budget holds some back
 // gets a DisruptionBlocked event saying so.
-func (d *disrupter) scaleStatic(ctx context.Context, dc *disruption.Cluster) error {
+func (d *disrupter) scaleStatic(ctx context.Context, dc *disruption.Snapshot) error {
 	var errs []error
 	for _, s := range disruption.StaticScale(dc) {
 		if len(s.Held) > 0 {
@@ -212,7 +212,7 @@ func (d *disrupter) scaleStatic(ctx context.Context, dc *disruption.Cluster) err
 // the engine's reason, and on a NodePool whose budget holds nodes back the
 // budget, what it allows and until when. The event recorder folds the
 // repeats of later passes into one event's series.
-func (d *disrupter) blockedEvents(dc *disruption.Cluster, dec *disruption.Decision) {
+func (d *disrupter) blockedEvents(dc *disruption.Snapshot, dec *disruption.Decision) {
 	claims, pools := byName(dc)
 	byBudget := map[[2]string]bool{}
 	for _, b := range dec.Blocked {

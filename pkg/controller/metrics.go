@@ -200,7 +200,7 @@ func (m *metricsUpdater) loop(ctx context.Context) error {
 
 // update is Controller.UpdateGauges.
 func (m *metricsUpdater) update() {
-	dc := m.store.DisruptionCluster(m.clock.Now(), nil)
+	dc := m.store.DisruptionSnapshot(m.clock.Now(), nil)
 	requests, cost := map[[3]string]float64{}, map[string]float64{}
 	for _, np := range dc.NodePools {
 		cost[np.Name] = 0

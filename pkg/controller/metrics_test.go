@@ -143,7 +143,7 @@ func TestDisruptionMetrics(t *testing.T) {
 
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "dm-balanced"}}
 	nc := claim("dm-balanced", nil)
-	dc := &disruption.Cluster{NodePools: []*v1.NodePool{np},
+	dc := &disruption.Snapshot{NodePools: []*v1.NodePool{np},
 		Nodes: []*disruption.Candidate{{Node: &provisioning.Node{Name: "n1"}, NodeClaim: nc, NodePool: np.Name}}}
 	rec := events.NewFakeRecorder(10)
 	d := &disrupter{events: recorder{rec}}

@@ -44,7 +44,7 @@ func (r *repairer) repair(ctx context.Context) ([]string, error) {
 		return nil, ErrNotSynced
 	}
 	ctx = withController(ctx, "node.health")
-	d := disruption.Repairs(r.store.DisruptionCluster(r.clock.Now(), nil), r.policies())
+	d := disruption.Repairs(r.store.DisruptionSnapshot(r.clock.Now(), nil), r.policies())
 	var deleted []string
 	var errs []error
 	for _, rep := range d.Replace {

@@ -6,7 +6,7 @@
 // Every host — the controller, the simulator, plan and explain — builds one
 // Decider from its flags and asks it for each provisioning and disruption
 // decision; none sets the engine's fields (a Snapshot's Policy, a
-// disruption Cluster's Planner, Memo and Policy) itself, so the same input
+// disruption Snapshot's Planner, Memo and Policy) itself, so the same input
 // and Policy give the same decisions in every host.
 package decide
 
@@ -76,10 +76,10 @@ func (d *Decider) PrepareSnapshot(snap *provisioning.Snapshot) *provisioning.Sna
 	return snap
 }
 
-// Prepare readies a disruption Cluster for the engine: its Planner (for
+// Prepare readies a disruption Snapshot for the engine: its Planner (for
 // the configuration version), Memo and Policy, before a host hands it to
 // disruption.Compute, the queue's validation or StaticScale.
-func (d *Decider) Prepare(c *disruption.Cluster, version uint64) *disruption.Cluster {
+func (d *Decider) Prepare(c *disruption.Snapshot, version uint64) *disruption.Snapshot {
 	c.Planner = d.plannerFor(version, &provisioning.Snapshot{NodePools: c.NodePools, InstanceTypes: c.InstanceTypes, DaemonSets: c.DaemonSets})
 	c.Memo, c.Policy = d.memo, d.policy
 	return c

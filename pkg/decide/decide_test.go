@@ -46,9 +46,9 @@ func TestDecider(t *testing.T) {
 	if snap.Policy != d.Policy() || len(res.NewNodeClaims) != 1 {
 		t.Fatalf("snapshot policy %+v, %d claims; want the Decider's policy and one claim", snap.Policy, len(res.NewNodeClaims))
 	}
-	first := d.Prepare(&disruption.Cluster{NodePools: pools, InstanceTypes: its}, 1)
-	again := d.Prepare(&disruption.Cluster{NodePools: pools, InstanceTypes: its}, 1)
-	changed := d.Prepare(&disruption.Cluster{NodePools: pools, InstanceTypes: its}, 2)
+	first := d.Prepare(&disruption.Snapshot{NodePools: pools, InstanceTypes: its}, 1)
+	again := d.Prepare(&disruption.Snapshot{NodePools: pools, InstanceTypes: its}, 1)
+	changed := d.Prepare(&disruption.Snapshot{NodePools: pools, InstanceTypes: its}, 2)
 	if first.Planner == nil || first.Planner != again.Planner {
 		t.Error("the same configuration version got another Planner")
 	}

@@ -72,7 +72,7 @@ func BenchmarkConsolidationPassSingleNode(b *testing.B) {
 func BenchmarkConsolidationPassAtRest(b *testing.B) {
 	np, its := nodePool("p"), benchTypes()
 	nodes := partlyUsed(np, its)
-	benchmarkPass(b, np, its, nodes, func(c *Cluster) {
+	benchmarkPass(b, np, its, nodes, func(c *Snapshot) {
 		c.Planner = provisioning.NewPlanner(c.NodePools, c.InstanceTypes, nil)
 		c.Memo = NewMemo()
 		Compute(context.Background(), c, Options{}) // the first pass asks
@@ -91,14 +91,14 @@ func benchTypes() []*cloudprovider.InstanceType {
 // benchmarkPass times Compute over the nodes as a host hands them over:
 // each node with a Version and each pod with a resourceVersion (pkg/state
 // sets them), so the pass's simulations share what they derive.
-func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate, setup ...func(*Cluster)) *Decision {
+func benchmarkPass(b *testing.B, np *v1.NodePool, its []*cloudprovider.InstanceType, nodes []*Candidate, setup ...func(*Snapshot)) *Decision {
 	for _, n := range nodes {
 		n.Node.Version = "1"
 		for _, p := range n.Node.Pods {
 			p.ResourceVersion = "1"
 		}
 	}
-	c := &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": its}, Nodes: nodes}
+	c := &Snapshot{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{"p": its}, Nodes: nodes}
 	for _, f := range setup {
 		f(c)
 	}

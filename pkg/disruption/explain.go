@@ -22,7 +22,7 @@ type Answer struct {
 // each makes of the node: expiration, emptiness, drift, consolidation. It
 // runs the same checks as Compute, for this node alone (consolidation as
 // single-node: multi-node depends on the other nodes), and changes nothing.
-func ExplainNode(ctx context.Context, c *Cluster, name string, opts Options) ([]Answer, error) {
+func ExplainNode(ctx context.Context, c *Snapshot, name string, opts Options) ([]Answer, error) {
 	var cand *Candidate
 	for _, n := range c.Nodes {
 		if n.Node.Name == name {

@@ -103,7 +103,7 @@ const (
 // replacement needs, so it does not chase the single cheapest pool.
 const MinSpotToSpotTypes = 15
 
-func newPass(ctx context.Context, c *Cluster, opts Options) *pass {
+func newPass(ctx context.Context, c *Snapshot, opts Options) *pass {
 	p := &pass{ctx: ctx, c: c, opts: opts, pools: map[string]*v1.NodePool{}, byPool: map[string][]*Candidate{},
 		remain: map[string]map[v1.DisruptionReason]int{}, decision: &Decision{Allowances: map[string][]Allowance{}}}
 	for _, np := range c.NodePools {
@@ -152,7 +152,7 @@ type pass struct {
 	starting map[string]bool
 	pods     map[*Candidate][]*corev1.Pod
 	planner  *provisioning.Planner
-	c        *Cluster
+	c        *Snapshot
 	opts     Options
 	pools    map[string]*v1.NodePool
 	byPool   map[string][]*Candidate
@@ -200,7 +200,7 @@ func (p *pass) budgetBlock(cand *Candidate, reason v1.DisruptionReason) {
 // Compute runs one disruption pass over the cluster; it changes nothing it
 // is given. Hosts that set each node's Requested spare the simulations
 // summing the pods' requests again.
-func Compute(ctx context.Context, c *Cluster, opts Options) *Decision {
+func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 	p := newPass(ctx, c, opts)
 	p.expire()
 	graceful, eventual := p.eligible()
@@ -341,7 +341,7 @@ func (p *pass) settling(cand *Candidate) bool {
 // consolidatable yet becomes so (upstream's Consolidatable condition turns
 // true then, a change of the cluster's state that makes consolidation look
 // again); zero when no node is waiting.
-func NextConsolidatable(c *Cluster) time.Time {
+func NextConsolidatable(c *Snapshot) time.Time {
 	pools := map[string]*v1.NodePool{}
 	for _, np := range c.NodePools {
 		pools[np.Name] = np

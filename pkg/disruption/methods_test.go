@@ -98,8 +98,8 @@ func node(name string, np *v1.NodePool, it *cloudprovider.InstanceType, capacity
 	}
 }
 
-func cluster(np *v1.NodePool, nodes ...*Candidate) *Cluster {
-	return &Cluster{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{np.Name: types()}, Nodes: nodes}
+func cluster(np *v1.NodePool, nodes ...*Candidate) *Snapshot {
+	return &Snapshot{Now: t0, NodePools: []*v1.NodePool{np}, InstanceTypes: map[string][]*cloudprovider.InstanceType{np.Name: types()}, Nodes: nodes}
 }
 
 func only(t *testing.T, d *Decision) *Command {
@@ -749,7 +749,7 @@ func TestNextConsolidatable(t *testing.T) {
 func TestSettlingNodesAreNoDestination(t *testing.T) {
 	np := nodePool("p") // consolidateAfter 30s
 	medium, large := types()[1], types()[2]
-	build := func(bLastEvent time.Duration, podPhase corev1.PodPhase) *Cluster {
+	build := func(bLastEvent time.Duration, podPhase corev1.PodPhase) *Snapshot {
 		a := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.Status.Phase = podPhase }))
 		b := node("b", np, large, v1.CapacityTypeOnDemand, podOn("14"))
 		b.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-bLastEvent))

@@ -24,7 +24,7 @@ import (
 func TestConsolidationAsKubeSchedulerPlacesPods(t *testing.T) {
 	np := nodePool("p")
 	medium, large := types()[1], types()[2]
-	build := func() *Cluster {
+	build := func() *Snapshot {
 		small := podOn("1", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) })
 		big := podOn("3500m", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour)) })
 		return cluster(np, node("x", np, large, v1.CapacityTypeOnDemand, small, big), node("e", np, medium, v1.CapacityTypeOnDemand, podOn("2500m")))

@@ -93,7 +93,7 @@ func TestBudgetsNeverExceeded(t *testing.T) {
 	}
 }
 
-func remaining(c *Cluster, cmd *Command) []*provisioning.Node {
+func remaining(c *Snapshot, cmd *Command) []*provisioning.Node {
 	gone := map[*Candidate]bool{}
 	for _, cand := range cmd.Candidates {
 		gone[cand] = true

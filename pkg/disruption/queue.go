@@ -131,7 +131,7 @@ func (q *Queue) Validating() bool {
 
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
-func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Cluster) []Event {
+func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Snapshot) []Event {
 	var events []Event
 	for _, it := range q.items {
 		if !it.done {
@@ -148,7 +148,7 @@ func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func
 	return events
 }
 
-func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions, fresh func() *Cluster) []Event {
+func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions, fresh func() *Snapshot) []Event {
 	var events []Event
 	ev := func(what EventKind, detail string, err error) {
 		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail, Err: err})
@@ -232,7 +232,7 @@ func (q *Queue) rollBack(it *queued, act Actions, cause error) error {
 // Revalidate checks a command against fresh state: every candidate must
 // still be there, undisrupted, unblocked and within its budget, and the
 // method must still choose to act on them the same way.
-func Revalidate(ctx context.Context, cmd *Command, c *Cluster, opts Options) error {
+func Revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) error {
 	p := newPass(ctx, c, opts)
 	byName := map[string]*Candidate{}
 	for _, cand := range c.Nodes {

@@ -57,7 +57,7 @@ func (r *recorder) Terminate(n string) error {
 	return nil
 }
 
-func replaceCluster() *Cluster {
+func replaceCluster() *Snapshot {
 	np := nodePool("p")
 	return cluster(np, node("big", np, types()[2], v1.CapacityTypeOnDemand, podOn("1")))
 }
@@ -68,7 +68,7 @@ func TestReplacementFirst(t *testing.T) {
 	q := &Queue{}
 	r := newRecorder()
 	q.Add(cmd, t0)
-	fresh := func() *Cluster { return c }
+	fresh := func() *Snapshot { return c }
 	if ev := q.Step(context.Background(), t0.Add(10*time.Second), r, fresh); len(ev) != 0 || len(r.log) != 0 {
 		t.Fatalf("nothing happens before the validation delay: %v %v", ev, r.log)
 	}
@@ -97,9 +97,9 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	q.Add(only(t, Compute(context.Background(), c, Options{})), t0)
 	r := newRecorder()
 	c.Now = t0.Add(ValidationDelay)
-	q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
+	q.Step(context.Background(), c.Now, r, func() *Snapshot { return c })
 	r.state["replacement-1"] = ReplacementFailed
-	ev := q.Step(context.Background(), c.Now.Add(time.Minute), r, func() *Cluster { return c })
+	ev := q.Step(context.Background(), c.Now.Add(time.Minute), r, func() *Snapshot { return c })
 	if got := strings.Join(r.log, ";"); got != "taint big;launch replacement-1;delete replacement-1;untaint big" || r.terminated["big"] {
 		t.Fatalf("rollback: %s", got)
 	}
@@ -111,7 +111,7 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 	q.Add(only(t, Compute(context.Background(), replaceCluster(), Options{})), t0)
 	r = newRecorder()
 	r.launchErr = errors.New("InsufficientInstanceCapacity")
-	ev = q.Step(context.Background(), t0.Add(ValidationDelay), r, func() *Cluster { c := replaceCluster(); c.Now = t0.Add(ValidationDelay); return c })
+	ev = q.Step(context.Background(), t0.Add(ValidationDelay), r, func() *Snapshot { c := replaceCluster(); c.Now = t0.Add(ValidationDelay); return c })
 	if len(ev) != 3 || ev[0].What != EventValidated || ev[1].What != EventTainted || ev[2].What != EventAbandoned ||
 		!errors.Is(ev[2].Err, r.launchErr) || strings.Join(r.log, ";") != "taint big;untaint big" {
 		t.Fatalf("launch error: the host's error comes back and the taint is undone: %+v %v", ev, r.log)
@@ -121,18 +121,18 @@ func TestReplacementFailureRollsBack(t *testing.T) {
 func TestValidationCancels(t *testing.T) {
 	tests := []struct {
 		name   string
-		change func(*Cluster)
+		change func(*Snapshot)
 		want   string
 	}{
-		{"a pod arrived", func(c *Cluster) {
+		{"a pod arrived", func(c *Snapshot) {
 			c.Nodes[0].Node.Pods = append(c.Nodes[0].Node.Pods, podOn("1"))
 			c.Nodes[0].NodeClaim.Status.LastPodEventTime = metav1.NewTime(c.Now)
 		}, "a pod was scheduled to or removed from node big"},
-		{"do-not-disrupt appeared", func(c *Cluster) {
+		{"do-not-disrupt appeared", func(c *Snapshot) {
 			c.Nodes[0].Node.Pods[0].Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"}
 		}, "can no longer be disrupted"},
-		{"node gone", func(c *Cluster) { c.Nodes = nil }, "node big is gone"},
-		{"budget closed", func(c *Cluster) { c.NodePools[0].Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} }, "budget no longer allows"},
+		{"node gone", func(c *Snapshot) { c.Nodes = nil }, "node big is gone"},
+		{"budget closed", func(c *Snapshot) { c.NodePools[0].Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0"}} }, "budget no longer allows"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +142,7 @@ func TestValidationCancels(t *testing.T) {
 			c.Now = t0.Add(ValidationDelay)
 			tc.change(c)
 			r := newRecorder()
-			ev := q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
+			ev := q.Step(context.Background(), c.Now, r, func() *Snapshot { return c })
 			if len(ev) != 1 || ev[0].What != EventCancelled || !strings.Contains(ev[0].Detail, tc.want) || len(r.log) != 0 {
 				t.Fatalf("want cancelled with %q and no action, got %+v, %v", tc.want, ev, r.log)
 			}
@@ -169,7 +169,7 @@ func TestTaintFailureRollsBack(t *testing.T) {
 	boom := errors.New("conflict")
 	r.taintErr = map[string]error{"b": boom}
 	c.Now = t0.Add(ValidationDelay)
-	ev := q.Step(context.Background(), c.Now, r, func() *Cluster { return c })
+	ev := q.Step(context.Background(), c.Now, r, func() *Snapshot { return c })
 	if got := strings.Join(r.log, ";"); got != "taint a;untaint a" || len(ev) != 2 || ev[1].What != EventAbandoned || !errors.Is(ev[1].Err, boom) {
 		t.Fatalf("log %s, events %+v", got, ev)
 	}
@@ -188,7 +188,7 @@ func TestDriftDoesNotWaitForValidation(t *testing.T) {
 		t.Fatal("drift is not validated")
 	}
 	r := newRecorder()
-	q.Step(context.Background(), t0, r, func() *Cluster { t.Fatal("no validation"); return nil })
+	q.Step(context.Background(), t0, r, func() *Snapshot { t.Fatal("no validation"); return nil })
 	if got := strings.Join(r.log, ";"); got != "taint big;terminate big" {
 		t.Fatalf("drift without replacements: taint and terminate at once: %s", got)
 	}

@@ -69,7 +69,7 @@ type RepairDecision struct {
 // Repairs is node repair over the cluster at c.Now, with the cloud
 // provider's policies. Only registered nodes count, as upstream counts a
 // pool's Node objects; a claim already being deleted is not repaired again.
-func Repairs(c *Cluster, policies []cloudprovider.RepairPolicy) RepairDecision {
+func Repairs(c *Snapshot, policies []cloudprovider.RepairPolicy) RepairDecision {
 	var d RepairDecision
 	if len(policies) == 0 {
 		return d

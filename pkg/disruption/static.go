@@ -85,7 +85,7 @@ func (s StaticScaling) String() string {
 // bypass node disruption budgets but respect PodDisruptionBudgets"), the
 // whole surplus goes at once; in either mode the drains respect
 // PodDisruptionBudgets.
-func StaticScale(c *Cluster) []StaticScaling {
+func StaticScale(c *Snapshot) []StaticScaling {
 	var out []StaticScaling
 	for _, np := range c.NodePools {
 		if !np.IsStatic() {
@@ -155,7 +155,7 @@ func withinBudget(np *v1.NodePool, surplus []*Candidate, nodes PoolNodes, now ti
 	return s
 }
 
-func (c *Cluster) removalOrder(cands []*Candidate) []*Candidate {
+func (c *Snapshot) removalOrder(cands []*Candidate) []*Candidate {
 	type ranked struct {
 		cand       *Candidate
 		rank, prio int

@@ -13,7 +13,7 @@ import (
 
 // A pod whose volume is in another zone than the nodes that could take it
 // keeps its node: consolidation's simulation holds it to its volume's zone
-// (Cluster.Volumes), as provisioning does.
+// (Snapshot.Volumes), as provisioning does.
 func TestConsolidationKeepsPodsWithTheirVolumes(t *testing.T) {
 	np := nodePool("p")
 	medium := types()[1]

@@ -62,7 +62,7 @@ type Usage struct {
 // ExplainNodePool explains the named NodePool at now.
 // Its complexity (23) is the sections of the explanation (budgets and
 // their windows, limits, nodes, drift, consolidation) filled in order.
-func ExplainNodePool(c *state.Cluster, name string, now time.Time, policy provisioning.Policy) (*NodePoolExplanation, error) {
+func ExplainNodePool(c *state.Objects, name string, now time.Time, policy provisioning.Policy) (*NodePoolExplanation, error) {
 	var np *v1.NodePool
 	var names []string
 	for _, p := range c.NodePools {
@@ -141,7 +141,7 @@ func ExplainNodePool(c *state.Cluster, name string, now time.Time, policy provis
 }
 
 // poolNodes counts the pool's nodes as its budgets do.
-func poolNodes(c *state.Cluster, pool string, now time.Time) disruption.PoolNodes {
+func poolNodes(c *state.Objects, pool string, now time.Time) disruption.PoolNodes {
 	ex, err := ExplainNodePool(c, pool, now, provisioning.Policy{}) // its counts, which no policy changes
 	if err != nil {
 		return disruption.PoolNodes{}
@@ -166,9 +166,9 @@ type Method struct {
 
 // ExplainNode explains the named node at now, through the same checks a
 // disruption pass makes under the policy.
-func ExplainNode(ctx context.Context, c *state.Cluster, name string, now time.Time, policy provisioning.Policy) (*NodeExplanation, error) {
+func ExplainNode(ctx context.Context, c *state.Objects, name string, now time.Time, policy provisioning.Policy) (*NodeExplanation, error) {
 	c, _ = applyOverlays(c, policy)
-	dc := decide.New(policy, decide.Options{}).Prepare(c.DisruptionCluster(now, c.Drifted), 0)
+	dc := decide.New(policy, decide.Options{}).Prepare(c.DisruptionSnapshot(now, c.Drifted), 0)
 	answers, err := disruption.ExplainNode(ctx, dc, name, disruption.Options{})
 	if err != nil {
 		return nil, err

@@ -56,7 +56,7 @@ type PoolVerdict struct {
 // cluster: a pod already bound, or one provisioning leaves alone, says so.
 // Its complexity (22) is one early answer per state a pod can be in
 // (bound, terminating, a DaemonSet's, given up on, …) before the verdicts.
-func ExplainPod(ctx context.Context, c *state.Cluster, namespace, name string, policy provisioning.Policy) (*PodExplanation, error) {
+func ExplainPod(ctx context.Context, c *state.Objects, namespace, name string, policy provisioning.Policy) (*PodExplanation, error) {
 	if namespace == "" {
 		namespace = corev1.NamespaceDefault
 	}
@@ -143,7 +143,7 @@ func sameVerdicts(ex *provisioning.Explanation) bool {
 // topology.kubernetes.io/zone: us-east-1a 1 (default/db-0); NodePool
 // general allows topology.kubernetes.io/zone In [us-east-1a]". Pods that
 // have not been placed count nowhere.
-func topologyEvidence(c *state.Cluster, pod *corev1.Pod, np *v1.NodePool) string {
+func topologyEvidence(c *state.Objects, pod *corev1.Pod, np *v1.NodePool) string {
 	terms := topologyTerms(pod)
 	labelsOf := map[string]map[string]string{}
 	for _, n := range c.StateNodes() {
@@ -183,7 +183,7 @@ func firstOf(items []string, n int) string {
 
 // pendingHint names a few pending pods, the ones worth explaining:
 // "; pending: a/x, b/y and 3 more".
-func pendingHint(c *state.Cluster) string {
+func pendingHint(c *state.Objects) string {
 	pending := c.PendingPods()
 	if len(pending) == 0 {
 		return "; none is pending"
@@ -258,7 +258,7 @@ func topologyTerms(pod *corev1.Pod) []topologyTerm {
 
 // termEvidence says where the running pods a term selects are, by domain
 // of its key (false for a selector that does not parse).
-func termEvidence(c *state.Cluster, pod *corev1.Pod, t topologyTerm, labelsOf map[string]map[string]string) (string, bool) {
+func termEvidence(c *state.Objects, pod *corev1.Pod, t topologyTerm, labelsOf map[string]map[string]string) (string, bool) {
 	sel, err := metav1.LabelSelectorAsSelector(t.selector)
 	if err != nil {
 		return "", false

@@ -211,10 +211,10 @@ func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 	return nil
 }
 
-// Cluster is the objects as the engine sees them, with the instance types
+// State is the objects as the engine sees them, with the instance types
 // the cloud offers (the same list to every NodePool: each takes the ones
 // its requirements allow).
-func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cluster {
+func (o *Objects) State(instanceTypes []*cloudprovider.InstanceType) *state.Objects {
 	its := map[string][]*cloudprovider.InstanceType{}
 	for _, np := range o.NodePools {
 		its[np.Name] = instanceTypes
@@ -225,7 +225,7 @@ func (o *Objects) Cluster(instanceTypes []*cloudprovider.InstanceType) *state.Cl
 	for _, r := range o.Buffers() {
 		bufferPods = append(bufferPods, buffer.VirtualPods(r)...)
 	}
-	return &state.Cluster{BufferPods: bufferPods, NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
+	return &state.Objects{BufferPods: bufferPods, NodePools: pools, NodeClaims: o.NodeClaims, Nodes: o.Nodes, Pods: o.Pods, DaemonSets: o.DaemonSets,
 		PDBs: o.PDBs, InstanceTypes: its, NodeOverlays: o.NodeOverlays, AssumeUnschedulable: true,
 		PersistentVolumeClaims: o.PersistentVolumeClaims, PersistentVolumes: o.PersistentVolumes, StorageClasses: o.StorageClasses,
 		VolumesComplete: o.VolumesComplete, DRA: &o.DRA}

@@ -76,7 +76,7 @@ func TestPlanAppliesNodeOverlays(t *testing.T) {
 		t.Fatalf("test premise: m7i.xlarge ($%v) lists dearer than m6i.xlarge ($%v)", list["m7i.xlarge"], list["m6i.xlarge"])
 	}
 	for _, d := range []provisioning.Decisions{provisioning.DecisionsJoiner, provisioning.DecisionsKarpenter} {
-		p := plan.Run(context.Background(), objs.Cluster(its), time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), plan.Options{Policy: provisioning.Policy{Decisions: d}})
+		p := plan.Run(context.Background(), objs.State(its), time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC), plan.Options{Policy: provisioning.Policy{Decisions: d}})
 		if len(p.Pending) != 0 || len(p.NodeClaims) != 1 {
 			t.Fatalf("%s: want one claim and nothing pending, got %+v pending %+v", d, p.NodeClaims, p.Pending)
 		}
@@ -108,7 +108,7 @@ func TestPlanAppliesNodeOverlays(t *testing.T) {
 // types and the one refused.
 func TestExplainNamesNodeOverlays(t *testing.T) {
 	objs, its := overlayInput(t)
-	c := objs.Cluster(its)
+	c := objs.State(its)
 	ex, err := plan.ExplainPod(context.Background(), c, "default", "builder", provisioning.Policy{})
 	if err != nil {
 		t.Fatal(err)

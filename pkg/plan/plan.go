@@ -176,7 +176,7 @@ type Options struct {
 }
 
 // Run makes the plan at now.
-func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Plan {
+func Run(ctx context.Context, c *state.Objects, now time.Time, opts Options) *Plan {
 	p := &Plan{At: now.UTC(), NodeClaims: []NodeClaim{}, Bindings: []Binding{}, Pending: []Pending{}}
 	if opts.Policy.Karpenter() {
 		p.Decisions = string(opts.Policy.Decisions)
@@ -220,7 +220,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 			p.Buffers = append(p.Buffers, Buffer{Name: name, OnExisting: pl.Existing, OnNew: pl.New, Unplaced: pl.Failed})
 		}
 	}
-	dc := dec.Prepare(c.DisruptionCluster(now, c.Drifted), 0)
+	dc := dec.Prepare(c.DisruptionSnapshot(now, c.Drifted), 0)
 	d := disruption.Compute(ctx, dc, disruption.Options{})
 	for _, s := range disruption.StaticScale(dc) {
 		out := StaticScaling{NodePool: s.NodePool.Name, Replicas: *s.NodePool.Spec.Replicas, Launch: s.Launch}
@@ -247,7 +247,7 @@ func Run(ctx context.Context, c *state.Cluster, now time.Time, opts Options) *Pl
 // applyOverlays returns a copy of c whose instance types carry its
 // NodeOverlays merged as the policy says, and what they did; c itself and
 // what its types already carry when they do (nil without overlays).
-func applyOverlays(c *state.Cluster, policy provisioning.Policy) (*state.Cluster, *overlay.Result) {
+func applyOverlays(c *state.Objects, policy provisioning.Policy) (*state.Objects, *overlay.Result) {
 	if len(c.NodeOverlays) == 0 {
 		return c, c.AppliedOverlays
 	}
@@ -257,7 +257,7 @@ func applyOverlays(c *state.Cluster, policy provisioning.Policy) (*state.Cluster
 	return &cp, res
 }
 
-func disruptionOf(d *disruption.Decision, c *state.Cluster, now time.Time) Disruption {
+func disruptionOf(d *disruption.Decision, c *state.Objects, now time.Time) Disruption {
 	pools := c.NodePools
 	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}}
 	byName := map[string]*v1.NodePool{}
@@ -299,7 +299,7 @@ func disruptionOf(d *disruption.Decision, c *state.Cluster, now time.Time) Disru
 // multi-node consolidation, which takes no more nodes at once than the
 // budget allows; "allows no more" alone would read as a budget that
 // allows none.
-func blockedReason(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time, noCommand bool) string {
+func blockedReason(c *state.Objects, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time, noCommand bool) string {
 	np := pools[b.NodePool]
 	if b.ByBudget == v1.DisruptionReasonUnderutilized && np != nil {
 		for _, a := range allowances[b.NodePool] {
@@ -320,7 +320,7 @@ func blockedReason(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.
 // back, which budget and until when, and how many nodes it allows of how
 // many: ": budgets[1] (nodes 10%, …), until Mon 17:00 UTC, which allows 1
 // of the pool's 6 nodes at once: 1 is being disrupted or not Ready".
-func budgetDetail(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time) string {
+func budgetDetail(c *state.Objects, b disruption.Blocked, pools map[string]*v1.NodePool, allowances map[string][]disruption.Allowance, now time.Time) string {
 	np := pools[b.NodePool]
 	if b.ByBudget == "" || np == nil {
 		return ""
@@ -335,7 +335,7 @@ func budgetDetail(c *state.Cluster, b disruption.Blocked, pools map[string]*v1.N
 
 // heldDetail is an allowance's detail, with the counts behind an
 // allowance of none.
-func heldDetail(c *state.Cluster, np *v1.NodePool, a disruption.Allowance, now time.Time) string {
+func heldDetail(c *state.Objects, np *v1.NodePool, a disruption.Allowance, now time.Time) string {
 	s := budgetOf(np, a, now).detail()
 	if a.Allowed != 0 || a.Binding < 0 || a.Err != nil {
 		return s

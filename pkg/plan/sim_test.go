@@ -199,7 +199,7 @@ func TestExplainPodInSimulation(t *testing.T) {
 }
 
 // nodeOf is the node the pod runs on in the cluster.
-func nodeOf(t *testing.T, c *state.Cluster, pod string) string {
+func nodeOf(t *testing.T, c *state.Objects, pod string) string {
 	t.Helper()
 	for _, p := range c.Pods {
 		if p.Name == pod && p.Spec.NodeName != "" {

@@ -63,7 +63,7 @@ type buffers struct {
 
 // resolveBuffers resolves the scenario's CapacityBuffers and hands their
 // virtual pods to the Store.
-func (e *engine) resolveBuffers() {
+func (e *simulation) resolveBuffers() {
 	if len(e.in.CapacityBuffers) == 0 {
 		return
 	}
@@ -93,7 +93,7 @@ func (e *engine) resolveBuffers() {
 }
 
 // bufferLookup finds a buffer's PodTemplate or workload in the run.
-func (e *engine) bufferLookup(kind, namespace, name string) (*buffer.Target, error) {
+func (e *simulation) bufferLookup(kind, namespace, name string) (*buffer.Target, error) {
 	if kind == "PodTemplate" {
 		for _, pt := range e.in.PodTemplates {
 			if pt.Namespace == namespace && pt.Name == name {
@@ -115,7 +115,7 @@ func (e *engine) bufferLookup(kind, namespace, name string) (*buffer.Target, err
 // placedBuffers records where a provisioning pass put the virtual pods:
 // the nodes emptiness must leave alone, and each buffer's Provisioning
 // condition.
-func (e *engine) placedBuffers(res *provisioning.Results) {
+func (e *simulation) placedBuffers(res *provisioning.Results) {
 	if len(e.buf.resolved) == 0 {
 		return
 	}
@@ -132,7 +132,7 @@ func (e *engine) placedBuffers(res *provisioning.Results) {
 
 // bufferReport is the run's BufferReport, without the second run's
 // figures.
-func (e *engine) bufferReport(rep *Report) *BufferReport {
+func (e *simulation) bufferReport(rep *Report) *BufferReport {
 	if len(e.in.CapacityBuffers) == 0 {
 		return nil
 	}

@@ -15,7 +15,7 @@ import (
 
 // buildWorkloads turns the scenario's objects into the run's workloads and
 // their autoscalers.
-func (e *engine) buildWorkloads() error {
+func (e *simulation) buildWorkloads() error {
 	s := e.in.Scenario.Spec
 	runtimes := map[string]time.Duration{}
 	for _, j := range s.Jobs {
@@ -58,7 +58,7 @@ func (e *engine) buildWorkloads() error {
 
 // buildControllers makes the Deployments', StatefulSets' and Jobs'
 // workloads, by kind/namespace/name in byName.
-func (e *engine) buildControllers(prio *priorities, runtimes map[string]time.Duration, byName map[string]*workload) error {
+func (e *simulation) buildControllers(prio *priorities, runtimes map[string]time.Duration, byName map[string]*workload) error {
 	ns := podutil.Namespace
 	replicated := func(kind string, meta metav1.ObjectMeta, replicas *int32, sel *metav1.LabelSelector, tmpl corev1.PodTemplateSpec) error {
 		if err := prio.resolve(&tmpl.Spec, kind+" "+meta.Name+": spec.template.spec"); err != nil {
@@ -104,7 +104,7 @@ func (e *engine) buildControllers(prio *priorities, runtimes map[string]time.Dur
 }
 
 // buildPods takes the bare Pods and the DaemonSets, priorities resolved.
-func (e *engine) buildPods(prio *priorities) error {
+func (e *simulation) buildPods(prio *priorities) error {
 	ns := podutil.Namespace
 	for _, p := range e.in.Pods {
 		p = p.DeepCopy()
@@ -134,7 +134,7 @@ func (e *engine) buildPods(prio *priorities) error {
 }
 
 // buildHPAs models the HorizontalPodAutoscalers over their targets.
-func (e *engine) buildHPAs(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
+func (e *simulation) buildHPAs(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
 	ns := podutil.Namespace
 	for _, h := range e.in.HPAs {
 		target, spec, lf, err := e.autoscaled("HorizontalPodAutoscaler", ns(h.ObjectMeta), h.Name,
@@ -162,7 +162,7 @@ func (e *engine) buildHPAs(byName map[string]*workload, loads map[string]*scenar
 }
 
 // buildScaledObjects models KEDA's ScaledObjects over their targets.
-func (e *engine) buildScaledObjects(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
+func (e *simulation) buildScaledObjects(byName map[string]*workload, loads map[string]*scenario.LoadSpec) error {
 	ns := podutil.Namespace
 	for _, so := range e.in.ScaledObjects {
 		kind := "Deployment"
@@ -195,7 +195,7 @@ func (e *engine) buildScaledObjects(byName map[string]*workload, loads map[strin
 }
 
 // buildCronJobs schedules the CronJobs' runs.
-func (e *engine) buildCronJobs(prio *priorities, runtimes map[string]time.Duration) error {
+func (e *simulation) buildCronJobs(prio *priorities, runtimes map[string]time.Duration) error {
 	ns := podutil.Namespace
 	for _, cj := range e.in.CronJobs {
 		sched, err := cron.ParseStandard(cj.Spec.Schedule)

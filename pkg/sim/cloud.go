@@ -18,7 +18,7 @@ import (
 )
 
 // armBatch starts or extends a provisioning batch window.
-func (e *engine) armBatch() {
+func (e *simulation) armBatch() {
 	now := e.clk.now
 	if !e.batchArmed {
 		e.batchArmed = true
@@ -53,7 +53,7 @@ func (e *engine) armBatch() {
 }
 
 // armBatchAt re-arms the batch timer for a later due time.
-func (e *engine) armBatchAt(due time.Time) {
+func (e *simulation) armBatchAt(due time.Time) {
 	e.batchTimer = due
 	e.clk.at(due, func() {
 		e.batchTimer = time.Time{}
@@ -67,7 +67,7 @@ func (e *engine) armBatchAt(due time.Time) {
 
 // provision runs the real provisioning scheduler over the pending pods and
 // launches what it plans.
-func (e *engine) provision() {
+func (e *simulation) provision() {
 	e.resolveBuffers()
 	if len(e.pending) == 0 && len(e.buf.pods) == 0 {
 		return
@@ -111,7 +111,7 @@ func (e *engine) provision() {
 // launch creates a NodeClaim for the plan and asks the simulated EC2 for
 // an instance: the cheapest offering of the plan's instance types, falling
 // back type by type when capacity is short.
-func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
+func (e *simulation) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
 	e.nodeSeq++
 	nc := state.NewNodeClaim(plan, fmt.Sprintf("%s-%05d", plan.NodePool.Name, e.nodeSeq), metav1.NewTime(e.clk.now))
 	created, err := e.cloud.Create(context.Background(), nc)
@@ -125,7 +125,7 @@ func (e *engine) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode,
 	return e.startInstance(plan, created, why), nil
 }
 
-func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClaim, why string) *simNode {
+func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClaim, why string) *simNode {
 	f := e.in.Scenario.Spec.Faults
 	np := plan.NodePool
 	in := e.cloud.Instance(nc.Status.ProviderID)
@@ -177,7 +177,7 @@ func (e *engine) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClai
 }
 
 // bindDaemons starts the DaemonSet pods a node runs.
-func (e *engine) bindDaemons(n *simNode) {
+func (e *simulation) bindDaemons(n *simNode) {
 	labels := n.labels()
 	for i, ds := range e.daemonSets {
 		tmpl := e.dsPods[i]
@@ -203,7 +203,7 @@ func (e *engine) bindDaemons(n *simNode) {
 // evicted pods room once they pend; nothing is launched ahead of them — and
 // the cloud marks the offering unavailable for a while, as the AWS
 // provider's cache does, so the replacements go elsewhere.
-func (e *engine) interrupt(n *simNode) {
+func (e *simulation) interrupt(n *simNode) {
 	if n.state == nodeGone {
 		return
 	}
@@ -215,7 +215,7 @@ func (e *engine) interrupt(n *simNode) {
 
 // drainFor disrupts a node for reason and starts its drain, unless it is
 // draining already: the cloud's notice of an instance it will take back.
-func (e *engine) drainFor(n *simNode, reason string) {
+func (e *simulation) drainFor(n *simNode, reason string) {
 	if n.drainStarted.IsZero() {
 		e.rep.disrupted(n, reason)
 		e.startDrain(n, reason)
@@ -224,7 +224,7 @@ func (e *engine) drainFor(n *simNode, reason string) {
 
 // takeBack is the cloud taking an instance away, drained or not: its
 // pods go (their controllers make them again), and so does the node.
-func (e *engine) takeBack(n *simNode, reason string) {
+func (e *simulation) takeBack(n *simNode, reason string) {
 	if n.state == nodeGone {
 		return
 	}
@@ -237,7 +237,7 @@ func (e *engine) takeBack(n *simNode, reason string) {
 }
 
 // deleteNode ends an instance and its Node; cost stops accruing.
-func (e *engine) deleteNode(n *simNode, reason string) {
+func (e *simulation) deleteNode(n *simNode, reason string) {
 	if n.state == nodeGone {
 		return
 	}

@@ -28,13 +28,13 @@ const (
 	forcedPassEvery = 5 * time.Minute
 )
 
-func (e *engine) nodeByName(name string) *simNode { return e.byName[name] }
+func (e *simulation) nodeByName(name string) *simNode { return e.byName[name] }
 
 // disruptionCluster is the state disruption decides over.
-func (e *engine) disruptionCluster() *disruption.Cluster {
+func (e *simulation) disruptionCluster() *disruption.Snapshot {
 	e.st.SetPDBs(e.pdbs())
 	version := e.syncOfferings()
-	c := e.st.DisruptionCluster(e.clk.now, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
+	c := e.st.DisruptionSnapshot(e.clk.now, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc)
 		return why
 	})
@@ -43,7 +43,7 @@ func (e *engine) disruptionCluster() *disruption.Cluster {
 
 // pdbs computes each PodDisruptionBudget's allowed disruptions from the
 // pods it selects, as the disruption controller would.
-func (e *engine) pdbs() []*policyv1.PodDisruptionBudget {
+func (e *simulation) pdbs() []*policyv1.PodDisruptionBudget {
 	var out []*policyv1.PodDisruptionBudget
 	for _, pdb := range e.in.PDBs {
 		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
@@ -80,7 +80,7 @@ func (e *engine) pdbs() []*policyv1.PodDisruptionBudget {
 
 // disrupt runs a disruption pass when something changed (or every few
 // minutes regardless) and queues its commands.
-func (e *engine) disrupt() {
+func (e *simulation) disrupt() {
 	due := !e.nextConsolidatable.IsZero() && !e.clk.now.Before(e.nextConsolidatable)
 	if !e.dirty && !due && e.clk.now.Sub(e.rep.lastPass) < forcedPassEvery {
 		return
@@ -142,7 +142,7 @@ func (e *engine) disrupt() {
 // static provisioning and deprovisioning controllers: claims launched,
 // surplus nodes drained and deleted (as many as the budgets allow, unless
 // decisions are karpenter's).
-func (e *engine) scaleStatic(c *disruption.Cluster) {
+func (e *simulation) scaleStatic(c *disruption.Snapshot) {
 	ss := disruption.StaticScale(c)
 	e.rep.staticScaling(ss)
 	for _, s := range ss {
@@ -159,7 +159,7 @@ func (e *engine) scaleStatic(c *disruption.Cluster) {
 	}
 }
 
-func (e *engine) stepQueue() {
+func (e *simulation) stepQueue() {
 	if e.queue.Len() == 0 {
 		return
 	}
@@ -183,7 +183,7 @@ func (e *engine) stepQueue() {
 	}
 }
 
-type simActions struct{ e *engine }
+type simActions struct{ e *simulation }
 
 func (a simActions) Launch(plan *provisioning.NodeClaimPlan) (string, error) {
 	n, err := a.e.launch(plan, "replacement")
@@ -236,7 +236,7 @@ func (a simActions) Terminate(name string) error {
 
 // startDrain begins termination: cordon, then evict in order until the node
 // is empty or its terminationGracePeriod runs out.
-func (e *engine) startDrain(n *simNode, reason string) {
+func (e *simulation) startDrain(n *simNode, reason string) {
 	if n.state == nodeGone || !n.drainStarted.IsZero() {
 		return
 	}
@@ -249,7 +249,7 @@ func (e *engine) startDrain(n *simNode, reason string) {
 	e.drainStep(n)
 }
 
-func (e *engine) drainStep(n *simNode) {
+func (e *simulation) drainStep(n *simNode) {
 	if n.state == nodeGone {
 		return
 	}

@@ -20,7 +20,7 @@ import (
 
 // startDRA hands the scenario's DRA objects to the Store, or names them
 // as left out.
-func (e *engine) startDRA() {
+func (e *simulation) startDRA() {
 	if !e.modelDRA() {
 		return // the report names them (ignoredDocs)
 	}
@@ -46,16 +46,16 @@ func (e *engine) startDRA() {
 
 // ignoredDocs are the input's documents the run left out: the DRA ones
 // too, when DRA is not modelled.
-func (e *engine) ignoredDocs() []manifest.Ignored {
+func (e *simulation) ignoredDocs() []manifest.Ignored {
 	if e.modelDRA() || len(e.in.DRADocs) == 0 {
 		return e.in.Ignored
 	}
 	return append(append([]manifest.Ignored(nil), e.in.Ignored...), e.in.DRADocs...)
 }
 
-func (e *engine) modelDRA() bool { return e.decider.Policy().ModelDRA }
+func (e *simulation) modelDRA() bool { return e.decider.Policy().ModelDRA }
 
-func (e *engine) setResourceClaim(c *resourceapi.ResourceClaim) {
+func (e *simulation) setResourceClaim(c *resourceapi.ResourceClaim) {
 	c.ResourceVersion = e.nextRV()
 	e.st.SetResourceClaim(c)
 }
@@ -63,7 +63,7 @@ func (e *engine) setResourceClaim(c *resourceapi.ResourceClaim) {
 // makeClaims makes the pod's claims from their templates, as
 // kube-controller-manager's resourceclaim controller does, and records
 // them in the pod's status; claims there already are kept.
-func (e *engine) makeClaims(pod *corev1.Pod) []corev1.PodResourceClaimStatus {
+func (e *simulation) makeClaims(pod *corev1.Pod) []corev1.PodResourceClaimStatus {
 	var statuses []corev1.PodResourceClaimStatus
 	for _, rc := range pod.Spec.ResourceClaims {
 		if rc.ResourceClaimTemplateName == nil {
@@ -86,7 +86,7 @@ func (e *engine) makeClaims(pod *corev1.Pod) []corev1.PodResourceClaimStatus {
 
 // allocateClaims writes what kube-scheduler allocated for the pod it bound:
 // each claim's allocation, reserved for the pod.
-func (e *engine) allocateClaims(pod *corev1.Pod, allocs []provisioning.ClaimAllocation) {
+func (e *simulation) allocateClaims(pod *corev1.Pod, allocs []provisioning.ClaimAllocation) {
 	for _, a := range allocs {
 		c := e.st.ResourceClaim(a.Namespace, a.Name)
 		if c == nil {
@@ -123,7 +123,7 @@ func reserves(c *resourceapi.ResourceClaim, pod *corev1.Pod) bool {
 
 // releaseClaims is a pod's end: its own claims are deleted with it, and a
 // shared claim no pod holds any more gives its devices back.
-func (e *engine) releaseClaims(pod *corev1.Pod) {
+func (e *simulation) releaseClaims(pod *corev1.Pod) {
 	for _, rc := range pod.Spec.ResourceClaims {
 		if rc.ResourceClaimTemplateName != nil {
 			e.st.DeleteResourceClaim(pod.Namespace, pod.Name+"-"+rc.Name)
@@ -153,7 +153,7 @@ func (e *engine) releaseClaims(pod *corev1.Pod) {
 
 // publishDevices is the node's DRA drivers starting: its type's devices
 // as ResourceSlices of the node's own.
-func (e *engine) publishDevices(n *simNode) {
+func (e *simulation) publishDevices(n *simNode) {
 	if !e.modelDRA() {
 		return
 	}
@@ -164,7 +164,7 @@ func (e *engine) publishDevices(n *simNode) {
 }
 
 // unpublishDevices is the node gone: its slices go with it.
-func (e *engine) unpublishDevices(n *simNode) {
+func (e *simulation) unpublishDevices(n *simNode) {
 	if !e.modelDRA() {
 		return
 	}

@@ -30,13 +30,13 @@ import (
 // nil) has changed what was loaded, and keeps the engine, so a test can look
 // at every node it launched and the pods on the live ones. It checks that
 // Run itself gives the same report, so the two cannot drift apart.
-func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*engine, *Report) {
+func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*simulation, *Report) {
 	t.Helper()
 	return runExampleWith(t, name, edit, Options{})
 }
 
 // runExampleWith is runExample under opts.
-func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts Options) (*engine, *Report) {
+func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts Options) (*simulation, *Report) {
 	t.Helper()
 	dir := filepath.Join("..", "..", "examples", "scenarios", name)
 	fsys := os.DirFS(dir)
@@ -51,7 +51,7 @@ func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts 
 		return in
 	}
 	in := load()
-	e, err := newEngine(in, fsys, ".", opts)
+	e, err := newSimulation(in, fsys, ".", opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts 
 }
 
 // livePods are the pods of a workload ("Deployment/web") on live nodes.
-func livePods(e *engine, workload string) []*simPod {
+func livePods(e *simulation, workload string) []*simPod {
 	var out []*simPod
 	for _, n := range e.nodes {
 		if n.state == nodeGone {
@@ -135,7 +135,7 @@ func inRange(t *testing.T, what string, got, lo, hi float64) {
 	}
 }
 
-func checkZones(t *testing.T, e *engine, zones ...string) map[string]int {
+func checkZones(t *testing.T, e *simulation, zones ...string) map[string]int {
 	t.Helper()
 	ok := map[string]bool{}
 	for _, z := range zones {

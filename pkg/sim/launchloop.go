@@ -19,7 +19,7 @@ const maxLaunchRounds = state.MaxLaunchRounds
 // miss for each pod the node was launched for that is still pending. The
 // pods it gives up on are reported, with the reason the scheduler refused
 // the node.
-func (e *engine) checkPlannedFor(n *simNode) {
+func (e *simulation) checkPlannedFor(n *simNode) {
 	given := e.st.SettleLaunch(n.name)
 	if len(given) == 0 {
 		return

@@ -21,7 +21,7 @@ type Moment struct {
 	// Cluster is every object the simulated API server holds at At, with
 	// the simulated EC2's offerings (capacity it knows to be short left
 	// out) and its drift check.
-	Cluster *state.Cluster
+	Cluster *state.Objects
 	// GaveUp are the pods ("namespace/name") the simulator's launch-loop
 	// guard stopped launching nodes for, and why: provisioning would plan
 	// for them, the simulator does not.
@@ -34,7 +34,7 @@ type Moment struct {
 // under opts.Policy, as Run's would (its Progress and OnProvision are not
 // called), or stops with ctx's error if ctx ends first.
 func RunUntil(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, at time.Time, opts Options) (*Moment, error) {
-	e, err := newEngine(in, fsys, dir, opts)
+	e, err := newSimulation(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +49,7 @@ func RunUntil(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, a
 	// offerings of the last pass only.
 	e.st.SetPDBs(e.pdbs())
 	e.syncOfferings()
-	c := e.st.Cluster()
+	c := e.st.Objects()
 	c.AppliedOverlays = e.cloud.Overlays()
 	c.Drifted = func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		why, _ := e.cloud.IsDrifted(context.Background(), nc) // the closure outlives ctx

@@ -17,7 +17,7 @@ import (
 // to the node. Nominated pods are neither bound elsewhere nor provisioned
 // for, as Karpenter leaves them alone; when the last victim is gone the
 // pod is bound to its node if it still fits, or is pending again.
-func (e *engine) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
+func (e *simulation) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 	delete(e.pending, sp)
 	sp.nominated = n
 	e.setPod(sp, func(cp *corev1.Pod) { cp.Status.NominatedNodeName = n.name })
@@ -59,7 +59,7 @@ func podOn(n *simNode, p *corev1.Pod) *simPod {
 
 // terminate deletes a running pod gracefully: it is marked terminating at
 // once (its controller replaces it) and leaves its node after grace.
-func (e *engine) terminate(p *simPod, grace time.Duration) {
+func (e *simulation) terminate(p *simPod, grace time.Duration) {
 	n := p.node
 	now := metav1.NewTime(e.clk.now)
 	e.setPod(p, func(cp *corev1.Pod) { cp.DeletionTimestamp = &now })

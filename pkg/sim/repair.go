@@ -36,7 +36,7 @@ type Repairs struct {
 // armFailure draws when a node that just became ready fails, at the
 // scenario's rate (nothing is drawn without one: runs without the fault
 // take the same random numbers as before it existed).
-func (e *engine) armFailure(n *simNode) {
+func (e *simulation) armFailure(n *simNode) {
 	rate := e.in.Scenario.Spec.Faults.NodeFailuresPerNodeHour
 	if rate <= 0 {
 		return
@@ -48,7 +48,7 @@ func (e *engine) armFailure(n *simNode) {
 // fail is a node whose kubelet stops reporting: Ready Unknown, the
 // unreachable taints, its pods evicted after unreachableEviction, and
 // node repair asked again.
-func (e *engine) fail(n *simNode) {
+func (e *simulation) fail(n *simNode) {
 	if n.state != nodeReady || n.disrupting || !n.failedAt.IsZero() {
 		return
 	}
@@ -70,7 +70,7 @@ func (e *engine) fail(n *simNode) {
 }
 
 // armRepair runs node repair at t (once, however often it is asked for).
-func (e *engine) armRepair(t time.Time) {
+func (e *simulation) armRepair(t time.Time) {
 	if !e.repairAt.IsZero() && !e.repairAt.After(t) {
 		return
 	}
@@ -88,7 +88,7 @@ func (e *engine) armRepair(t time.Time) {
 // (disruption.Repairs): due nodes have their claims deleted, their pods
 // replaced; a NodePool held back is asked again in a minute (upstream asks
 // on the next Node event).
-func (e *engine) repair() {
+func (e *simulation) repair() {
 	d := disruption.Repairs(e.disruptionCluster(), e.cloud.RepairPolicies())
 	for _, r := range d.Replace {
 		n := e.nodeByName(r.Candidate.Node.Name)

@@ -14,7 +14,7 @@ import (
 
 // buildReplay makes a recording's workloads and bare pods (scenario.Replay):
 // nothing exists before its first step, then each follows its steps.
-func (e *engine) buildReplay(prio *priorities) error {
+func (e *simulation) buildReplay(prio *priorities) error {
 	r := e.in.Replay
 	for i := range r.Workloads {
 		rw := &r.Workloads[i]
@@ -60,7 +60,7 @@ func (e *engine) buildReplay(prio *priorities) error {
 // setNodePool replaces the NodePool of np's name (or adds np), as an edit
 // through the API server would: the Store, the cloud's offerings and so
 // the Decider's configuration change with it.
-func (e *engine) setNodePool(np *v1.NodePool) {
+func (e *simulation) setNodePool(np *v1.NodePool) {
 	i := sort.Search(len(e.pools), func(i int) bool { return e.pools[i].Name >= np.Name })
 	if i < len(e.pools) && e.pools[i].Name == np.Name {
 		e.pools[i] = np
@@ -79,7 +79,7 @@ func (e *engine) setNodePool(np *v1.NodePool) {
 // setNodeClass takes an edit of an EC2NodeClass: the image it selects
 // (the only part of a class the simulated cloud gives meaning) drifts the
 // nodes launched before it.
-func (e *engine) setNodeClass(nc *awsv1.EC2NodeClass) {
+func (e *simulation) setNodeClass(nc *awsv1.EC2NodeClass) {
 	e.trace(trace.OpUpdate, "EC2NodeClass", nc)
 	if ami := amiOf(nc); ami != e.cloud.Image(nc.Name) {
 		e.cloud.SetImage(nc.Name, ami)
@@ -91,7 +91,7 @@ func (e *engine) setNodeClass(nc *awsv1.EC2NodeClass) {
 // replayStep puts a workload's next step on the agenda; each step, when
 // it comes, schedules the one after it, so a week of steps does not sit
 // in the clock's queue at once.
-func (e *engine) replayStep(w *workload, steps []scenario.ReplicaStep, started bool) {
+func (e *simulation) replayStep(w *workload, steps []scenario.ReplicaStep, started bool) {
 	if len(steps) == 0 {
 		return
 	}

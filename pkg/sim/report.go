@@ -250,7 +250,7 @@ type Sample struct {
 }
 
 type recorder struct {
-	e           *engine
+	e           *simulation
 	resizes     []*ResizeReport
 	startups    []float64
 	byWorkload  map[string][]float64
@@ -285,7 +285,7 @@ type recorder struct {
 	overlayList   []*OverlayReport
 }
 
-func newRecorder(e *engine) *recorder {
+func newRecorder(e *simulation) *recorder {
 	return &recorder{e: e, byWorkload: map[string][]float64{}, disruptions: map[[2]string]int{}, cloudErrors: map[string]int{}, launched: map[string]int{},
 		scales: map[string]*Autoscaler{}, driftNodes: map[string]bool{}, heldBack: map[string]bool{}, blockedBy: map[string]bool{}, holds: map[holdKey]*BlockedRecord{}, nodes: map[*simNode]*nodeTally{},
 		staticHeld: map[string]bool{}}
@@ -518,7 +518,7 @@ func percentile(sorted []float64, p float64) *float64 {
 // neverRanNames is how many pods of a NeverRan are named.
 const neverRanNames = 5
 
-func (e *engine) finish() *Report {
+func (e *simulation) finish() *Report {
 	r := e.rep
 	e.reservationNotes()
 	rep := &Report{Scenario: e.in.Name, Start: e.start, End: e.end, Seed: e.in.Scenario.Spec.Seed, SpotPricesSynthetic: true,
@@ -573,7 +573,7 @@ func (e *engine) finish() *Report {
 
 // costs fills the cost by NodePool and the node-hours by instance type,
 // and returns each NodePool's peak node count.
-func (e *engine) costs(rep *Report) map[string]int {
+func (e *simulation) costs(rep *Report) map[string]int {
 	r := e.rep
 	hours := map[[2]string]*NodeHours{}
 	for _, np := range e.pools {
@@ -619,7 +619,7 @@ func (e *engine) costs(rep *Report) map[string]int {
 
 // podStats fills the pods' startup latency: percentiles, per workload and
 // the histogram.
-func (e *engine) podStats(rep *Report) {
+func (e *simulation) podStats(rep *Report) {
 	r := e.rep
 	st := append([]float64(nil), r.startups...)
 	sort.Float64s(st)
@@ -647,7 +647,7 @@ func (e *engine) podStats(rep *Report) {
 
 // neverRan fills the pods still pending at the end, by reason and by
 // workload.
-func (e *engine) neverRan(rep *Report) {
+func (e *simulation) neverRan(rep *Report) {
 	reasons := map[string]int{}
 	never := map[[2]string]*NeverRan{}
 	pending, byPod := e.pendingPods() // oldest first, then by name

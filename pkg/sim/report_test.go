@@ -410,7 +410,7 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 		}}, 0, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := &engine{clk: &clock{}}
+			e := &simulation{clk: &clock{}}
 			e.rep = newRecorder(e)
 			for _, blocked := range tc.passes {
 				e.rep.disruptionPass(&disruption.Decision{Blocked: blocked})

@@ -34,7 +34,7 @@ func reservationTerms(in *scenario.Input) map[string][]awsv1.CapacityReservation
 // controller does, and EC2 takes what is left 30 minutes before the end;
 // an On-Demand Capacity Reservation that ends leaves its instances running
 // as on-demand, relabelled (upstream's capacity-type controller).
-func (e *engine) scheduleReservations() {
+func (e *simulation) scheduleReservations() {
 	for _, r := range e.cloud.Reservations() {
 		if r.End.IsZero() {
 			continue
@@ -57,7 +57,7 @@ func maxTime(a, b time.Time) time.Time {
 }
 
 // expireBlock drains the nodes of a Capacity Block about to end.
-func (e *engine) expireBlock(id string) {
+func (e *simulation) expireBlock(id string) {
 	pids := e.cloud.ExpireReservation(id)
 	e.rep.note(fmt.Sprintf("capacity block %s expiring at minute %d: %d node(s) deleted, no more launches into it", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
@@ -68,7 +68,7 @@ func (e *engine) expireBlock(id string) {
 }
 
 // reclaimBlock is EC2 taking a Capacity Block's instances back.
-func (e *engine) reclaimBlock(id string) {
+func (e *simulation) reclaimBlock(id string) {
 	for _, n := range slices.Clone(e.nodes) { // takeBack removes from e.nodes
 		if n.offering.ReservationID() == id {
 			e.takeBack(n, "CapacityBlockExpiration")
@@ -81,7 +81,7 @@ func (e *engine) reclaimBlock(id string) {
 // it back: as upstream's interruption controller on EC2's two-minute
 // warning, each of its nodes' claims is deleted at once (drained), and
 // two minutes later the instance is gone.
-func (e *engine) reclaimReservation(id string) {
+func (e *simulation) reclaimReservation(id string) {
 	pids := e.cloud.InterruptReservation(id)
 	e.rep.note(fmt.Sprintf("capacity reservation %s taken back by its owner at minute %d: %d node(s) interrupted", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
@@ -94,7 +94,7 @@ func (e *engine) reclaimReservation(id string) {
 
 // endReservation demotes the instances of an ended On-Demand Capacity
 // Reservation to on-demand.
-func (e *engine) endReservation(id string) {
+func (e *simulation) endReservation(id string) {
 	pids := e.cloud.EndReservation(id)
 	for _, n := range e.nodesOf(pids) {
 		in := e.cloud.Instance(n.claim.Status.ProviderID)
@@ -109,7 +109,7 @@ func (e *engine) endReservation(id string) {
 	e.dirty = true
 }
 
-func (e *engine) nodesOf(providerIDs []string) []*simNode {
+func (e *simulation) nodesOf(providerIDs []string) []*simNode {
 	want := map[string]bool{}
 	for _, id := range providerIDs {
 		want[id] = true
@@ -164,7 +164,7 @@ func (n *simNode) hoursAt(t time.Time) []struct {
 }
 
 // reservationNotes say how the scenario's reservations were used.
-func (e *engine) reservationNotes() {
+func (e *simulation) reservationNotes() {
 	for _, r := range e.cloud.Reservations() {
 		if !r.Selected {
 			e.rep.note(fmt.Sprintf("capacity reservation %s (%d × %s in %s): no EC2NodeClass's capacityReservationSelectorTerms select it, so no node launched into it", r.ID, r.Count, r.InstanceType, r.Zone))

@@ -42,7 +42,7 @@ type resizeTarget struct {
 const resizeEvery = time.Minute
 
 // buildResizes finds each resize event's workload and container.
-func (e *engine) buildResizes(byName map[string]*workload) error {
+func (e *simulation) buildResizes(byName map[string]*workload) error {
 	for i := range e.in.Scenario.Spec.Events {
 		r := e.in.Scenario.Spec.Events[i].Resize
 		if r == nil {
@@ -111,7 +111,7 @@ func withRequests(spec *corev1.PodSpec, container string, reqs corev1.ResourceLi
 }
 
 // resize applies one resize event: the template first, then each live pod.
-func (e *engine) resize(t *resizeTarget) {
+func (e *simulation) resize(t *resizeTarget) {
 	t.report.At = e.clk.now
 	w := t.w
 	kept := e.deferred[:0] // a new resize of the workload supersedes its pods' waiting ones
@@ -163,7 +163,7 @@ type deferredResize struct {
 // other pods — else the resize is Deferred, or Infeasible when the node's
 // allocatable could never hold them. It returns the PodResizePending
 // reason, "" when resized.
-func (e *engine) resizeBound(p *simPod, t *resizeTarget) string {
+func (e *simulation) resizeBound(p *simPod, t *resizeTarget) string {
 	old := containerRequests(p.pod, t.container)
 	next := p.pod.DeepCopy()
 	withRequests(&next.Spec, t.container, t.r.Requests)
@@ -189,7 +189,7 @@ func (e *engine) resizeBound(p *simPod, t *resizeTarget) string {
 }
 
 // roomFor is the node's allocatable less what its pods but p hold.
-func (e *engine) roomFor(p *simPod, alloc corev1.ResourceList, pods []*corev1.Pod) corev1.ResourceList {
+func (e *simulation) roomFor(p *simPod, alloc corev1.ResourceList, pods []*corev1.Pod) corev1.ResourceList {
 	var used []corev1.ResourceList
 	for _, q := range pods {
 		if q.Namespace != p.pod.Namespace || q.Name != p.pod.Name {
@@ -202,7 +202,7 @@ func (e *engine) roomFor(p *simPod, alloc corev1.ResourceList, pods []*corev1.Po
 // retryResizes is the kubelet looking again at its deferred resizes: those
 // whose node now has room are done; pods gone or moved drop out (their
 // replacements are made from the resized template).
-func (e *engine) retryResizes() {
+func (e *simulation) retryResizes() {
 	left := e.deferred[:0]
 	for _, d := range e.deferred {
 		p := d.p

@@ -36,7 +36,7 @@ func defaultSpreadSelector(namespace string, podLabels map[string]string, servic
 // spread (spec.schedulerConfig), if any: pods with no spread of their own
 // are provisioned, consolidated and bound (the kube-scheduler model reads
 // the Store's pods) under it, each with its workload's deduced selector.
-func (e *engine) setSpreadDefaults() {
+func (e *simulation) setSpreadDefaults() {
 	defaults := e.in.Scenario.Spec.SchedulerConfig.DefaultConstraints()
 	if len(defaults) == 0 {
 		return

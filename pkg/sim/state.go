@@ -70,14 +70,14 @@ func (n *simNode) labels() map[string]string {
 // new object with a new resourceVersion, handed to the store.
 
 // nextRV is the API server's next resourceVersion.
-func (e *engine) nextRV() string {
+func (e *simulation) nextRV() string {
 	e.rv++
 	return strconv.FormatUint(e.rv, 10)
 }
 
 // syncNode publishes the node's NodeClaim and, once registered, its Node
 // (or deletes both when it is gone).
-func (e *engine) syncNode(n *simNode) {
+func (e *simulation) syncNode(n *simNode) {
 	if n.state == nodeGone {
 		e.traceNode(n, nil)
 		e.st.DeleteNode(n.name)
@@ -116,7 +116,7 @@ func (e *engine) syncNode(n *simNode) {
 
 // syncClaim publishes the node's NodeClaim: the cloud's, with the
 // lifecycle conditions, the last pod event and its deletion.
-func (e *engine) syncClaim(n *simNode) {
+func (e *simulation) syncClaim(n *simNode) {
 	if n.state == nodeGone {
 		return
 	}
@@ -145,13 +145,13 @@ func initialized(at time.Time) []v1.Condition {
 	}
 }
 
-func (e *engine) deletedAt(n *simNode) *metav1.Time {
+func (e *simulation) deletedAt(n *simNode) *metav1.Time {
 	t := metav1.NewTime(n.drainStarted)
 	return &t
 }
 
 // setPod publishes a pod after change changed a copy of it.
-func (e *engine) setPod(p *simPod, change func(*corev1.Pod)) {
+func (e *simulation) setPod(p *simPod, change func(*corev1.Pod)) {
 	cp := *p.pod
 	if change != nil {
 		change(&cp)
@@ -163,7 +163,7 @@ func (e *engine) setPod(p *simPod, change func(*corev1.Pod)) {
 }
 
 // view is the node as the engine sees it now.
-func (e *engine) view(n *simNode) *provisioning.Node { return e.st.View(n.name) }
+func (e *simulation) view(n *simNode) *provisioning.Node { return e.st.View(n.name) }
 
 // simPod is one pod from creation to end.
 type simPod struct {

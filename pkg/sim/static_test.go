@@ -88,7 +88,7 @@ func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at 
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := newEngine(in, fsys, "sc", opts)
+	e, err := newSimulation(in, fsys, "sc", opts)
 	if err != nil {
 		t.Fatal(err)
 	}

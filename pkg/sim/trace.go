@@ -34,7 +34,7 @@ type tracer struct {
 	err        error
 }
 
-func (e *engine) trace(op trace.Op, kind string, obj any) {
+func (e *simulation) trace(op trace.Op, kind string, obj any) {
 	t := e.tracer
 	if t == nil || t.err != nil {
 		return
@@ -45,7 +45,7 @@ func (e *engine) trace(op trace.Op, kind string, obj any) {
 // traceConfig writes the run's configuration at its start: NodePools,
 // node classes, NodeOverlays, DaemonSets, PDBs, StorageClasses and
 // PersistentVolumes (claims as the run sets them).
-func (e *engine) traceConfig() {
+func (e *simulation) traceConfig() {
 	if e.tracer == nil {
 		return
 	}
@@ -74,7 +74,7 @@ func (e *engine) traceConfig() {
 }
 
 // traceWorkload writes a workload's object when its replicas changed.
-func (e *engine) traceWorkload(w *workload) {
+func (e *simulation) traceWorkload(w *workload) {
 	t := e.tracer
 	if t == nil {
 		return
@@ -102,7 +102,7 @@ func (e *engine) traceWorkload(w *workload) {
 }
 
 // tracePod writes a pod as it is now; gone writes its deletion.
-func (e *engine) tracePod(p *simPod, gone bool) {
+func (e *simulation) tracePod(p *simPod, gone bool) {
 	t := e.tracer
 	if t == nil || podutil.IsDaemonSetPod(p.pod) {
 		return
@@ -131,7 +131,7 @@ func (e *engine) tracePod(p *simPod, gone bool) {
 }
 
 // traceSucceeded writes a Job's pod's success, before its deletion.
-func (e *engine) traceSucceeded(p *simPod) {
+func (e *simulation) traceSucceeded(p *simPod) {
 	if e.tracer == nil {
 		return
 	}
@@ -145,7 +145,7 @@ func (e *engine) traceSucceeded(p *simPod) {
 
 // traceNode writes a Node when it registers and when its readiness
 // changes, and its deletion.
-func (e *engine) traceNode(n *simNode, node *corev1.Node) {
+func (e *simulation) traceNode(n *simNode, node *corev1.Node) {
 	t := e.tracer
 	if t == nil {
 		return
@@ -179,7 +179,7 @@ func (e *engine) traceNode(n *simNode, node *corev1.Node) {
 }
 
 // traceClaim writes a NodeClaim when it is launched.
-func (e *engine) traceClaim(n *simNode, nc *v1.NodeClaim) {
+func (e *simulation) traceClaim(n *simNode, nc *v1.NodeClaim) {
 	t := e.tracer
 	if t == nil || t.claims[n] {
 		return

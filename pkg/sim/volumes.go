@@ -31,7 +31,7 @@ type volumeModel struct {
 
 // startVolumes hands the scenario's storage to the store: every claim,
 // volume and class there is.
-func (e *engine) startVolumes() {
+func (e *simulation) startVolumes() {
 	e.vol = volumeModel{claims: map[string]*corev1.PersistentVolumeClaim{}, classes: map[string]*storagev1.StorageClass{}, bound: map[string]int{}}
 	for _, sc := range e.in.StorageClasses {
 		e.vol.classes[sc.Name] = sc
@@ -46,7 +46,7 @@ func (e *engine) startVolumes() {
 	e.st.SetVolumesComplete(true)
 }
 
-func (e *engine) setClaim(pvc *corev1.PersistentVolumeClaim) {
+func (e *simulation) setClaim(pvc *corev1.PersistentVolumeClaim) {
 	pvc.ResourceVersion = e.nextRV()
 	e.vol.claims[pvc.Namespace+"/"+pvc.Name] = pvc
 	e.st.SetPersistentVolumeClaim(pvc)
@@ -58,7 +58,7 @@ func (e *engine) setClaim(pvc *corev1.PersistentVolumeClaim) {
 // controller does: a volume per claim template, on the claim
 // "<template>-<pod>", made if it does not exist yet (claims outlive their
 // pods: a replacement finds its volume where it was).
-func (e *engine) claimPod(w *workload, p *corev1.Pod) {
+func (e *simulation) claimPod(w *workload, p *corev1.Pod) {
 	for _, t := range w.claimTemplates {
 		name := t.Name + "-" + p.Name
 		vol := corev1.Volume{Name: t.Name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}}
@@ -84,7 +84,7 @@ func (e *engine) claimPod(w *workload, p *corev1.Pod) {
 // bindVolumes is the volume binder once a pod is bound to n: each unbound
 // claim of a WaitForFirstConsumer class gets a volume in n's zone (what a
 // zonal CSI driver provisions), and is bound to it.
-func (e *engine) bindVolumes(p *corev1.Pod, n *simNode) {
+func (e *simulation) bindVolumes(p *corev1.Pod, n *simNode) {
 	for _, v := range p.Spec.Volumes {
 		name := provisioning.ClaimName(p, v)
 		pvc := e.vol.claims[p.Namespace+"/"+name]
@@ -117,7 +117,7 @@ var zoneKeys = map[string]bool{v1.LabelZone: true, "topology.ebs.csi.aws.com/zon
 // claim's name so claims spread the same way in every run; a regional
 // one's has no zone. A class of a provisioner the simulator does not know
 // gets no volume, and its pods wait, saying why.
-func (e *engine) provisionImmediate(pvc *corev1.PersistentVolumeClaim) {
+func (e *simulation) provisionImmediate(pvc *corev1.PersistentVolumeClaim) {
 	if pvc.Spec.VolumeName != "" || pvc.DeletionTimestamp != nil || pvc.Spec.StorageClassName == nil {
 		return
 	}
@@ -157,7 +157,7 @@ func (e *engine) provisionImmediate(pvc *corev1.PersistentVolumeClaim) {
 }
 
 // clusterZones are the zones the NodePools' offerings span, sorted.
-func (e *engine) clusterZones() []string {
+func (e *simulation) clusterZones() []string {
 	set := map[string]bool{}
 	for _, its := range e.cloud.InstanceTypes() {
 		for _, it := range its {
@@ -176,7 +176,7 @@ func (e *engine) clusterZones() []string {
 
 // provisionVolume makes the claim a volume of the class, in zone ("" for
 // one every zone reaches), and binds the claim to it.
-func (e *engine) provisionVolume(pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass, zone string) {
+func (e *simulation) provisionVolume(pvc *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass, zone string) {
 	e.vol.bound[zone]++
 	e.vol.seq++
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pv-%05d", e.vol.seq),

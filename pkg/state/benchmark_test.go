@@ -58,7 +58,7 @@ func BenchmarkStoreAtRest(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		_ = s.ProvisioningSnapshot()
-		_ = s.DisruptionCluster(t0, nil)
+		_ = s.DisruptionSnapshot(t0, nil)
 	}
 }
 
@@ -72,7 +72,7 @@ func BenchmarkStoreOneNodeChanged(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		s.SetPod(podOn(i%500, i%20, strconv.Itoa(i+2)))
 		_ = s.ProvisioningSnapshot()
-		_ = s.DisruptionCluster(t0, nil)
+		_ = s.DisruptionSnapshot(t0, nil)
 	}
 }
 
@@ -89,6 +89,6 @@ func BenchmarkStoreAllNodesChanged(b *testing.B) {
 			s.SetPod(podOn(n, i%20, rv))
 		}
 		_ = s.ProvisioningSnapshot()
-		_ = s.DisruptionCluster(t0, nil)
+		_ = s.DisruptionSnapshot(t0, nil)
 	}
 }

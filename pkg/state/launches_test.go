@@ -39,7 +39,7 @@ func launchedNode(s *Store, name string, ready bool, pods ...*corev1.Pod) {
 // them first), a claim whose node never got ready, and a pod that went
 // away count nothing; a NodePool spec change tries it again.
 func TestLaunchLoopGuard(t *testing.T) {
-	s := (&Cluster{NodePools: cluster().NodePools}).Store()
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
 	lucky := pod("lucky", "", "1")
 	crowded := pod("crowded", "", "1")
@@ -118,7 +118,7 @@ func TestLaunchLoopGuard(t *testing.T) {
 // Initialized condition is `after` old, or when it is deleted; a claim
 // not yet initialized waits.
 func TestSettleLaunches(t *testing.T) {
-	s := (&Cluster{NodePools: cluster().NodePools}).Store()
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
 	s.SetPod(stuck)
 	for i, name := range []string{"n1", "n2", "n3"} {
@@ -181,7 +181,7 @@ func TestMissReason(t *testing.T) {
 // TestDaemonSetAntiAffinityIsAMiss: a DaemonSet's pod on the node that
 // keeps the pod off by required anti-affinity is a refusal of the node.
 func TestDaemonSetAntiAffinityIsAMiss(t *testing.T) {
-	s := (&Cluster{NodePools: cluster().NodePools}).Store()
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	metrics := pod("metrics", "", "1", func(p *corev1.Pod) { p.Labels = map[string]string{"app": "metrics"} })
 	s.SetPod(metrics)
 	yes := true
@@ -204,7 +204,7 @@ func TestDaemonSetAntiAffinityIsAMiss(t *testing.T) {
 // settles; one with another pod, or for pods whose node is still on its
 // way, is kept. LaunchesDue says when the settling is due.
 func TestUnawaited(t *testing.T) {
-	s := (&Cluster{NodePools: cluster().NodePools}).Store()
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
 	waiting := pod("waiting", "", "1")
 	other := pod("other", "", "1")
@@ -240,7 +240,7 @@ func TestUnawaited(t *testing.T) {
 // providerID yet, as the controller creates it) keeps its record when
 // launching sets its providerID.
 func TestLaunchedClaimLaunches(t *testing.T) {
-	s := (&Cluster{NodePools: cluster().NodePools}).Store()
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
 	s.SetPod(stuck)
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.LabelNodePool: "general"}}}
@@ -269,7 +269,7 @@ func TestPoolChurnKeepsMisses(t *testing.T) {
 	general := cluster().NodePools[0]
 	other := general.DeepCopy()
 	other.Name = "other"
-	s := (&Cluster{NodePools: []*v1.NodePool{general, other}}).Store()
+	s := (&Objects{NodePools: []*v1.NodePool{general, other}}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
 	s.SetPod(stuck)
 	launchedNode(s, "n1", true, stuck)

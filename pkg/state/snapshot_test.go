@@ -29,13 +29,13 @@ import (
 // held is everything a Store hands out at one moment.
 type held struct {
 	snap     *provisioning.Snapshot
-	dc       *disruption.Cluster
+	dc       *disruption.Snapshot
 	nodes    []*Node
 	view     *provisioning.Node // a registered node's
 	inFlight *provisioning.Node // an unlaunched claim's, sized from the instance types
 	pending  []*corev1.Pod
 	volumes  provisioning.Volumes
-	cluster  *Cluster
+	cluster  *Objects
 	dsPods   []*corev1.Pod
 }
 
@@ -47,9 +47,9 @@ func driftGeneral0(nc *v1.NodeClaim) cloudprovider.DriftReason {
 }
 
 func take(s *Store) *held {
-	return &held{snap: s.ProvisioningSnapshot(), dc: s.DisruptionCluster(t0, driftGeneral0), nodes: s.Nodes(),
+	return &held{snap: s.ProvisioningSnapshot(), dc: s.DisruptionSnapshot(t0, driftGeneral0), nodes: s.Nodes(),
 		view: s.View("node-0"), inFlight: s.View("general-new"), pending: s.PendingPods(), volumes: s.Volumes(),
-		cluster: s.Cluster(), dsPods: s.DaemonSetPods()}
+		cluster: s.Objects(), dsPods: s.DaemonSetPods()}
 }
 
 // describe reads every part of what was handed out, as text.
@@ -330,7 +330,7 @@ func newChurn(t *testing.T) *churn {
 		p.Spec.Volumes = []corev1.Volume{{Name: "scratch", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
 			VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: ptr("wait")}}}}}}
 	}))
-	if dc := s.DisruptionCluster(t0, nil); len(dc.Nodes) != churnNodes+1 || len(dc.Unmanaged) != 1 {
+	if dc := s.DisruptionSnapshot(t0, nil); len(dc.Nodes) != churnNodes+1 || len(dc.Unmanaged) != 1 {
 		t.Fatalf("%d candidates and %d unmanaged, want %d nodes and the unlaunched claim, and system-0", len(dc.Nodes), len(dc.Unmanaged), churnNodes+1)
 	}
 	return c
@@ -407,7 +407,7 @@ func (c *churn) round(i int) {
 
 // TestHeldSnapshotsDoNotChange: what a Store hands out (a provisioning
 // snapshot, a disruption cluster and its candidates, the nodes, a view,
-// the pending pods, volumes, a Cluster) reads the same for as long as it
+// the pending pods, volumes, an Objects) reads the same for as long as it
 // is held, while the Store goes on changing and rebuilding its views. A
 // disruption pass holds its candidates, and provisioning its snapshot,
 // for the whole decision. Under -race this also fails if a rebuild writes

@@ -35,12 +35,13 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// Cluster is what a host knows. A Cluster is not safe for concurrent use
-// while a host changes it; its methods only read it. What they return
+// Objects is what a host knows of a cluster, as lists of its objects. An
+// Objects is not safe for concurrent use while a host changes it; its
+// methods only read it. What they return
 // shares its objects (each method builds a Store of them, see Store): a
 // host that writes into one rather than replacing it changes what it took
 // before.
-type Cluster struct {
+type Objects struct {
 	NodePools  []*v1.NodePool
 	NodeClaims []*v1.NodeClaim
 	Nodes      []*corev1.Node
@@ -246,7 +247,7 @@ func (n *Node) schedulingWith(requested corev1.ResourceList) *provisioning.Node 
 }
 
 // Store is a Store holding the cluster's objects.
-func (c *Cluster) Store() *Store {
+func (c *Objects) Store() *Store {
 	s := NewStore(Untried(c.AssumeUnschedulable))
 	s.SetNodePools(c.NodePools)
 	s.SetInstanceTypes(c.InstanceTypes)
@@ -293,17 +294,17 @@ func (c *Cluster) Store() *Store {
 // StateNodes joins the Nodes to their NodeClaims by providerID (a claim
 // without one yet, or whose Node has not registered, stands alone) and
 // their pods by nodeName; sorted by name.
-func (c *Cluster) StateNodes() []*Node { return c.Store().Nodes() }
+func (c *Objects) StateNodes() []*Node { return c.Store().Nodes() }
 
 // PendingPods are the pods provisioning should find room for, as upstream
 // picks them: unbound, active, not nominated to a node (kube-scheduler is
 // preempting for them), neither a DaemonSet's nor a mirror, and reported
 // unschedulable by kube-scheduler (or never tried, with
 // AssumeUnschedulable).
-func (c *Cluster) PendingPods() []*corev1.Pod { return c.Store().PendingPods() }
+func (c *Objects) PendingPods() []*corev1.Pod { return c.Store().PendingPods() }
 
 // Provisionable: the pod is one provisioning should find room for (see
-// Cluster.PendingPods).
+// Objects.PendingPods).
 func Provisionable(p *corev1.Pod, assumeUnschedulable bool) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podutil.IsActive(p) || podutil.IsDaemonSetPod(p) || podutil.IsMirrorPod(p) {
 		return false
@@ -318,7 +319,7 @@ func Provisionable(p *corev1.Pod, assumeUnschedulable bool) bool {
 
 // DaemonSetPods are the DaemonSets' pod templates as pods of their
 // namespace, owned by them: what a new node would run.
-func (c *Cluster) DaemonSetPods() []*corev1.Pod {
+func (c *Objects) DaemonSetPods() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(c.DaemonSets))
 	for _, ds := range c.DaemonSets {
 		yes := true
@@ -333,14 +334,14 @@ func (c *Cluster) DaemonSetPods() []*corev1.Pod {
 
 // ProvisioningSnapshot is what provisioning plans over: every node and
 // in-flight claim, the DaemonSets, and the pending pods.
-func (c *Cluster) ProvisioningSnapshot() *provisioning.Snapshot {
+func (c *Objects) ProvisioningSnapshot() *provisioning.Snapshot {
 	return c.Store().ProvisioningSnapshot()
 }
 
-// DisruptionCluster is what disruption decides over at now (see
-// Store.DisruptionCluster).
-func (c *Cluster) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Cluster {
-	return c.Store().DisruptionCluster(now, drifted)
+// DisruptionSnapshot is what disruption decides over at now (see
+// Store.DisruptionSnapshot).
+func (c *Objects) DisruptionSnapshot(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Snapshot {
+	return c.Store().DisruptionSnapshot(now, drifted)
 }
 
 func conditionTrue(conds []v1.Condition, t string) bool {

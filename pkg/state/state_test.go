@@ -59,7 +59,7 @@ func pod(name, node, cpu string, opts ...func(*corev1.Pod)) *corev1.Pod {
 // cluster is a small cluster as informers would show it: an initialized
 // node with its claim, a claim still launching (no Node yet), a node
 // Joiner does not manage, and pods in every state.
-func cluster() *Cluster {
+func cluster() *Objects {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
 	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
@@ -112,7 +112,7 @@ func cluster() *Cluster {
 	ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "kube-system"},
 		Spec: appsv1.DaemonSetSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a",
 			Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}}}}}}}
-	return &Cluster{NodePools: []*v1.NodePool{np}, NodeClaims: []*v1.NodeClaim{launching, ready}, Nodes: []*corev1.Node{system, node},
+	return &Objects{NodePools: []*v1.NodePool{np}, NodeClaims: []*v1.NodeClaim{launching, ready}, Nodes: []*corev1.Node{system, node},
 		Pods: pods, DaemonSets: []*appsv1.DaemonSet{ds},
 		InstanceTypes: map[string][]*cloudprovider.InstanceType{"general": {instanceType("m.2x", 2, 0.1), instanceType("m.4x", 4, 0.2)}}}
 }
@@ -180,7 +180,7 @@ func TestProvisioningSnapshot(t *testing.T) {
 	}
 }
 
-// TestConcurrentReads: hosts read one Cluster from several goroutines (a
+// TestConcurrentReads: hosts read one Objects from several goroutines (a
 // provisioning and a disruption reconciler); under -race this fails if
 // building a snapshot writes anything shared.
 func TestConcurrentReads(t *testing.T) {
@@ -191,15 +191,15 @@ func TestConcurrentReads(t *testing.T) {
 		go func() { defer wg.Done(); _ = provisioning.Solve(context.Background(), c.ProvisioningSnapshot()) }()
 		go func() {
 			defer wg.Done()
-			_ = disruption.Compute(context.Background(), c.DisruptionCluster(t0, nil), disruption.Options{})
+			_ = disruption.Compute(context.Background(), c.DisruptionSnapshot(t0, nil), disruption.Options{})
 		}()
 	}
 	wg.Wait()
 }
 
-func TestDisruptionCluster(t *testing.T) {
+func TestDisruptionSnapshot(t *testing.T) {
 	c := cluster()
-	dc := c.DisruptionCluster(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
+	dc := c.DisruptionSnapshot(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason {
 		if nc.Name == "general-abc" {
 			return "AMIDrift"
 		}
@@ -223,7 +223,7 @@ func TestDisruptionCluster(t *testing.T) {
 	}
 	// A node tainted karpenter.sh/disrupted is already being disrupted.
 	c.Nodes[1].Spec.Taints = []corev1.Taint{v1.DisruptedTaint}
-	if cand := c.DisruptionCluster(t0, nil).Nodes[1]; !cand.Disrupting {
+	if cand := c.DisruptionSnapshot(t0, nil).Nodes[1]; !cand.Disrupting {
 		t.Error("a node with the disrupted taint is disrupting")
 	}
 }
@@ -233,7 +233,7 @@ func TestStateReadsOnly(t *testing.T) {
 	c := cluster()
 	before := cluster()
 	_ = c.ProvisioningSnapshot()
-	_ = c.DisruptionCluster(t0, nil)
+	_ = c.DisruptionSnapshot(t0, nil)
 	for i := range c.Pods {
 		if !equalJSON(t, c.Pods[i], before.Pods[i]) {
 			t.Errorf("pod %s changed", c.Pods[i].Name)
@@ -273,7 +273,7 @@ func TestSharedCachesUnderConcurrency(t *testing.T) {
 	planner := provisioning.NewPlanner(c.NodePools, c.InstanceTypes, c.DaemonSetPods())
 	binder := kubescheduler.NewBinder(kubescheduler.BindOptions{})
 	snap := c.ProvisioningSnapshot()
-	dc := c.DisruptionCluster(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason { return "AMIDrift" })
+	dc := c.DisruptionSnapshot(t0, func(nc *v1.NodeClaim) cloudprovider.DriftReason { return "AMIDrift" })
 	dc.Planner, dc.Memo = planner, disruption.NewMemo()
 	wantClaims := len(planner.Solve(ctx, snap).NewNodeClaims)
 	wantCommands := len(disruption.Compute(ctx, dc, disruption.Options{}).Commands)

@@ -41,7 +41,7 @@ import (
 //
 // What a Store hands out is read-only and immutable: provisioning
 // snapshots, disruption clusters and their candidates, views, Nodes,
-// pending pods, volumes, a Cluster, and every node, pod, slice, map and
+// pending pods, volumes, an Objects, and every node, pod, slice, map and
 // resource list they reach. The Store never writes into it again (nor, by
 // the rule above, does the host) — a change makes the changed node's view
 // anew, in new slices and maps, and leaves the old one to whoever holds
@@ -52,11 +52,11 @@ import (
 // with other callers), so nobody writes into it either: whoever needs it
 // different makes a copy (disruption copies a node before marking it).
 // Only what a call makes anew for its caller is the caller's to change:
-// the structs it returns (the *Snapshot, the *disruption.Cluster and its
-// *Candidates, the *Cluster, the *Nodes of Nodes()), whose fields a host
-// may set (a Snapshot's Decisions, a disruption Cluster's Planner and
+// the structs it returns (the *Snapshot, the *disruption.Snapshot and its
+// *Candidates, the *Objects, the *Nodes of Nodes()), whose fields a host
+// may set (a Snapshot's Decisions, a disruption Snapshot's Planner and
 // Memo), and the lists a call makes: a Snapshot's Nodes and Pods, a
-// disruption Cluster's Nodes, Unmanaged and Pending, a Cluster's lists but
+// disruption Snapshot's Nodes, Unmanaged and Pending, an Objects's lists but
 // its NodePools, DaemonSets and PDBs, and the slices Nodes and
 // PendingPods return, which a host may filter or reorder in place. All
 // else they hold may be shared.
@@ -72,7 +72,7 @@ type Store struct {
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
 	pdbs          []*policyv1.PodDisruptionBudget
-	// assumeUnschedulable: see Cluster.AssumeUnschedulable.
+	// assumeUnschedulable: see Objects.AssumeUnschedulable.
 	assumeUnschedulable bool
 
 	nodes      map[string]*corev1.Node    // by name
@@ -146,7 +146,7 @@ type view struct {
 }
 
 // Untried says what a Store makes of an unbound pod no scheduler has
-// tried yet (no PodScheduled condition): see Cluster.AssumeUnschedulable.
+// tried yet (no PodScheduled condition): see Objects.AssumeUnschedulable.
 type Untried bool
 
 const (
@@ -200,7 +200,7 @@ func (s *Store) SetDaemonSets(dss []*appsv1.DaemonSet) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.daemonSets = dss
-	s.dsPods = (&Cluster{DaemonSets: dss}).DaemonSetPods()
+	s.dsPods = (&Objects{DaemonSets: dss}).DaemonSetPods()
 	s.configGen++
 	s.specChanged()
 }
@@ -641,7 +641,7 @@ func version(n *Node) string {
 }
 
 // Nodes are the Nodes joined to their NodeClaims, with their pods, by
-// name (see Cluster.StateNodes).
+// name (see Objects.StateNodes).
 func (s *Store) Nodes() []*Node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -674,7 +674,7 @@ func (s *Store) View(name string) *provisioning.Node {
 }
 
 // PendingPods are the pods provisioning should find room for (see
-// Cluster.PendingPods), oldest first, then by namespace and name.
+// Objects.PendingPods), oldest first, then by namespace and name.
 func (s *Store) PendingPods() []*corev1.Pod {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -738,16 +738,16 @@ func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 	return snap
 }
 
-// DisruptionCluster is what disruption decides over at now: every managed
+// DisruptionSnapshot is what disruption decides over at now: every managed
 // node (in-flight claims too, as capacity pods may move to) as a
 // candidate, and the Nodes Joiner does not manage. drifted, when set, is
 // the cloud provider's drift check of a claim ("" for none). It never
 // changes (see Store): a pass may hold its candidates throughout.
-func (s *Store) DisruptionCluster(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Cluster {
+func (s *Store) DisruptionSnapshot(now time.Time, drifted func(*v1.NodeClaim) cloudprovider.DriftReason) *disruption.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	views := s.build()
-	dc := &disruption.Cluster{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
+	dc := &disruption.Snapshot{Now: now, NodePools: s.nodePools, InstanceTypes: s.instanceTypes, PDBs: s.pdbs,
 		DaemonSets: s.dsPods, Pending: s.pendingLocked(), Volumes: s.volumesLocked(), DRA: s.draLocked(), BufferPods: s.bufferOn}
 	for _, v := range views {
 		n := &v.node
@@ -786,22 +786,22 @@ func price(its map[string][]*cloudprovider.InstanceType, cand *disruption.Candid
 	return 0
 }
 
-// DaemonSetPods are the DaemonSets as pods (see Cluster.DaemonSetPods).
+// DaemonSetPods are the DaemonSets as pods (see Objects.DaemonSetPods).
 func (s *Store) DaemonSetPods() []*corev1.Pod {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.dsPods
 }
 
-// Cluster is a copy of what the Store holds, as a Cluster: for a host that
-// hands its state to code reading a Cluster (plan and explain over a
+// Objects is a copy of what the Store holds, as an Objects: for a host that
+// hands its state to code reading an Objects (plan and explain over a
 // simulated cluster at a moment of a run). Objects are listed by name
 // (pods by namespace, then name) and shared with the Store: read-only
 // (see Store).
-func (s *Store) Cluster() *Cluster {
+func (s *Store) Objects() *Objects {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	c := &Cluster{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
+	c := &Objects{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
 		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete,
 		BufferPods: slices.Clone(s.buffers), BufferPlacement: maps.Clone(s.bufferOn), DRA: s.draLocked()}
 	for _, pvc := range s.vol.claims {

@@ -99,7 +99,7 @@ func TestStoreFollowsEvents(t *testing.T) {
 }
 
 // TestStoreMatchesCluster: a Store fed the objects one by one builds what
-// a Cluster built from the same lists does.
+// an Objects built from the same lists does.
 func TestStoreMatchesCluster(t *testing.T) {
 	c := cluster()
 	s := NewStore(WaitForScheduler)
@@ -157,7 +157,7 @@ func TestStoreUnderConcurrency(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for i := 0; i < 20; i++ {
-			_ = s.DisruptionCluster(t0, func(*v1.NodeClaim) cloudprovider.DriftReason { return "" })
+			_ = s.DisruptionSnapshot(t0, func(*v1.NodeClaim) cloudprovider.DriftReason { return "" })
 		}
 	}()
 	wg.Wait()
@@ -231,21 +231,21 @@ func TestUnlaunchedClaimHoldsItsPods(t *testing.T) {
 	}
 }
 
-// TestStoreCluster: what a Store holds, handed back as a Cluster, is the
+// TestStoreObjects: what a Store holds, handed back as an Objects, is the
 // same cluster to every decision — nodes, pending pods, the disruption
 // candidates — with its objects listed by name; an object the Store was
 // told is gone is not in it.
-func TestStoreCluster(t *testing.T) {
+func TestStoreObjects(t *testing.T) {
 	c := cluster()
 	s := c.Store()
-	back := s.Cluster()
+	back := s.Objects()
 	if !equalJSON(t, back.StateNodes(), c.StateNodes()) {
 		t.Error("the nodes differ")
 	}
 	if got, want := names(back.PendingPods()), names(c.PendingPods()); got != want {
 		t.Errorf("pending %s, want %s", got, want)
 	}
-	if !equalJSON(t, back.DisruptionCluster(t0, nil).Nodes, c.DisruptionCluster(t0, nil).Nodes) {
+	if !equalJSON(t, back.DisruptionSnapshot(t0, nil).Nodes, c.DisruptionSnapshot(t0, nil).Nodes) {
 		t.Error("the disruption candidates differ")
 	}
 	if got := names(back.Pods); got != "agent-x,coredns,done,fresh,leaving,nominated,pending,web-1" {
@@ -256,7 +256,7 @@ func TestStoreCluster(t *testing.T) {
 	}
 	s.DeletePod("", "pending")
 	s.DeleteNode("system-0")
-	gone := s.Cluster()
+	gone := s.Objects()
 	if strings.Contains(names(gone.Pods), "pending") || len(gone.Nodes) != 1 {
 		t.Errorf("after deletes: pods %s, %d nodes", names(gone.Pods), len(gone.Nodes))
 	}

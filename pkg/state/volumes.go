@@ -23,7 +23,7 @@ type volumeObjects struct {
 	claims  map[string]*corev1.PersistentVolumeClaim // by namespace/name
 	volumes map[string]*corev1.PersistentVolume
 	classes map[string]*storagev1.StorageClass
-	// complete: these are all there are (see Cluster.VolumesComplete).
+	// complete: these are all there are (see Objects.VolumesComplete).
 	complete bool
 	// built is the provisioning view of them; nil when something changed.
 	built *provisioning.Volumes

@@ -141,7 +141,7 @@ func TestEphemeralAndChangingClaims(t *testing.T) {
 	if got := zone(); !strings.HasPrefix(got, "waits: PersistentVolumeClaim default/p-scratch is bound to PersistentVolume pv, which is not found") {
 		t.Errorf("its volume gone: %q", got)
 	}
-	if c := s.Cluster(); len(c.PersistentVolumeClaims) != 1 || len(c.StorageClasses) != 1 || !c.VolumesComplete {
+	if c := s.Objects(); len(c.PersistentVolumeClaims) != 1 || len(c.StorageClasses) != 1 || !c.VolumesComplete {
 		t.Errorf("Cluster lacks the store's volumes: %+v", c)
 	}
 }

@@ -74,7 +74,7 @@ func TestCapacityBuffer(t *testing.T) {
 	}
 	// Empty of pods, the node is the buffer: disruption leaves it — no
 	// command over the controller's own view, and none queued by its passes.
-	if dec := disruption.Compute(ctx, c.Store().DisruptionCluster(time.Now(), nil), disruption.Options{}); len(dec.Commands) != 0 {
+	if dec := disruption.Compute(ctx, c.Store().DisruptionSnapshot(time.Now(), nil), disruption.Options{}); len(dec.Commands) != 0 {
 		t.Errorf("disruption would take up the buffer's node: %s", dec.Commands[0])
 	}
 	for i := 0; i < 3; i++ {

@@ -199,7 +199,7 @@ func TestExplainLive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cluster := objs.Cluster(its)
+	cluster := objs.State(its)
 
 	for _, tc := range []struct {
 		pod, pool, want string

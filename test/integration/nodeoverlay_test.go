@@ -119,7 +119,7 @@ func TestNodeOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	live := plan.Run(ctx, objs.Cluster(catalogTypes(t, catalog.Options{Region: "us-east-1"})), time.Now(), plan.Options{})
+	live := plan.Run(ctx, objs.State(catalogTypes(t, catalog.Options{Region: "us-east-1"})), time.Now(), plan.Options{})
 	refused := ""
 	for _, o := range live.NodeOverlays {
 		if !o.Applied {

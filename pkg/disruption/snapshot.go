@@ -17,8 +17,9 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// Cluster is the snapshot disruption decides over. Now is the injected clock.
-type Cluster struct {
+// Snapshot is the cluster disruption decides over, at one moment: Now is
+// the injected clock.
+type Snapshot struct {
 	Now           time.Time
 	NodePools     []*v1.NodePool
 	InstanceTypes map[string][]*cloudprovider.InstanceType
@@ -208,7 +209,7 @@ func reschedulable(n *provisioning.Node) []*corev1.Pod {
 // well), and so does a PDB that allows no eviction of a pod that eviction
 // would take (not a mirror pod, not one that tolerates the disrupted taint
 // and stays). Terminal and terminating pods never block.
-func (c *Cluster) blocker(cand *Candidate) BlockReason {
+func (c *Snapshot) blocker(cand *Candidate) BlockReason {
 	if cand.Node.Labels == nil {
 		return BlockReason{}
 	}
@@ -236,7 +237,7 @@ func (c *Cluster) blocker(cand *Candidate) BlockReason {
 // ask ("true" for good, a duration from the pod's start). It depends on the
 // node's pods only, so the Memo keeps it per node; the time is applied by
 // the caller.
-func (c *Cluster) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
+func (c *Snapshot) podAsksNotToBeDisrupted(n *provisioning.Node) protection {
 	k, keyed := keyOf(n)
 	var memo *map[memoKey]protection
 	if c.Memo != nil {
@@ -274,7 +275,7 @@ func nodeAnnotation(cand *Candidate, key string) (string, bool) {
 
 // blockingPDB returns a PDB that selects the pod and currently allows no
 // disruption.
-func (c *Cluster) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
+func (c *Snapshot) blockingPDB(p *corev1.Pod) *policyv1.PodDisruptionBudget {
 	for _, pdb := range podutil.MatchingPDBs(p, c.PDBs) {
 		if pdb.Status.DisruptionsAllowed <= 0 {
 			return pdb

@@ -87,7 +87,11 @@ type Launch struct {
 	Err      error
 }
 
-type engine struct {
+// simulation is one run: the simulated cluster (its nodes and pods, the
+// cloud, the workloads driving it) and the event loop that moves it
+// through time, calling the engine (provisioning and disruption, through
+// pkg/decide) as a controller would.
+type simulation struct {
 	// buf is the scenario's CapacityBuffers as last resolved.
 	buf buffers
 	// resizes are the scenario's resize events, their targets found;
@@ -156,7 +160,7 @@ type engine struct {
 // syncOfferings gives the Store the simulated cloud's instance types when
 // they changed, and returns their version (the Decider's configuration
 // version: the NodePools and DaemonSets of a run never change).
-func (e *engine) syncOfferings() uint64 {
+func (e *simulation) syncOfferings() uint64 {
 	if v := e.cloud.Version(); v != e.storeCloudAt {
 		e.st.SetInstanceTypes(e.cloud.InstanceTypes())
 		e.storeCloudAt = v
@@ -171,7 +175,7 @@ func (e *engine) syncOfferings() uint64 {
 // long simulations may trade memory for less GC work (joiner's raise the
 // GC percentage to 400); Run leaves process-wide settings alone.
 func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
-	e, err := newEngine(in, fsys, dir, opts)
+	e, err := newSimulation(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +219,11 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 	return rep, nil
 }
 
-// newEngine builds a run's engine; everything that depends on opts (the
+// newSimulation builds a run; everything that depends on opts (the
 // overlays' merge) is set from them here, before anything reads them.
-func newEngine(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*engine, error) {
+func newSimulation(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*simulation, error) {
 	s := in.Scenario.Spec
-	e := &engine{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
+	e := &simulation{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
@@ -302,7 +306,7 @@ func Offerings(in *scenario.Input, fsys fs.FS, dir string, policy provisioning.P
 
 // nodeClassWithImage is the scenario's EC2NodeClass of that name (a bare
 // one when it has none) selecting the image alias.
-func (e *engine) nodeClassWithImage(name, alias string) *awsv1.EC2NodeClass {
+func (e *simulation) nodeClassWithImage(name, alias string) *awsv1.EC2NodeClass {
 	nc := &awsv1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	for _, c := range e.in.NodeClasses {
 		if c.Name == name {
@@ -329,7 +333,7 @@ func amiOf(nc *awsv1.EC2NodeClass) string {
 
 // autoscaled finds an autoscaler's target workload and the load that
 // drives it, or says what to add to the scenario.
-func (e *engine) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*scenario.LoadSpec) (*workload, *scenario.LoadSpec, *loadFn, error) {
+func (e *simulation) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*scenario.LoadSpec) (*workload, *scenario.LoadSpec, *loadFn, error) {
 	target, ok := byName[targetKey]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%s %s: scaleTargetRef %s is not in the scenario", kind, name, targetKey)
@@ -360,7 +364,7 @@ func jobWorkload(name, ns string, tmpl corev1.PodTemplateSpec, completions, para
 	return &workload{kind: "Job", namespace: ns, name: name, template: tmpl, replicas: p, job: true, completions: c, runtime: rt}
 }
 
-func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, runtimes map[string]time.Duration) {
+func (e *simulation) scheduleCron(cm *cronModel, completions, parallelism *int32, runtimes map[string]time.Duration) {
 	next := cm.schedule.Next(e.clk.now)
 	if next.After(e.end) {
 		return
@@ -381,7 +385,7 @@ func (e *engine) scheduleCron(cm *cronModel, completions, parallelism *int32, ru
 }
 
 // schedule puts the run's initial and periodic work on the agenda.
-func (e *engine) schedule() {
+func (e *simulation) schedule() {
 	e.clk.at(e.start, func() {
 		for _, w := range e.workloads {
 			e.reconcile(w)
@@ -421,7 +425,7 @@ func (e *engine) schedule() {
 	}
 }
 
-func (e *engine) setCapacity(w simcloud.CapacityWindow, available bool) {
+func (e *simulation) setCapacity(w simcloud.CapacityWindow, available bool) {
 	// The cloud knows; Joiner learns only by launching and failing.
 	e.cloud.SetCapacity(w.InstanceType, w.Zone, w.CapacityType, available)
 	e.dirty = true
@@ -430,7 +434,7 @@ func (e *engine) setCapacity(w simcloud.CapacityWindow, available bool) {
 
 // reconcile brings a workload to its wanted pod count: new pods are
 // pending; surplus pods go, pending ones first, then the newest.
-func (e *engine) reconcile(w *workload) {
+func (e *simulation) reconcile(w *workload) {
 	e.traceWorkload(w)
 	want := w.wanted()
 	for len(w.pods) < want {
@@ -458,7 +462,7 @@ func (e *engine) reconcile(w *workload) {
 	}
 }
 
-func (e *engine) addPending(p *simPod) {
+func (e *simulation) addPending(p *simPod) {
 	e.pending[p] = true
 	var claims []corev1.PodResourceClaimStatus
 	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
@@ -475,7 +479,7 @@ func (e *engine) addPending(p *simPod) {
 }
 
 // removePod deletes a pod; evicted tells its controller to replace it.
-func (e *engine) removePod(p *simPod, evicted bool) {
+func (e *simulation) removePod(p *simPod, evicted bool) {
 	delete(e.pending, p)
 	e.unbind(p)
 	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
@@ -490,7 +494,7 @@ func (e *engine) removePod(p *simPod, evicted bool) {
 }
 
 // unbind takes a pod off its node, if it is on one.
-func (e *engine) unbind(p *simPod) {
+func (e *simulation) unbind(p *simPod) {
 	n := p.node
 	if n == nil {
 		return
@@ -510,7 +514,7 @@ func (e *engine) unbind(p *simPod) {
 // replace is a controller noticing its pod is gone: it makes another. A
 // DaemonSet's pod belongs to its node (bindDaemons starts them); a bare pod
 // has no controller: it is gone for good.
-func (e *engine) replace(p *simPod) {
+func (e *simulation) replace(p *simPod) {
 	switch w := p.owner; {
 	case w != nil:
 		w.forget(p)
@@ -520,7 +524,7 @@ func (e *engine) replace(p *simPod) {
 	}
 }
 
-func (e *engine) runHPA(m *hpaModel) {
+func (e *simulation) runHPA(m *hpaModel) {
 	ready := 0
 	for _, p := range m.target.pods {
 		if !p.running.IsZero() {
@@ -535,7 +539,7 @@ func (e *engine) runHPA(m *hpaModel) {
 	}
 }
 
-func (e *engine) armBind() {
+func (e *simulation) armBind() {
 	if e.bindArmed {
 		return
 	}
@@ -548,7 +552,7 @@ func (e *engine) armBind() {
 
 // bind places pending pods on ready nodes as kube-scheduler's default
 // profile would; what stays pending starts a provisioning batch.
-func (e *engine) bind() {
+func (e *simulation) bind() {
 	if len(e.pending) == 0 {
 		return
 	}
@@ -599,7 +603,7 @@ func (e *engine) bind() {
 	}
 }
 
-func (e *engine) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
+func (e *simulation) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
 	list := make([]*simPod, 0, len(e.pending))
 	for p := range e.pending {
 		list = append(list, p)
@@ -621,14 +625,14 @@ func (e *engine) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
 
 // scheduled is the pod as kube-scheduler schedules it: the Store's, with
 // the default spread constraints when the scenario has them.
-func (e *engine) scheduled(p *simPod) *corev1.Pod {
+func (e *simulation) scheduled(p *simPod) *corev1.Pod {
 	if sp := e.st.Pod(p.pod.Namespace, p.pod.Name); sp != nil {
 		return sp
 	}
 	return p.pod
 }
 
-func (e *engine) bindPod(p *simPod, n *simNode) {
+func (e *simulation) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
 	p.node = n
 	n.pods = append(n.pods, p)
