@@ -230,7 +230,7 @@ func (e *simulation) takeBack(n *simNode, reason string) {
 	}
 	for _, p := range append([]*simPod(nil), n.pods...) {
 		if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
-			e.removePod(p, true)
+			e.removePod(p, podEvicted)
 		}
 	}
 	e.deleteNode(n, reason)
@@ -247,7 +247,7 @@ func (e *simulation) deleteNode(n *simNode, reason string) {
 			e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 			continue
 		}
-		e.removePod(p, true)
+		e.removePod(p, podEvicted)
 	}
 	n.pods = nil
 	n.state = nodeGone

@@ -271,7 +271,7 @@ func (e *simulation) drainStep(n *simNode) {
 	for _, p := range append(st.Evict, st.Delete...) {
 		if sp := byPod[p.Name]; sp != nil {
 			e.rep.evicted()
-			e.removePod(sp, true)
+			e.removePod(sp, podEvicted)
 		}
 	}
 	e.clk.after(drainEvery, func() { e.drainStep(n) })

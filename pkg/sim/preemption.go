@@ -69,7 +69,7 @@ func (e *simulation) terminate(p *simPod, grace time.Duration) {
 			return
 		}
 		e.unbind(p)
-		e.tracePod(p, true)
+		e.tracePodGone(p)
 		e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 		p.finished = true
 		e.armBind()

@@ -62,7 +62,7 @@ func (e *simulation) fail(n *simNode) {
 		}
 		for _, p := range append([]*simPod(nil), n.pods...) {
 			if !podutil.IsDaemonSetPod(p.pod) {
-				e.removePod(p, true)
+				e.removePod(p, podEvicted)
 			}
 		}
 	})

@@ -42,7 +42,7 @@ func (e *simulation) buildReplay(prio *priorities) error {
 			if rp.Until > 0 {
 				e.clk.at(e.start.Add(rp.Until), func() {
 					if !p.finished {
-						e.removePod(p, false)
+						e.removePod(p, podFinished)
 					}
 				})
 			}

@@ -457,7 +457,7 @@ func (e *simulation) reconcile(w *workload) {
 		for len(w.pods) > want {
 			p := w.pods[len(w.pods)-1]
 			w.pods = w.pods[:len(w.pods)-1]
-			e.removePod(p, false)
+			e.removePod(p, podFinished)
 		}
 	}
 }
@@ -478,14 +478,23 @@ func (e *simulation) addPending(p *simPod) {
 	e.armBind()
 }
 
-// removePod deletes a pod; evicted tells its controller to replace it.
-func (e *simulation) removePod(p *simPod, evicted bool) {
+// podEnd is how a pod leaves the cluster.
+type podEnd int
+
+const (
+	podFinished podEnd = iota // it completed, or its owner deleted it
+	podEvicted                // evicted: its controller makes another
+)
+
+// removePod deletes a pod; an evicted one its controller replaces.
+func (e *simulation) removePod(p *simPod, end podEnd) {
+	evicted := end == podEvicted
 	delete(e.pending, p)
 	e.unbind(p)
 	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
 		e.releaseClaims(p.pod)
 	}
-	e.tracePod(p, true)
+	e.tracePodGone(p)
 	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
 	p.finished = true
 	if evicted {
@@ -657,7 +666,7 @@ func (e *simulation) bindPod(p *simPod, n *simNode) {
 			w.succeeded++
 			e.traceSucceeded(p)
 			w.forget(p)
-			e.removePod(p, false)
+			e.removePod(p, podFinished)
 			e.reconcile(w)
 		})
 	}

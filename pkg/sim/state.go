@@ -159,7 +159,7 @@ func (e *simulation) setPod(p *simPod, change func(*corev1.Pod)) {
 	cp.ResourceVersion = e.nextRV()
 	p.pod = &cp
 	e.st.SetPod(p.pod)
-	e.tracePod(p, false)
+	e.tracePod(p)
 }
 
 // view is the node as the engine sees it now.

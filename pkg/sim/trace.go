@@ -101,8 +101,13 @@ func (e *simulation) traceWorkload(w *workload) {
 	}
 }
 
-// tracePod writes a pod as it is now; gone writes its deletion.
-func (e *simulation) tracePod(p *simPod, gone bool) {
+// tracePod writes a pod as it is now.
+func (e *simulation) tracePod(p *simPod) { e.writePod(p, false) }
+
+// tracePodGone writes a pod's deletion.
+func (e *simulation) tracePodGone(p *simPod) { e.writePod(p, true) }
+
+func (e *simulation) writePod(p *simPod, gone bool) {
 	t := e.tracer
 	if t == nil || podutil.IsDaemonSetPod(p.pod) {
 		return
@@ -139,7 +144,7 @@ func (e *simulation) traceSucceeded(p *simPod) {
 	cp.Status.Phase = corev1.PodSucceeded
 	saved := p.pod
 	p.pod = &cp
-	e.tracePod(p, false)
+	e.tracePod(p)
 	p.pod = saved
 }
 
