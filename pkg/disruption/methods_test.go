@@ -772,3 +772,25 @@ func TestSettlingNodesAreNoDestination(t *testing.T) {
 		t.Fatalf("a pending pod may go to a settling node: got %s, want a deleted", cmd)
 	}
 }
+
+// TestPodEvent: a claim records a pod event unless it recorded one less
+// than five seconds before (upstream's dedupe), and always its first.
+func TestPodEvent(t *testing.T) {
+	t0 := time.Date(2026, 12, 4, 10, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		name          string
+		recorded, now time.Time
+		want          time.Time
+		wantRecorded  bool
+	}{
+		{"first", time.Time{}, t0, t0, true},
+		{"within five seconds", t0, t0.Add(4 * time.Second), t0, false},
+		{"five seconds on", t0, t0.Add(PodEventDedupe), t0.Add(PodEventDedupe), true},
+		{"later", t0, t0.Add(time.Minute), t0.Add(time.Minute), true},
+	} {
+		got, ok := PodEvent(c.recorded, c.now)
+		if !got.Equal(c.want) || ok != c.wantRecorded {
+			t.Errorf("%s: %s %v, want %s %v", c.name, got, ok, c.want, c.wantRecorded)
+		}
+	}
+}
