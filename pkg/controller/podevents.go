@@ -38,8 +38,9 @@ var podEventPredicate = predicate.Funcs{
 	DeleteFunc:  func(event.DeleteEvent) bool { return false },
 	GenericFunc: func(event.GenericEvent) bool { return false },
 	UpdateFunc: func(e event.UpdateEvent) bool {
-		old, cur := e.ObjectOld.(*corev1.Pod), e.ObjectNew.(*corev1.Pod)
-		if old == nil || cur == nil {
+		old, okOld := e.ObjectOld.(*corev1.Pod)
+		cur, okCur := e.ObjectNew.(*corev1.Pod)
+		if !okOld || !okCur {
 			return false
 		}
 		bound := old.Spec.NodeName == "" && cur.Spec.NodeName != ""
