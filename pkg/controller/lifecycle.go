@@ -359,18 +359,27 @@ func (l *lifecycle) nodeOf(ctx context.Context, nc *v1.NodeClaim) (*corev1.Node,
 	return &nodes.Items[0], nil
 }
 
-// claimOfNode maps a Node event to its claim's reconcile request.
-func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
+// claimsOfNode are the NodeClaims whose provider ID is the Node's (none
+// for a Node without one).
+func claimsOfNode(ctx context.Context, r client.Reader, node *corev1.Node) ([]v1.NodeClaim, error) {
 	if node.Spec.ProviderID == "" {
-		return nil
+		return nil, nil
 	}
 	var claims v1.NodeClaimList
-	if err := l.client.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
+	if err := r.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
+		return nil, err
+	}
+	return claims.Items, nil
+}
+
+// claimOfNode maps a Node event to its claim's reconcile request.
+func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcile.Request {
+	claims, err := claimsOfNode(ctx, l.client, o.(*corev1.Node))
+	if err != nil {
 		return nil
 	}
 	var out []reconcile.Request
-	for _, nc := range claims.Items {
+	for _, nc := range claims {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
 	}
 	return out

@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )
@@ -59,17 +58,17 @@ func (r *podEvents) reconcile(ctx context.Context, req reconcile.Request) (recon
 		return reconcile.Result{}, nil
 	}
 	node := &corev1.Node{}
-	if err := r.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil || node.Spec.ProviderID == "" {
+	if err := r.client.Get(ctx, client.ObjectKey{Name: pod.Spec.NodeName}, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	var claims v1.NodeClaimList
-	if err := r.client.List(ctx, &claims, client.MatchingFields{providerIDField: node.Spec.ProviderID}); err != nil {
+	claims, err := claimsOfNode(ctx, r.client, node)
+	if err != nil {
 		return reconcile.Result{}, err
 	}
-	if len(claims.Items) != 1 { // not Joiner's node, or one it cannot tell the claim of
+	if len(claims) != 1 { // not Joiner's node, or one it cannot tell the claim of
 		return reconcile.Result{}, nil
 	}
-	nc := &claims.Items[0]
+	nc := &claims[0]
 	at, changed := disruption.PodEvent(nc.Status.LastPodEventTime.Time, r.clock.Now())
 	if !changed {
 		return reconcile.Result{}, nil

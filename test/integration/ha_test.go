@@ -183,18 +183,23 @@ func waitRunning(t *testing.T, kc client.Client, ns string, n int) {
 func waitRunningWithin(t *testing.T, kc client.Client, ns string, n int, timeout time.Duration) {
 	t.Helper()
 	eventuallyWithin(t, timeout, fmt.Sprintf("%d pods bound and Running", n), func(ctx context.Context) (bool, error) {
-		pods, err := podsOf(ctx, kc, ns)
-		if err != nil {
-			return false, err
-		}
-		running := 0
-		for _, p := range pods {
-			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running++
-			}
-		}
-		return running == n && len(pods) == n, nil
+		return allRunning(ctx, kc, ns, n)
 	})
+}
+
+// allRunning: the namespace has exactly n pods, all bound and Running.
+func allRunning(ctx context.Context, kc client.Client, ns string, n int) (bool, error) {
+	pods, err := podsOf(ctx, kc, ns)
+	if err != nil {
+		return false, err
+	}
+	running := 0
+	for _, p := range pods {
+		if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+			running++
+		}
+	}
+	return running == n && len(pods) == n, nil
 }
 
 func poolClaims(t *testing.T, kc client.Client, pool string) []v1.NodeClaim {

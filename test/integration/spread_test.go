@@ -181,14 +181,7 @@ profiles:
 		if err := liftGate(ctx); err != nil {
 			return false, err
 		}
-		pods, err := podsOf(ctx, kc, ns)
-		running := 0
-		for _, p := range pods {
-			if p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
-				running++
-			}
-		}
-		return running == 12 && len(pods) == 12, err
+		return allRunning(ctx, kc, ns, 12)
 	})
 	// kube-scheduler puts what fits on the spare room of web's nodes;
 	// Joiner packs the rest on one new node. Had it applied the zone
