@@ -23,7 +23,14 @@ type claimCreator struct {
 // next pass counts it before its informer event arrives; reason is its
 // karpenter_nodeclaims_created_total reason.
 func (c claimCreator) create(ctx context.Context, plan *provisioning.NodeClaimPlan, reason string) (*v1.NodeClaim, error) {
+	return c.createIn(ctx, plan, reason, "")
+}
+
+// createIn is create for a claim of the launch cohort named cohort ("":
+// none; see state.AnnotationLaunchCohort).
+func (c claimCreator) createIn(ctx context.Context, plan *provisioning.NodeClaimPlan, reason, cohort string) (*v1.NodeClaim, error) {
 	nc := state.NewNodeClaim(plan, "", metav1.Time{})
+	state.SetCohort(nc, cohort)
 	c.overlays.annotate(nc, plan)
 	if err := c.client.Create(ctx, nc); err != nil {
 		return nil, err

@@ -119,10 +119,12 @@ type Controller struct {
 	metrics      *metricsUpdater
 }
 
-// Field indexes: Nodes and NodeClaims by provider ID, Pods by node.
+// Field indexes: Nodes and NodeClaims by provider ID, Pods by node,
+// NodeClaims by launch cohort.
 const (
 	providerIDField = "joiner.providerID"
 	nodeNameField   = "spec.nodeName"
+	cohortField     = "joiner.launchCohort"
 )
 
 // New wires a Controller into mgr: informers into its Store, the
@@ -205,7 +207,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if err := feed.watch(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}
-	life := &lifecycle{gate: gate, client: kube, cloud: cloud, events: events, clock: opts.Clock, registrationTTL: opts.RegistrationTTL}
+	life := &lifecycle{gate: gate, client: kube, cloud: cloud, events: events, clock: opts.Clock, registrationTTL: opts.RegistrationTTL, policy: opts.Policy}
 	if opts.Policy.ModelDRA {
 		life.dra = store.DRA
 	}
@@ -288,11 +290,13 @@ type fieldIndex struct {
 }
 
 // fieldIndexes are the manager cache's indexes (and a unit test's fake
-// client's): Nodes and NodeClaims by provider ID, Pods by node name.
+// client's): Nodes and NodeClaims by provider ID, Pods by node name,
+// NodeClaims by launch cohort.
 var fieldIndexes = []fieldIndex{
 	{&corev1.Node{}, providerIDField, func(o client.Object) []string { return []string{o.(*corev1.Node).Spec.ProviderID} }},
 	{&v1.NodeClaim{}, providerIDField, func(o client.Object) []string { return []string{o.(*v1.NodeClaim).Status.ProviderID} }},
 	{&corev1.Pod{}, nodeNameField, func(o client.Object) []string { return []string{o.(*corev1.Pod).Spec.NodeName} }},
+	{&v1.NodeClaim{}, cohortField, func(o client.Object) []string { return []string{state.Cohort(o.(*v1.NodeClaim))} }},
 }
 
 // indexFields adds the field indexes the reconcilers list by.

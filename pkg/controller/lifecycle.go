@@ -22,6 +22,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
@@ -41,6 +42,8 @@ type lifecycle struct {
 	// registrationTTL: a claim whose Node has not registered by then is
 	// deleted.
 	registrationTTL time.Duration
+	// policy says whether a Node waits for its launch cohort.
+	policy provisioning.Policy
 	// launches are the instances launched whose claim has not recorded them.
 	launches launchCache
 	// dra, with --ignore-dra-requests=false, is the Store's device
@@ -188,6 +191,9 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil
 	}
+	if hold, err := l.cohortHold(ctx, nc, node); err != nil || hold > 0 {
+		return reconcile.Result{RequeueAfter: hold}, err
+	}
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -214,6 +220,51 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	nc.Status.NodeName = node.Name
 	l.setCondition(nc, v1.ConditionRegistered, "Registered", "")
 	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+}
+
+// cohortHold is how much longer the claim's Node, which has appeared,
+// stays unregistered for the rest of its launch cohort
+// (state.RegistrationHold); a member's Node appearing wakes the others (claimOfNode), so the hold ends when the last one
+// comes, not at a poll.
+func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (time.Duration, error) {
+	name := state.Cohort(nc)
+	if name == "" || !l.policy.LaunchCohorts() {
+		return 0, nil
+	}
+	members, err := l.cohortOf(ctx, name)
+	if err != nil {
+		return 0, err
+	}
+	var others []state.CohortMember
+	for i := range members {
+		m := &members[i]
+		if m.UID == nc.UID {
+			continue
+		}
+		if m.DeletionTimestamp != nil {
+			others = append(others, state.CohortMember{Gone: true})
+			continue
+		}
+		mn, err := l.nodeOf(ctx, m)
+		if err != nil {
+			return 0, err
+		}
+		others = append(others, state.CohortMember{Appeared: mn != nil})
+	}
+	hold := state.RegistrationHold(node.CreationTimestamp.Time, others, l.clock.Now())
+	if hold > 0 {
+		log.FromContext(ctx).V(1).Info("holding a Node's registration for the rest of its launch cohort", "nodeclaim", nc.Name, "cohort", name, "members", len(members), "atMost", hold)
+	}
+	return hold, nil
+}
+
+// cohortOf lists the claims of the launch cohort named name.
+func (l *lifecycle) cohortOf(ctx context.Context, name string) ([]v1.NodeClaim, error) {
+	var claims v1.NodeClaimList
+	if err := l.client.List(ctx, &claims, client.MatchingFields{cohortField: name}); err != nil {
+		return nil, err
+	}
+	return claims.Items, nil
 }
 
 // initialize marks the claim Initialized once its Node is Ready with no
@@ -381,6 +432,18 @@ func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcil
 	var out []reconcile.Request
 	for _, nc := range claims {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+		if name := state.Cohort(&nc); name != "" && l.policy.LaunchCohorts() {
+			// The members held for this one's Node look again.
+			members, err := l.cohortOf(ctx, name)
+			if err != nil {
+				continue
+			}
+			for _, m := range members {
+				if m.Name != nc.Name && !conditionTrue(&m, v1.ConditionRegistered) {
+					out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: m.Name}})
+				}
+			}
+		}
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -77,8 +78,13 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	var created []*v1.NodeClaim
 	var errs []error
-	for _, plan := range p.store.Unawaited(res.NewNodeClaims) {
-		nc, err := p.claims.create(ctx, plan, "provisioning")
+	plans := p.store.Unawaited(res.NewNodeClaims)
+	cohort := ""
+	if len(plans) > 1 && p.decider.Policy().LaunchCohorts() {
+		cohort = strconv.FormatInt(start.UnixNano(), 36)
+	}
+	for _, plan := range plans {
+		nc, err := p.claims.createIn(ctx, plan, "provisioning", cohort)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("creating a NodeClaim of NodePool %s: %w", plan.NodePool.Name, err))
 			continue

@@ -76,6 +76,12 @@ func (p Policy) OverheadDaemonSets(ds []*corev1.Pod) []*corev1.Pod {
 // Karpenter is true when the policy makes upstream's choices.
 func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
 
+// LaunchCohorts is true when the Nodes one provisioning pass launches
+// together are opened to kube-scheduler together (Joiner's decisions; see
+// state.AnnotationLaunchCohort). Upstream Karpenter registers each Node
+// as it comes.
+func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
+
 // OverlayMode is how NodeOverlays apply under the policy: upstream's merge
 // (capacity from every matching overlay) when it makes upstream's choices,
 // else the highest weight's alone.

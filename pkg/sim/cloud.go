@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,8 +93,14 @@ func (e *simulation) provision() {
 	if e.opts.OnProvision != nil {
 		e.launches = []Launch{}
 	}
-	for _, plan := range e.st.Unawaited(res.NewNodeClaims) {
-		if n, err := e.launch(plan, "provisioning"); err == nil {
+	plans := e.st.Unawaited(res.NewNodeClaims)
+	var cohort *launchCohort
+	if len(plans) > 1 && e.decider.Policy().LaunchCohorts() {
+		e.cohortSeq++
+		cohort = &launchCohort{name: "c" + strconv.Itoa(e.cohortSeq)}
+	}
+	for _, plan := range plans {
+		if n, err := e.launchIn(plan, "provisioning", cohort); err == nil {
 			e.st.LaunchedFor(n.name, plan.Pods)
 		}
 	}
@@ -112,8 +119,16 @@ func (e *simulation) provision() {
 // an instance: the cheapest offering of the plan's instance types, falling
 // back type by type when capacity is short.
 func (e *simulation) launch(plan *provisioning.NodeClaimPlan, why string) (*simNode, error) {
+	return e.launchIn(plan, why, nil)
+}
+
+// launchIn is launch for a member of a launch cohort (nil: none).
+func (e *simulation) launchIn(plan *provisioning.NodeClaimPlan, why string, cohort *launchCohort) (*simNode, error) {
 	e.nodeSeq++
 	nc := state.NewNodeClaim(plan, fmt.Sprintf("%s-%05d", plan.NodePool.Name, e.nodeSeq), metav1.NewTime(e.clk.now))
+	if cohort != nil {
+		state.SetCohort(nc, cohort.name)
+	}
 	created, err := e.cloud.Create(context.Background(), nc)
 	if e.launches != nil {
 		e.launches = append(e.launches, Launch{NodeClaim: nc, Launched: created, Err: err})
@@ -122,7 +137,12 @@ func (e *simulation) launch(plan *provisioning.NodeClaimPlan, why string) (*simN
 		e.armBatch()
 		return nil, err
 	}
-	return e.startInstance(plan, created, why), nil
+	n := e.startInstance(plan, created, why)
+	if cohort != nil {
+		n.cohort = cohort
+		cohort.members = append(cohort.members, n)
+	}
+	return n, nil
 }
 
 func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.NodeClaim, why string) *simNode {
@@ -153,27 +173,77 @@ func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.Node
 	e.clk.after(boot.Registered(), func() {
 		if n.state == nodeLaunching {
 			n.state = nodeRegistered
+			n.appeared = e.clk.now
 			e.syncNode(n)
+			if n.cohort != nil {
+				e.releaseCohort(n.cohort) // the last to appear opens the others
+			}
 		}
 	})
 	e.clk.after(boot.Ready(), func() {
 		if n.state != nodeRegistered {
 			return
 		}
-		n.state = nodeReady
-		n.conditions = initialized(e.clk.now)
-		e.syncNode(n)
-		e.publishDevices(n)
-		e.armFailure(n)
-		e.bindDaemons(n)
-		e.armBind()
-		e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass
+		n.kubeletReady = true
+		if n.cohort == nil {
+			e.nodeReady(n)
+			return
+		}
+		// Held until every other Node of its cohort has appeared, or
+		// CohortHold after its own did.
+		e.releaseCohort(n.cohort)
+		if hold := e.cohortHold(n); hold > 0 {
+			e.clk.after(hold, func() { e.releaseCohort(n.cohort) })
+		}
 	})
 	if o.CapacityType == v1.CapacityTypeSpot && f.SpotInterruptionsPerNodeHour > 0 {
 		wait := time.Duration(e.rng.ExpFloat64() / f.SpotInterruptionsPerNodeHour * float64(time.Hour))
 		e.clk.after(boot.Launch+wait, func() { e.interrupt(n) })
 	}
 	return n
+}
+
+// nodeReady opens a registered, Ready node to pods: Initialized, its
+// devices published, DaemonSet pods on it, a bind pass armed.
+func (e *simulation) nodeReady(n *simNode) {
+	n.state = nodeReady
+	n.conditions = initialized(e.clk.now)
+	e.syncNode(n)
+	e.publishDevices(n)
+	e.armFailure(n)
+	e.bindDaemons(n)
+	e.armBind()
+	e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass
+}
+
+// launchCohort is the nodes one provisioning pass launched together
+// (state.AnnotationLaunchCohort): under Joiner's decisions a member's
+// Node takes no pod until the others' Nodes have appeared, as the
+// controller holds its registration.
+type launchCohort struct {
+	name    string
+	members []*simNode
+}
+
+// cohortHold is how much longer n waits for the rest of its cohort
+// (state.RegistrationHold).
+func (e *simulation) cohortHold(n *simNode) time.Duration {
+	others := make([]state.CohortMember, 0, len(n.cohort.members)-1)
+	for _, m := range n.cohort.members {
+		if m != n {
+			others = append(others, state.CohortMember{Appeared: !m.appeared.IsZero(), Gone: m.state == nodeGone || m.disrupting})
+		}
+	}
+	return state.RegistrationHold(n.appeared, others, e.clk.now)
+}
+
+// releaseCohort opens every Ready member of c whose hold is over.
+func (e *simulation) releaseCohort(c *launchCohort) {
+	for _, m := range c.members {
+		if m.state == nodeRegistered && m.kubeletReady && e.cohortHold(m) == 0 {
+			e.nodeReady(m)
+		}
+	}
 }
 
 // bindDaemons starts the DaemonSet pods a node runs.
@@ -252,6 +322,9 @@ func (e *simulation) deleteNode(n *simNode, reason string) {
 	n.pods = nil
 	n.state = nodeGone
 	e.syncNode(n)
+	if n.cohort != nil {
+		e.releaseCohort(n.cohort) // the others wait for it no more
+	}
 	e.unpublishDevices(n)
 	n.gone = e.clk.now
 	_ = e.cloud.Delete(context.Background(), n.claim) // gone already is fine

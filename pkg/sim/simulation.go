@@ -120,6 +120,8 @@ type simulation struct {
 	allNodes  []*simNode // every node ever launched, for cost
 	byName    map[string]*simNode
 	nodeSeq   int
+	// cohortSeq numbers the launch cohorts.
+	cohortSeq int
 	queue     disruption.Queue
 
 	batchFirst, batchLast time.Time

@@ -51,6 +51,12 @@ type simNode struct {
 	conditions []v1.Condition
 	// failedAt: when its kubelet stopped reporting (zero: it did not).
 	failedAt time.Time
+	// appeared: when its Node registered with the API server;
+	// kubeletReady: its kubelet reports it Ready (it may still be held
+	// for its cohort; nil when it was launched alone).
+	appeared     time.Time
+	kubeletReady bool
+	cohort       *launchCohort
 }
 
 // labels are the Node's: its NodeClaim's (the NodePool template, the
