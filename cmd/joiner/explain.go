@@ -42,7 +42,7 @@ type explainFlags struct {
 
 func (f *explainFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&f.output, "output", "o", "text", "text or json")
-	f.src.register(cmd, false)
+	f.src.register(cmd)
 	f.pf.register(cmd)
 }
 

@@ -88,11 +88,11 @@ func runLint(out, errOut io.Writer, args []string, f lintFlags) error {
 	if f.output != "text" && f.output != "json" && f.output != "sarif" {
 		return couldNotRun(fmt.Errorf("-o %q: use text, json or sarif", f.output))
 	}
-	cfgPath, optional := f.config, false
+	load, cfgPath := lint.LoadConfig, f.config
 	if cfgPath == "" {
-		cfgPath, optional = lint.DefaultConfigFile, true
+		load, cfgPath = lint.LoadConfigIfPresent, lint.DefaultConfigFile
 	}
-	cfg, err := lint.LoadConfig(cfgPath, optional)
+	cfg, err := load(cfgPath)
 	if err != nil {
 		return couldNotRun(err)
 	}

@@ -59,7 +59,8 @@ catalog are synthetic.`,
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "table, json or yaml")
-	src.register(cmd, true)
+	src.register(cmd)
+	src.registerPlacement(cmd)
 	pf.register(cmd)
 	return cmd
 }

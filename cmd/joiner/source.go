@@ -35,17 +35,20 @@ type clusterSource struct {
 	zones                                     []string
 }
 
-// register adds the source flags; plan also takes --region and --zones.
-func (s *clusterSource) register(cmd *cobra.Command, withRegion bool) {
+// register adds the source flags (plan adds registerPlacement's too).
+func (s *clusterSource) register(cmd *cobra.Command) {
 	f := cmd.Flags()
 	f.StringVar(&s.kubeconfig, "kubeconfig", "", "read the cluster behind this kubeconfig instead of manifests (read-only: nothing is written)")
 	f.StringVar(&s.scenario, "scenario", "", `simulate this scenario directory ("default": the bundled one), or replay this trace (joiner record), up to --at and read the simulated cluster`)
 	f.StringVar(&s.at, "at", "", "as of this RFC 3339 time (default now); with --scenario the simulated time to stop at, RFC 3339 or +DURATION from the start (default the end of the run)")
 	f.StringVar(&s.catalog, "catalog", "", "an instance-type catalog file (the embedded EC2 catalog's format) instead of the embedded one (not with --scenario: its own)")
-	if withRegion {
-		f.StringVar(&s.region, "region", "", "the cluster's region (default: the nodes' topology.kubernetes.io/region, else us-east-1)")
-		f.StringSliceVar(&s.zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
-	}
+}
+
+// registerPlacement adds --region and --zones.
+func (s *clusterSource) registerPlacement(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&s.region, "region", "", "the cluster's region (default: the nodes' topology.kubernetes.io/region, else us-east-1)")
+	f.StringSliceVar(&s.zones, "zones", nil, "the cluster's zones (default: the catalog's for the region)")
 }
 
 // clusterInput is a cluster read from a source, and what to say about it.

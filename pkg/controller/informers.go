@@ -142,7 +142,7 @@ func triggered[T any](b *Batcher, set func(T)) func(T) {
 func (f *storeFeed) podChanged(p *corev1.Pod) {
 	old := f.store.Pod(p.Namespace, p.Name)
 	f.store.SetPod(p)
-	if state.Provisionable(p, false) {
+	if state.Provisionable(p, state.WaitForScheduler) {
 		f.batch.Trigger()
 	}
 	if old != nil && old.Status.Phase != corev1.PodRunning && p.Status.Phase == corev1.PodRunning {

@@ -67,8 +67,14 @@ type explainer struct {
 	out              []Answer
 }
 
-func (e *explainer) add(method Method, acts bool, format string, args ...any) {
-	e.out = append(e.out, Answer{Method: method, Acts: acts, Why: fmt.Sprintf(format, args...)})
+// acting answers that method acts on the node, and why.
+func (e *explainer) acting(method Method, format string, args ...any) {
+	e.out = append(e.out, Answer{Method: method, Acts: true, Why: fmt.Sprintf(format, args...)})
+}
+
+// notActing answers that method leaves the node alone, and why.
+func (e *explainer) notActing(method Method, format string, args ...any) {
+	e.out = append(e.out, Answer{Method: method, Why: fmt.Sprintf(format, args...)})
 }
 
 func (e *explainer) held(method Method, reason v1.DisruptionReason, format string, args ...any) {
@@ -108,9 +114,9 @@ func (e *explainer) notConsolidatableWhy() string {
 func (e *explainer) gated(method Method, reason v1.DisruptionReason) bool {
 	switch {
 	case e.blocked != "":
-		e.add(method, false, "%s", e.blocked)
+		e.notActing(method, "%s", e.blocked)
 	case e.waitWhy != "":
-		e.add(method, false, "%s", e.waitWhy)
+		e.notActing(method, "%s", e.waitWhy)
 	case e.budget(reason) != "":
 		e.held(method, reason, "%s", e.budget(reason))
 	default:
@@ -124,12 +130,12 @@ func (e *explainer) expiration() bool {
 	exp := e.cand.NodeClaim.Spec.ExpireAfter
 	switch {
 	case exp.IsNever():
-		e.add("expiration", false, "expireAfter is Never")
+		e.notActing("expiration", "expireAfter is Never")
 	case containsCandidate(e.p.decision.Expired, e.cand):
-		e.add("expiration", true, "it expired at %s (expireAfter %s): it is drained regardless of budgets and do-not-disrupt", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
+		e.acting("expiration", "it expired at %s (expireAfter %s): it is drained regardless of budgets and do-not-disrupt", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
 		return true
 	default:
-		e.add("expiration", false, "it expires at %s (expireAfter %s)", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
+		e.notActing("expiration", "it expires at %s (expireAfter %s)", e.cand.NodeClaim.CreationTimestamp.Add(*exp.Duration).UTC().Format(time.RFC3339), exp.Duration)
 	}
 	return false
 }
@@ -137,12 +143,12 @@ func (e *explainer) expiration() bool {
 func (e *explainer) emptiness() bool {
 	switch pods := e.p.podsOf(e.cand); {
 	case !e.p.isEmpty(e.cand):
-		e.add(MethodEmpty, false, "it runs %d pod(s) that would have to move", len(pods))
+		e.notActing(MethodEmpty, "it runs %d pod(s) that would have to move", len(pods))
 	case e.p.c.BufferPods[e.cand.Node.Name] > 0:
-		e.add(MethodEmpty, false, "it holds %d virtual pod(s) of CapacityBuffers: its room is their spare capacity", e.p.c.BufferPods[e.cand.Node.Name])
+		e.notActing(MethodEmpty, "it holds %d virtual pod(s) of CapacityBuffers: its room is their spare capacity", e.p.c.BufferPods[e.cand.Node.Name])
 	case e.gated(MethodEmpty, v1.DisruptionReasonEmpty):
 	default:
-		e.add(MethodEmpty, true, "it is empty: it is deleted")
+		e.acting(MethodEmpty, "it is empty: it is deleted")
 		return true
 	}
 	return false
@@ -152,17 +158,17 @@ func (e *explainer) drift() bool {
 	drift := e.p.driftReason(e.cand)
 	switch {
 	case drift == "":
-		e.add(MethodDrift, false, "it has not drifted")
+		e.notActing(MethodDrift, "it has not drifted")
 	case e.blocked != "" && e.cand.NodeClaim.Spec.TerminationGracePeriod == nil:
-		e.add(MethodDrift, false, "drifted (%s), but %s and its claim has no terminationGracePeriod", drift, e.blocked)
+		e.notActing(MethodDrift, "drifted (%s), but %s and its claim has no terminationGracePeriod", drift, e.blocked)
 	case e.budget(v1.DisruptionReasonDrifted) != "":
 		e.held(MethodDrift, v1.DisruptionReasonDrifted, "drifted (%s), but %s", drift, e.budget(v1.DisruptionReasonDrifted))
 	default:
 		if _, ok := e.p.simulate(e.ctx, []*Candidate{e.cand}); !ok {
-			e.add(MethodDrift, false, "drifted (%s), but its pods would have nowhere to go", drift)
+			e.notActing(MethodDrift, "drifted (%s), but its pods would have nowhere to go", drift)
 			return false
 		}
-		e.add(MethodDrift, true, "drifted (%s): it is replaced", drift)
+		e.acting(MethodDrift, "drifted (%s): it is replaced", drift)
 		return true
 	}
 	return false
@@ -172,17 +178,17 @@ func (e *explainer) drift() bool {
 func (e *explainer) consolidation() bool {
 	switch {
 	case e.np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty:
-		e.add(MethodSingleNode, false, "consolidationPolicy WhenEmpty: a node with pods is not consolidated")
+		e.notActing(MethodSingleNode, "consolidationPolicy WhenEmpty: a node with pods is not consolidated")
 	case e.gated(MethodSingleNode, v1.DisruptionReasonUnderutilized):
 	default:
 		cmd, why := e.p.consolidateWhy(e.ctx, []*Candidate{e.cand}, MethodSingleNode)
 		switch {
 		case cmd == nil:
-			e.add(MethodSingleNode, false, "%s", why)
+			e.notActing(MethodSingleNode, "%s", why)
 		case len(cmd.Replacements) == 0:
-			e.add(MethodSingleNode, true, "its pods fit on the other nodes: it is deleted, saving %.4f USD/h", cmd.Savings)
+			e.acting(MethodSingleNode, "its pods fit on the other nodes: it is deleted, saving %.4f USD/h", cmd.Savings)
 		default:
-			e.add(MethodSingleNode, true, "it is replaced by a cheaper %s, saving %.4f USD/h", cmd.Replacements[0].InstanceTypes[0].Name, cmd.Savings)
+			e.acting(MethodSingleNode, "it is replaced by a cheaper %s, saving %.4f USD/h", cmd.Replacements[0].InstanceTypes[0].Name, cmd.Savings)
 		}
 		return cmd != nil
 	}

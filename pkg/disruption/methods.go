@@ -823,8 +823,8 @@ func podError(res *provisioning.Results) string {
 // (since v1.14): the candidates' pods, but pending ones, may not land on a
 // node that is settling.
 func (p *pass) simulateConsolidation(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
-	return p.simulation("consolidation", cands, func() (*provisioning.Results, bool, bool) {
-		res, ok := p.solve(ctx, cands, true)
+	return p.simulation(forConsolidation, cands, func() (*provisioning.Results, bool, bool) {
+		res, ok := p.solve(ctx, cands, forConsolidation)
 		return res, ok, ctx.Err() == nil
 	})
 }
@@ -839,15 +839,15 @@ func (p *pass) simulateConsolidation(ctx context.Context, cands []*Candidate) (*
 // The answer is remembered in the cluster's Memo (see simulation): callers
 // must not modify it.
 func (p *pass) simulate(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
-	return p.simulation("", cands, func() (*provisioning.Results, bool, bool) {
-		res, ok := p.solve(ctx, cands, false)
+	return p.simulation(forDisruption, cands, func() (*provisioning.Results, bool, bool) {
+		res, ok := p.solve(ctx, cands, forDisruption)
 		return res, ok, ctx.Err() == nil
 	})
 }
 
-// solve is simulate's scheduling run (simulateConsolidation's with
-// consolidation).
-func (p *pass) solve(ctx context.Context, cands []*Candidate, consolidation bool) (*provisioning.Results, bool) {
+// solve is simulate's scheduling run, or simulateConsolidation's.
+func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*provisioning.Results, bool) {
+	consolidation := kind == forConsolidation
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
 	mustPlace := map[*corev1.Pod]bool{}

@@ -95,10 +95,22 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 	return p.world, true
 }
 
+// simKind is what a simulation is for: it decides where the moved pods
+// may go, and keys the remembered answers apart.
+type simKind string
+
+const (
+	// forDisruption: drift, expiration, emptiness — anywhere they fit.
+	forDisruption simKind = ""
+	// forConsolidation: as upstream's since v1.14, the moved pods (but
+	// pending ones) may not land on a node that is settling.
+	forConsolidation simKind = "consolidation"
+)
+
 // simulation returns the remembered answer of a simulation, or runs it and
 // remembers it (when the cluster's Planner and Memo are set, every object
 // has a content key, and the run was not cut short by ctx).
-func (p *pass) simulation(kind string, cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
+func (p *pass) simulation(kind simKind, cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
 	m := p.c.Memo
 	world, keyed := p.simWorld()
 	if m == nil || p.c.Planner == nil || !keyed {
@@ -106,7 +118,7 @@ func (p *pass) simulation(kind string, cands []*Candidate, run func() (*provisio
 		return res, ok
 	}
 	scope := simScope{planner: p.c.Planner, policy: p.c.Policy, world: world}
-	k := kind + "|"
+	k := string(kind) + "|"
 	for _, cand := range cands {
 		k += strconv.Itoa(len(cand.Node.Name)) + ":" + cand.Node.Name
 	}

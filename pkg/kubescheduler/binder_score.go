@@ -407,7 +407,7 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 	for i, idx := range feasible {
 		raw[i] = int64(scheduling.UntoleratedPreferNoSchedule(r.nodes[idx].Taints, sc.tolerPNS))
 	}
-	normalize(raw, true)
+	normalize(raw, lowerIsBetter)
 	addWeighted(total, raw, 3)
 
 	// NodeAffinity (2): sum of matched preferred terms' weights.
@@ -415,7 +415,7 @@ func (r *bindRun) score(pod *corev1.Pod, key uint64, feasible []int) []int64 {
 		for i, idx := range feasible {
 			raw[i] = sc.preferred.Score(r.facts[idx].obj)
 		}
-		normalize(raw, false)
+		normalize(raw, higherIsBetter)
 		addWeighted(total, raw, 2)
 	}
 
@@ -543,8 +543,19 @@ func (r *bindRun) spreadScores(sc *scoreClass, feasible []int, out []int64) {
 	}
 }
 
-// normalize is kube-scheduler's DefaultNormalizeScore to 0–100.
-func normalize(s []int64, reverse bool) {
+// scoreOrder says whether a raw score's best is its highest or lowest
+// (DefaultNormalizeScore's reverse).
+type scoreOrder bool
+
+const (
+	higherIsBetter scoreOrder = false
+	lowerIsBetter  scoreOrder = true
+)
+
+// normalize is kube-scheduler's DefaultNormalizeScore to 0–100, the best
+// raw score (as order says) becoming 100.
+func normalize(s []int64, order scoreOrder) {
+	reverse := order == lowerIsBetter
 	var m int64
 	for _, x := range s {
 		m = max(m, x)

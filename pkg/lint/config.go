@@ -44,16 +44,27 @@ type Ignore struct {
 	Files string   `yaml:"files,omitempty"`
 }
 
-// LoadConfig reads a config file. With optional set, a missing file is no
-// config rather than an error.
-func LoadConfig(path string, optional bool) (*Config, error) {
+// LoadConfig reads a config file; a missing file is an error.
+func LoadConfig(path string) (*Config, error) {
 	b, err := os.ReadFile(path)
-	if optional && errors.Is(err, fs.ErrNotExist) {
-		return &Config{}, nil
-	}
 	if err != nil {
 		return nil, fmt.Errorf("reading lint config: %w", err)
 	}
+	return parseConfig(path, b)
+}
+
+// LoadConfigIfPresent is LoadConfig of a file that may be missing (the
+// default config file): then it is no config, not an error.
+func LoadConfigIfPresent(path string) (*Config, error) {
+	c, err := LoadConfig(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &Config{}, nil
+	}
+	return c, err
+}
+
+// parseConfig is LoadConfig of the file path's contents b.
+func parseConfig(path string, b []byte) (*Config, error) {
 	// YAML 1.2, so that off is the word and not false.
 	var c Config
 	dec := yamlv3.NewDecoder(bytes.NewReader(b))

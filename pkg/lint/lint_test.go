@@ -285,13 +285,16 @@ func TestLoadConfig(t *testing.T) {
 		if err := os.WriteFile(p, []byte(c.body), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		_, err := LoadConfig(p, false)
+		_, err := LoadConfig(p)
 		if (err == nil) != (c.wantErr == "") || (err != nil && !strings.Contains(err.Error(), c.wantErr)) {
 			t.Errorf("%q: err %v, want %q", c.body, err, c.wantErr)
 		}
 	}
-	if c, err := LoadConfig(filepath.Join(dir, "missing.yaml"), true); err != nil || len(c.Rules) != 0 {
+	if c, err := LoadConfigIfPresent(filepath.Join(dir, "missing.yaml")); err != nil || len(c.Rules) != 0 {
 		t.Errorf("optional missing config: %v %v", c, err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil {
+		t.Error("a missing config file asked for by name is no error")
 	}
 }
 

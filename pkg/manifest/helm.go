@@ -8,11 +8,23 @@ import (
 	"strings"
 )
 
+// fileKind is where a file was found, for helmActionLine.
+type fileKind int
+
+const (
+	// plainFile: anywhere but a chart's templates/ directory.
+	plainFile fileKind = iota
+	// chartTemplate: in a chart's templates/ directory.
+	chartTemplate
+)
+
 // helmActionLine returns the 1-based line of the first Helm template action
-// ({{ … }}) in data, or 0. Outside a chart's templates/ directory only an
-// action outside quoted strings and comments counts: "{{ x }}" in a quoted
-// value can be a plain string (an annotation, a message template).
-func helmActionLine(data []byte, inChart bool) int {
+// ({{ … }}) in data, a file of kind kind, or 0. Outside a chart's
+// templates/ directory only an action outside quoted strings and comments
+// counts: "{{ x }}" in a quoted value can be a plain string (an
+// annotation, a message template).
+func helmActionLine(data []byte, kind fileKind) int {
+	inChart := kind == chartTemplate
 	if !bytes.Contains(data, []byte("{{")) {
 		return 0 // the common case, at memory speed: a 50 MB dump took 4 s line by line
 	}

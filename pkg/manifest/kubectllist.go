@@ -158,7 +158,7 @@ func parseFast(file string, data []byte) (docs []*Document, ok bool) {
 		return nil, false
 	}
 	if len(pieces) == 1 { // one document: nothing to share out
-		d, ok := parseDocText(file, pieces[0].doc, pieces[0].text, pieces[0].line, true)
+		d, ok := parseDocText(file, pieces[0].doc, pieces[0].text, pieces[0].line, keepTree)
 		if !ok || isList(d) {
 			return nil, false
 		}
@@ -189,7 +189,7 @@ func fastPieces(file string, data []byte) ([]piece, bool) {
 			pieces = append(pieces, piece{i + 1, raw.text, raw.line, false})
 			continue
 		}
-		list, ok := parseDocText(file, i+1, skeleton, raw.line, true)
+		list, ok := parseDocText(file, i+1, skeleton, raw.line, keepTree)
 		if !ok || list.Kind != "List" || list.APIVersion != "v1" {
 			return nil, false
 		}
@@ -213,7 +213,7 @@ func parsePieces(file string, pieces []piece) ([]*Document, bool) {
 				if failed.Load() {
 					continue
 				}
-				d, ok := parseDocText(file, pieces[j].doc, pieces[j].text, pieces[j].line, false)
+				d, ok := parseDocText(file, pieces[j].doc, pieces[j].text, pieces[j].line, dropTree)
 				if !ok || !pieces[j].item && isList(d) { // a List in another layout: the general way expands it
 					failed.Store(true)
 					continue
@@ -233,11 +233,19 @@ func parsePieces(file string, pieces []piece) ([]*Document, bool) {
 	return parsed, true
 }
 
+// treeUse says whether a parsed document keeps its YAML tree.
+type treeUse bool
+
+const (
+	keepTree treeUse = true
+	dropTree treeUse = false
+)
+
 // parseDocText parses the text of one document whose first line is the file's
 // line `line`. A document that keeps its tree has its lines shifted to the
 // file's; one that does not re-reads its text when a line is asked for.
-func parseDocText(file string, doc int, text []byte, line int, keepTree bool) (*Document, bool) {
-	if !keepTree {
+func parseDocText(file string, doc int, text []byte, line int, tree treeUse) (*Document, bool) {
+	if tree == dropTree {
 		if obj, first, ok := scanDocument(text); ok {
 			d := newDocument(file, doc, nil, obj)
 			d.Line = first + line - 1
@@ -245,11 +253,11 @@ func parseDocText(file string, doc int, text []byte, line int, keepTree bool) (*
 			return d, true
 		}
 	}
-	return parseDocYAML(file, doc, text, line, keepTree)
+	return parseDocYAML(file, doc, text, line, tree)
 }
 
 // parseDocYAML is parseDocText through yaml.v3's tree.
-func parseDocYAML(file string, doc int, text []byte, line int, keepTree bool) (*Document, bool) {
+func parseDocYAML(file string, doc int, text []byte, line int, tree treeUse) (*Document, bool) {
 	var n yamlv3.Node
 	if err := yamlv3.Unmarshal(text, &n); err != nil || len(n.Content) != 1 {
 		return nil, false
@@ -262,7 +270,7 @@ func parseDocYAML(file string, doc int, text []byte, line int, keepTree bool) (*
 	if !ok {
 		return nil, false
 	}
-	if !keepTree {
+	if tree == dropTree {
 		d := newDocument(file, doc, nil, obj)
 		d.Line = n.Line + line - 1
 		d.src, d.srcLine = text, line

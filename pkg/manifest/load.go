@@ -70,7 +70,7 @@ func ParseFile(path string) ([]*Document, error) {
 		return nil, fmt.Errorf("reading manifest: %w", err)
 	}
 	if inChartTemplates(path) {
-		if line := helmActionLine(b, true); line > 0 {
+		if line := helmActionLine(b, chartTemplate); line > 0 {
 			return nil, Problems{helmProblem(path, line)}
 		}
 	}
@@ -83,7 +83,7 @@ func ParseFile(path string) ([]*Document, error) {
 // get -o yaml) is expanded into its items. A Helm template is answered as
 // one, not as broken YAML.
 func Parse(file string, data []byte) ([]*Document, error) {
-	if line := helmActionLine(data, false); line > 0 {
+	if line := helmActionLine(data, plainFile); line > 0 {
 		return nil, Problems{helmProblem(file, line)}
 	}
 	if docs, ok := parseFast(file, data); ok {
@@ -101,7 +101,7 @@ const eachWindow = 1024
 // times its size. A problem Parse would report is returned, and fn is
 // not called after it; fn's error stops the walk and is returned.
 func Each(file string, data []byte, fn func(*Document) error) error {
-	if line := helmActionLine(data, false); line > 0 {
+	if line := helmActionLine(data, plainFile); line > 0 {
 		return Problems{helmProblem(file, line)}
 	}
 	pieces, ok := fastPieces(file, data)
@@ -173,7 +173,7 @@ func EachInFile(path string, fn func(*Document) error) error {
 		return fmt.Errorf("reading manifest: %w", err)
 	}
 	if inChartTemplates(path) {
-		if line := helmActionLine(b, true); line > 0 {
+		if line := helmActionLine(b, chartTemplate); line > 0 {
 			return Problems{helmProblem(path, line)}
 		}
 	}

@@ -129,10 +129,18 @@ func (s *scheduler) capFits(cl *claim, requests vec) bool {
 	return cap == nil || sumFitsIn(cl.requests, requests, cap)
 }
 
+// memoUse says whether a plan has the Planner's memos to itself.
+type memoUse bool
+
+const (
+	memosOwned  memoUse = false
+	memosShared memoUse = true // another plan reads them meanwhile
+)
+
 // withCaps is Joiner's plan j, or the same batch planned again with claim
-// caps when that is cheaper (see claimCaps). shared: another plan reads
-// the memos meanwhile.
-func (pl *Planner) withCaps(ctx context.Context, snap *Snapshot, j *prepared, shared bool) *prepared {
+// caps when that is cheaper (see claimCaps); memos says whether another
+// plan reads the memos meanwhile.
+func (pl *Planner) withCaps(ctx context.Context, snap *Snapshot, j *prepared, memos memoUse) *prepared {
 	if snap.NoClaimCaps || ctx.Err() != nil || len(j.s.claims) < 1 {
 		return j
 	}
@@ -140,9 +148,9 @@ func (pl *Planner) withCaps(ctx context.Context, snap *Snapshot, j *prepared, sh
 	if caps == nil {
 		return j
 	}
-	k := pl.startAs(snap, false, pl.caches)
+	k := pl.startAs(snap, DecisionsJoiner, pl.caches)
 	k.s.caps = caps
-	k.s.memosShared = shared
+	k.s.memosShared = memos == memosShared
 	k.finish(snap)
 	k.run(ctx)
 	if ctx.Err() == nil && k.pending() <= j.pending() && k.price() < j.price()*(1-capTolerance) {

@@ -163,15 +163,15 @@ func TestPlansCompareAsTheirResults(t *testing.T) {
 	cancel()
 	for seed := int64(1); seed <= int64(*differentialBatches); seed++ {
 		snap := generateBatch(rand.New(rand.NewSource(seed))).snap
-		for _, upstream := range []bool{false, true} {
+		for _, way := range DecisionsValues {
 			for _, ctx := range []context.Context{context.Background(), stopped} {
 				pl := NewPlanner(snap.NodePools, snap.InstanceTypes, snap.DaemonSets)
-				w := pl.planAs(ctx, snap, upstream)
+				w := pl.planAs(ctx, snap, way)
 				pending, price := w.pending(), w.price()
 				res := w.results()
 				if pending != len(res.Unschedulable) || price != res.Price() {
-					t.Errorf("seed %d, upstream %v: pending %d, price %v; the results have %d and %v",
-						seed, upstream, pending, price, len(res.Unschedulable), res.Price())
+					t.Errorf("seed %d, %s's way: pending %d, price %v; the results have %d and %v",
+						seed, way, pending, price, len(res.Unschedulable), res.Price())
 				}
 			}
 		}

@@ -79,7 +79,7 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 		// As Solve: preferences relaxed one at a time until the pod fits;
 		// the reason is the one left with all of them relaxed.
 		for rc := c; rc != nil && c.invalid == nil; rc = s.relaxedClass(rc) {
-			cl, err := s.newClaim(p, pi, rc, pod, false)
+			cl, err := s.newClaim(p, pi, rc, pod)
 			if err == nil {
 				v.Reason, v.Code, v.Plan = "", ReasonOther, s.finalize(cl)
 				break

@@ -160,20 +160,20 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	pl.podMemos.NewCall(0)
 	pl.caches.newCall()
 	if snap.Policy.Karpenter() {
-		return pl.planAs(ctx, snap, true).results()
+		return pl.planAs(ctx, snap, DecisionsKarpenter).results()
 	}
 	if pl.Concurrent && len(snap.Pods) >= pl.minConcurrent {
 		return pl.solveBoth(ctx, snap)
 	}
-	j := pl.planAs(ctx, snap, false)
+	j := pl.planAs(ctx, snap, DecisionsJoiner)
 	if j.placedOnExisting() || ctx.Err() != nil {
 		return j.results()
 	}
-	j = pl.withCaps(ctx, snap, j, false)
+	j = pl.withCaps(ctx, snap, j, memosOwned)
 	if j.alike {
 		return j.results()
 	}
-	if u := pl.planAs(ctx, snap, true); u.better(j) {
+	if u := pl.planAs(ctx, snap, DecisionsKarpenter); u.better(j) {
 		return u.results()
 	}
 	return j.results()
@@ -197,7 +197,7 @@ const minConcurrentBatch = 32
 // needing it, Solve's goroutine runs it. It is stopped when Joiner's plan
 // makes it needless.
 func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
-	j := pl.startAs(snap, false, pl.caches)
+	j := pl.startAs(snap, DecisionsJoiner, pl.caches)
 	// Without preferences, the pods' classes are those of pods derived
 	// from them: their own class keys would be made for nothing, and say
 	// nothing of the batch being alike.
@@ -208,7 +208,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
 			j.run(ctx)
-			return pl.withCaps(ctx, snap, j, false).results()
+			return pl.withCaps(ctx, snap, j, memosOwned).results()
 		}
 	}
 	if pl.altCaches == nil {
@@ -232,7 +232,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	runUpstream := func() {
 		defer close(done)
 		defer func() { panicked = recover() }() // raised again below, to Solve's caller
-		w := pl.startAs(snap, true, pl.altCaches)
+		w := pl.startAs(snap, DecisionsKarpenter, pl.altCaches)
 		w.s.memosShared = true
 		w.finish(snap)
 		w.run(upCtx)
@@ -267,7 +267,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		return j.results()
 	}
 	// Upstream's way may be running beside: the memos are only read.
-	j = pl.withCaps(ctx, snap, j, true)
+	j = pl.withCaps(ctx, snap, j, memosShared)
 	if j.alike {
 		return j.results()
 	}
@@ -284,9 +284,9 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 }
 
 // planAs plans the batch upstream's way (pod order, node order, emptiest
-// claim first) or Joiner's, on the planner's first caches.
-func (pl *Planner) planAs(ctx context.Context, snap *Snapshot, upstream bool) *prepared {
-	w := pl.startAs(snap, upstream, pl.caches)
+// claim first) or Joiner's, as way says, on the planner's first caches.
+func (pl *Planner) planAs(ctx context.Context, snap *Snapshot, way Decisions) *prepared {
+	w := pl.startAs(snap, way, pl.caches)
 	w.finish(snap)
 	w.run(ctx)
 	return w
@@ -308,11 +308,11 @@ type prepared struct {
 }
 
 // startAs starts a plan of the batch upstream's way (pod order, node
-// order, emptiest claim first) or Joiner's, with the caches c: the
-// scheduler, with the nodes added as targets.
-func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepared {
+// order, emptiest claim first) or Joiner's, as way says, with the caches
+// c: the scheduler, with the nodes added as targets.
+func (pl *Planner) startAs(snap *Snapshot, way Decisions, c *wayCaches) *prepared {
 	s := &scheduler{dims: pl.dims, topo: newTopology(), classes: map[uint64]*podClass{}, volumes: snap.Volumes,
-		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: upstream, minValues: snap.Policy.MinValues, moving: snap.Moving}
+		nodeMemos: pl.nodeMemos, podMemos: pl.podMemos, upstream: way == DecisionsKarpenter, minValues: snap.Policy.MinValues, moving: snap.Moving}
 	if snap.Volumes.Empty() {
 		// A class's fit to a pool depends on nothing else while the
 		// planner's pools and instance types stay the same; its node
@@ -330,7 +330,7 @@ func (pl *Planner) startAs(snap *Snapshot, upstream bool, c *wayCaches) *prepare
 	s.res = newReservations(s.pools, !snap.ReservationFallback)
 	s.modelDRA, s.dra = snap.Policy.ModelDRA, newDRA(snap)
 	nodes := snap.Nodes
-	if upstream {
+	if s.upstream {
 		nodes = upstreamNodeOrder(nodes)
 	}
 	s.addNodes(nodes)
@@ -819,7 +819,7 @@ func (s *scheduler) place(c *podClass, pod *corev1.Pod) bool {
 	}
 	s.deferred = false
 	for pi, p := range s.pools {
-		_, err := s.newClaim(p, pi, c, pod, false)
+		_, err := s.newClaim(p, pi, c, pod)
 		if err == nil {
 			return true
 		}
@@ -869,7 +869,7 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 	var parts []string
 	distinct := map[string]bool{}
 	for pi, p := range s.pools {
-		_, err := s.newClaim(p, pi, c, pod, true)
+		err := s.whyNoClaim(p, pi, c)
 		msg := "no reason found"
 		if err != nil {
 			msg = err.Error()

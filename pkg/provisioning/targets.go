@@ -436,9 +436,46 @@ func checkMinValues(reqs scheduling.Requirements, cand bitset, p *poolInfo, best
 	return out, relaxed, nil
 }
 
-// newClaim starts a NodeClaim from pool p for the pod. With dryRun it only
-// reports why it cannot.
-func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, dryRun bool) (*claim, error) {
+// newClaim starts a NodeClaim from pool p for the pod.
+func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod) (*claim, error) {
+	cl, err := s.draftClaim(p, pi, c)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cl.tryAdd(s, c, pod); err != nil {
+		return nil, err
+	}
+	s.claims = append(s.claims, cl)
+	if s.onFirstClaim != nil {
+		s.onFirstClaim()
+		s.onFirstClaim = nil
+	}
+	if s.upstream {
+		s.addClaimUpstream(len(s.claims) - 1)
+	}
+	if p.hasLimits {
+		p.consume(p.capFit.max(cl.candidates), s.dims) // the largest it may be
+	}
+	return cl, nil
+}
+
+// whyNoClaim is why pool p can start no NodeClaim for a pod of class c
+// (errNotPlaced when nothing stops it), starting none.
+func (s *scheduler) whyNoClaim(p *poolInfo, pi int, c *podClass) error {
+	cl, err := s.draftClaim(p, pi, c)
+	if err != nil {
+		return err
+	}
+	if _, _, err := cl.check(s, c); err != nil {
+		return err
+	}
+	return errNotPlaced
+}
+
+// draftClaim is an empty NodeClaim of pool p that a pod of class c may
+// start: the pool's instance types that fit the class, within the pool's
+// limits.
+func (s *scheduler) draftClaim(p *poolInfo, pi int, c *podClass) (*claim, error) {
 	if p.np.IsStatic() {
 		return nil, &Reason{Code: ReasonStatic, Replicas: *p.np.Spec.Replicas}
 	}
@@ -464,28 +501,7 @@ func (s *scheduler) newClaim(p *poolInfo, pi int, c *podClass, pod *corev1.Pod, 
 	name := fmt.Sprintf("%s-%05d", p.np.Name, len(s.claims)+1)
 	reqs := p.reqs.Copy()
 	reqs.Add(scheduling.NewRequirement(v1.LabelHostname, corev1.NodeSelectorOpIn, name))
-	cl := &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, candidates: cand, maxAlloc: maxAlloc}
-	if dryRun {
-		if _, _, err := cl.check(s, c); err != nil {
-			return nil, err
-		}
-		return nil, errNotPlaced
-	}
-	if _, err := cl.tryAdd(s, c, pod); err != nil {
-		return nil, err
-	}
-	s.claims = append(s.claims, cl)
-	if s.onFirstClaim != nil {
-		s.onFirstClaim()
-		s.onFirstClaim = nil
-	}
-	if s.upstream {
-		s.addClaimUpstream(len(s.claims) - 1)
-	}
-	if p.hasLimits {
-		p.consume(p.capFit.max(cl.candidates), s.dims) // the largest it may be
-	}
-	return cl, nil
+	return &claim{pool: p, poolIdx: pi, name: name, reqs: reqs, candidates: cand, maxAlloc: maxAlloc}, nil
 }
 
 func keysIntersect(have, want scheduling.Requirements, keys []string) bool {

@@ -156,10 +156,10 @@ func (h *hpaModel) normalizeWithBehavior(now time.Time, current, desired int) in
 
 	switch {
 	case stabilized > current:
-		limit := max(h.policyLimit(now, current, up, true), current)
+		limit := max(h.policyLimit(now, current, up, scalingUp), current)
 		return min(stabilized, min(h.maxR, limit))
 	case stabilized < current:
-		limit := min(h.policyLimit(now, current, down, false), current)
+		limit := min(h.policyLimit(now, current, down, scalingDown), current)
 		return max(stabilized, max(h.minR, limit))
 	}
 	return stabilized
@@ -206,11 +206,20 @@ func changedWithin(events []timed, now time.Time, periodSeconds int32) int {
 	return n
 }
 
-// policyLimit is how far the policies let replicas go from current, up
-// or down: per policy, from the replicas at the start of its period by what
+// scaleDirection is which way an HPA scales.
+type scaleDirection bool
+
+const (
+	scalingUp   scaleDirection = true
+	scalingDown scaleDirection = false
+)
+
+// policyLimit is how far the policies let replicas go from current, in
+// direction dir: per policy, from the replicas at the start of its period by what
 // it allows; selectPolicy Max takes the largest change, Min the smallest,
 // Disabled none.
-func (h *hpaModel) policyLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules, up bool) int {
+func (h *hpaModel) policyLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules, dir scaleDirection) int {
+	up := dir == scalingUp
 	sel := *rules.SelectPolicy
 	if sel == autoscalingv2.DisabledPolicySelect {
 		return current

@@ -27,7 +27,7 @@ func (e *simulation) buildReplay(prio *priorities) error {
 		if rw.Job != nil {
 			w.job, w.completions, w.runtime = true, rw.Job.Completions, rw.Job.Runtime
 		}
-		e.replayStep(w, rw.Steps, false)
+		e.replayWorkload(w, rw.Steps)
 	}
 	for i := range r.Pods {
 		rp := r.Pods[i]
@@ -88,20 +88,25 @@ func (e *simulation) setNodeClass(nc *awsv1.EC2NodeClass) {
 	}
 }
 
-// replayStep puts a workload's next step on the agenda; each step, when
-// it comes, schedules the one after it, so a week of steps does not sit
-// in the clock's queue at once.
-func (e *simulation) replayStep(w *workload, steps []scenario.ReplicaStep, started bool) {
+// replayWorkload puts a recorded workload's first step on the agenda: it
+// joins the run then. Each step, when it comes, schedules the one after
+// it, so a week of steps does not sit in the clock's queue at once.
+func (e *simulation) replayWorkload(w *workload, steps []scenario.ReplicaStep) {
 	if len(steps) == 0 {
 		return
 	}
-	s := steps[0]
-	e.clk.at(e.start.Add(s.At), func() {
-		if !started {
-			e.workloads = append(e.workloads, w)
-		}
-		w.replicas = s.Replicas
-		e.reconcile(w)
-		e.replayStep(w, steps[1:], true)
+	e.clk.at(e.start.Add(steps[0].At), func() {
+		e.workloads = append(e.workloads, w)
+		e.replayStep(w, steps)
 	})
+}
+
+// replayStep scales the workload as its first step says and puts the next
+// on the agenda.
+func (e *simulation) replayStep(w *workload, steps []scenario.ReplicaStep) {
+	w.replicas = steps[0].Replicas
+	e.reconcile(w)
+	if next := steps[1:]; len(next) > 0 {
+		e.clk.at(e.start.Add(next[0].At), func() { e.replayStep(w, next) })
+	}
 }

@@ -141,7 +141,7 @@ func (s *Store) settleLocked(claim string) {
 			continue
 		}
 		p := s.pods[ref].pod
-		if !Provisionable(p, s.assumeUnschedulable) {
+		if !Provisionable(p, s.untried) {
 			continue
 		}
 		// Only a refusal of the node itself is a miss: one that holds with

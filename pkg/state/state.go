@@ -304,8 +304,8 @@ func (c *Objects) StateNodes() []*Node { return c.Store().Nodes() }
 func (c *Objects) PendingPods() []*corev1.Pod { return c.Store().PendingPods() }
 
 // Provisionable: the pod is one provisioning should find room for (see
-// Objects.PendingPods).
-func Provisionable(p *corev1.Pod, assumeUnschedulable bool) bool {
+// Objects.PendingPods); untried says what a pod no scheduler has tried is.
+func Provisionable(p *corev1.Pod, untried Untried) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || !podutil.IsActive(p) || podutil.IsDaemonSetPod(p) || podutil.IsMirrorPod(p) {
 		return false
 	}
@@ -314,7 +314,7 @@ func Provisionable(p *corev1.Pod, assumeUnschedulable bool) bool {
 			return cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable
 		}
 	}
-	return assumeUnschedulable
+	return untried == AssumeUnschedulable
 }
 
 // DaemonSetPods are the DaemonSets' pod templates as pods of their

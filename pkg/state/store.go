@@ -72,8 +72,8 @@ type Store struct {
 	daemonSets    []*appsv1.DaemonSet
 	dsPods        []*corev1.Pod // the DaemonSets as pods, built once per SetDaemonSets
 	pdbs          []*policyv1.PodDisruptionBudget
-	// assumeUnschedulable: see Objects.AssumeUnschedulable.
-	assumeUnschedulable bool
+	// untried: see Objects.AssumeUnschedulable.
+	untried Untried
 
 	nodes      map[string]*corev1.Node    // by name
 	claims     map[string]*v1.NodeClaim   // by name
@@ -160,7 +160,7 @@ const (
 
 // NewStore returns an empty Store that treats untried pods as untried says.
 func NewStore(untried Untried) *Store {
-	return &Store{assumeUnschedulable: bool(untried),
+	return &Store{untried: untried,
 		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{}, nodeOf: map[string]string{},
 		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]bool{},
 		views: map[entry]*view{}, nodeEntry: map[string]entry{}, claimEntry: map[string]entry{}}
@@ -684,7 +684,7 @@ func (s *Store) PendingPods() []*corev1.Pod {
 func (s *Store) pendingLocked() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(s.unbound))
 	for ref := range s.unbound {
-		if p := s.pods[ref].pod; Provisionable(p, s.assumeUnschedulable) && s.launch.givenUp[ref] == nil {
+		if p := s.pods[ref].pod; Provisionable(p, s.untried) && s.launch.givenUp[ref] == nil {
 			out = append(out, p)
 		}
 	}
@@ -802,7 +802,7 @@ func (s *Store) Objects() *Objects {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	c := &Objects{NodePools: s.nodePools, DaemonSets: s.daemonSets, PDBs: s.pdbs, InstanceTypes: s.instanceTypes,
-		AssumeUnschedulable: s.assumeUnschedulable, VolumesComplete: s.vol.complete,
+		AssumeUnschedulable: s.untried == AssumeUnschedulable, VolumesComplete: s.vol.complete,
 		BufferPods: slices.Clone(s.buffers), BufferPlacement: maps.Clone(s.bufferOn), DRA: s.draLocked()}
 	for _, pvc := range s.vol.claims {
 		c.PersistentVolumeClaims = append(c.PersistentVolumeClaims, pvc)
