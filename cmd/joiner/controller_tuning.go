@@ -23,7 +23,7 @@ type controllerTuning struct {
 	featureGates        string
 	// kubeQPS and kubeBurst bound the controller's requests to the API
 	// server (client-go's client-side limit), upstream's 200 and 300: at
-	// client-go's own 5 and 10, a scale-out's events waited 21 s to be sent.
+	// client-go's own 5 and 10, a scale-out's events queued for seconds.
 	kubeQPS   float32
 	kubeBurst int
 	// schedulerConfig is --scheduler-config, upstream's: the cluster's

@@ -29,8 +29,8 @@ import (
 // pool none of whose claims outgrows twice its best-priced type, and nil
 // in all when no claim does. Only a large batch is replanned: capping the
 // small batches of a day's scenario (a few pods a claim) bought it nothing
-// and, on two of three seeds of the bundled one, left a pod or two waiting
-// some 16 minutes (p99 startup 991 s and 970 s against 93 s and 92 s).
+// and, on some seeds of the bundled one, left a pod or two waiting a
+// quarter of an hour for a node.
 func (s *scheduler) claimCaps() []vec {
 	totals := make([]vec, len(s.pools))
 	for _, cl := range s.claims {

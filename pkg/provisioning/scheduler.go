@@ -180,9 +180,8 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 }
 
 // minConcurrentBatch is the fewest pods a Concurrent Planner plans both
-// ways of at once: smaller batches plan one way after the other in less
-// time than a second goroutine can take to begin (tens of microseconds,
-// measured on 2 cores).
+// ways of at once: smaller batches plan one way after the other sooner
+// than a second goroutine can begin.
 const minConcurrentBatch = 32
 
 // solveBoth is Solve's two ways at once, with the same plan as one after
