@@ -3,12 +3,13 @@ package main
 import (
 	"os"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/joiner-autoscaler/joiner/pkg/htmlreport"
 	"github.com/joiner-autoscaler/joiner/pkg/replay"
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
 
-func writeHTML(path string, a, b *sim.Report) error {
+func writeHTML(path string, a, b *report.Report) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 )
 
 // run executes the joiner command line in-process.
@@ -261,7 +261,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var both map[string]*sim.Report
+	var both map[string]*report.Report
 	if err := json.Unmarshal([]byte(out), &both); err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +309,7 @@ func TestExampleTraceReplays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rep sim.Report
+	var rep report.Report
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatal(err)
 	}

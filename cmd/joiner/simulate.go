@@ -8,6 +8,8 @@ import (
 	"os"
 	"runtime/debug"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -46,7 +48,7 @@ then names a second directory of NodePools for the same trace.`,
 			if err != nil {
 				return err
 			}
-			var b *sim.Report
+			var b *report.Report
 			if compare != "" {
 				b, err = runScenario(cmd.Context(), replayTrace, []string{compare}, policy, quiet || jsonOut, cmd.ErrOrStderr())
 				if err != nil {
@@ -62,17 +64,17 @@ then names a second directory of NodePools for the same trace.`,
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
 				if b != nil {
-					for _, w := range sim.ComparisonWarnings(a, b) { // stdout stays JSON
+					for _, w := range report.ComparisonWarnings(a, b) { // stdout stays JSON
 						fmt.Fprintln(cmd.ErrOrStderr(), w)
 					}
-					return enc.Encode(map[string]*sim.Report{"a": a, "b": b})
+					return enc.Encode(map[string]*report.Report{"a": a, "b": b})
 				}
 				return enc.Encode(a)
 			}
 			if b != nil {
-				sim.WriteComparison(out, a, b)
+				report.WriteComparison(out, a, b)
 			} else {
-				sim.WriteSummary(out, a)
+				report.WriteSummary(out, a)
 			}
 			if reportFile != "" {
 				fmt.Fprintf(out, "\nreport: %s\n", reportFile)
@@ -125,7 +127,7 @@ func (f *policyFlags) policy() (provisioning.Policy, error) {
 // run allocates many short-lived scheduling states: the command trades
 // memory for less GC work (GOGC 400 unless the environment sets GOGC;
 // BenchmarkSimulateWeek20k in pkg/sim shows what it buys).
-func runScenario(ctx context.Context, replayTrace string, args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*sim.Report, error) {
+func runScenario(ctx context.Context, replayTrace string, args []string, policy provisioning.Policy, quiet bool, progressOut io.Writer) (*report.Report, error) {
 	simulationGC()
 	arg := ""
 	if len(args) > 0 {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
 )
@@ -293,7 +295,7 @@ func TestValidateAndSimulateAgree(t *testing.T) {
 	}
 }
 
-func loadAndRun(dir string) (*sim.Report, error) {
+func loadAndRun(dir string) (*report.Report, error) {
 	fsys := os.DirFS(dir)
 	in, err := scenario.Load(fsys, ".", "t")
 	if err != nil {

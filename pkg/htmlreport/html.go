@@ -16,7 +16,7 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 )
 
 var (
@@ -43,7 +43,7 @@ func pageAssets() assets {
 
 // Write writes a self-contained report of a, and of b beside it when b is
 // not nil: nothing is fetched when it opens.
-func Write(w io.Writer, a, b *sim.Report) error {
+func Write(w io.Writer, a, b *report.Report) error {
 	data := struct {
 		assets
 		Warnings []string
@@ -51,9 +51,9 @@ func Write(w io.Writer, a, b *sim.Report) error {
 		Data     studyData
 	}{assets: pageAssets()}
 	if a != nil && b != nil {
-		data.Warnings = sim.ComparisonWarnings(a, b)
+		data.Warnings = report.ComparisonWarnings(a, b)
 	}
-	for i, r := range []*sim.Report{a, b} {
+	for i, r := range []*report.Report{a, b} {
 		if r == nil {
 			continue
 		}
@@ -76,20 +76,20 @@ type studyData struct {
 // runJSON is one run as the script draws it: the timeline as columns (a
 // value per sample), times as seconds since the epoch.
 type runJSON struct {
-	Title         string                `json:"title"`
-	Start         int64                 `json:"start"`
-	End           int64                 `json:"end"`
-	Minutes       []int                 `json:"minutes"`
-	Pools         map[string][]int      `json:"pools"`
-	CapacityTypes map[string][]int      `json:"capacityTypes"`
-	Cost          []float64             `json:"cost"`
-	Pending       []int                 `json:"pending"`
-	Disrupting    []int                 `json:"disrupting"`
-	Histogram     []sim.Bucket          `json:"histogram"`
-	Ran           int                   `json:"ran"`
-	Nodes         []nodeJSON            `json:"nodes"`
-	Disruptions   []sim.DisruptionEvent `json:"disruptions"`
-	Blocked       []sim.BlockedRecord   `json:"blocked"`
+	Title         string                   `json:"title"`
+	Start         int64                    `json:"start"`
+	End           int64                    `json:"end"`
+	Minutes       []int                    `json:"minutes"`
+	Pools         map[string][]int         `json:"pools"`
+	CapacityTypes map[string][]int         `json:"capacityTypes"`
+	Cost          []float64                `json:"cost"`
+	Pending       []int                    `json:"pending"`
+	Disrupting    []int                    `json:"disrupting"`
+	Histogram     []report.Bucket          `json:"histogram"`
+	Ran           int                      `json:"ran"`
+	Nodes         []nodeJSON               `json:"nodes"`
+	Disruptions   []report.DisruptionEvent `json:"disruptions"`
+	Blocked       []report.BlockedRecord   `json:"blocked"`
 }
 
 type nodeJSON struct {
@@ -108,7 +108,7 @@ type nodeJSON struct {
 	PodsByWorkload map[string]int `json:"podsByWorkload,omitempty"`
 }
 
-func runData(r *sim.Report) runJSON {
+func runData(r *report.Report) runJSON {
 	d := runJSON{Title: r.Scenario, Start: r.Start.Unix(), End: r.End.Unix(), Pools: map[string][]int{}, CapacityTypes: map[string][]int{},
 		Histogram: r.Pods.Histogram, Ran: r.Pods.Ran, Disruptions: r.DisruptionEvents, Blocked: r.Blocked}
 	pools, types := map[string]bool{}, map[string]bool{}
@@ -162,16 +162,16 @@ type section struct {
 	Notes []string
 	// Zones: per zone, nodes launched (in all and per pool) and pods that
 	// ran; Pools and Workloads name the columns and rows.
-	Zones     []sim.ZoneStats
+	Zones     []report.ZoneStats
 	Pools     []string
 	Workloads []string
 	// LaunchLoops: pods provisioning gave up on, with the reason.
-	LaunchLoops []sim.LaunchLoop
+	LaunchLoops []report.LaunchLoop
 }
 
-func reportSection(r *sim.Report) section {
+func reportSection(r *report.Report) section {
 	var buf bytes.Buffer
-	sim.WriteSummary(&buf, r)
+	report.WriteSummary(&buf, r)
 	s := section{Title: r.Scenario, Summary: buf.String(), LaunchLoops: r.LaunchLoops, Zones: r.ByZone}
 	pools, workloads := map[string]bool{}, map[string]bool{}
 	for _, z := range r.ByZone {

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -18,27 +20,27 @@ var monday = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
 
 // report is a run of d from start as sim.Run shapes one: a sample a minute
 // and the nine startup buckets, no node and no pod.
-func report(start time.Time, d time.Duration) *sim.Report {
-	r := &sim.Report{Scenario: "x", Start: start, End: start.Add(d), Pods: sim.PodStats{ByWorkload: map[string]sim.Startup{}}}
+func sampleReport(start time.Time, d time.Duration) *report.Report {
+	r := &report.Report{Scenario: "x", Start: start, End: start.Add(d), Pods: report.PodStats{ByWorkload: map[string]report.Startup{}}}
 	for _, upTo := range []float64{1, 5, 15, 30, 60, 120, 300, 600, -1} {
-		r.Pods.Histogram = append(r.Pods.Histogram, sim.Bucket{UpTo: upTo})
+		r.Pods.Histogram = append(r.Pods.Histogram, report.Bucket{UpTo: upTo})
 	}
 	for m := 0; m <= int(d.Minutes()); m++ {
-		r.Timeline = append(r.Timeline, sim.Sample{Minute: m, NodesByPool: map[string]int{"general": 0}})
+		r.Timeline = append(r.Timeline, report.Sample{Minute: m, NodesByPool: map[string]int{"general": 0}})
 	}
 	return r
 }
 
 // spreadReport is how six pods spread with maxSkew 1 over three zones end:
 // one m6i.large each, two nodes and two pods a zone, every node running.
-func spreadReport() *sim.Report {
-	r := report(monday, time.Hour)
+func spreadReport() *report.Report {
+	r := sampleReport(monday, time.Hour)
 	r.Nodes.Launched, r.Pods.Created, r.Pods.Ran = 6, 6, 6
 	for i, zone := range []string{"us-east-1a", "us-east-1b", "us-east-1c"} {
-		r.ByZone = append(r.ByZone, sim.ZoneStats{Zone: zone, Launched: 2, LaunchedByPool: map[string]int{"general": 2},
+		r.ByZone = append(r.ByZone, report.ZoneStats{Zone: zone, Launched: 2, LaunchedByPool: map[string]int{"general": 2},
 			PodsRan: 2, PodsRanByWorkload: map[string]int{"Deployment/spread": 2}})
 		for j := range 2 {
-			r.ByNode = append(r.ByNode, sim.NodeRecord{Name: fmt.Sprintf("general-%d", 2*i+j), NodePool: "general", InstanceType: "m6i.large",
+			r.ByNode = append(r.ByNode, report.NodeRecord{Name: fmt.Sprintf("general-%d", 2*i+j), NodePool: "general", InstanceType: "m6i.large",
 				Zone: zone, CapacityType: "on-demand", Launched: monday.Add(time.Minute), PodsRan: 1, PeakPods: 1})
 		}
 	}
@@ -48,7 +50,7 @@ func spreadReport() *sim.Report {
 	return r
 }
 
-func render(t *testing.T, a, b *sim.Report) string {
+func render(t *testing.T, a, b *report.Report) string {
 	t.Helper()
 	var out bytes.Buffer
 	if err := Write(&out, a, b); err != nil {
@@ -97,9 +99,9 @@ func TestZoneAndNodeTables(t *testing.T) {
 // TestNoPodRanHasNoPercentiles: a run in which no pod ran claims no
 // startup latency on the page either.
 func TestNoPodRanHasNoPercentiles(t *testing.T) {
-	r := report(monday, time.Hour)
+	r := sampleReport(monday, time.Hour)
 	r.Pods.Created, r.Pods.NeverRan = 3, 3
-	r.Pods.ByWorkload["Deployment/stranded"] = sim.Startup{}
+	r.Pods.ByWorkload["Deployment/stranded"] = report.Startup{}
 	h := render(t, r, nil)
 	for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded", "Pod startup latency (pending → running): no pod ran"} {
 		if !strings.Contains(h, want) {
@@ -115,14 +117,14 @@ func TestNoPodRanHasNoPercentiles(t *testing.T) {
 
 // TestLaunchLoopRow: pods provisioning gave up on are a row with the reason.
 func TestLaunchLoopRow(t *testing.T) {
-	r := report(monday, time.Hour)
-	r.LaunchLoops = []sim.LaunchLoop{{Workload: "Deployment/metrics", Pods: 2, Nodes: 6, Reason: "a pod already there has pod anti-affinity against this pod"}}
+	r := sampleReport(monday, time.Hour)
+	r.LaunchLoops = []report.LaunchLoop{{Workload: "Deployment/metrics", Pods: 2, Nodes: 6, Reason: "a pod already there has pod anti-affinity against this pod"}}
 	h := render(t, r, nil)
 	if !strings.Contains(h, `<h3 class="warning">Launch loops</h3>`) ||
 		!strings.Contains(h, "<td>Deployment/metrics</td><td>2</td><td>6</td><td>a pod already there has pod anti-affinity against this pod</td>") {
 		t.Errorf("the page has no launch-loop row:\n%s", h)
 	}
-	if strings.Contains(render(t, report(monday, time.Hour), nil), "Launch loops") {
+	if strings.Contains(render(t, sampleReport(monday, time.Hour), nil), "Launch loops") {
 		t.Error("a run without launch loops has a launch-loop table")
 	}
 }
@@ -132,13 +134,13 @@ func TestLaunchLoopRow(t *testing.T) {
 func TestComparisonWarnings(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
-		a, b     *sim.Report
+		a, b     *report.Report
 		warnings int
 	}{
-		{"alike", report(monday, 24*time.Hour), report(monday, 24*time.Hour), 0},
-		{"duration", report(monday, 24*time.Hour), report(monday, 6*time.Hour), 1},
-		{"start", report(monday, 24*time.Hour), report(monday.Add(24*time.Hour), 24*time.Hour), 1},
-		{"both", report(monday, 168*time.Hour), report(monday.Add(8*time.Hour), 45*time.Second), 2},
+		{"alike", sampleReport(monday, 24*time.Hour), sampleReport(monday, 24*time.Hour), 0},
+		{"duration", sampleReport(monday, 24*time.Hour), sampleReport(monday, 6*time.Hour), 1},
+		{"start", sampleReport(monday, 24*time.Hour), sampleReport(monday.Add(24*time.Hour), 24*time.Hour), 1},
+		{"both", sampleReport(monday, 168*time.Hour), sampleReport(monday.Add(8*time.Hour), 45*time.Second), 2},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := render(t, tc.a, tc.b)
@@ -188,15 +190,15 @@ func TestBundledScenario(t *testing.T) {
 // timeline; scenario.Load refuses a zero duration) renders a page that
 // says so, with no samples for the script to draw.
 func TestNoTimeline(t *testing.T) {
-	noSamples := report(monday, time.Hour)
+	noSamples := sampleReport(monday, time.Hour)
 	noSamples.Timeline = nil
 	for _, tc := range []struct {
 		name  string
-		r     *sim.Report
+		r     *report.Report
 		notes []string
 	}{
 		{"no samples", noSamples, []string{"No timeline"}},
-		{"nothing at all", &sim.Report{Scenario: "x"}, []string{"No timeline", "No startup-latency histogram"}},
+		{"nothing at all", &report.Report{Scenario: "x"}, []string{"No timeline", "No startup-latency histogram"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := render(t, tc.r, nil)

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -171,7 +173,7 @@ func Step(length time.Duration) time.Duration {
 // NewBacktest compares the recording with replayed, the recording of the
 // simulator's replay of it (rep its report): both are measured the same
 // way, their nodes priced by price.
-func NewBacktest(name string, rec, replayed *Recording, rep *sim.Report, price Price, decisions string) *Backtest {
+func NewBacktest(name string, rec, replayed *Recording, rep *report.Report, price Price, decisions string) *Backtest {
 	step := Step(rec.End.Sub(rec.Start))
 	bt := &Backtest{Trace: name, Start: rec.Start, End: rec.End, Decisions: decisions, Step: step.Seconds()}
 	unpriced := map[string]bool{}
@@ -347,7 +349,7 @@ func quantile(sorted []float64, q float64) float64 {
 
 // divergences are the moments of the largest node-count differences, at
 // least divergenceWindow apart, up to five.
-func (bt *Backtest) divergences(rec, replayed *Recording, rep *sim.Report) []Divergence {
+func (bt *Backtest) divergences(rec, replayed *Recording, rep *report.Report) []Divergence {
 	order := make([]int, len(bt.Recorded))
 	for i := range order {
 		order[i] = i

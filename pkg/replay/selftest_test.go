@@ -7,6 +7,8 @@ import (
 	"math"
 	"testing"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -14,7 +16,7 @@ import (
 )
 
 // recordSimulation runs a bundled scenario with the run written as a trace.
-func recordSimulation(t testing.TB, name string) (*sim.Report, []byte) {
+func recordSimulation(t testing.TB, name string) (*report.Report, []byte) {
 	t.Helper()
 	fsys, dir := fs.FS(examples.Scenarios), "scenarios/"+name
 	in, err := scenario.Load(fsys, dir, name)

@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"runtime"
 	"strings"
 	"testing"
@@ -16,7 +17,7 @@ import (
 // benchmarkRun times the run alone (run-wall-s, and simulated seconds per
 // wall second of it) and, apart, loading the scenario (load-wall-s).
 func benchmarkRun(b *testing.B, load func() (*scenario.Input, error), fsys func() any) {
-	var rep *Report
+	var rep *report.Report
 	var simulated, loading time.Duration
 	b.ResetTimer()
 	start := time.Now()

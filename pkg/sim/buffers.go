@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"sort"
 	"time"
@@ -21,44 +22,13 @@ import (
 // buffer's room are replaced by new room within it.
 const bufferResync = 30 * time.Second
 
-// BufferReport says what the scenario's CapacityBuffers did: each
-// buffer's chunks, and — from a second run of the same scenario without
-// them — what they cost and what they saved in pod start-up.
-type BufferReport struct {
-	Buffers []BufferStat `json:"buffers"`
-	// CostUSD and WithoutCostUSD: the run's cost, and the same scenario's
-	// without its buffers (0, with the startup figures, when the run was
-	// asked not to make that second run).
-	CostUSD        float64 `json:"costUSD"`
-	WithoutCostUSD float64 `json:"withoutCostUSD"`
-	// Startup percentiles of the pods that ran, with and without buffers.
-	StartupP50        *float64 `json:"startupSecondsP50,omitempty"`
-	StartupP99        *float64 `json:"startupSecondsP99,omitempty"`
-	WithoutStartupP50 *float64 `json:"withoutStartupSecondsP50,omitempty"`
-	WithoutStartupP99 *float64 `json:"withoutStartupSecondsP99,omitempty"`
-}
-
-// BufferStat is one CapacityBuffer over the run.
-type BufferStat struct {
-	Name string `json:"name"` // namespace/name
-	// Chunks: at the end, and the most at once.
-	Chunks    int32 `json:"chunks"`
-	MaxChunks int32 `json:"maxChunks"`
-	// Ready is the last ReadyForProvisioning reason (Resolved, or why not).
-	Ready        string `json:"ready"`
-	ReadyMessage string `json:"readyMessage,omitempty"`
-	// Provisioning is the last Provisioning reason, as upstream sets it.
-	Provisioning        string `json:"provisioning,omitempty"`
-	ProvisioningMessage string `json:"provisioningMessage,omitempty"`
-}
-
 // buffers is the simulated controller's CapacityBuffers: resolved at each
 // provisioning pass and disruption pass against the workloads as they
 // are then (a percentage follows its Deployment's HPA).
 type buffers struct {
 	resolved []buffer.Resolved
 	pods     []*corev1.Pod
-	stats    map[string]*BufferStat
+	stats    map[string]*report.BufferStat
 }
 
 // resolveBuffers resolves the scenario's CapacityBuffers and hands their
@@ -68,7 +38,7 @@ func (e *simulation) resolveBuffers() {
 		return
 	}
 	if e.buf.stats == nil {
-		e.buf.stats = map[string]*BufferStat{}
+		e.buf.stats = map[string]*report.BufferStat{}
 	}
 	e.buf.resolved = e.buf.resolved[:0]
 	var pods []*corev1.Pod
@@ -79,7 +49,7 @@ func (e *simulation) resolveBuffers() {
 		key := cb.Namespace + "/" + cb.Name
 		st := e.buf.stats[key]
 		if st == nil {
-			st = &BufferStat{Name: key}
+			st = &report.BufferStat{Name: key}
 			e.buf.stats[key] = st
 		}
 		st.Chunks, st.MaxChunks = r.Replicas, max(st.MaxChunks, r.Replicas)
@@ -132,11 +102,11 @@ func (e *simulation) placedBuffers(res *provisioning.Results) {
 
 // bufferReport is the run's BufferReport, without the second run's
 // figures.
-func (e *simulation) bufferReport(rep *Report) *BufferReport {
+func (e *simulation) bufferReport(rep *report.Report) *report.BufferReport {
 	if len(e.in.CapacityBuffers) == 0 {
 		return nil
 	}
-	br := &BufferReport{CostUSD: rep.Cost.Total, StartupP50: rep.Pods.StartupP50, StartupP99: rep.Pods.StartupP99}
+	br := &report.BufferReport{CostUSD: rep.Cost.Total, StartupP50: rep.Pods.StartupP50, StartupP99: rep.Pods.StartupP99}
 	for _, st := range e.buf.stats {
 		br.Buffers = append(br.Buffers, *st)
 	}
@@ -147,7 +117,7 @@ func (e *simulation) bufferReport(rep *Report) *BufferReport {
 // withoutBuffers runs the scenario again without its CapacityBuffers (and
 // the PodTemplates only they read) and puts what that run cost and how
 // fast its pods started beside this one's.
-func withoutBuffers(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options, rep *Report) error {
+func withoutBuffers(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options, rep *report.Report) error {
 	bare := *in
 	bare.CapacityBuffers, bare.PodTemplates = nil, nil
 	opts.Progress, opts.Trace, opts.OnProvision, opts.NoBufferBaseline = nil, nil, nil, true

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
 )
@@ -48,7 +49,7 @@ func TestSchedulerConfigSpreadsByDefault(t *testing.T) {
   seed: 1
   zones: [us-east-1a, us-east-1b, us-east-1c]
 `
-	zones := func(rep *Report) string {
+	zones := func(rep *report.Report) string {
 		byZone := map[string]int{}
 		for _, n := range rep.ByNode {
 			byZone[n.Zone] += n.PodsRan

@@ -1,5 +1,27 @@
 // Package sim is Joiner's simulator: it runs the real provisioning,
 // disruption and termination code against an in-memory cluster and a
 // simulated EC2 on a virtual clock, driven by a loaded scenario
-// (pkg/scenario), and reports cost, pod start latency and disruption.
+// (pkg/scenario) or a recorded trace (pkg/replay), and fills a
+// report.Report (pkg/report: cost, pod start latency, disruption).
+//
+// Its parts:
+//
+//   - the event loop: simulation.go (a run, its options and agenda) and
+//     events.go (the virtual clock's queue); moment.go stops a run at a
+//     time for plan and explain;
+//   - the cluster it drives: state.go publishes it to the pkg/state Store
+//     every decision reads; cloud.go launches and deletes instances (a
+//     launch cohort's nodes open together); disrupt.go, repair.go,
+//     preemption.go, reservations.go, launchloop.go and dra.go carry out
+//     disruption, node repair, preemption, reservation ends, the
+//     launch-loop guard and Dynamic Resource Allocation;
+//   - the workload model: build.go turns the input into workloads;
+//     workloads.go, loadfn.go, hpa.go, volumes.go, resize.go, buffers.go,
+//     priority.go and spreading.go are Deployments, StatefulSets and Jobs,
+//     load curves, HPAs and KEDA, volumes, resizes, CapacityBuffers,
+//     priority admission and kube-scheduler's default spread; replay.go
+//     plays a recorded trace's owners and pods;
+//   - the record: report.go, nodes_report.go and overlays_report.go are
+//     the recorder that fills the Report; trace.go writes the run as a
+//     trace.
 package sim

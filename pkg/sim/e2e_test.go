@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"math"
 	"os"
@@ -31,13 +32,13 @@ func scenarioDirs(t *testing.T) []string {
 	return dirs
 }
 
-func runDir(t *testing.T, dir string) (*Report, []byte) {
+func runDir(t *testing.T, dir string) (*report.Report, []byte) {
 	t.Helper()
 	return runFS(t, os.DirFS(dir), ".", filepath.Base(dir))
 }
 
 // runFS loads and runs the scenario at dir in fsys; the report also as JSON.
-func runFS(t *testing.T, fsys fs.FS, dir, name string) (*Report, []byte) {
+func runFS(t *testing.T, fsys fs.FS, dir, name string) (*report.Report, []byte) {
 	t.Helper()
 	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
@@ -156,7 +157,7 @@ func correlation(a, b []float64) float64 {
 func TestHeadroomStartsServicePodsAtOnce(t *testing.T) {
 	dir := filepath.Join("..", "..", "examples", "scenarios", "overprovisioning")
 	fsys := os.DirFS(dir)
-	run := func(headroom bool) *Report {
+	run := func(headroom bool) *report.Report {
 		in, err := scenario.Load(fsys, ".", "overprovisioning")
 		if err != nil {
 			t.Fatal(err)

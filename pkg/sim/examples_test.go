@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"math"
 	"os"
 	"path/filepath"
@@ -30,13 +31,13 @@ import (
 // nil) has changed what was loaded, and keeps the engine, so a test can look
 // at every node it launched and the pods on the live ones. It checks that
 // Run itself gives the same report, so the two cannot drift apart.
-func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*simulation, *Report) {
+func runExample(t *testing.T, name string, edit func(*scenario.Input)) (*simulation, *report.Report) {
 	t.Helper()
 	return runExampleWith(t, name, edit, Options{})
 }
 
 // runExampleWith is runExample under opts.
-func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts Options) (*simulation, *Report) {
+func runExampleWith(t *testing.T, name string, edit func(*scenario.Input), opts Options) (*simulation, *report.Report) {
 	t.Helper()
 	dir := filepath.Join("..", "..", "examples", "scenarios", name)
 	fsys := os.DirFS(dir)
@@ -100,7 +101,7 @@ func livePods(e *simulation, workload string) []*simPod {
 
 // reported is the number at path in the report's JSON, as a CI gate on
 // --json would read it.
-func reported(t *testing.T, rep *Report, path ...string) float64 {
+func reported(t *testing.T, rep *report.Report, path ...string) float64 {
 	t.Helper()
 	b, err := json.Marshal(rep)
 	if err != nil {
@@ -152,7 +153,7 @@ func checkZones(t *testing.T, e *simulation, zones ...string) map[string]int {
 	return seen
 }
 
-func common(t *testing.T, rep *Report) {
+func common(t *testing.T, rep *report.Report) {
 	t.Helper()
 	if rep.Pods.NeverRan != 0 {
 		t.Errorf("%d pods never ran: %v", rep.Pods.NeverRan, rep.Pods.NeverRanReason)
@@ -478,7 +479,7 @@ func TestExampleNodeOverlays(t *testing.T) {
 	if rep.Pods.NeverRan != 0 {
 		t.Errorf("%d pods never ran; with the fuse overlay every builder fits", rep.Pods.NeverRan)
 	}
-	got := map[string]OverlayReport{}
+	got := map[string]report.OverlayReport{}
 	for _, o := range rep.NodeOverlays {
 		got[o.Name] = o
 	}

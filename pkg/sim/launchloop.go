@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"slices"
 	"strings"
 
@@ -38,30 +39,21 @@ func (e *simulation) checkPlannedFor(n *simNode) {
 	}
 }
 
-// LaunchLoop is one workload's pods that provisioning gave up on.
-type LaunchLoop struct {
-	Workload string `json:"workload"`
-	Reason   string `json:"reason"`
-	Pods     int    `json:"pods"`
-	// Nodes launched for those pods that they did not bind to.
-	Nodes int `json:"nodesLaunched"`
-}
-
 func (r *recorder) launchLoop(p *simPod) {
 	r.loops = append(r.loops, p)
 	r.note(fmt.Sprintf("launch loop: %s %s never bound to the %d nodes launched for it: %s", workloadKey(p), p.pod.Name, len(p.launchNodes), p.loop))
 }
 
 // launchLoops groups the given-up pods by workload and reason, in order.
-func (r *recorder) launchLoops() []LaunchLoop {
+func (r *recorder) launchLoops() []report.LaunchLoop {
 	type key struct{ workload, reason string }
-	by := map[key]*LaunchLoop{}
+	by := map[key]*report.LaunchLoop{}
 	nodes := map[key]map[string]bool{}
 	var order []key
 	for _, p := range r.loops {
 		k := key{workloadKey(p), p.loop}
 		if by[k] == nil {
-			by[k], nodes[k] = &LaunchLoop{Workload: k.workload, Reason: k.reason}, map[string]bool{}
+			by[k], nodes[k] = &report.LaunchLoop{Workload: k.workload, Reason: k.reason}, map[string]bool{}
 			order = append(order, k)
 		}
 		by[k].Pods++
@@ -69,12 +61,12 @@ func (r *recorder) launchLoops() []LaunchLoop {
 			nodes[k][n] = true
 		}
 	}
-	out := []LaunchLoop{}
+	out := []report.LaunchLoop{}
 	for _, k := range order {
 		l := by[k]
 		l.Nodes = len(nodes[k])
 		out = append(out, *l)
 	}
-	slices.SortStableFunc(out, func(a, b LaunchLoop) int { return strings.Compare(a.Workload+a.Reason, b.Workload+b.Reason) })
+	slices.SortStableFunc(out, func(a, b report.LaunchLoop) int { return strings.Compare(a.Workload+a.Reason, b.Workload+b.Reason) })
 	return out
 }

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"bytes"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
 )
@@ -126,7 +127,7 @@ func TestLaunchLoopIsAFinding(t *testing.T) {
 				}
 			}
 			var summary bytes.Buffer
-			WriteSummary(&summary, rep)
+			report.WriteSummary(&summary, rep)
 			if want := "Launch loops   Deployment/metrics: 2 pods never bound to the 6 nodes launched for them"; !strings.Contains(summary.String(), want) {
 				t.Errorf("summary lacks %q:\n%s", want, summary.String())
 			}

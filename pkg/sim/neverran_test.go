@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"os"
 	"path/filepath"
 	"strings"
@@ -58,7 +59,7 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	run := func() (*Report, string) {
+	run := func() (*report.Report, string) {
 		in, err := scenario.Load(os.DirFS(dir), ".", dir)
 		if err != nil {
 			t.Fatal(err)
@@ -79,7 +80,7 @@ spec:
 	}
 	taint := `NodePool "infra": does not tolerate taint dedicated=infra:NoSchedule`
 	large := `NodePool "infra": no instance type is large enough: the pod needs 6 cpu, the largest compatible type, m6i.large, has 1930m allocatable`
-	want := []NeverRan{
+	want := []report.NeverRan{
 		{Workload: "Deployment/web", Reason: taint, Pods: 7, Names: []string{"default/web-1", "default/web-2", "default/web-3", "default/web-4", "default/web-5"}},
 		{Workload: "Pod/solo", Reason: large, Pods: 1, Names: []string{"jobs/solo"}},
 	}
@@ -88,7 +89,7 @@ spec:
 		t.Errorf("never ran:\n%s\nwant:\n%s", got, w)
 	}
 	var b bytes.Buffer
-	WriteSummary(&b, rep)
+	report.WriteSummary(&b, rep)
 	for _, line := range []string{
 		"Never ran      8 pods",
 		"               7 × Deployment/web (default/web-1, default/web-2, default/web-3, default/web-4, default/web-5 and 2 more): " + taint,

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"maps"
 	"slices"
 	"sort"
@@ -47,14 +48,14 @@ func (r *recorder) boundTo(n *simNode, key string) {
 // nodeRecords lists every node launched, by launch time (to the second)
 // and name, and the counts per zone, by zone name: every zone the
 // NodePools' offerings name, so a zone nothing ran in shows as zeros.
-func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
+func (r *recorder) nodeRecords() ([]report.NodeRecord, []report.ZoneStats) {
 	e := r.e
-	nodes := make([]NodeRecord, 0, len(e.allNodes))
-	zones := map[string]*ZoneStats{}
-	zone := func(name string) *ZoneStats {
+	nodes := make([]report.NodeRecord, 0, len(e.allNodes))
+	zones := map[string]*report.ZoneStats{}
+	zone := func(name string) *report.ZoneStats {
 		z := zones[name]
 		if z == nil {
-			z = &ZoneStats{Zone: name, LaunchedByPool: map[string]int{}, PodsRanByWorkload: map[string]int{}}
+			z = &report.ZoneStats{Zone: name, LaunchedByPool: map[string]int{}, PodsRanByWorkload: map[string]int{}}
 			zones[name] = z
 		}
 		return z
@@ -71,7 +72,7 @@ func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
 		if t == nil {
 			t = &nodeTally{}
 		}
-		rec := NodeRecord{Name: n.name, NodePool: n.pool.Name, InstanceType: n.it.Name, Zone: n.offering.Zone, CapacityType: n.offering.CapacityType,
+		rec := report.NodeRecord{Name: n.name, NodePool: n.pool.Name, InstanceType: n.it.Name, Zone: n.offering.Zone, CapacityType: n.offering.CapacityType,
 			Launched: n.launched.Truncate(time.Second), PodsRan: t.podsRan, PeakPods: t.peakPods}
 		if len(t.byWorkload) > 0 {
 			rec.PodsByWorkload = maps.Clone(t.byWorkload)
@@ -107,7 +108,7 @@ func (r *recorder) nodeRecords() ([]NodeRecord, []ZoneStats) {
 		}
 		return a.Name < b.Name
 	})
-	byZone := make([]ZoneStats, 0, len(zones))
+	byZone := make([]report.ZoneStats, 0, len(zones))
 	for _, k := range slices.Sorted(maps.Keys(zones)) {
 		byZone = append(byZone, *zones[k])
 	}

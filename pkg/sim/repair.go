@@ -22,17 +22,6 @@ var unreachableTaints = []corev1.Taint{
 	{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute},
 }
 
-// Repairs is node repair's work in a run with node failures.
-type Repairs struct {
-	// Failed nodes stopped reporting (spec.faults.nodeFailuresPerNodeHour).
-	Failed int `json:"failed"`
-	// Replaced are the nodes repair deleted once their toleration passed.
-	Replaced int `json:"replaced"`
-	// Held counts the repair passes × NodePools that more than 20 % of
-	// their nodes being unhealthy held back.
-	Held int `json:"held"`
-}
-
 // armFailure draws when a node that just became ready fails, at the
 // scenario's rate (nothing is drawn without one: runs without the fault
 // take the same random numbers as before it existed).

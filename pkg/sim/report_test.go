@@ -8,7 +8,8 @@ import (
 	"strings"
 	"testing"
 	"testing/fstest"
-	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
@@ -102,20 +103,20 @@ func reportScenario(workloads string) fstest.MapFS {
 `)
 }
 
-func runReportScenario(t *testing.T, workloads string) (*Report, []byte) {
+func runReportScenario(t *testing.T, workloads string) (*report.Report, []byte) {
 	t.Helper()
 	return runInline(t, reportScenario(workloads))
 }
 
 // runInline loads and runs an inlineScenario; the report also as JSON.
-func runInline(t *testing.T, fsys fstest.MapFS) (*Report, []byte) {
+func runInline(t *testing.T, fsys fstest.MapFS) (*report.Report, []byte) {
 	t.Helper()
 	return runFS(t, fsys, "sc", "inline")
 }
 
 // checkNodeCounts: the per-node and per-zone counts agree with the run's
 // totals, are sorted, and a node's times are inside the run.
-func checkNodeCounts(t *testing.T, rep *Report) {
+func checkNodeCounts(t *testing.T, rep *report.Report) {
 	t.Helper()
 	if len(rep.ByNode) != rep.Nodes.Launched {
 		t.Errorf("%d nodes listed, %d launched", len(rep.ByNode), rep.Nodes.Launched)
@@ -218,7 +219,7 @@ func TestReportNodesAndZones(t *testing.T) {
 		t.Error("two runs of the same scenario differ")
 	}
 	var sum bytes.Buffer
-	WriteSummary(&sum, rep)
+	report.WriteSummary(&sum, rep)
 	if want := "Zones          us-east-1a 2 nodes 2 pods, us-east-1b 2 nodes 2 pods, us-east-1c 2 nodes 2 pods"; !strings.Contains(sum.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum.String())
 	}
@@ -277,7 +278,7 @@ func TestNoPodRanHasNoPercentiles(t *testing.T) {
 		t.Errorf("JSON claims startup percentiles when no pod ran: %s", b)
 	}
 	var sum bytes.Buffer
-	WriteSummary(&sum, rep)
+	report.WriteSummary(&sum, rep)
 	out := sum.String()
 	for _, want := range []string{"Pod startup    no pod ran (3 created)", "no pod ran: Deployment/stranded"} {
 		if !strings.Contains(out, want) {
@@ -296,31 +297,31 @@ func f64(v float64) *float64 { return &v }
 // TestSummaryStartupLines: what the summary prints of startup latency, by
 // how many pods ran (in all and per workload).
 func TestSummaryStartupLines(t *testing.T) {
-	ran := Startup{Ran: 4, P50: f64(3), P90: f64(12), Max: f64(20)}
-	slow := Startup{Ran: 2, P50: f64(40), P90: f64(61.4), Max: f64(70)}
+	ran := report.Startup{Ran: 4, P50: f64(3), P90: f64(12), Max: f64(20)}
+	slow := report.Startup{Ran: 2, P50: f64(40), P90: f64(61.4), Max: f64(70)}
 	for _, tc := range []struct {
 		name      string
-		pods      PodStats
+		pods      report.PodStats
 		want, not []string
 	}{
-		{"no pod ran", PodStats{Created: 5, ByWorkload: map[string]Startup{"Deployment/a": {}, "Pod/b": {}}},
+		{"no pod ran", report.PodStats{Created: 5, ByWorkload: map[string]report.Startup{"Deployment/a": {}, "Pod/b": {}}},
 			[]string{"Pod startup    no pod ran (5 created)", "no pod ran: Deployment/a, Pod/b"}, []string{"p50", "p90", "slowest"}},
-		{"nothing created", PodStats{ByWorkload: map[string]Startup{}},
+		{"nothing created", report.PodStats{ByWorkload: map[string]report.Startup{}},
 			[]string{"Pod startup    no pod ran (0 created)"}, []string{"p50", "no pod ran:"}},
-		{"pods ran", PodStats{Created: 6, Ran: 6, StartupP50: f64(3), StartupP90: f64(40), StartupP99: f64(70), StartupMax: f64(70),
-			ByWorkload: map[string]Startup{"Deployment/a": ran, "Deployment/b": slow}},
+		{"pods ran", report.PodStats{Created: 6, Ran: 6, StartupP50: f64(3), StartupP90: f64(40), StartupP99: f64(70), StartupMax: f64(70),
+			ByWorkload: map[string]report.Startup{"Deployment/a": ran, "Deployment/b": slow}},
 			[]string{"Pod startup    p50 3s  p90 40s  p99 70s  (pending → running; 6 pods ran)", "slowest p90: Deployment/b 61s, Deployment/a 12s"},
 			[]string{"no pod ran"}},
-		{"one workload's pods never ran", PodStats{Created: 7, Ran: 4, StartupP50: f64(3), StartupP90: f64(12), StartupP99: f64(20), StartupMax: f64(20),
-			ByWorkload: map[string]Startup{"Deployment/a": ran, "Deployment/c": {}, "Job/d": ran}},
+		{"one workload's pods never ran", report.PodStats{Created: 7, Ran: 4, StartupP50: f64(3), StartupP90: f64(12), StartupP99: f64(20), StartupMax: f64(20),
+			ByWorkload: map[string]report.Startup{"Deployment/a": ran, "Deployment/c": {}, "Job/d": ran}},
 			[]string{"p50 3s  p90 12s  p99 20s", "slowest p90: Deployment/a 12s, Job/d 12s", "               no pod ran: Deployment/c"},
 			[]string{"Deployment/c 0s", "Pod startup    no pod ran"}},
-		{"many workloads without a pod", PodStats{Created: 6, ByWorkload: map[string]Startup{"D/1": {}, "D/2": {}, "D/3": {}, "D/4": {}, "D/5": {}, "D/6": {}, "D/7": {}}},
+		{"many workloads without a pod", report.PodStats{Created: 6, ByWorkload: map[string]report.Startup{"D/1": {}, "D/2": {}, "D/3": {}, "D/4": {}, "D/5": {}, "D/6": {}, "D/7": {}}},
 			[]string{"no pod ran: D/1, D/2, D/3, D/4, D/5 … 2 more in --json"}, []string{"D/6"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var b bytes.Buffer
-			WriteSummary(&b, &Report{Scenario: "s", Pods: tc.pods})
+			report.WriteSummary(&b, &report.Report{Scenario: "s", Pods: tc.pods})
 			for _, w := range tc.want {
 				if !strings.Contains(b.String(), w) {
 					t.Errorf("lacks %q:\n%s", w, b.String())
@@ -337,51 +338,6 @@ func TestSummaryStartupLines(t *testing.T) {
 			}
 			if got := bytes.Contains(j, []byte(`"startupSecondsP50"`)); got != (tc.pods.Ran > 0) {
 				t.Errorf("JSON has startupSecondsP50: %v, %d pods ran: %s", got, tc.pods.Ran, j)
-			}
-		})
-	}
-}
-
-// TestComparisonWarnings: --compare says when the runs are not alike.
-func TestComparisonWarnings(t *testing.T) {
-	mon := time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)
-	run := func(start time.Time, d time.Duration) *Report {
-		return &Report{Scenario: "x", Start: start, End: start.Add(d), Pods: PodStats{ByWorkload: map[string]Startup{}, Histogram: []Bucket{{UpTo: 1}}},
-			Timeline: []Sample{{Minute: 0, NodesByPool: map[string]int{"general": 0}}, {Minute: 1, NodesByPool: map[string]int{"general": 0}}}}
-	}
-	for _, tc := range []struct {
-		name string
-		a, b *Report
-		want []string
-	}{
-		{"alike", run(mon, 24*time.Hour), run(mon, 24*time.Hour), nil},
-		{"same instant, other zone", run(mon, 24*time.Hour), run(mon.In(time.FixedZone("CET", 3600)), 24*time.Hour), nil},
-		{"duration", run(mon, 24*time.Hour), run(mon, 6*time.Hour), []string{"warning: the runs differ in duration: 24h vs 6h"}},
-		{"duration in minutes", run(mon, 90*time.Minute), run(mon, 6*time.Hour+30*time.Minute), []string{"warning: the runs differ in duration: 1h30m vs 6h30m"}},
-		{"start", run(mon, 24*time.Hour), run(mon.Add(24*time.Hour), 24*time.Hour),
-			[]string{"warning: the runs differ in start: Mon 2026-11-30 00:00 UTC vs Tue 2026-12-01 00:00 UTC"}},
-		{"both", run(mon, 168*time.Hour), run(mon.Add(8*time.Hour), 45*time.Second), []string{
-			"warning: the runs differ in duration: 168h vs 45s",
-			"warning: the runs differ in start: Mon 2026-11-30 00:00 UTC vs Mon 2026-11-30 08:00 UTC"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := ComparisonWarnings(tc.a, tc.b)
-			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
-				t.Errorf("warnings %q, want %q", got, tc.want)
-			}
-			var b bytes.Buffer
-			WriteComparison(&b, tc.a, tc.b)
-			lines := strings.Split(b.String(), "\n")
-			for i, w := range tc.want {
-				if lines[i] != w {
-					t.Errorf("comparison line %d %q, want %q", i+1, lines[i], w)
-				}
-			}
-			if len(tc.want) == 0 && strings.Contains(b.String(), "warning") {
-				t.Errorf("warning for alike runs:\n%s", b.String())
-			}
-			if !strings.Contains(b.String(), "startup p50 / p99 (s)  no pod ran") {
-				t.Errorf("comparison of runs without pods:\n%s", b.String())
 			}
 		})
 	}
@@ -435,7 +391,7 @@ func TestDriftHeldBackByBudget(t *testing.T) {
 		t.Errorf("drift held back: %+v; %d nodes drifted, %d budget blocks in all", d, drifted, rep.BlockedByBudget)
 	}
 	var b bytes.Buffer
-	WriteSummary(&b, rep)
+	report.WriteSummary(&b, rep)
 	want := []string{"Blocked        ", " node(s) held back by budgets (", " times), ", " of them drifted (", " times); drift at most "}
 	line := ""
 	for _, l := range strings.Split(b.String(), "\n") {

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"sort"
 	"strings"
 	"time"
@@ -14,28 +15,12 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
-// ResizeReport is what one in-place resize event did to its workload's
-// pods: resized at once (pending, or their node had room), deferred for
-// lack of room (and how many of those the kubelet resized later, once room
-// appeared), or infeasible (the node could never hold the new requests).
-type ResizeReport struct {
-	At         time.Time         `json:"at"`
-	Workload   string            `json:"workload"`
-	Container  string            `json:"container"`
-	Requests   map[string]string `json:"requests"`
-	Pods       int               `json:"pods"`
-	InPlace    int               `json:"inPlace"`
-	Deferred   int               `json:"deferred"`
-	DoneLater  int               `json:"doneLater"`
-	Infeasible int               `json:"infeasible"`
-}
-
 // resizeTarget is a resize event with its workload and container found.
 type resizeTarget struct {
 	r         *scenario.Resize
 	w         *workload
 	container string
-	report    *ResizeReport
+	report    *report.ResizeReport
 }
 
 // resizeEvery is how often the kubelet looks again at deferred resizes.
@@ -80,7 +65,7 @@ func (e *simulation) buildResizes(byName map[string]*workload) error {
 		for k, q := range r.Requests {
 			reqs[string(k)] = q.String()
 		}
-		rep := &ResizeReport{Workload: w.kind + "/" + w.key(), Container: c, Requests: reqs}
+		rep := &report.ResizeReport{Workload: w.kind + "/" + w.key(), Container: c, Requests: reqs}
 		e.resizes = append(e.resizes, &resizeTarget{r: r, w: w, container: c, report: rep})
 		e.rep.resizes = append(e.rep.resizes, rep)
 	}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -35,7 +36,7 @@ func TestResizeInPlace(t *testing.T) {
 		t.Errorf("%d nodes launched, want the 2 the pods started on (a resize moves no pod)", rep.Nodes.Launched)
 	}
 	var sum strings.Builder
-	WriteSummary(&sum, rep)
+	report.WriteSummary(&sum, rep)
 	if want := "Resizes        Mon 08:20 Deployment/default/web c → cpu 1500m: 6 pods, 2 at once, 4 deferred for room (0 done later), 0 infeasible"; !strings.Contains(sum.String(), want) {
 		t.Errorf("summary lacks %q:\n%s", want, sum.String())
 	}
@@ -105,7 +106,7 @@ func TestResizeEventErrors(t *testing.T) {
 
 // runInlineErr loads and runs an inline scenario, returning the first
 // error (of the load or of the run).
-func runInlineErr(t *testing.T, fsys fstest.MapFS) (*Report, error) {
+func runInlineErr(t *testing.T, fsys fstest.MapFS) (*report.Report, error) {
 	t.Helper()
 	in, err := scenario.Load(fsys, "sc", "inline")
 	if err != nil {

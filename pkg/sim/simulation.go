@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"math"
 	"math/rand"
@@ -176,7 +177,7 @@ func (e *simulation) syncOfferings() uint64 {
 // A run allocates many short-lived scheduling states: a command that runs
 // long simulations may trade memory for less GC work (joiner's raise the
 // GC percentage to 400); Run leaves process-wide settings alone.
-func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options) (*Report, error) {
+func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts Options) (*report.Report, error) {
 	e, err := newSimulation(in, fsys, dir, opts)
 	if err != nil {
 		return nil, err

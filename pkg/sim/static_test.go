@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"sort"
 	"strings"
 	"testing"
@@ -82,7 +83,7 @@ func TestStaticNodePool(t *testing.T) {
 // runScaledTo runs the inline scenario with opts, setting the NodePool's
 // replicas to replicas at the offset at: scenarios cannot change a
 // NodePool during a run, so the test changes it as an operator would.
-func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at time.Duration, replicas int64) *Report {
+func runScaledTo(t *testing.T, fsys fstest.MapFS, opts Options, pool string, at time.Duration, replicas int64) *report.Report {
 	t.Helper()
 	in, err := scenario.Load(fsys, "sc", "inline")
 	if err != nil {

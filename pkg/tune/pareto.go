@@ -5,7 +5,7 @@ import (
 	"math"
 	"sort"
 
-	"github.com/joiner-autoscaler/joiner/pkg/sim"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 )
 
 // Metrics are what a variant is judged by, all minimised.
@@ -64,7 +64,7 @@ func (m Metrics) Get(name string) float64 {
 // MetricsOf reads a run's report: disruptions per node-day are every
 // disruption (consolidation, drift, expiry, interruption) over the node-days
 // the run paid for.
-func MetricsOf(r *sim.Report) Metrics {
+func MetricsOf(r *report.Report) Metrics {
 	m := Metrics{CostUSD: round(r.Cost.Total, 1e4), P99StartupSeconds: math.Inf(1), PodsNeverRan: float64(r.Pods.NeverRan)}
 	if r.Pods.StartupP99 != nil {
 		m.P99StartupSeconds = round(*r.Pods.StartupP99, 1e3)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/report"
+
 	"github.com/chromedp/chromedp"
 
 	"github.com/joiner-autoscaler/joiner/examples"
@@ -62,7 +64,7 @@ func mouse(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.
 	}
 }
 
-func writeReport(t *testing.T, a, b *sim.Report) string {
+func writeReport(t *testing.T, a, b *report.Report) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "report.html")
 	f, err := os.Create(file)
@@ -78,7 +80,7 @@ func writeReport(t *testing.T, a, b *sim.Report) string {
 	return file
 }
 
-func defaultRun(t *testing.T, seed int64) *sim.Report {
+func defaultRun(t *testing.T, seed int64) *report.Report {
 	t.Helper()
 	in, err := scenario.Load(examples.Scenarios, "scenarios/default", "default")
 	if err != nil {
@@ -180,7 +182,7 @@ func TestReportStudy(t *testing.T) {
 	// Click the busiest node: its life, its pods by workload and its span
 	// shaded on the charts.
 	name := col(0)[0]
-	var node sim.NodeRecord
+	var node report.NodeRecord
 	for _, n := range rep.ByNode {
 		if n.Name == name {
 			node = n
