@@ -182,67 +182,84 @@ func (l *Linter) object(d *manifest.Document) (*object, []Finding) {
 	var fs []Finding
 	switch {
 	case manifest.IsKarpenter(d):
-		problems := l.v.Validate(d)
-		for _, p := range problems {
-			fs = append(fs, fromProblem(d, p))
-		}
-		if d.Kind == "NodeOverlay" && d.APIVersion == v1alpha1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
-			var ov v1alpha1.NodeOverlay
-			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &ov) == nil {
-				o.overlay = &ov
-			}
-		}
-		if d.Kind == "CapacityBuffer" && d.APIVersion == autoscalingv1beta1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
-			var cb autoscalingv1beta1.CapacityBuffer
-			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &cb) == nil {
-				cb.Namespace = podutil.Namespace(cb.ObjectMeta)
-				o.buffer = &cb
-			}
-		}
-		if d.Kind == "EC2NodeClass" && d.APIVersion == awsv1.SchemeGroupVersion.String() {
-			var nc awsv1.EC2NodeClass
-			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &nc) == nil {
-				o.class = &nc
-			}
-		}
-		if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {
-			// The rules read what the API server would store: the object
-			// migrated and defaulted, even when something else is wrong
-			// with it, so every finding shows at once.
-			var np v1.NodePool
-			if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &np) == nil {
-				o.pool = &np
-				fs = append(fs, l.poolFindings(d, &np)...)
-			}
-		}
+		fs = l.karpenterObject(o, d)
 	case manifest.IsBuiltin(d):
-		obj, ps := manifest.DecodeBuiltin(d)
-		for _, p := range ps {
-			fs = append(fs, fromProblem(d, p))
-		}
-		switch t := obj.(type) {
-		case *policyv1.PodDisruptionBudget:
-			o.pdb = t
-		case *appsv1.Deployment:
-			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
-		case *appsv1.StatefulSet:
-			o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
-		case *resourceapi.DeviceClass:
-			o.deviceClass = t
-		case *resourceapi.ResourceClaimTemplate:
-			o.deviceClaim = &deviceClaim{"ResourceClaimTemplate", t.Namespace, t.Name, *t.Spec.Spec.DeepCopy()}
-			provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
-		case *resourceapi.ResourceClaim:
-			if t.Status.Allocation == nil {
-				o.deviceClaim = &deviceClaim{"ResourceClaim", t.Namespace, t.Name, *t.Spec.DeepCopy()}
-				provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
-			}
-		}
-		o.target, _ = buffer.TargetOf(obj)
+		fs = builtinObject(o, d)
 	default:
 		return nil, nil
 	}
 	return o, fs
+}
+
+// karpenterObject validates a document of Karpenter's (or Joiner's) API
+// groups and keeps, on o, the objects the rules read: a valid NodeOverlay
+// or CapacityBuffer, an EC2NodeClass, and a NodePool as the API server
+// would store it (migrated and defaulted even when something else is
+// wrong, so every finding shows at once) with its own findings.
+func (l *Linter) karpenterObject(o *object, d *manifest.Document) []Finding {
+	var fs []Finding
+	problems := l.v.Validate(d)
+	for _, p := range problems {
+		fs = append(fs, fromProblem(d, p))
+	}
+	if d.Kind == "NodeOverlay" && d.APIVersion == v1alpha1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
+		var ov v1alpha1.NodeOverlay
+		if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &ov) == nil {
+			o.overlay = &ov
+		}
+	}
+	if d.Kind == "CapacityBuffer" && d.APIVersion == autoscalingv1beta1.SchemeGroupVersion.String() && len(problems.Errors()) == 0 {
+		var cb autoscalingv1beta1.CapacityBuffer
+		if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &cb) == nil {
+			cb.Namespace = podutil.Namespace(cb.ObjectMeta)
+			o.buffer = &cb
+		}
+	}
+	if d.Kind == "EC2NodeClass" && d.APIVersion == awsv1.SchemeGroupVersion.String() {
+		var nc awsv1.EC2NodeClass
+		if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &nc) == nil {
+			o.class = &nc
+		}
+	}
+	if d.Kind == "NodePool" && d.APIVersion == v1.SchemeGroupVersion.String() {
+		var np v1.NodePool
+		if b, err := json.Marshal(d.Object); err == nil && json.Unmarshal(b, &np) == nil {
+			o.pool = &np
+			fs = append(fs, l.poolFindings(d, &np)...)
+		}
+	}
+	return fs
+}
+
+// builtinObject decodes a Kubernetes built-in document and keeps, on o,
+// what the rules read of it: a PDB, a Deployment's or StatefulSet's pods,
+// device classes and claims, a CapacityBuffer's target.
+func builtinObject(o *object, d *manifest.Document) []Finding {
+	var fs []Finding
+	obj, ps := manifest.DecodeBuiltin(d)
+	for _, p := range ps {
+		fs = append(fs, fromProblem(d, p))
+	}
+	switch t := obj.(type) {
+	case *policyv1.PodDisruptionBudget:
+		o.pdb = t
+	case *appsv1.Deployment:
+		o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+	case *appsv1.StatefulSet:
+		o.workload = &workload{t.Namespace, t.Spec.Template.Labels, replicasOr1(t.Spec.Replicas)}
+	case *resourceapi.DeviceClass:
+		o.deviceClass = t
+	case *resourceapi.ResourceClaimTemplate:
+		o.deviceClaim = &deviceClaim{"ResourceClaimTemplate", t.Namespace, t.Name, *t.Spec.Spec.DeepCopy()}
+		provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
+	case *resourceapi.ResourceClaim:
+		if t.Status.Allocation == nil {
+			o.deviceClaim = &deviceClaim{"ResourceClaim", t.Namespace, t.Name, *t.Spec.DeepCopy()}
+			provisioning.DefaultDeviceClaim(&o.deviceClaim.spec)
+		}
+	}
+	o.target, _ = buffer.TargetOf(obj)
+	return fs
 }
 
 func replicasOr1(r *int32) int32 {

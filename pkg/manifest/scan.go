@@ -109,38 +109,9 @@ func (s *scanner) sequence(indent int) (any, bool) {
 		if l.text != "-" && !strings.HasPrefix(l.text, "- ") {
 			return seq, true // the mapping that holds the sequence goes on
 		}
-		item := strings.TrimLeft(strings.TrimPrefix(l.text, "-"), " ")
-		if item == "" || item[0] == '#' {
-			s.pos++
-			if s.pos >= len(s.lines) || s.lines[s.pos].indent <= indent {
-				seq = append(seq, nil)
-				continue
-			}
-			v, ok := s.block(s.lines[s.pos].indent)
-			if !ok {
-				return nil, false
-			}
-			seq = append(seq, v)
-			continue
-		}
-		if item[0] == '-' && (len(item) == 1 || item[1] == ' ') {
-			return nil, false // a sequence in a sequence's line
-		}
-		if _, _, isKey := splitKey(item); isKey && item[0] != '{' && item[0] != '[' && item[0] != '"' && item[0] != '\'' {
-			// A mapping begun on the dash's line: its keys are at the
-			// item's column.
-			s.lines[s.pos] = scanLine{indent: indent + len(l.text) - len(item), text: item, no: l.no}
-			v, ok := s.mapping(s.lines[s.pos].indent)
-			if !ok {
-				return nil, false
-			}
-			seq = append(seq, v)
-			continue
-		}
-		s.pos++
-		v, ok := scalarOrFlow(item)
-		if !ok || s.pos < len(s.lines) && s.lines[s.pos].indent > indent {
-			return nil, false // a multi-line scalar
+		v, ok := s.sequenceItem(indent, l)
+		if !ok {
+			return nil, false
 		}
 		seq = append(seq, v)
 	}
@@ -148,6 +119,34 @@ func (s *scanner) sequence(indent int) (any, bool) {
 		return nil, false
 	}
 	return seq, true
+}
+
+// sequenceItem reads the item of the "- item" line l, at indent: on the
+// dash's line, below it, or a mapping begun on it.
+func (s *scanner) sequenceItem(indent int, l scanLine) (any, bool) {
+	item := strings.TrimLeft(strings.TrimPrefix(l.text, "-"), " ")
+	if item == "" || item[0] == '#' {
+		s.pos++
+		if s.pos >= len(s.lines) || s.lines[s.pos].indent <= indent {
+			return nil, true
+		}
+		return s.block(s.lines[s.pos].indent)
+	}
+	if item[0] == '-' && (len(item) == 1 || item[1] == ' ') {
+		return nil, false // a sequence in a sequence's line
+	}
+	if _, _, isKey := splitKey(item); isKey && item[0] != '{' && item[0] != '[' && item[0] != '"' && item[0] != '\'' {
+		// A mapping begun on the dash's line: its keys are at the
+		// item's column.
+		s.lines[s.pos] = scanLine{indent: indent + len(l.text) - len(item), text: item, no: l.no}
+		return s.mapping(s.lines[s.pos].indent)
+	}
+	s.pos++
+	v, ok := scalarOrFlow(item)
+	if !ok || s.pos < len(s.lines) && s.lines[s.pos].indent > indent {
+		return nil, false // a multi-line scalar
+	}
+	return v, true
 }
 
 // value reads what follows "key:" on its line, or below it.

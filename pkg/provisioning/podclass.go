@@ -2,6 +2,8 @@ package provisioning
 
 import (
 	"hash/fnv"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 
@@ -67,30 +69,20 @@ type hostPort struct {
 func classKey(pod *corev1.Pod, requests vec) uint64 {
 	h := fnv.New64a()
 	w := func(s string) { _, _ = h.Write([]byte(s)); _, _ = h.Write([]byte{0}) }
+	sorted := func(m map[string]string) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			w(k)
+			w(m[k])
+		}
+	}
 	w(pod.Namespace)
-	keys := make([]string, 0, len(pod.Labels))
-	for k := range pod.Labels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		w(k)
-		w(pod.Labels[k])
-	}
+	sorted(pod.Labels)
 	w("|")
 	for _, x := range requests {
 		w(strconv.FormatInt(x, 36))
 	}
 	w("|")
-	keys = keys[:0]
-	for k := range pod.Spec.NodeSelector {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		w(k)
-		w(pod.Spec.NodeSelector[k])
-	}
+	sorted(pod.Spec.NodeSelector)
 	marshal := func(m interface{ Marshal() ([]byte, error) }) {
 		b, _ := m.Marshal()
 		_, _ = h.Write(b)

@@ -127,7 +127,8 @@ type LimitUse struct {
 	Used, Limit string
 }
 
-// Error is the reason in words.
+// Error is the reason in words: the one place a Reason is rendered (its
+// complexity, 21, is one case a code).
 func (r *Reason) Error() string {
 	switch r.Code {
 	case ReasonStatic:

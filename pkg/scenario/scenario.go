@@ -324,6 +324,18 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 	if s.Spec.Duration.Duration <= 0 {
 		bad("spec.duration", "required: a positive duration such as 24h")
 	}
+	s.validateLoads(bad)
+	if err := s.Spec.SchedulerConfig.Validate(); err != nil {
+		bad("spec.schedulerConfig", err.Error())
+	}
+	s.validateEvents(bad)
+	s.validateReservations(bad)
+	s.validateFaults(bad)
+	return ps
+}
+
+// validateLoads checks spec.loads.
+func (s *Scenario) validateLoads(bad func(field, msg string)) {
 	for i, l := range s.Spec.Loads {
 		at := fmt.Sprintf("spec.loads[%d]", i)
 		switch l.Target.Kind {
@@ -348,9 +360,10 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 			bad(at+".cpuPerUnit", "an HPA load needs the CPU one unit of load uses, e.g. cpuPerUnit: 5m")
 		}
 	}
-	if err := s.Spec.SchedulerConfig.Validate(); err != nil {
-		bad("spec.schedulerConfig", err.Error())
-	}
+}
+
+// validateEvents checks spec.events.
+func (s *Scenario) validateEvents(bad func(field, msg string)) {
 	for i, ev := range s.Spec.Events {
 		at := fmt.Sprintf("spec.events[%d]", i)
 		if n := btoi(ev.NodeClassAMI != nil) + btoi(ev.Resize != nil) + btoi(ev.ReservationInterruption != nil); n != 1 {
@@ -373,7 +386,10 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 			}
 		}
 	}
-	s.validateReservations(bad)
+}
+
+// validateFaults checks spec.faults.
+func (s *Scenario) validateFaults(bad func(field, msg string)) {
 	f := s.Spec.Faults
 	for _, r := range []struct {
 		name string
@@ -389,7 +405,6 @@ func (s *Scenario) validate(d *manifest.Document) manifest.Problems {
 	if r := f.NodeFailuresPerNodeHour; r < 0 || r > 1 {
 		bad("spec.faults.nodeFailuresPerNodeHour", fmt.Sprintf("%v: a rate per node-hour from 0 to 1, e.g. 0.001 (one failure in a thousand node-hours)", r))
 	}
-	return ps
 }
 
 var (
