@@ -191,7 +191,7 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil
 	}
-	if hold, err := l.cohortHold(ctx, nc, node); err != nil || hold > 0 {
+	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err
 	}
 	if node.Labels == nil {
@@ -224,9 +224,12 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 
 // cohortHold is how much longer the claim's Node, which has appeared,
 // stays unregistered for the rest of its launch cohort
-// (state.RegistrationHold); a member's Node appearing wakes the others (claimOfNode), so the hold ends when the last one
-// comes, not at a poll.
-func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (time.Duration, error) {
+// (state.RegistrationHold); a member's Node appearing wakes the others
+// (claimOfNode), so the hold ends when the last one comes, not at a poll.
+// While it holds, the claim's Registered condition is Unknown, reason
+// AwaitingLaunchCohort, since the hold began: the cap counts from that
+// time on the controller's clock, across restarts.
+func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim) (time.Duration, error) {
 	name := state.Cohort(nc)
 	if name == "" || !l.policy.LaunchCohorts() {
 		return 0, nil
@@ -251,11 +254,46 @@ func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim, node *core
 		}
 		others = append(others, state.CohortMember{Appeared: mn != nil})
 	}
-	hold := state.RegistrationHold(node.CreationTimestamp.Time, others, l.clock.Now())
-	if hold > 0 {
-		log.FromContext(ctx).V(1).Info("holding a Node's registration for the rest of its launch cohort", "nodeclaim", nc.Name, "cohort", name, "members", len(members), "atMost", hold)
+	now := l.clock.Now()
+	since, held := cohortHoldSince(nc)
+	if !held {
+		since = now
 	}
-	return hold, nil
+	hold := state.RegistrationHold(since, others, now)
+	if hold <= 0 || held {
+		return hold, nil
+	}
+	log.FromContext(ctx).V(1).Info("holding a Node's registration for the rest of its launch cohort", "nodeclaim", nc.Name, "cohort", name, "members", len(members), "atMost", hold)
+	orig := nc.DeepCopy()
+	putCondition(nc, v1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionUnknown, Reason: reasonAwaitingCohort,
+		Message:            fmt.Sprintf("its Node waits for the other NodeClaims of launch cohort %s (%d) to have theirs, at most %s", name, len(members)-1, state.CohortHold),
+		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: nc.Generation})
+	return hold, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+}
+
+// reasonAwaitingCohort is the Registered condition's reason while a
+// claim's Node waits for its launch cohort.
+const reasonAwaitingCohort = "AwaitingLaunchCohort"
+
+// cohortHoldSince is when the claim's cohort hold began, if it has.
+func cohortHoldSince(nc *v1.NodeClaim) (time.Time, bool) {
+	for _, c := range nc.Status.Conditions {
+		if c.Type == v1.ConditionRegistered && c.Status == metav1.ConditionUnknown && c.Reason == reasonAwaitingCohort {
+			return c.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// putCondition puts c in place of the claim's condition of its type.
+func putCondition(nc *v1.NodeClaim, c v1.Condition) {
+	for i := range nc.Status.Conditions {
+		if nc.Status.Conditions[i].Type == c.Type {
+			nc.Status.Conditions[i] = c
+			return
+		}
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, c)
 }
 
 // cohortOf lists the claims of the launch cohort named name.

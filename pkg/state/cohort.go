@@ -17,9 +17,11 @@ import (
 // the order the Nodes came up in). Under Joiner's decisions a Node of a
 // cohort is therefore registered — its unregistered taint lifted — only
 // when every other claim of its cohort has a Node too (or is gone), or
-// CohortHold after its own Node appeared, whichever is first; the cohort's
-// Nodes then open to kube-scheduler together and its least-allocated
-// scoring spreads the pods over all of them, as the plan did.
+// CohortHold after its own Node appeared, whichever is first (meanwhile
+// the controller says so in the claim's Registered condition); the
+// cohort's Nodes then open to kube-scheduler together and its
+// least-allocated scoring spreads the pods over all of them, as the plan
+// did.
 // Upstream Karpenter registers each Node at once (--decisions karpenter
 // does too).
 
@@ -40,12 +42,12 @@ type CohortMember struct {
 	Gone bool
 }
 
-// RegistrationHold is how much longer a claim of a cohort, whose Node
-// appeared at appeared, waits before it is registered: zero once every
-// other member's Node has appeared too or the member is gone, or
-// CohortHold after appeared.
-func RegistrationHold(appeared time.Time, others []CohortMember, now time.Time) time.Duration {
-	left := appeared.Add(CohortHold).Sub(now)
+// RegistrationHold is how much longer a claim of a cohort, whose Node has
+// waited since since (when it appeared), waits before it is registered:
+// zero once every other member's Node has appeared too or the member is
+// gone, or CohortHold after since.
+func RegistrationHold(since time.Time, others []CohortMember, now time.Time) time.Duration {
+	left := since.Add(CohortHold).Sub(now)
 	if left <= 0 {
 		return 0
 	}

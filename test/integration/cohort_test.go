@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"math/rand"
+	"strings"
 	"testing"
 	"time"
 
@@ -53,12 +54,18 @@ func TestLaunchCohortRegistersTogether(t *testing.T) {
 		})
 	}
 	var claims v1.NodeClaimList
+	said := map[string]string{} // claim → what its Registered condition said while it waited
 	eventuallyWithin(t, time.Minute, "four NodeClaims registered", func(ctx context.Context) (bool, error) {
 		if err := kc.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: "cohort"}); err != nil {
 			return false, err
 		}
 		n := 0
 		for i := range claims.Items {
+			for _, c := range claims.Items[i].Status.Conditions {
+				if c.Type == v1.ConditionRegistered && c.Status == metav1.ConditionUnknown {
+					said[claims.Items[i].Name] = c.Reason + ": " + c.Message
+				}
+			}
 			if claimCondition(&claims.Items[i], v1.ConditionRegistered) {
 				n++
 			}
@@ -90,6 +97,16 @@ func TestLaunchCohortRegistersTogether(t *testing.T) {
 	}
 	if last.Sub(first) < 2*time.Second {
 		t.Fatalf("the Nodes appeared within %s: the boots do not test the hold", last.Sub(first))
+	}
+	// The first to appear waited seconds, saying so (a poll may miss a
+	// short wait, not this one).
+	if len(said) == 0 {
+		t.Error("no claim's Registered condition said it waited for its cohort")
+	}
+	for name, why := range said {
+		if !strings.HasPrefix(why, "AwaitingLaunchCohort: its Node waits for the other NodeClaims of launch cohort ") {
+			t.Errorf("%s's Registered condition while it waited: %q", name, why)
+		}
 	}
 	for _, nc := range claims.Items {
 		reg := conditionAt(&nc, v1.ConditionRegistered)
