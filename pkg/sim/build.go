@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/joiner-autoscaler/joiner/pkg/autoscale"
+
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -144,19 +146,19 @@ func (e *simulation) buildHPAs(byName map[string]*workload, loads map[string]*sc
 			return err
 		}
 		req := scheduling.PodRequests(&corev1.Pod{Spec: target.template.Spec})
-		m := &hpaModel{hpa: h, target: target, load: lf, cpuPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), targetUtil: 80, minR: 1, maxR: int(h.Spec.MaxReplicas),
-			requestCores: req.Cpu().AsApproximateFloat64()}
+		m := &autoscale.HPA{Object: h, Load: lf, CPUPerUnit: spec.CPUPerUnit.AsApproximateFloat64(), TargetUtilization: 80, MinReplicas: 1, MaxReplicas: int(h.Spec.MaxReplicas),
+			RequestCores: req.Cpu().AsApproximateFloat64()}
 		if h.Spec.MinReplicas != nil {
-			m.minR = int(*h.Spec.MinReplicas)
+			m.MinReplicas = int(*h.Spec.MinReplicas)
 		}
 		for _, metric := range h.Spec.Metrics {
 			if metric.Resource != nil && metric.Resource.Name == corev1.ResourceCPU && metric.Resource.Target.AverageUtilization != nil {
-				m.targetUtil = float64(*metric.Resource.Target.AverageUtilization)
+				m.TargetUtilization = float64(*metric.Resource.Target.AverageUtilization)
 			}
 		}
 		target.hpa = m
-		target.replicas = clamp(target.replicas, m.minR, m.maxR)
-		e.clk.every(e.start.Add(hpaEvery), hpaEvery, e.end, func() { e.runHPA(m) })
+		target.replicas = autoscale.Clamp(target.replicas, m.MinReplicas, m.MaxReplicas)
+		e.clk.every(e.start.Add(hpaEvery), hpaEvery, e.end, func() { e.runHPA(target) })
 	}
 	return nil
 }
@@ -174,20 +176,20 @@ func (e *simulation) buildScaledObjects(byName map[string]*workload, loads map[s
 		if err != nil {
 			return err
 		}
-		k, err := newKeda(so, target, lf)
+		k, err := autoscale.NewKEDA(so, lf)
 		if err != nil {
 			return err
 		}
-		target.replicas = k.evaluate(e.start, e.start)
+		target.replicas = k.Evaluate(e.start, e.start, target.replicas)
 		poll := 30 * time.Second
 		if so.Spec.PollingInterval != nil {
 			poll = time.Duration(*so.Spec.PollingInterval) * time.Second
 		}
 		e.clk.every(e.start.Add(poll), poll, e.end, func() {
-			if r := k.evaluate(e.clk.now, e.start); r != k.target.replicas {
-				k.target.replicas = r
-				e.rep.scaled(k.target, r)
-				e.reconcile(k.target)
+			if r := k.Evaluate(e.clk.now, e.start, target.replicas); r != target.replicas {
+				target.replicas = r
+				e.rep.scaled(target, r)
+				e.reconcile(target)
 			}
 		})
 	}

@@ -15,12 +15,13 @@
 //     preemption.go, reservations.go, launchloop.go and dra.go carry out
 //     disruption, node repair, preemption, reservation ends, the
 //     launch-loop guard and Dynamic Resource Allocation;
-//   - the workload model: build.go turns the input into workloads;
-//     workloads.go, loadfn.go, hpa.go, volumes.go, resize.go, buffers.go,
-//     priority.go and spreading.go are Deployments, StatefulSets and Jobs,
-//     load curves, HPAs and KEDA, volumes, resizes, CapacityBuffers,
-//     priority admission and kube-scheduler's default spread; replay.go
-//     plays a recorded trace's owners and pods;
+//   - the workload model: build.go turns the input into workloads, whose
+//     replica counts pkg/autoscale decides (load curves, the HPA
+//     controller's algorithm, KEDA); workloads.go, volumes.go, resize.go,
+//     buffers.go, priority.go and spreading.go are Deployments,
+//     StatefulSets and Jobs and their pods, volumes, resizes,
+//     CapacityBuffers, priority admission and kube-scheduler's default
+//     spread; replay.go plays a recorded trace's owners and pods;
 //   - the record: report.go, nodes_report.go and overlays_report.go are
 //     the recorder that fills the Report; trace.go writes the run as a
 //     trace.

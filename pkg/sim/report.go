@@ -3,13 +3,15 @@ package sim
 import (
 	"cmp"
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/autoscale"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/overlay"
@@ -266,7 +268,7 @@ func (r *recorder) sample() {
 				s.Replicas, s.Load = map[string]int{}, map[string]float64{}
 			}
 			s.Replicas[w.name] = w.replicas
-			s.Load[w.name] = round(w.hpa.load.at(e.clk.now.Sub(e.start)))
+			s.Load[w.name] = round(w.hpa.Load.At(e.clk.now.Sub(e.start)))
 		}
 	}
 	r.timeline = append(r.timeline, s)
@@ -280,7 +282,7 @@ func percentile(sorted []float64, p float64) *float64 {
 		return nil
 	}
 	i := int(math.Ceil(p*float64(len(sorted)))) - 1
-	v := round(sorted[clamp(i, 0, len(sorted)-1)])
+	v := round(sorted[autoscale.Clamp(i, 0, len(sorted)-1)])
 	return &v
 }
 

@@ -3,13 +3,15 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"math"
 	"math/rand"
 	"path"
 	"sort"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/autoscale"
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -336,7 +338,7 @@ func amiOf(nc *awsv1.EC2NodeClass) string {
 
 // autoscaled finds an autoscaler's target workload and the load that
 // drives it, or says what to add to the scenario.
-func (e *simulation) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*scenario.LoadSpec) (*workload, *scenario.LoadSpec, *loadFn, error) {
+func (e *simulation) autoscaled(kind, namespace, name, targetKey, example string, byName map[string]*workload, loads map[string]*scenario.LoadSpec) (*workload, *scenario.LoadSpec, *autoscale.Load, error) {
 	target, ok := byName[targetKey]
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%s %s: scaleTargetRef %s is not in the scenario", kind, name, targetKey)
@@ -345,7 +347,7 @@ func (e *simulation) autoscaled(kind, namespace, name, targetKey, example string
 	if !ok {
 		return nil, nil, nil, fmt.Errorf("%s %s: scenario.yaml has no load for it; add spec.loads: [{target: {kind: %s, name: %s}, %s}]", kind, name, kind, name, example)
 	}
-	lf, err := newLoadFn(*spec, e.fsys, e.dir)
+	lf, err := autoscale.NewLoad(*spec, e.fsys, e.dir)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("scenario.yaml: the load of %s %s: %w", kind, name, err)
 	}
@@ -536,18 +538,19 @@ func (e *simulation) replace(p *simPod) {
 	}
 }
 
-func (e *simulation) runHPA(m *hpaModel) {
+// runHPA is one sync of the workload's HPA.
+func (e *simulation) runHPA(w *workload) {
 	ready := 0
-	for _, p := range m.target.pods {
+	for _, p := range w.pods {
 		if !p.running.IsZero() {
 			ready++
 		}
 	}
-	r := m.evaluate(e.clk.now, e.start, ready, len(m.target.pods)-ready)
-	if r != m.target.replicas {
-		m.target.replicas = r
-		e.rep.scaled(m.target, r)
-		e.reconcile(m.target)
+	r := w.hpa.Evaluate(e.clk.now, e.start, w.replicas, ready, len(w.pods)-ready)
+	if r != w.replicas {
+		w.replicas = r
+		e.rep.scaled(w, r)
+		e.reconcile(w)
 	}
 }
 

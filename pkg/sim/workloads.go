@@ -2,11 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"time"
 
-	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	"github.com/joiner-autoscaler/joiner/pkg/autoscale"
+
 	"github.com/robfig/cron/v3"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +32,7 @@ type workload struct {
 	// cron names the CronJob a Job was made by.
 	cron string
 	// metrics for HPA: the load feeding it.
-	hpa *hpaModel
+	hpa *autoscale.HPA
 	// claimTemplates are a StatefulSet's volumeClaimTemplates: its pods
 	// are then named by ordinal, the lowest free first, as the
 	// StatefulSet controller names them, so a replacement finds its
@@ -89,60 +88,6 @@ func (w *workload) wanted() int {
 		return max(0, min(w.replicas, w.completions-w.succeeded))
 	}
 	return w.replicas
-}
-
-func clamp(v, lo, hi int) int { return max(lo, min(hi, v)) }
-
-// kedaModel is a ScaledObject with a queue-length trigger.
-type kedaModel struct {
-	so         *scenario.ScaledObject
-	target     *workload
-	load       *loadFn
-	perReplica float64
-	activation float64
-	minR, maxR int
-	cooldown   time.Duration
-	lastActive time.Time
-}
-
-func (k *kedaModel) evaluate(now, start time.Time) int {
-	q := k.load.at(now.Sub(start))
-	if q > k.activation {
-		k.lastActive = now
-		return clamp(int(math.Ceil(q/k.perReplica)), max(k.minR, 1), k.maxR)
-	}
-	if !k.lastActive.IsZero() && now.Sub(k.lastActive) < k.cooldown {
-		return k.target.replicas
-	}
-	return k.minR
-}
-
-func newKeda(so *scenario.ScaledObject, target *workload, load *loadFn) (*kedaModel, error) {
-	k := &kedaModel{so: so, target: target, load: load, minR: 0, maxR: 100, cooldown: 300 * time.Second, perReplica: 5}
-	if so.Spec.MinReplicaCount != nil {
-		k.minR = int(*so.Spec.MinReplicaCount)
-	}
-	if so.Spec.MaxReplicaCount != nil {
-		k.maxR = int(*so.Spec.MaxReplicaCount)
-	}
-	if so.Spec.CooldownPeriod != nil {
-		k.cooldown = time.Duration(*so.Spec.CooldownPeriod) * time.Second
-	}
-	for _, t := range so.Spec.Triggers {
-		for key, field := range map[string]*float64{"queueLength": &k.perReplica, "activationQueueLength": &k.activation} {
-			if s, ok := t.Metadata[key]; ok {
-				v, err := strconv.ParseFloat(s, 64)
-				if err != nil || v < 0 {
-					return nil, fmt.Errorf("ScaledObject %s: triggers metadata %s %q is not a non-negative number", so.Name, key, s)
-				}
-				*field = v
-			}
-		}
-	}
-	if k.perReplica <= 0 {
-		return nil, fmt.Errorf("ScaledObject %s: queueLength must be positive", so.Name)
-	}
-	return k, nil
 }
 
 // cronModel fires a CronJob's Jobs.

@@ -1,4 +1,4 @@
-package sim
+package autoscale
 
 import (
 	"bufio"
@@ -16,19 +16,27 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )
 
-// loadFn is a load over time, as an offset from the start.
-type loadFn struct {
+// Load is a load over time, as an offset from the run's start.
+type Load struct {
 	at func(time.Duration) float64
 }
 
-func newLoadFn(l scenario.LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
+// At is the load d after the start.
+func (l *Load) At(d time.Duration) float64 { return l.at(d) }
+
+// ConstantLoad is a load of v at every time.
+func ConstantLoad(v float64) *Load { return &Load{at: func(time.Duration) float64 { return v }} }
+
+// NewLoad is the load a scenario's spec describes (a csv pattern's file
+// read from fsys, relative to the scenario directory dir).
+func NewLoad(l scenario.LoadSpec, fsys fs.FS, dir string) (*Load, error) {
 	switch l.Pattern {
 	case "constant":
 		v := l.Value
-		return &loadFn{at: func(time.Duration) float64 { return v }}, nil
+		return &Load{at: func(time.Duration) float64 { return v }}, nil
 	case "diurnal":
 		base, peak, hour := l.Base, l.Peak, l.PeakHour
-		return &loadFn{at: func(d time.Duration) float64 {
+		return &Load{at: func(d time.Duration) float64 {
 			// A cosine day: peak at PeakHour (UTC offset from start), trough 12 h later.
 			h := math.Mod(d.Hours(), 24)
 			return base + (peak-base)*(1+math.Cos(2*math.Pi*(h-hour)/24))/2
@@ -36,7 +44,7 @@ func newLoadFn(l scenario.LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 	case "steps":
 		steps := append([]scenario.Step(nil), l.Steps...)
 		sort.SliceStable(steps, func(i, j int) bool { return steps[i].At.Duration < steps[j].At.Duration })
-		return &loadFn{at: func(d time.Duration) float64 {
+		return &Load{at: func(d time.Duration) float64 {
 			v := 0.0
 			for _, s := range steps {
 				if s.At.Duration <= d {
@@ -68,7 +76,7 @@ func newLoadFn(l scenario.LoadSpec, fsys fs.FS, dir string) (*loadFn, error) {
 			}
 			steps = append(steps, scenario.Step{At: durationOf(at), Value: v})
 		}
-		return newLoadFn(scenario.LoadSpec{Pattern: "steps", Steps: steps}, fsys, dir)
+		return NewLoad(scenario.LoadSpec{Pattern: "steps", Steps: steps}, fsys, dir)
 	}
 	return nil, fmt.Errorf("unknown load pattern %q", l.Pattern)
 }

@@ -1,4 +1,4 @@
-package sim
+package autoscale
 
 import (
 	"math"
@@ -7,21 +7,23 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 )
 
-// hpaModel is one HorizontalPodAutoscaler on a CPU utilization target,
+// HPA is one HorizontalPodAutoscaler on a CPU utilization target,
 // run with the upstream controller's algorithm: the replica calculator
 // (tolerance, pending pods counted at zero usage when scaling up), then
 // either the classic normalization (no behavior: 5-minute scale-down
 // stabilization, at most max(2×, 4) up) or the behavior one (stabilization
 // windows both ways, and policies limiting the change within each policy's
 // periodSeconds, measured from the scale events actually made).
-type hpaModel struct {
-	hpa          *autoscalingv2.HorizontalPodAutoscaler
-	target       *workload
-	load         *loadFn
-	cpuPerUnit   float64 // cores per unit of load
-	targetUtil   float64 // percent
-	requestCores float64 // per pod
-	minR, maxR   int
+type HPA struct {
+	Object *autoscalingv2.HorizontalPodAutoscaler
+	// Load is what its target serves over time; CPUPerUnit the cores one
+	// unit of it uses; TargetUtilization the CPU target, in percent;
+	// RequestCores a pod's CPU request.
+	Load                     *Load
+	CPUPerUnit               float64
+	TargetUtilization        float64
+	RequestCores             float64
+	MinReplicas, MaxReplicas int
 
 	recommendations []timed
 	scaleUps        []timed // replicas added, when
@@ -47,39 +49,39 @@ const (
 	hpaDefaultScaleDownWindowSec = 300
 )
 
-// evaluate is one sync of the HPA at now, with ready (running) and
-// unready (pending) pods; it returns the new replica count.
-func (h *hpaModel) evaluate(now, start time.Time, ready, unready int) int {
-	current := h.target.replicas
+// Evaluate is one sync of the HPA at now (start: the run's, which the load
+// is an offset from) of a target with current replicas, ready (running)
+// and unready (pending) pods; it returns the new replica count.
+func (h *HPA) Evaluate(now, start time.Time, current, ready, unready int) int {
 	var desired int
 	switch {
 	case current == 0:
 		return 0 // scaling is disabled while the target has no replicas
-	case current > h.maxR:
-		desired = h.maxR
-	case current < h.minR:
-		desired = h.minR
+	case current > h.MaxReplicas:
+		desired = h.MaxReplicas
+	case current < h.MinReplicas:
+		desired = h.MinReplicas
 	default:
 		desired = h.replicasForLoad(now.Sub(start), current, ready, unready)
-		if h.hpa.Spec.Behavior == nil {
+		if h.Object.Spec.Behavior == nil {
 			desired = h.normalize(now, current, desired)
 		} else {
 			desired = h.normalizeWithBehavior(now, current, desired)
 		}
 	}
-	if desired != current && h.hpa.Spec.Behavior != nil {
+	if desired != current && h.Object.Spec.Behavior != nil {
 		h.storeScaleEvent(now, current, desired)
 	}
 	return desired
 }
 
 // replicasForLoad is the replica calculator for a CPU utilization target.
-func (h *hpaModel) replicasForLoad(offset time.Duration, current, ready, unready int) int {
-	if ready == 0 || h.requestCores <= 0 {
+func (h *HPA) replicasForLoad(offset time.Duration, current, ready, unready int) int {
+	if ready == 0 || h.RequestCores <= 0 {
 		return current // no metrics: the controller does not scale
 	}
-	total := h.load.at(offset) * h.cpuPerUnit
-	ratio := total / float64(ready) / h.requestCores * 100 / h.targetUtil
+	total := h.Load.At(offset) * h.CPUPerUnit
+	ratio := total / float64(ready) / h.RequestCores * 100 / h.TargetUtilization
 	upTol, downTol := h.tolerances()
 	within := func(r float64) bool { return r >= 1-downTol && r <= 1+upTol }
 	if unready == 0 || ratio <= 1 {
@@ -91,7 +93,7 @@ func (h *hpaModel) replicasForLoad(offset time.Duration, current, ready, unready
 	// Scaling up with pods not ready yet: count them at zero usage, so
 	// capacity already on its way is not asked for twice.
 	all := ready + unready
-	newRatio := total / float64(all) / h.requestCores * 100 / h.targetUtil
+	newRatio := total / float64(all) / h.RequestCores * 100 / h.TargetUtilization
 	if within(newRatio) || newRatio < 1 {
 		return current
 	}
@@ -102,9 +104,9 @@ func (h *hpaModel) replicasForLoad(offset time.Duration, current, ready, unready
 	return n
 }
 
-func (h *hpaModel) tolerances() (up, down float64) {
+func (h *HPA) tolerances() (up, down float64) {
 	up, down = hpaTolerance, hpaTolerance
-	if b := h.hpa.Spec.Behavior; b != nil {
+	if b := h.Object.Spec.Behavior; b != nil {
 		if b.ScaleUp != nil && b.ScaleUp.Tolerance != nil {
 			up = b.ScaleUp.Tolerance.AsApproximateFloat64()
 		}
@@ -116,7 +118,7 @@ func (h *hpaModel) tolerances() (up, down float64) {
 }
 
 // normalize is the controller's path for HPAs without behavior.
-func (h *hpaModel) normalize(now time.Time, current, desired int) int {
+func (h *HPA) normalize(now time.Time, current, desired int) int {
 	stabilized := desired
 	cutoff := now.Add(-hpaDownscaleStabilization)
 	kept := h.recommendations[:0]
@@ -129,12 +131,12 @@ func (h *hpaModel) normalize(now time.Time, current, desired int) int {
 	}
 	h.recommendations = append(kept, timed{now, desired})
 	upLimit := max(hpaScaleUpLimitFactor*current, hpaScaleUpLimitMinimum)
-	return clamp(stabilized, h.minR, min(h.maxR, upLimit))
+	return Clamp(stabilized, h.MinReplicas, min(h.MaxReplicas, upLimit))
 }
 
 // normalizeWithBehavior is the controller's path for HPAs with behavior:
 // stabilization windows, then the policies' rate limits.
-func (h *hpaModel) normalizeWithBehavior(now time.Time, current, desired int) int {
+func (h *HPA) normalizeWithBehavior(now time.Time, current, desired int) int {
 	up, down := h.rules()
 	upCutoff := now.Add(-time.Duration(*up.StabilizationWindowSeconds) * time.Second)
 	downCutoff := now.Add(-time.Duration(*down.StabilizationWindowSeconds) * time.Second)
@@ -157,17 +159,17 @@ func (h *hpaModel) normalizeWithBehavior(now time.Time, current, desired int) in
 	switch {
 	case stabilized > current:
 		limit := max(h.policyLimit(now, current, up, scalingUp), current)
-		return min(stabilized, min(h.maxR, limit))
+		return min(stabilized, min(h.MaxReplicas, limit))
 	case stabilized < current:
 		limit := min(h.policyLimit(now, current, down, scalingDown), current)
-		return max(stabilized, max(h.minR, limit))
+		return max(stabilized, max(h.MinReplicas, limit))
 	}
 	return stabilized
 }
 
 // rules returns the behavior's scale-up and scale-down rules with the API
 // server's defaults filled in.
-func (h *hpaModel) rules() (up, down *autoscalingv2.HPAScalingRules) {
+func (h *HPA) rules() (up, down *autoscalingv2.HPAScalingRules) {
 	maxPolicy := autoscalingv2.MaxChangePolicySelect
 	upWindow, downWindow := int32(hpaDefaultScaleUpWindowSecs), int32(hpaDefaultScaleDownWindowSec)
 	up = &autoscalingv2.HPAScalingRules{StabilizationWindowSeconds: &upWindow, SelectPolicy: &maxPolicy, Policies: []autoscalingv2.HPAScalingPolicy{
@@ -189,8 +191,8 @@ func (h *hpaModel) rules() (up, down *autoscalingv2.HPAScalingRules) {
 			to.Policies = from.Policies
 		}
 	}
-	merge(h.hpa.Spec.Behavior.ScaleUp, up)
-	merge(h.hpa.Spec.Behavior.ScaleDown, down)
+	merge(h.Object.Spec.Behavior.ScaleUp, up)
+	merge(h.Object.Spec.Behavior.ScaleDown, down)
 	return up, down
 }
 
@@ -218,7 +220,7 @@ const (
 // direction dir: per policy, from the replicas at the start of its period by what
 // it allows; selectPolicy Max takes the largest change, Min the smallest,
 // Disabled none.
-func (h *hpaModel) policyLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules, dir scaleDirection) int {
+func (h *HPA) policyLimit(now time.Time, current int, rules *autoscalingv2.HPAScalingRules, dir scaleDirection) int {
 	up := dir == scalingUp
 	sel := *rules.SelectPolicy
 	if sel == autoscalingv2.DisabledPolicySelect {
@@ -254,7 +256,7 @@ func (h *hpaModel) policyLimit(now time.Time, current int, rules *autoscalingv2.
 
 // storeScaleEvent records a change for the policies' periods, dropping
 // events older than the longest period.
-func (h *hpaModel) storeScaleEvent(now time.Time, from, to int) {
+func (h *HPA) storeScaleEvent(now time.Time, from, to int) {
 	up, down := h.rules()
 	prune := func(events []timed, rules *autoscalingv2.HPAScalingRules) []timed {
 		var longest int32
