@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -686,12 +688,5 @@ func secondsToDuration(v any) string {
 	case string:
 		return n
 	}
-	s := (time.Duration(secs) * time.Second).String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return v1.ShortDuration(time.Duration(secs) * time.Second)
 }

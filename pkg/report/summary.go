@@ -10,6 +10,8 @@ import (
 	"text/tabwriter"
 	"time"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 )
 
@@ -184,25 +186,13 @@ func writeNodeHours(w io.Writer, r *Report) {
 func ComparisonWarnings(a, b *Report) []string {
 	var out []string
 	if da, db := a.End.Sub(a.Start), b.End.Sub(b.Start); da != db {
-		out = append(out, fmt.Sprintf("warning: the runs differ in duration: %s vs %s", shortDuration(da), shortDuration(db)))
+		out = append(out, fmt.Sprintf("warning: the runs differ in duration: %s vs %s", v1.ShortDuration(da), v1.ShortDuration(db)))
 	}
 	if !a.Start.Equal(b.Start) {
 		const layout = "Mon 2006-01-02 15:04 MST"
 		out = append(out, fmt.Sprintf("warning: the runs differ in start: %s vs %s", a.Start.Format(layout), b.Start.Format(layout)))
 	}
 	return out
-}
-
-// shortDuration is 24h, 6h30m or 90s rather than 24h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // secs is a percentile in whole seconds ("12s"), or "no pod ran" when

@@ -7,9 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/sim"
@@ -379,13 +380,4 @@ func (p *Plan) finish(ctx context.Context, results []VariantResult, info SearchI
 func variantOf(r VariantResult) Variant { return Variant{Index: r.Index, Choice: r.Choice} }
 
 // horizon is a duration as a person writes it: 6h, 90m, 1h30m.
-func horizon(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+func horizon(d time.Duration) string { return v1.ShortDuration(d) }

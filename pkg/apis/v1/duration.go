@@ -3,6 +3,7 @@ package v1
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -39,6 +40,19 @@ func ParseNillableDuration(s string) (NillableDuration, error) {
 	}
 	raw, _ := json.Marshal(s)
 	return NillableDuration{Duration: &d, raw: raw}, nil
+}
+
+// ShortDuration is d as a person writes it in a NodePool: 720h, 1h30m, 90s
+// rather than 720h0m0s.
+func ShortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // IsNever reports whether the duration is "Never".
