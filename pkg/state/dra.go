@@ -21,6 +21,7 @@ type draObjects struct {
 	built *provisioning.DRAObjects
 }
 
+// setIn sets (*m)[key] to v, making the map first.
 func setIn[T any](m *map[string]T, key string, v T) {
 	if *m == nil {
 		*m = map[string]T{}

@@ -33,10 +33,7 @@ type volumeObjects struct {
 func (s *Store) SetPersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vol.claims == nil {
-		s.vol.claims = map[string]*corev1.PersistentVolumeClaim{}
-	}
-	s.vol.claims[podutil.Namespace(pvc.ObjectMeta)+"/"+pvc.Name] = pvc
+	setIn(&s.vol.claims, podutil.Namespace(pvc.ObjectMeta)+"/"+pvc.Name, pvc)
 	s.vol.built = nil
 }
 
@@ -55,10 +52,7 @@ func (s *Store) DeletePersistentVolumeClaim(namespace, name string) {
 func (s *Store) SetPersistentVolume(pv *corev1.PersistentVolume) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vol.volumes == nil {
-		s.vol.volumes = map[string]*corev1.PersistentVolume{}
-	}
-	s.vol.volumes[pv.Name] = pv
+	setIn(&s.vol.volumes, pv.Name, pv)
 	s.vol.built = nil
 }
 
@@ -74,10 +68,7 @@ func (s *Store) DeletePersistentVolume(name string) {
 func (s *Store) SetStorageClass(sc *storagev1.StorageClass) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.vol.classes == nil {
-		s.vol.classes = map[string]*storagev1.StorageClass{}
-	}
-	s.vol.classes[sc.Name] = sc
+	setIn(&s.vol.classes, sc.Name, sc)
 	s.vol.built = nil
 }
 
