@@ -296,10 +296,12 @@ func putCondition(nc *v1.NodeClaim, c v1.Condition) {
 	nc.Status.Conditions = append(nc.Status.Conditions, c)
 }
 
-// cohortOf lists the claims of the launch cohort named name.
+// cohortOf lists the claims of the launch cohort named name: the cache's
+// own objects, not copies (a cohort is as large as a scale-out, and Node
+// updates ask often) — read them, never change them.
 func (l *lifecycle) cohortOf(ctx context.Context, name string) ([]v1.NodeClaim, error) {
 	var claims v1.NodeClaimList
-	if err := l.client.List(ctx, &claims, client.MatchingFields{cohortField: name}); err != nil {
+	if err := l.client.List(ctx, &claims, client.MatchingFields{cohortField: name}, client.UnsafeDisableDeepCopy); err != nil {
 		return nil, err
 	}
 	return claims.Items, nil
@@ -470,8 +472,9 @@ func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcil
 	var out []reconcile.Request
 	for _, nc := range claims {
 		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
-		if name := state.Cohort(&nc); name != "" && l.policy.LaunchCohorts() {
-			// The members held for this one's Node look again.
+		if name := state.Cohort(&nc); name != "" && l.policy.LaunchCohorts() && !conditionTrue(&nc, v1.ConditionRegistered) {
+			// The members held for this one's Node look again (once it is
+			// registered, its Node's updates concern them no more).
 			members, err := l.cohortOf(ctx, name)
 			if err != nil {
 				continue

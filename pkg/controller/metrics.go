@@ -206,11 +206,15 @@ func (m *metricsUpdater) update() {
 		cost[np.Name] = 0
 	}
 	addRequests := func(n *provisioning.Node) {
-		var reqs []corev1.ResourceList
-		for _, p := range n.Pods {
-			reqs = append(reqs, scheduling.PodRequests(p))
+		requested := n.Requested // the Store's sum of its pods' requests
+		if requested == nil {
+			var reqs []corev1.ResourceList
+			for _, p := range n.Pods {
+				reqs = append(reqs, scheduling.PodRequests(p))
+			}
+			requested = scheduling.Add(reqs...)
 		}
-		for name, q := range scheduling.Add(reqs...) {
+		for name, q := range requested {
 			requests[[3]string{n.Name, n.NodePool, string(name)}] = q.AsApproximateFloat64()
 		}
 	}

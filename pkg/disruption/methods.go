@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
@@ -166,6 +167,9 @@ type pass struct {
 	// Balanced policy's denominators, once per pool (see totals).
 	candidates map[*Candidate]bool
 	poolTotals map[string]poolTotals
+	// binder is kube-scheduler's model for the pass's placement checks
+	// (see unplaced): one for the pass, so each node's facts are made once.
+	binder *kubescheduler.Binder
 	// judged are the moves of the last command consolidateWhy made and
 	// judged (nil when it made none): the consolidation methods record
 	// them in the Decision as upstream counts them.

@@ -105,15 +105,24 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 // the emptiest nodes, the replacement first, before the large ones come).
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 	opts := kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}
+	binder := p.binder
 	if p.c.Policy.ModelDRA {
+		// The moved pods' devices are free to move: a Binder of their own.
 		moving := make(map[*corev1.Pod]bool, len(pods))
 		for _, pod := range pods {
 			moving[pod] = true
 		}
 		opts.DRA, opts.DeviceTypes, opts.Moving = func() *provisioning.DRAObjects { return p.c.DRA }, p.c.InstanceTypes, moving
+		binder = kubescheduler.NewBinder(opts)
+	} else if binder == nil {
+		// Its options are the pass's, the same in every check: the
+		// nodes' facts (requests, spread counts) are made once, and each
+		// Bind adds its own pods on top of them.
+		binder = kubescheduler.NewBinder(opts)
+		p.binder = binder
 	}
 	bind := func(pods []*corev1.Pod) int {
-		res := kubescheduler.NewBinder(opts).Bind(nodes, pods)
+		res := binder.Bind(nodes, pods)
 		return len(res.Unschedulable) + len(res.Preemptions)
 	}
 	n := bind(pods)
