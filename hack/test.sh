@@ -92,5 +92,5 @@ go test -count=1 -timeout "$TEST_TIMEOUT" -tags integration ./test/chart/
 # converge fails it; the 1,000- and 5,000-pod sizes beside upstream
 # Karpenter are hack/scale.sh's, too long for CI.
 step "scale benchmark, small size (100 pods, Joiner; hack/scale.sh runs the large ones beside Karpenter)"
-SCALE_PODS=100 SCALE_HOLD=1m SCALE_SETTLE=1m SCALE_STRICT=1 SCALE_AUTOSCALERS=joiner SCALE_OUT=$(mktemp -d) \
+SCALE_PODS=100 SCALE_HOLD=1m SCALE_SETTLE=2m SCALE_STRICT=1 SCALE_AUTOSCALERS=joiner SCALE_OUT=$(mktemp -d) \
   go test -count=1 -tags scale -run '^$' -bench . -benchtime 1x -timeout 45m ./test/scale/

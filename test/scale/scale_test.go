@@ -95,6 +95,15 @@ func loadConfig(b *testing.B) config {
 			*d = parsed
 		}
 	}
+	// Phase c ends once no NodeClaim has changed for settle. A node is no
+	// consolidation candidate until consolidateAfter after its last pod
+	// event — the scale-in's deletions are such events — and a command
+	// waits 15 s more for its validation: a shorter settle ends the phase
+	// before consolidation can act, and measures nothing.
+	if least := *nodePool().Spec.Disruption.ConsolidateAfter.Duration + time.Minute; c.settle < least {
+		b.Fatalf("SCALE_SETTLE=%s: shorter than the NodePool's consolidateAfter (%s) and a minute for the scale-in's pods to go and a command's validation; phase c would end before consolidation acts (use at least %s)",
+			c.settle, nodePool().Spec.Disruption.ConsolidateAfter.Duration, least)
+	}
 	if v := os.Getenv("SCALE_CLIENT_QPS"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
