@@ -869,12 +869,9 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 	distinct := map[string]bool{}
 	for pi, p := range s.pools {
 		err := s.whyNoClaim(p, pi, c)
-		msg := "no reason found"
-		if err != nil {
-			msg = err.Error()
-			if code := CodeOf(err); code != ReasonOther {
-				e.CodeByNodePool[p.np.Name] = code
-			}
+		msg := err.Error()
+		if code := CodeOf(err); code != ReasonOther {
+			e.CodeByNodePool[p.np.Name] = code
 		}
 		e.ByNodePool[p.np.Name] = msg
 		distinct[msg] = true
