@@ -45,13 +45,22 @@ func TestLaunchCohortRegistersTogether(t *testing.T) {
 		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.large"}
 	})
 	// Four pods that each need a node of their own: one pass, four claims.
+	var pods []*corev1.Pod
+	// Before the controller stops (defers run last first): the pool, its
+	// claims, Nodes and pods gone, so no later test's controller meets them.
+	defer func() {
+		for _, p := range pods[1:] {
+			_ = kc.Delete(context.Background(), p)
+		}
+		removePool(t, kc, "cohort", pods[0])
+	}()
 	for _, name := range []string{"cohort-1", "cohort-2", "cohort-3", "cohort-4"} {
-		pendingPodWith(t, kc, name, func(p *corev1.Pod) {
+		pods = append(pods, pendingPodWith(t, kc, name, func(p *corev1.Pod) {
 			p.Labels = map[string]string{"app": "cohort"}
 			p.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists}}
 			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
 				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cohort"}}}}}}
-		})
+		}))
 	}
 	var claims v1.NodeClaimList
 	said := map[string]string{} // claim → what its Registered condition said while it waited
