@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,12 +46,52 @@ type disrupter struct {
 	tainted map[string]bool
 }
 
-// loop runs a disruption pass every disruptionEvery until ctx ends.
+// afterExecuted is how soon the pass after one that carried a command out
+// runs: upstream requeues at once; a second lets the informers deliver the
+// deletions the command made, so the next pass does not choose its
+// candidates again.
+const afterExecuted = time.Second
+
+// loop runs disruption passes until ctx ends: every disruptionEvery, as
+// upstream polls; soon after a pass that carried a command out, as
+// upstream's controller goes on at once after a success; and when a
+// command's validation is due, as upstream's waits exactly
+// disruption.ValidationDelay. On the polling period alone, every round of
+// a budget-limited scale-in took 30 s: its validation seen 20 s after it
+// began, the next decision 10 s after that.
 func (d *disrupter) loop(ctx context.Context) error {
-	return every(ctx, d.gate, d.clock, disruptionEvery, "disrupting", func(ctx context.Context) error {
-		_, err := d.disrupt(ctx)
-		return err
-	})
+	if !d.gate.wait(ctx) {
+		return nil
+	}
+	for {
+		t := d.clock.NewTimer(d.nextPassIn(ctx))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C():
+		}
+	}
+}
+
+// nextPassIn runs a pass and says how long to wait for the next.
+func (d *disrupter) nextPassIn(ctx context.Context) time.Duration {
+	events, err := d.disrupt(ctx)
+	if err != nil {
+		logError(ctx, err, "disrupting")
+	}
+	for _, ev := range events {
+		if ev.What == disruption.EventExecuted {
+			return afterExecuted
+		}
+	}
+	d.mu.Lock()
+	ready := d.queue.NextValidation()
+	d.mu.Unlock()
+	if !ready.IsZero() {
+		return min(disruptionEvery, max(0, ready.Sub(d.clock.Now())))
+	}
+	return disruptionEvery
 }
 
 // disrupt is Controller.Disrupt.
@@ -91,6 +132,9 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 		for _, cmd := range dec.Commands {
 			log.FromContext(ctx).Info("disruption command", "command", cmd.String())
 			d.queue.Add(cmd, d.clock.Now())
+		}
+		if dec.LeavingKnown {
+			errs = append(errs, d.markLeaving(ctx, dec.Leaving))
 		}
 		errs = append(errs, d.scaleStatic(ctx, dc))
 	}
@@ -281,34 +325,50 @@ func (a apiActions) Untaint(node string) error { return a.setDisrupted(node, fal
 
 // setDisrupted adds or removes karpenter.sh/disrupted:NoSchedule.
 func (a apiActions) setDisrupted(name string, on bool) error {
-	for _, n := range a.d.store.Nodes() {
-		if n.Name() != name || n.Node == nil {
-			continue
-		}
-		node := n.Node.DeepCopy()
-		has := hasTaint(node.Spec.Taints, v1.DisruptedTaint)
-		switch {
-		case on && !has:
-			node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedTaint)
-		case !on && has:
-			kept := node.Spec.Taints[:0]
-			for _, t := range node.Spec.Taints {
-				if !t.MatchTaint(&v1.DisruptedTaint) {
-					kept = append(kept, t)
-				}
-			}
-			node.Spec.Taints = kept
-		default:
-			a.d.recordTaint(name, on)
-			return nil
-		}
-		if err := a.d.client.Update(a.ctx, node); err != nil {
-			return err
-		}
-		a.d.recordTaint(name, on)
+	if err := a.d.setTaint(a.ctx, name, v1.DisruptedTaint, on); err != nil {
+		return err
+	}
+	a.d.recordTaint(name, on)
+	return nil
+}
+
+// setTaint adds (on) or removes a taint of the named Node, writing only
+// when that changes it.
+func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Taint, on bool) error {
+	current := d.store.Node(name)
+	if current == nil {
+		return fmt.Errorf("node %s is not known", name)
+	}
+	if hasTaint(current.Spec.Taints, taint) == on {
 		return nil
 	}
-	return fmt.Errorf("node %s is not known", name)
+	node := current.DeepCopy()
+	if on {
+		node.Spec.Taints = append(node.Spec.Taints, taint)
+	} else {
+		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) })
+	}
+	return d.client.Update(ctx, node)
+}
+
+// markLeaving puts disruption.ConsolidatingTaint on the nodes a later
+// consolidation round expects to take, so kube-scheduler places the pods
+// this round evicts elsewhere, and takes it off every other Node.
+func (d *disrupter) markLeaving(ctx context.Context, leaving []*disruption.Candidate) error {
+	want := make(map[string]bool, len(leaving))
+	for _, cand := range leaving {
+		want[cand.Node.Name] = true
+	}
+	var errs []error
+	for _, n := range d.store.Nodes() {
+		if n.Node == nil || n.MarkedForDeletion() || hasTaint(n.Node.Spec.Taints, disruption.ConsolidatingTaint) == want[n.Name()] {
+			continue
+		}
+		if err := d.setTaint(ctx, n.Name(), disruption.ConsolidatingTaint, want[n.Name()]); client.IgnoreNotFound(err) != nil {
+			errs = append(errs, fmt.Errorf("marking node %s for a later consolidation round: %w", n.Name(), err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // recordTaint notes that this process's queue tainted the node (on) or

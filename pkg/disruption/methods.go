@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -73,7 +74,33 @@ type Decision struct {
 	Allowances map[string][]Allowance
 	// Moves are the consolidation moves the pass judged (see Move).
 	Moves []Move
+	// Leaving, when LeavingKnown, are the nodes beyond the Commands' that
+	// one multi-node consolidation would also take if the NodePools'
+	// budgets allowed: the candidates of the rounds to come (none when
+	// the policy does not MarksLeaving). Known when the pass's
+	// consolidation ran: a host then marks them with ConsolidatingTaint
+	// and takes the mark off every other node; after a pass that did not
+	// know, it keeps its marks as they are.
+	Leaving      []*Candidate
+	LeavingKnown bool
 }
+
+// ConsolidatingTaint marks a node that consolidation expects to take in a
+// later round, when a NodePool's budget holds it back from this one.
+//
+// A scale-in leaves every node part-empty; consolidation takes a budget's
+// worth of them a round, and kube-scheduler's least-allocated scoring puts
+// their pods on the emptiest nodes that remain — the next round's
+// candidates. Each pod bound there restarts that node's consolidateAfter,
+// so each round waits for it: a budget of 10 % took eleven rounds over
+// twelve minutes. With the next rounds' nodes marked PreferNoSchedule,
+// kube-scheduler's TaintToleration score (weight 3, against 1 for the
+// resources it would spread by) places the evicted pods on the nodes that
+// stay, and the next round can start once this one is done. The mark is
+// only a preference: provisioning and consolidation treat the node as any
+// other (kube-scheduler's filter ignores PreferNoSchedule), and a pod that
+// fits nowhere else still lands on it.
+var ConsolidatingTaint = corev1.Taint{Key: "joiner.sh/consolidating", Effect: corev1.TaintEffectPreferNoSchedule}
 
 // Options tune consolidation.
 type Options struct {
@@ -208,6 +235,7 @@ func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 	p := newPass(ctx, c, opts)
 	p.expire()
 	graceful, eventual := p.eligible()
+	consolidated := false
 	for _, m := range methods {
 		if opts.SkipConsolidation && m.consolidation() && m.kind() != MethodEmpty {
 			continue
@@ -216,12 +244,65 @@ func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 		if m.eventual() {
 			cands = eventual
 		}
+		consolidated = consolidated || (m.consolidation() && m.kind() != MethodEmpty)
 		if cmds := m.compute(p, cands); len(cmds) > 0 {
 			p.decision.Commands = cmds
 			break
 		}
 	}
+	if consolidated {
+		p.decision.LeavingKnown = true
+		if c.Policy.MarksLeaving() {
+			p.decision.Leaving = p.leaving(graceful)
+		}
+	}
 	return p.decision
+}
+
+// leaving are the consolidation candidates, beyond those of the pass's
+// commands, that one multi-node consolidation would take with them if the
+// budgets allowed — by the same binary search over the same order, the
+// commands' candidates always in it — or none when no budget held a
+// candidate back (the methods took what they could).
+func (p *pass) leaving(graceful []*Candidate) []*Candidate {
+	taken := map[*Candidate]bool{}
+	var first []*Candidate
+	for _, cmd := range p.decision.Commands {
+		for _, cand := range cmd.Candidates {
+			taken[cand] = true
+			first = append(first, cand)
+		}
+	}
+	var rest []*Candidate
+	held := false
+	for _, cand := range p.consolidationCandidates(graceful) {
+		if !taken[cand] {
+			rest = append(rest, cand)
+			held = held || p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0
+		}
+	}
+	if !held {
+		return nil
+	}
+	cands := append(slices.Clip(first), rest...)
+	if len(cands) > 100 {
+		cands = cands[:100]
+	}
+	ctx, cancel := context.WithTimeout(p.ctx, MultiNodeTimeout)
+	defer cancel()
+	judged := p.judged
+	defer func() { p.judged = judged }()
+	lo, hi := max(2, len(first)+1), len(cands)
+	best := len(first)
+	for done := 0; lo <= hi && !p.spent(ctx, done); done++ {
+		mid := (lo + hi) / 2
+		if p.consolidate(ctx, cands[:mid], MethodMultiNode) != nil {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return cands[len(first):best]
 }
 
 func (p *pass) expire() {

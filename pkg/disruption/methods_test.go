@@ -794,3 +794,49 @@ func TestPodEvent(t *testing.T) {
 		}
 	}
 }
+
+func TestLeavingNamesTheRoundsToCome(t *testing.T) {
+	large := types()[2]
+	build := func(budget string) *Snapshot {
+		np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: budget}} })
+		var nodes []*Candidate
+		for i := 0; i < 6; i++ {
+			nodes = append(nodes, node(fmt.Sprintf("n%d", i), np, large, v1.CapacityTypeOnDemand, podOn("4")))
+		}
+		return cluster(np, nodes...)
+	}
+	// Six 16-core nodes with 4 cores each in use: four can go at once
+	// (their pods fit on the other two), a budget of two takes two now,
+	// and the two after them are the next round's.
+	d := Compute(context.Background(), build("2"), Options{})
+	cmd := only(t, d)
+	if cmd.Method != MethodMultiNode || len(cmd.Candidates) != 2 || len(cmd.Replacements) != 0 {
+		t.Fatalf("budget 2: %s", cmd)
+	}
+	if !d.LeavingKnown || len(d.Leaving) != 2 {
+		t.Fatalf("budget 2: leaving %q (known %v), want the two the next round takes", names(d.Leaving), d.LeavingKnown)
+	}
+	for _, l := range d.Leaving {
+		for _, c := range cmd.Candidates {
+			if l == c {
+				t.Fatalf("leaving %q repeats the command's %s", names(d.Leaving), cmd)
+			}
+		}
+	}
+	// No budget holds a node back: nothing is left for a later round.
+	d = Compute(context.Background(), build("100%"), Options{})
+	if cmd := only(t, d); len(cmd.Candidates) != 4 || !d.LeavingKnown || len(d.Leaving) != 0 {
+		t.Fatalf("budget 100%%: %s, leaving %q (known %v)", cmd, names(d.Leaving), d.LeavingKnown)
+	}
+	// Upstream's decisions mark nothing, and say so, so a host takes
+	// earlier marks off.
+	c := build("2")
+	c.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
+	if d := Compute(context.Background(), c, Options{}); !d.LeavingKnown || len(d.Leaving) != 0 {
+		t.Fatalf("karpenter's decisions: leaving %q (known %v)", names(d.Leaving), d.LeavingKnown)
+	}
+	// A pass that skips consolidation does not know.
+	if d := Compute(context.Background(), build("2"), Options{SkipConsolidation: true}); d.LeavingKnown {
+		t.Fatal("a pass without consolidation cannot know what later rounds take")
+	}
+}

@@ -129,6 +129,18 @@ func (q *Queue) Validating() bool {
 	return false
 }
 
+// NextValidation is when the first command waiting for its validation may
+// be validated (zero when none waits).
+func (q *Queue) NextValidation() time.Time {
+	var next time.Time
+	for _, it := range q.items {
+		if !it.done && !it.validated && (next.IsZero() || it.ready.Before(next)) {
+			next = it.ready
+		}
+	}
+	return next
+}
+
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
 func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Snapshot) []Event {

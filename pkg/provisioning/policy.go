@@ -82,6 +82,13 @@ func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
 // as it comes.
 func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 
+// MarksLeaving is true when a disruption pass whose consolidation the
+// budgets cut short names the nodes later rounds would take, for hosts to
+// mark them (Joiner's decisions; see disruption.ConsolidatingTaint).
+// Upstream Karpenter leaves kube-scheduler to place evicted pods on any
+// node.
+func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
+
 // OverlayMode is how NodeOverlays apply under the policy: upstream's merge
 // (capacity from every matching overlay) when it makes upstream's choices,
 // else the highest weight's alone.

@@ -23,6 +23,7 @@ const (
 	simulationsPerMethod    = 15
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
+	afterExecuted           = time.Second // the controller's
 	// forcedPassEvery: even when nothing changed, time passing can make a
 	// node consolidatable, expire it, or open a budget window.
 	forcedPassEvery = 5 * time.Minute
@@ -125,6 +126,9 @@ func (e *simulation) disrupt() {
 		e.nextConsolidation = at
 	}
 	e.rep.disruptionPass(d)
+	if d.LeavingKnown {
+		e.markLeaving(d.Leaving)
+	}
 	for _, cand := range d.Expired {
 		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
 			e.rep.disrupted(n, "Expired")
@@ -136,6 +140,21 @@ func (e *simulation) disrupt() {
 	}
 	e.scaleStatic(c)
 	e.stepQueue()
+}
+
+// markLeaving puts disruption.ConsolidatingTaint on the nodes a later
+// consolidation round expects to take and takes it off every other node.
+func (e *simulation) markLeaving(leaving []*disruption.Candidate) {
+	want := make(map[string]bool, len(leaving))
+	for _, cand := range leaving {
+		want[cand.Node.Name] = true
+	}
+	for _, n := range e.nodes {
+		if n.leaving != want[n.name] && n.state != nodeGone {
+			n.leaving = want[n.name]
+			e.syncNode(n)
+		}
+	}
 }
 
 // scaleStatic keeps static NodePools at their replicas, as upstream's
@@ -164,14 +183,22 @@ func (e *simulation) stepQueue() {
 		return
 	}
 	events := e.queue.Step(context.Background(), e.clk.now, simActions{e}, e.disruptionCluster)
+	executed := false
 	for _, ev := range events {
 		if ev.What == disruption.EventExecuted {
+			executed = true
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil {
 					e.rep.disrupted(n, string(ev.Command.Reason))
 				}
 			}
 		}
+	}
+	if executed {
+		// As the controller: the next pass soon after a command is carried
+		// out, not at the next polling tick.
+		e.dirty = true
+		e.clk.after(afterExecuted, e.disrupt)
 	}
 	if e.queue.Len() > 0 && !e.queueArmed {
 		// One timer chain, however many callers step the queue.

@@ -10,6 +10,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -41,7 +42,10 @@ type simNode struct {
 	taints   []corev1.Taint
 	pods     []*simPod
 	// disrupting: tainted karpenter.sh/disrupted and draining, or about to.
-	disrupting   bool
+	disrupting bool
+	// leaving: consolidation expects to take it in a later round; it
+	// carries disruption.ConsolidatingTaint.
+	leaving      bool
 	drainStarted time.Time
 	drainReason  string
 	// lastPodEvent is its claim's status.lastPodEventTime: zero until a
@@ -97,6 +101,9 @@ func (e *simulation) syncNode(n *simNode) {
 	taints := append([]corev1.Taint(nil), n.taints...)
 	if n.disrupting {
 		taints = append(taints, v1.DisruptedTaint)
+	}
+	if n.leaving {
+		taints = append(taints, disruption.ConsolidatingTaint)
 	}
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse}
 	if n.state == nodeReady || n.state == nodeDraining {

@@ -490,6 +490,14 @@ func (s *Store) Pod(namespace, name string) *corev1.Pod {
 	return nil
 }
 
+// Node returns the Node of that name, or nil: the object the host handed
+// over, read-only (see Store).
+func (s *Store) Node(name string) *corev1.Node {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nodes[name]
+}
+
 // NodeClaim returns the claim of that name, or nil: the object the host
 // handed over, read-only (see Store).
 func (s *Store) NodeClaim(name string) *v1.NodeClaim {
