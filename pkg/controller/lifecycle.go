@@ -265,7 +265,7 @@ func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim) (time.Dura
 	}
 	log.FromContext(ctx).V(1).Info("holding a Node's registration for the rest of its launch cohort", "nodeclaim", nc.Name, "cohort", name, "members", len(members), "atMost", hold)
 	orig := nc.DeepCopy()
-	putCondition(nc, v1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionUnknown, Reason: reasonAwaitingCohort,
+	l.putCondition(nc, v1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionUnknown, Reason: reasonAwaitingCohort,
 		Message:            fmt.Sprintf("its Node waits for the other NodeClaims of launch cohort %s (%d) to have theirs, at most %s", name, len(members)-1, state.CohortHold),
 		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: nc.Generation})
 	return hold, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
@@ -283,17 +283,6 @@ func cohortHoldSince(nc *v1.NodeClaim) (time.Time, bool) {
 		}
 	}
 	return time.Time{}, false
-}
-
-// putCondition puts c in place of the claim's condition of its type.
-func putCondition(nc *v1.NodeClaim, c v1.Condition) {
-	for i := range nc.Status.Conditions {
-		if nc.Status.Conditions[i].Type == c.Type {
-			nc.Status.Conditions[i] = c
-			return
-		}
-	}
-	nc.Status.Conditions = append(nc.Status.Conditions, c)
 }
 
 // cohortOf lists the claims of the launch cohort named name: the cache's
@@ -489,19 +478,39 @@ func (l *lifecycle) claimOfNode(ctx context.Context, o client.Object) []reconcil
 	return out
 }
 
+// setCondition sets condition t True with reason and message.
 func (l *lifecycle) setCondition(nc *v1.NodeClaim, t, reason, message string) {
-	now := metav1.NewTime(l.clock.Now())
-	for i := range nc.Status.Conditions {
-		if nc.Status.Conditions[i].Type == t {
-			if nc.Status.Conditions[i].Status != metav1.ConditionTrue {
-				nc.Status.Conditions[i].LastTransitionTime = now
-			}
-			nc.Status.Conditions[i].Status, nc.Status.Conditions[i].Reason, nc.Status.Conditions[i].Message = metav1.ConditionTrue, reason, message
-			return
-		}
+	l.putCondition(nc, v1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: message})
+}
+
+// putCondition puts c in place of the claim's condition of its type (or
+// adds it) and says whether that changed anything. The transition time is
+// c's when it has one; otherwise the old condition's when the status stays
+// the same, and now when it changes.
+func (l *lifecycle) putCondition(nc *v1.NodeClaim, c v1.Condition) bool {
+	explicit := !c.LastTransitionTime.IsZero()
+	if !explicit {
+		c.LastTransitionTime = metav1.NewTime(l.clock.Now())
 	}
-	nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: message,
-		LastTransitionTime: now, ObservedGeneration: nc.Generation})
+	if c.ObservedGeneration == 0 {
+		c.ObservedGeneration = nc.Generation
+	}
+	for i := range nc.Status.Conditions {
+		old := &nc.Status.Conditions[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message && !explicit {
+			return false
+		}
+		if old.Status == c.Status && !explicit {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = c
+		return true
+	}
+	nc.Status.Conditions = append(nc.Status.Conditions, c)
+	return true
 }
 
 // draPublishPoll is how often a claim waiting for its DRA drivers' slices
@@ -528,23 +537,7 @@ func (l *lifecycle) unpublishedDriver(nc *v1.NodeClaim, node string) string {
 // setWaiting sets condition t Unknown with reason and message; it says
 // whether that changed anything.
 func (l *lifecycle) setWaiting(nc *v1.NodeClaim, t, reason, message string) bool {
-	now := metav1.NewTime(l.clock.Now())
-	for i := range nc.Status.Conditions {
-		c := &nc.Status.Conditions[i]
-		if c.Type == t {
-			if c.Status == metav1.ConditionUnknown && c.Reason == reason && c.Message == message {
-				return false
-			}
-			if c.Status != metav1.ConditionUnknown {
-				c.LastTransitionTime = now
-			}
-			c.Status, c.Reason, c.Message = metav1.ConditionUnknown, reason, message
-			return true
-		}
-	}
-	nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: reason, Message: message,
-		LastTransitionTime: now, ObservedGeneration: nc.Generation})
-	return true
+	return l.putCondition(nc, v1.Condition{Type: t, Status: metav1.ConditionUnknown, Reason: reason, Message: message})
 }
 
 func conditionTrue(nc *v1.NodeClaim, t string) bool {
