@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 )
@@ -82,5 +84,29 @@ func TestScaleInIsPacedByConsolidateAfter(t *testing.T) {
 	}
 	if settle := last.Sub(scaleIn); settle > 5*time.Minute {
 		t.Errorf("the last node was deleted %s after the scale-in, want within 5m (1m consolidateAfter a round, one node a round)", settle)
+	}
+}
+
+// TestScaleInRoundsDoNotWaitForTheirDestinations runs the scale
+// benchmark's workload (test/scale/scenario): 21 nodes, a 10 % budget, a
+// scale-in to 30 % at minute 20. The first round takes three nodes; with
+// the rounds after it marked joiner.sh/consolidating, the pods it evicts
+// go to nodes that stay, and the second round starts as soon as the first
+// is done — not a consolidateAfter later, as when the evicted pods landed
+// on its candidates (90 s after the first, before the marks).
+func TestScaleInRoundsDoNotWaitForTheirDestinations(t *testing.T) {
+	dir := filepath.Join("..", "..", "test", "scale", "scenario")
+	rep, _ := runFS(t, os.DirFS(dir), ".", "scenario")
+	var rounds []float64
+	for _, ev := range rep.DisruptionEvents {
+		if len(rounds) == 0 || ev.Minute != rounds[len(rounds)-1] {
+			rounds = append(rounds, ev.Minute)
+		}
+	}
+	if len(rounds) < 2 || rounds[0] < 20 {
+		t.Fatalf("want at least two rounds of consolidation after minute 20, got %v", rounds)
+	}
+	if gap := time.Duration((rounds[1] - rounds[0]) * float64(time.Minute)); gap >= time.Minute {
+		t.Errorf("the second round came %s after the first (rounds at minutes %v): it waited for the consolidateAfter of nodes the first round's pods went to", gap, rounds)
 	}
 }

@@ -1,0 +1,136 @@
+//go:build integration
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+)
+
+// TestConsolidationMarksTheNextRound: four nodes of one type, a 1-core pod
+// on each, a budget of one. One node can go now; two more could go with it
+// if the budget allowed (their pods fit on the fourth). The controller
+// marks those two joiner.sh/consolidating:PreferNoSchedule — so
+// kube-scheduler puts the evicted pod on the node that stays — and once the
+// budget no longer holds anything back, takes the marks off.
+func TestConsolidationMarksTheNextRound(t *testing.T) {
+	ctx := context.Background()
+	scheme, kc := controllerClient(t)
+	c, stop := startController(t, scheme)
+	defer stop()
+	const pool = "rounds"
+	np := createPool(t, kc, pool, func(np *v1.NodePool) {
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: pool, Effect: corev1.TaintEffectNoSchedule}}
+		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.2xlarge"}
+	})
+	defer removePool(t, kc, pool, np)
+	toleration := corev1.Toleration{Key: pool, Operator: corev1.TolerationOpExists}
+	// Four 7-core pods: one 8-core node each.
+	var big []*corev1.Pod
+	for i := range 4 {
+		big = append(big, createPendingPod(t, kc, fmt.Sprintf("rounds-big-%d", i), "7", toleration))
+	}
+	var claims v1.NodeClaimList
+	eventually(t, "four NodeClaims", func(ctx context.Context) (bool, error) {
+		err := kc.List(ctx, &claims, client.MatchingLabels{v1.LabelNodePool: pool})
+		return err == nil && len(claims.Items) == 4, err
+	})
+	var nodes []string
+	for i := range claims.Items {
+		node := waitRegistered(t, kc, &claims.Items[i])
+		becomeReady(t, kc, node)
+		nodes = append(nodes, node.Name)
+	}
+	// The big pods go; a 1-core pod runs on each node.
+	for _, p := range big {
+		if err := kc.Delete(ctx, p, client.GracePeriodSeconds(0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, node := range nodes {
+		zero := int64(0)
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("rounds-small-%d", i), Namespace: "default"},
+			Spec: corev1.PodSpec{NodeName: node, TerminationGracePeriodSeconds: &zero, Tolerations: []corev1.Toleration{toleration},
+				Containers: []corev1.Container{{Name: "c", Image: "nginx", Resources: corev1.ResourceRequirements{
+					Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}}}}
+		if err := kc.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = kc.Delete(context.Background(), p, client.GracePeriodSeconds(0)) }()
+	}
+	eventually(t, "the controller seeing one small pod on each node", func(context.Context) (bool, error) {
+		n := 0
+		for _, sn := range c.Store().Nodes() {
+			if slices.Contains(nodes, sn.Name()) && len(sn.Pods) == 1 && sn.Pods[0].Spec.Containers[0].Resources.Requests.Cpu().Value() == 1 {
+				n++
+			}
+		}
+		return n == 4, nil
+	})
+
+	setPool := func(mutate func(*v1.NodePool)) {
+		t.Helper()
+		eventually(t, "NodePool "+pool+" updated", func(ctx context.Context) (bool, error) {
+			var cur v1.NodePool
+			if err := kc.Get(ctx, client.ObjectKey{Name: pool}, &cur); err != nil {
+				return false, err
+			}
+			mutate(&cur)
+			return kc.Update(ctx, &cur) == nil, nil // a conflict: read and try again
+		})
+	}
+	marked := func(ctx context.Context) ([]string, error) {
+		var out []string
+		for _, name := range nodes {
+			var n corev1.Node
+			if err := kc.Get(ctx, client.ObjectKey{Name: name}, &n); err != nil {
+				return nil, client.IgnoreNotFound(err)
+			}
+			if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruption.ConsolidatingTaint) }) {
+				out = append(out, name)
+			}
+		}
+		return out, nil
+	}
+
+	setPool(func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s") })
+	var got []string
+	eventually(t, "two nodes marked for the next round", func(ctx context.Context) (bool, error) {
+		if _, err := c.Disrupt(ctx); err != nil {
+			return false, err
+		}
+		var err error
+		got, err = marked(ctx)
+		return len(got) == 2, err
+	})
+	// Neither is the node this round takes (tainted karpenter.sh/disrupted
+	// once validated) nor the one that stays: the marks are the two whose
+	// pods, with the first's, fit on the fourth.
+	for _, sn := range c.Store().Nodes() {
+		if slices.Contains(got, sn.Name()) && sn.Disrupting() {
+			t.Errorf("node %s is marked for a later round and disrupted now", sn.Name())
+		}
+	}
+
+	// Nothing held back: every mark comes off.
+	setPool(func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "100%"}} })
+	eventually(t, "the marks taken off", func(ctx context.Context) (bool, error) {
+		if _, err := c.Disrupt(ctx); err != nil {
+			return false, err
+		}
+		got, err := marked(ctx)
+		return len(got) == 0, err
+	})
+}
