@@ -272,12 +272,22 @@ func (p *Process) get(ctx context.Context, path string) (*http.Response, error) 
 // SaveHeapProfile writes the process's heap profile (its metrics
 // server's /debug/pprof/heap: joiner's --enable-profiling) to file.
 func (p *Process) SaveHeapProfile(ctx context.Context, file string) error {
+	return p.save(ctx, "/debug/pprof/heap", file)
+}
+
+// SaveMetrics writes what the process's /metrics says now to file.
+func (p *Process) SaveMetrics(ctx context.Context, file string) error {
+	return p.save(ctx, "/metrics", file)
+}
+
+// save writes what the process's metrics server says at path to file.
+func (p *Process) save(ctx context.Context, path, file string) error {
 	if p.Spec.MetricsAddr == "" {
 		return fmt.Errorf("%s serves no metrics endpoint", p.Spec.Name)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	resp, err := p.get(ctx, "/debug/pprof/heap")
+	resp, err := p.get(ctx, path)
 	if err != nil {
 		return err
 	}

@@ -296,6 +296,9 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	}
 	obs.note("%s started (pid %d)", as.Name(), proc.PID())
 	go obs.watchDecisions(ctx, proc)
+	if as.Name() == "joiner" {
+		go watchPeak(ctx, b, proc, dir)
+	}
 	start := take(ctx, b, cluster, proc)
 	prev := start
 	// endPhase reads the counters at a phase's end, adds what is common to
@@ -555,4 +558,34 @@ func sideBySide(results []*result) string {
 		}
 	}
 	return sb.String()
+}
+
+// watchPeak keeps, in peak-heap.pprof and peak-metrics.txt, the
+// controller's heap profile and metrics (the Go runtime's memory among
+// them) from the moment its resident memory was highest: the heap
+// profiles after each phase show what stays, not what sets the peak RSS.
+func watchPeak(ctx context.Context, b *testing.B, proc *harness.Process, dir string) {
+	const every, step = time.Second, 8e6 // a new profile once RSS grew by 8 MB
+	high := 0.0
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		u, err := proc.Usage()
+		if err != nil || u.RSSBytes < high+step {
+			continue
+		}
+		high = u.RSSBytes
+		if err := proc.SaveHeapProfile(ctx, filepath.Join(dir, "peak-heap.pprof")); err != nil {
+			b.Logf("no heap profile at RSS %.0f MB: %v", high/1e6, err)
+			continue
+		}
+		if err := proc.SaveMetrics(ctx, filepath.Join(dir, "peak-metrics.txt")); err != nil {
+			b.Logf("no metrics at RSS %.0f MB: %v", high/1e6, err)
+		}
+	}
 }
