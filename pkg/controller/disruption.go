@@ -52,19 +52,44 @@ type disrupter struct {
 // candidates again.
 const afterExecuted = time.Second
 
+// queueEvery is how often a command waiting for its replacements is looked
+// at between passes, as upstream's orchestration queue requeues it.
+const queueEvery = time.Second
+
 // loop runs disruption passes until ctx ends: every disruptionEvery, as
 // upstream polls; soon after a pass that carried a command out, as
 // upstream's controller goes on at once after a success; and when a
 // command's validation is due, as upstream's waits exactly
-// disruption.ValidationDelay. On the polling period alone, every round of
-// a budget-limited scale-in took 30 s: its validation seen 20 s after it
-// began, the next decision 10 s after that.
+// disruption.ValidationDelay. Between passes, a command waiting for its
+// replacements is stepped every queueEvery without a new decision. On the
+// polling period alone, every round of a budget-limited scale-in took
+// 30 s (its validation seen 20 s after it began, the next decision 10 s
+// after that) and every replacement waited up to 10 s more.
 func (d *disrupter) loop(ctx context.Context) error {
 	if !d.gate.wait(ctx) {
 		return nil
 	}
+	next := d.clock.Now()
 	for {
-		t := d.clock.NewTimer(d.nextPassIn(ctx))
+		var events []disruption.Event
+		var err error
+		if d.clock.Now().Before(next) {
+			events, err = d.step(ctx)
+		} else {
+			events, err = d.disrupt(ctx)
+			next = d.clock.Now().Add(disruptionEvery)
+		}
+		if err != nil {
+			logError(ctx, err, "disrupting")
+		}
+		next = d.nextPass(events, next)
+		wait := next.Sub(d.clock.Now())
+		d.mu.Lock()
+		if d.queue.AwaitingReplacements() {
+			wait = min(wait, queueEvery)
+		}
+		d.mu.Unlock()
+		t := d.clock.NewTimer(max(0, wait))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -74,24 +99,21 @@ func (d *disrupter) loop(ctx context.Context) error {
 	}
 }
 
-// nextPassIn runs a pass and says how long to wait for the next.
-func (d *disrupter) nextPassIn(ctx context.Context) time.Duration {
-	events, err := d.disrupt(ctx)
-	if err != nil {
-		logError(ctx, err, "disrupting")
-	}
+// nextPass is when the next full pass is due, given the events of the
+// last pass or step and the time it was due so far.
+func (d *disrupter) nextPass(events []disruption.Event, due time.Time) time.Time {
 	for _, ev := range events {
 		if ev.What == disruption.EventExecuted {
-			return afterExecuted
+			return d.clock.Now().Add(afterExecuted)
 		}
 	}
 	d.mu.Lock()
 	ready := d.queue.NextValidation()
 	d.mu.Unlock()
-	if !ready.IsZero() {
-		return min(disruptionEvery, max(0, ready.Sub(d.clock.Now())))
+	if !ready.IsZero() && ready.Before(due) {
+		return ready
 	}
-	return disruptionEvery
+	return due
 }
 
 // disrupt is Controller.Disrupt.
@@ -106,13 +128,9 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 	if err := d.offerings.refresh(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("refreshing instance types: %w", err))
 	}
-	fresh := func() *disruption.Snapshot {
-		version := d.store.ConfigVersion()
-		return d.decider.Prepare(d.store.DisruptionSnapshot(d.clock.Now(), d.drifted(ctx)), version)
-	}
 	errs = append(errs, d.untaintStale(ctx))
 	if !d.queue.Validating() {
-		dc := fresh()
+		dc := d.fresh(ctx)
 		dec := disruption.Compute(ctx, dc, d.queue.Options)
 		for pool, as := range dec.Allowances {
 			for _, a := range as {
@@ -138,7 +156,34 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 		}
 		errs = append(errs, d.scaleStatic(ctx, dc))
 	}
-	events := d.queue.Step(ctx, d.clock.Now(), apiActions{d, ctx}, fresh)
+	events, err := d.stepQueue(ctx)
+	return events, errors.Join(append(errs, err)...)
+}
+
+// step advances the queued commands without a new decision.
+func (d *disrupter) step(ctx context.Context) ([]disruption.Event, error) {
+	if !d.gate.synced() {
+		return nil, ErrNotSynced
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.queue.Len() == 0 {
+		return nil, nil
+	}
+	return d.stepQueue(withController(ctx, "disruption"))
+}
+
+// fresh is the cluster as disruption decides over it now.
+func (d *disrupter) fresh(ctx context.Context) *disruption.Snapshot {
+	version := d.store.ConfigVersion()
+	return d.decider.Prepare(d.store.DisruptionSnapshot(d.clock.Now(), d.drifted(ctx)), version)
+}
+
+// stepQueue advances the queued commands, logs and counts what they did.
+// d.mu is held.
+func (d *disrupter) stepQueue(ctx context.Context) ([]disruption.Event, error) {
+	var errs []error
+	events := d.queue.Step(ctx, d.clock.Now(), apiActions{d, ctx}, func() *disruption.Snapshot { return d.fresh(ctx) })
 	for _, ev := range events {
 		log.FromContext(ctx).Info("disruption", "event", string(ev.What), "command", ev.Command.String(), "detail", ev.Detail)
 		if ev.Err != nil {

@@ -141,6 +141,17 @@ func (q *Queue) NextValidation() time.Time {
 	return next
 }
 
+// AwaitingReplacements: a validated command waits for its replacements to
+// initialize before its candidates are terminated.
+func (q *Queue) AwaitingReplacements() bool {
+	for _, it := range q.items {
+		if !it.done && it.validated && it.launched && len(it.replacements) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
 func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Snapshot) []Event {

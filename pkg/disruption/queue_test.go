@@ -67,15 +67,24 @@ func TestReplacementFirst(t *testing.T) {
 	cmd := only(t, Compute(context.Background(), c, Options{}))
 	q := &Queue{}
 	r := newRecorder()
+	if !q.NextValidation().IsZero() || q.AwaitingReplacements() {
+		t.Fatal("an empty queue waits for nothing")
+	}
 	q.Add(cmd, t0)
 	fresh := func() *Snapshot { return c }
 	if ev := q.Step(context.Background(), t0.Add(10*time.Second), r, fresh); len(ev) != 0 || len(r.log) != 0 {
 		t.Fatalf("nothing happens before the validation delay: %v %v", ev, r.log)
 	}
+	if got := q.NextValidation(); !got.Equal(t0.Add(ValidationDelay)) || q.AwaitingReplacements() {
+		t.Fatalf("validating: next validation %s (want %s), awaiting replacements %v", got, t0.Add(ValidationDelay), q.AwaitingReplacements())
+	}
 	c.Now = t0.Add(ValidationDelay)
 	q.Step(context.Background(), c.Now, r, fresh)
 	if strings.Join(r.log, ";") != "taint big;launch replacement-1" {
 		t.Fatalf("after validation the candidate is tainted and the replacement launched, nothing else: %v", r.log)
+	}
+	if !q.NextValidation().IsZero() || !q.AwaitingReplacements() {
+		t.Fatalf("validated: next validation %s, awaiting replacements %v", q.NextValidation(), q.AwaitingReplacements())
 	}
 	q.Step(context.Background(), c.Now.Add(time.Minute), r, fresh)
 	if len(r.log) != 2 {

@@ -24,6 +24,7 @@ const (
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
 	afterExecuted           = time.Second // the controller's
+	queueEvery              = time.Second // the controller's
 	// forcedPassEvery: even when nothing changed, time passing can make a
 	// node consolidatable, expire it, or open a budget window.
 	forcedPassEvery = 5 * time.Minute
@@ -203,7 +204,7 @@ func (e *simulation) stepQueue() {
 	if e.queue.Len() > 0 && !e.queueArmed {
 		// One timer chain, however many callers step the queue.
 		e.queueArmed = true
-		e.clk.after(drainEvery, func() {
+		e.clk.after(queueEvery, func() {
 			e.queueArmed = false
 			e.stepQueue()
 		})

@@ -1,0 +1,36 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+)
+
+// TestNextPass: the disruption loop's next decision is due at the polling
+// period; a second after a command was carried out (upstream goes on at
+// once); and when a queued command's validation is due, if that is sooner.
+func TestNextPass(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	d := &disrupter{clock: clk}
+	due := t0.Add(disruptionEvery)
+	if got := d.nextPass(nil, due); !got.Equal(due) {
+		t.Errorf("nothing happened: next pass at %s, want the polling period's %s", got, due)
+	}
+	executed := []disruption.Event{{What: disruption.EventTainted}, {What: disruption.EventExecuted}}
+	if got := d.nextPass(executed, due); !got.Equal(t0.Add(afterExecuted)) {
+		t.Errorf("a command carried out: next pass at %s, want %s", got, t0.Add(afterExecuted))
+	}
+	d.queue.Add(&disruption.Command{Method: disruption.MethodSingleNode}, t0)
+	if got := d.nextPass(nil, due); !got.Equal(due) {
+		t.Errorf("a validation due after the polling period: next pass at %s, want %s", got, due)
+	}
+	clk.Step(disruptionEvery)
+	later := clk.Now().Add(disruptionEvery)
+	if want := t0.Add(disruption.ValidationDelay); !d.nextPass(nil, later).Equal(want) {
+		t.Errorf("a validation due before the next poll: next pass at %s, want %s", d.nextPass(nil, later), want)
+	}
+}
