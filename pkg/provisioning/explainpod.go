@@ -81,8 +81,12 @@ func ExplainPod(ctx context.Context, snap *Snapshot, pod *corev1.Pod) *Explanati
 		for rc := c; rc != nil && c.invalid == nil; rc = s.relaxedClass(rc) {
 			cl, err := s.newClaim(p, pi, rc, pod)
 			if err == nil {
-				v.Reason, v.Code, v.Plan = "", ReasonOther, s.finalize(cl)
-				break
+				plan, why := s.finalize(cl)
+				if why == nil {
+					v.Reason, v.Code, v.Plan = "", ReasonOther, plan
+					break
+				}
+				err = why
 			}
 			v.Reason, v.Code, v.Err = err.Error(), CodeOf(err), err
 		}

@@ -113,6 +113,9 @@ type Reason struct {
 	// values left.
 	Key                 string
 	MinValues, Distinct int
+	// Truncated: the values left are those of the cheapest that many
+	// types, all a NodeClaim may name (MaxInstanceTypes).
+	Truncated int
 	// LastReservation: the pod would have taken the claim's last
 	// capacity reservation away (ReasonReservedCapacity).
 	LastReservation bool
@@ -157,6 +160,10 @@ func (r *Reason) Error() string {
 		}
 		return "would exceed the NodePool's limits (" + strings.Join(parts, ", ") + ")"
 	case ReasonMinValues:
+		if r.Truncated > 0 {
+			return fmt.Sprintf("minValues: %s needs %d distinct values, only %d remain among the cheapest %d instance types that fit (a NodeClaim names at most %d)",
+				r.Key, r.MinValues, r.Distinct, r.Truncated, r.Truncated)
+		}
 		return fmt.Sprintf("minValues: %s needs %d distinct values, only %d remain among the instance types that fit", r.Key, r.MinValues, r.Distinct)
 	case ReasonNoRoom:
 		return "not enough room on any remaining instance type"

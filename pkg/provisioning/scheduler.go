@@ -408,7 +408,17 @@ func (w *prepared) results() *Results {
 		}
 	}
 	for _, cl := range s.claims {
-		res.NewNodeClaims = append(res.NewNodeClaims, s.finalize(cl))
+		plan, err := s.finalize(cl)
+		if err != nil {
+			byPool := map[string]string{cl.pool.np.Name: err.Error()}
+			codes := map[string]ReasonCode{cl.pool.np.Name: err.Code}
+			for _, pod := range cl.pods {
+				res.Unschedulable = append(res.Unschedulable, &PodError{Pod: pod, ByNodePool: byPool, CodeByNodePool: codes,
+					Reason: fmt.Sprintf("NodePool %q: %s", cl.pool.np.Name, err)})
+			}
+			continue
+		}
+		res.NewNodeClaims = append(res.NewNodeClaims, plan)
 	}
 	return res
 }
@@ -891,7 +901,12 @@ func (s *scheduler) explain(pod *corev1.Pod, c *podClass) *PodError {
 // finalize turns a claim into a plan, its instance types in price order.
 // Which capacity type of those the claim allows is launched is the cloud
 // provider's choice, as upstream (reserved, then spot, then on-demand).
-func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
+//
+// Its instance types are the cheapest MaxInstanceTypes of those that fit,
+// as upstream truncates them for the launch API; when that leaves a
+// minValues requirement short, the claim is not made (its pods say why)
+// or, under MinValuesPolicy BestEffort, the minimum is lowered.
+func (s *scheduler) finalize(cl *claim) (*NodeClaimPlan, *Reason) {
 	reqs := cl.reqs.Copy()
 	delete(reqs, v1.LabelHostname)
 	if len(cl.reserved) > 0 {
@@ -901,6 +916,7 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 	rid := reqs.Get(cloudprovider.ReservationIDLabel)
 	// Room for every candidate at once: there are hundreds, often.
 	its := make([]*cloudprovider.InstanceType, 0, cl.candidates.count())
+	var kept []int // their indexes in the pool
 	var daemon vec // of the cheapest type
 	for _, i := range cl.pool.priceOrder(zone, ct) {
 		if cl.candidates.has(i) && (len(cl.reserved) == 0 || slices.ContainsFunc(cl.pool.its[i].it.Offerings, func(o *cloudprovider.Offering) bool {
@@ -910,18 +926,39 @@ func (s *scheduler) finalize(cl *claim) *NodeClaimPlan {
 				daemon = cl.pool.its[i].daemon
 			}
 			its = append(its, cl.pool.its[i].it)
+			kept = append(kept, i)
 		}
 	}
 	if len(its) == 0 {
 		its = nil // as before it was made with room
 	}
+	relaxed := cl.minRelaxed
+	if len(its) > MaxInstanceTypes {
+		its, kept = its[:MaxInstanceTypes], kept[:MaxInstanceTypes]
+		truncated := newBitset(len(cl.pool.its))
+		for _, i := range kept {
+			truncated.set(i)
+		}
+		var lowered bool
+		var err error
+		if reqs, lowered, err = checkMinValues(reqs, truncated, cl.pool, s.minValues == MinValuesBestEffort); err != nil {
+			why := err.(*Reason)
+			why.Truncated = MaxInstanceTypes
+			return nil, why
+		}
+		relaxed = relaxed || lowered
+	}
 	plan := &NodeClaimPlan{NodePool: cl.pool.np, Requirements: reqs, InstanceTypes: its, Pods: cl.pods,
-		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: cl.minRelaxed}
+		Requests: s.dims.list(cl.requests.plus(daemon)), Hostname: cl.name, MinValuesRelaxed: relaxed}
 	if s.dra != nil {
 		plan.DRADrivers = s.dra.driversOf(cl)
 	}
-	return plan
+	return plan, nil
 }
+
+// MaxInstanceTypes is how many instance types a NodeClaim names at most:
+// upstream's limit for the launch API, the cheapest first.
+const MaxInstanceTypes = 600
 
 // needsOwnNode: a pod with required pod anti-affinity on hostname against
 // pods like itself needs a node of its own. Such pods are placed first, so
