@@ -13,9 +13,11 @@ import (
 // every object without its managedFields (the API server's bookkeeping,
 // a kilobyte or more per object, never read here), and pods without what
 // no decision reads — their containers' environment, commands, arguments,
-// probes and lifecycle hooks. What scheduling reads stays: requests and
-// limits, ports, volumes, selectors, affinities, tolerations, spread,
-// priority, owners, annotations and labels, status. The controller never
+// probes and lifecycle hooks, their statuses' images, IDs and last
+// states, and the messages of the pod's conditions. What scheduling reads
+// stays: requests and limits, ports, volumes, selectors, affinities,
+// tolerations, spread, priority, owners, annotations and labels, the
+// phase, conditions and containers' states and resources. The controller never
 // writes a pod back (it evicts through the eviction subresource), and the
 // objects it updates (Nodes, NodeClaims, NodePools) lose only their
 // managedFields, which an update without them leaves as they are.
@@ -43,7 +45,29 @@ func TrimPod(obj any) (any, error) {
 	for i := range p.Spec.EphemeralContainers {
 		trimContainer((*corev1.Container)(&p.Spec.EphemeralContainers[i].EphemeralContainerCommon))
 	}
+	for i := range p.Status.Conditions {
+		p.Status.Conditions[i].Message = "" // kube-scheduler's "0/102 nodes are available: …"
+	}
+	for _, statuses := range [][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses, p.Status.EphemeralContainerStatuses} {
+		for i := range statuses {
+			trimStatus(&statuses[i])
+		}
+	}
 	return p, nil
+}
+
+// trimStatus keeps of a container's status what a decision may read: its
+// name, readiness, restarts, state and resources (an in-place resize).
+func trimStatus(cs *corev1.ContainerStatus) {
+	cs.Image, cs.ImageID, cs.ContainerID = "", "", ""
+	cs.LastTerminationState = corev1.ContainerState{}
+	cs.VolumeMounts, cs.User, cs.AllocatedResourcesStatus = nil, nil, nil
+	if w := cs.State.Waiting; w != nil {
+		w.Message = ""
+	}
+	if t := cs.State.Terminated; t != nil {
+		t.Message = ""
+	}
 }
 
 func trimContainer(c *corev1.Container) {

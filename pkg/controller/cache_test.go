@@ -26,7 +26,13 @@ func TestTrimPod(t *testing.T) {
 		Annotations: map[string]string{"karpenter.sh/do-not-disrupt": "true"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{c}, InitContainers: []corev1.Container{sidecar},
 			Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}},
-			Volumes:     []corev1.Volume{{Name: "data"}}, NodeSelector: map[string]string{"zone": "a"}}}
+			Volumes:     []corev1.Volume{{Name: "data"}}, NodeSelector: map[string]string{"zone": "a"}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				Message: "0/3 nodes are available: 3 Insufficient cpu."}},
+			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", Image: "app:1", ImageID: "sha256:x", ContainerID: "containerd://y", RestartCount: 2,
+				State:     corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating", Message: "pulling"}},
+				Resources: &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}}
 	out, err := TrimPod(p)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +52,16 @@ func TestTrimPod(t *testing.T) {
 	if got.Spec.InitContainers[0].RestartPolicy == nil || got.Annotations["karpenter.sh/do-not-disrupt"] != "true" ||
 		len(got.Spec.Tolerations) != 1 || len(got.Spec.Volumes) != 1 || got.Spec.NodeSelector["zone"] != "a" {
 		t.Errorf("the pod lost what scheduling reads: %+v", got)
+	}
+	cond, cs := got.Status.Conditions[0], got.Status.ContainerStatuses[0]
+	if cond.Reason != corev1.PodReasonUnschedulable || cond.Status != corev1.ConditionFalse || cond.Message != "" {
+		t.Errorf("the PodScheduled condition: %+v; want its reason and status without the message", cond)
+	}
+	if cs.Image != "" || cs.ImageID != "" || cs.ContainerID != "" || cs.State.Waiting.Message != "" {
+		t.Errorf("the container status kept what no decision reads: %+v", cs)
+	}
+	if cs.Resources.Requests.Cpu().String() != "2" || cs.RestartCount != 2 || cs.State.Waiting.Reason != "ContainerCreating" || got.Status.Phase != corev1.PodPending {
+		t.Errorf("the pod's status lost what decisions read: %+v", got.Status)
 	}
 	if n := &(corev1.Node{}); func() bool { o, _ := TrimPod(n); return o != n }() {
 		t.Error("a Node was changed")
