@@ -63,6 +63,9 @@ type Recording struct {
 	// Startup is how long the recorded nodes took to come up; a replay's
 	// simulated cloud takes it.
 	Startup Startup
+	// SchedulerPace is how many pods a second the recorded kube-scheduler
+	// got through while pods waited for it (0: it never fell behind).
+	SchedulerPace float64
 
 	// Region is the nodes' topology.kubernetes.io/region ("" when none
 	// says).
@@ -368,6 +371,7 @@ func (b *builder) finish() *Recording {
 	r.Replay = b.workloads()
 	r.Replay.NodePools, r.Replay.NodeClasses = nodePools, nodeClasses
 	r.Startup = b.startup()
+	r.SchedulerPace = b.schedulerPace()
 	unmanaged := 0
 	for _, c := range b.claims { // an instance costs from its launch, not its Node's registration
 		if n := b.nodes[c.node]; n != nil && c.created.Before(n.life.Created) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"reflect"
@@ -434,5 +435,40 @@ func TestReadTraceCutShort(t *testing.T) {
 	}
 	if len(rec.NodePools) != 1 || rec.End.Sub(rec.Start) >= 2*time.Hour {
 		t.Errorf("%d NodePools, %s long: want what was written before the cut", len(rec.NodePools), rec.End.Sub(rec.Start))
+	}
+}
+
+// TestSchedulerPace: a recorded kube-scheduler that marked a burst of 100
+// pods unschedulable ten a second was behind for ten seconds: the replay's
+// kube-scheduler tries ten a second. A recording without a pod marked
+// says nothing of its pace.
+func TestSchedulerPace(t *testing.T) {
+	if rec := readTrace(t, clusterTrace(t)); rec.SchedulerPace != 0 {
+		t.Errorf("no pod marked unschedulable: pace %v, want 0 (unknown)", rec.SchedulerPace)
+	}
+	burst := func(put func(time.Duration, trace.Op, string, any)) {
+		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
+		created := time.Hour
+		for i := range 100 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("burst-%d", i)),
+				CreationTimestamp: metav1.NewTime(t0.Add(created))}, Spec: spec}
+			put(created, trace.OpAdd, "Pod", p)
+			marked := created + time.Duration(i)*100*time.Millisecond
+			p = p.DeepCopy()
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				LastTransitionTime: metav1.NewTime(t0.Add(marked))}}
+			put(marked, trace.OpUpdate, "Pod", p)
+		}
+	}
+	rec := readTrace(t, clusterTrace(t, burst))
+	if rec.SchedulerPace != 10 {
+		t.Fatalf("100 pods marked over 10 s: pace %v a second, want 10", rec.SchedulerPace)
+	}
+	in, err := rec.Input("cluster.trace.gz", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if k := in.Scenario.Spec.KubeScheduler; k == nil || k.PodsPerSecond != 10 || !hasNote(in.Notes, "kube-scheduler tries 10 pending pods a second") {
+		t.Errorf("the replay's kube-scheduler: %+v, notes %q", k, in.Notes)
 	}
 }

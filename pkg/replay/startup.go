@@ -3,6 +3,8 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"math"
+	"slices"
 	"sort"
 	"time"
 
@@ -87,9 +89,15 @@ func median(ds []time.Duration) time.Duration {
 	return ds[len(ds)/2]
 }
 
-// calibrate gives the simulated cloud the recorded start-up where the
-// scenario did not say its own.
+// calibrate gives the simulated cloud the recorded start-up, and the
+// simulated kube-scheduler the recorded pace, where the scenario did not
+// say its own.
 func (r *Recording) calibrate(in *scenario.Input) {
+	if r.SchedulerPace > 0 && in.Scenario.Spec.KubeScheduler == nil {
+		in.Scenario.Spec.KubeScheduler = &scenario.KubeScheduler{PodsPerSecond: math.Round(r.SchedulerPace)}
+		in.Notes = append(in.Notes, fmt.Sprintf("kube-scheduler tries %.0f pending pods a second, as the recorded one got through them when it fell behind (its busiest %s)",
+			math.Round(r.SchedulerPace), paceWindow))
+	}
 	s := r.Startup
 	f := &in.Scenario.Spec.Faults
 	if s.Claims == 0 {
@@ -107,4 +115,56 @@ func (r *Recording) calibrate(in *scenario.Input) {
 	f.InitializationLatency.Mean = at(s.Initialization)
 	in.Notes = append(in.Notes, fmt.Sprintf("the simulated nodes come up as the recorded ones did (medians of %d NodeClaims): %s from NodeClaim to Node, %s from Node to Ready",
 		s.Claims, s.Registration.Round(100*time.Millisecond), s.Initialization.Round(100*time.Millisecond)))
+}
+
+// paceWindow is the span over which the recorded kube-scheduler's pace is
+// counted.
+const paceWindow = 5 * time.Second
+
+// schedulerPace is the recorded kube-scheduler's pace when it was behind:
+// the most pods it first bound or marked unschedulable in one paceWindow
+// at whose end some pod created before it was still untried, a second.
+// 0 when it never fell behind, or no pod was ever marked. (Not the median: on a shared machine the
+// recorded scheduler also spent whole windows trying again pods it had
+// marked, which the simulated one does for free.)
+func (b *builder) schedulerPace() float64 {
+	type attempt struct{ created, first time.Time }
+	var attempts []attempt
+	marks := false
+	for _, p := range b.allPods() {
+		marks = marks || p.marked != nil
+		if p.daemon || p.created.Before(b.rec.Start) {
+			continue
+		}
+		first := p.bound
+		if p.marked != nil && (first == nil || p.marked.Before(*first)) {
+			first = p.marked
+		}
+		if first != nil {
+			attempts = append(attempts, attempt{p.created, *first})
+		}
+	}
+	if len(attempts) == 0 || !marks {
+		// A recording without one pod marked unschedulable (a simulator's)
+		// cannot tell a pod waiting for the scheduler from one waiting
+		// for a node.
+		return 0
+	}
+	windows := map[int64]int{}
+	for _, a := range attempts {
+		windows[int64(a.first.Sub(b.rec.Start)/paceWindow)]++
+	}
+	var busy []int
+	for w, n := range windows {
+		end := b.rec.Start.Add(time.Duration(w+1) * paceWindow)
+		behind := slices.ContainsFunc(attempts, func(a attempt) bool { return a.created.Before(end) && !a.first.Before(end) })
+		if behind {
+			busy = append(busy, n)
+		}
+	}
+	if len(busy) == 0 {
+		return 0
+	}
+	slices.Sort(busy)
+	return float64(busy[len(busy)-1]) / paceWindow.Seconds()
 }

@@ -106,6 +106,8 @@ type pod struct {
 	owner   objKey      // its controller (zero: none)
 	created time.Time
 	bound   *time.Time
+	// marked: when kube-scheduler first found no room for it.
+	marked *time.Time
 	// done: when it finished (Succeeded or Failed); gone: deleted.
 	done, gone *time.Time
 	daemon     bool
@@ -162,6 +164,17 @@ func (p *pod) observe(obj *corev1.Pod, t time.Time, del bool) {
 		}
 		p.bound = &at
 	}
+	if p.marked == nil && p.bound == nil {
+		for _, c := range obj.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				at := t
+				if lt := c.LastTransitionTime; !lt.IsZero() && !lt.Time.Before(p.created) && lt.Time.Before(t) {
+					at = lt.UTC()
+				}
+				p.marked = &at
+			}
+		}
+	}
 	if p.done == nil && (obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed) {
 		p.done = &t
 	}
@@ -184,13 +197,20 @@ func (p *pod) end() *time.Time {
 // controller replays as a bare pod.
 var replayedKinds = map[string]bool{"ReplicaSet": true, "StatefulSet": true, "Job": true}
 
-// workloads builds the Replay and the PodLives.
-func (b *builder) workloads() scenario.Replay {
-	var out scenario.Replay
+// allPods are every recorded pod: those whose name another took later,
+// then the rest by key.
+func (b *builder) allPods() []*pod {
 	all := append([]*pod(nil), b.podList...)
 	for _, k := range sortedPodKeys(b.pods) {
 		all = append(all, b.pods[k])
 	}
+	return all
+}
+
+// workloads builds the Replay and the PodLives.
+func (b *builder) workloads() scenario.Replay {
+	var out scenario.Replay
+	all := b.allPods()
 	byOwner := map[objKey][]*pod{}
 	otherOwners := map[string]int{}
 	for _, p := range all {

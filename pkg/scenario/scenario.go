@@ -60,6 +60,9 @@ type ScenarioSpec struct {
 	Faults Faults  `json:"faults,omitempty"`
 	// ConsolidationSpotToSpot enables spot-to-spot consolidation.
 	ConsolidationSpotToSpot bool `json:"consolidationSpotToSpot,omitempty"`
+	// KubeScheduler is how fast the cluster's kube-scheduler works
+	// through pending pods; unset, it tries every pod at once.
+	KubeScheduler *KubeScheduler `json:"kubeScheduler,omitempty"`
 	// SchedulerConfig is the cluster's kube-scheduler configuration, as
 	// the controller's --scheduler-config: its default topology spread
 	// constraints apply to pods that declare none, in provisioning,
@@ -221,6 +224,16 @@ type Faults struct {
 	// repair replaces it once the cloud provider's toleration (30 minutes)
 	// has passed — unless more than 20 % of its NodePool is unhealthy.
 	NodeFailuresPerNodeHour float64 `json:"nodeFailuresPerNodeHour,omitempty"`
+}
+
+// KubeScheduler paces the simulated kube-scheduler.
+type KubeScheduler struct {
+	// PodsPerSecond: it tries at most that many pending pods a second —
+	// binds one, or marks it unschedulable, the verdict provisioning waits
+	// for — in the order they came. A busy kube-scheduler works through a
+	// large scale-out over a minute or more, and the autoscaler sees its
+	// pods in batches, not at once. 0 (or unset): no limit.
+	PodsPerSecond float64 `json:"podsPerSecond,omitempty"`
 }
 
 // Boot is the simulated EC2's model of how instances come up, as these
@@ -401,6 +414,9 @@ func (s *Scenario) validateFaults(bad func(field, msg string)) {
 	}
 	if f.SpotInterruptionsPerNodeHour < 0 {
 		bad("spec.faults.spotInterruptionsPerNodeHour", "must not be negative")
+	}
+	if k := s.Spec.KubeScheduler; k != nil && k.PodsPerSecond < 0 {
+		bad("spec.kubeScheduler.podsPerSecond", fmt.Sprintf("%v: a rate of pods a second, 0 or more (0: no limit)", k.PodsPerSecond))
 	}
 	if r := f.NodeFailuresPerNodeHour; r < 0 || r > 1 {
 		bad("spec.faults.nodeFailuresPerNodeHour", fmt.Sprintf("%v: a rate per node-hour from 0 to 1, e.g. 0.001 (one failure in a thousand node-hours)", r))

@@ -79,7 +79,12 @@ func (e *simulation) provision() {
 	// Pods the launch-loop guard gave up on are not in the snapshot; a
 	// CapacityBuffer's virtual pods are, though the simulator has no pod
 	// of theirs.
-	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool { return byPod[p] == nil && !buffer.IsVirtual(p) })
+	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool {
+		if sp := byPod[p]; sp != nil {
+			return !sp.tried // kube-scheduler has not got to it yet
+		}
+		return !buffer.IsVirtual(p)
+	})
 	if len(snap.Pods) == 0 {
 		return
 	}

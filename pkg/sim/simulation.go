@@ -138,6 +138,11 @@ type simulation struct {
 	consolidationBackoff time.Duration
 	bindArmed            bool
 	dirty                bool
+	// schedTokens are the pods kube-scheduler may still try now, as of
+	// schedAt; schedArmed: it looks again in a second (see paced).
+	schedTokens float64
+	schedAt     time.Time
+	schedArmed  bool
 
 	rep *recorder
 	// st is the cluster as the engine reads it, fed like informers feed a
@@ -580,6 +585,10 @@ func (e *simulation) bind() {
 		}
 	}
 	pods, byPod := e.pendingPods()
+	pods = e.paced(pods, byPod)
+	for _, p := range pods {
+		byPod[p].tried = true
+	}
 	if len(nodes) > 0 {
 		if e.binder == nil {
 			listed := len(e.in.Scenario.Spec.SchedulerConfig.DefaultConstraints()) > 0
@@ -616,6 +625,46 @@ func (e *simulation) bind() {
 	if len(e.pending) > 0 {
 		e.armBatch()
 	}
+}
+
+// paced are the pending pods kube-scheduler gets to now: those it has
+// tried before (it tries them again as the cluster changes) and, at the
+// scenario's spec.kubeScheduler.podsPerSecond, the first of the others in
+// the order they came (all of them without a pace); when it leaves some,
+// it looks again a second later.
+func (e *simulation) paced(pods []*corev1.Pod, byPod map[*corev1.Pod]*simPod) []*corev1.Pod {
+	k := e.in.Scenario.Spec.KubeScheduler
+	if k == nil || k.PodsPerSecond <= 0 {
+		return pods
+	}
+	rate := k.PodsPerSecond
+	if e.schedAt.IsZero() {
+		e.schedTokens = rate
+	} else {
+		e.schedTokens = min(rate, e.schedTokens+rate*e.clk.now.Sub(e.schedAt).Seconds())
+	}
+	e.schedAt = e.clk.now
+	out := make([]*corev1.Pod, 0, len(pods))
+	left := false
+	for _, p := range pods {
+		switch {
+		case byPod[p].tried:
+			out = append(out, p)
+		case e.schedTokens >= 1:
+			e.schedTokens--
+			out = append(out, p)
+		default:
+			left = true
+		}
+	}
+	if left && !e.schedArmed {
+		e.schedArmed = true
+		e.clk.after(time.Second, func() {
+			e.schedArmed = false
+			e.bind()
+		})
+	}
+	return out
 }
 
 func (e *simulation) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {

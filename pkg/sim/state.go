@@ -187,6 +187,9 @@ type simPod struct {
 	running  time.Time
 	finished bool
 	reason   string // last unschedulable reason
+	// tried: kube-scheduler has tried it (bound it, or found no room —
+	// the verdict provisioning waits for).
+	tried bool
 	// nominated: the node this pod preempted pods on and waits for.
 	nominated *simNode
 	// spread: a bare pod's default spreading selector (from Services).
