@@ -24,7 +24,7 @@ import (
 )
 
 // scenarioFields is the fix for an unknown field of scenario.yaml.
-const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot, schedulerConfig, capacityReservations"
+const scenarioFields = "the fields of spec: start, duration, seed, region, zones, catalog, loads, jobs, events, faults, consolidationSpotToSpot, kubeScheduler, schedulerConfig, capacityReservations"
 
 // ScenarioAPIVersion and ScenarioKind identify scenario.yaml.
 const (
