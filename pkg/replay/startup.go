@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -154,17 +155,23 @@ func (b *builder) schedulerPace() float64 {
 	for _, a := range attempts {
 		windows[int64(a.first.Sub(b.rec.Start)/paceWindow)]++
 	}
-	var busy []int
-	for w, n := range windows {
+	// A window was behind when some pod created before its end was first
+	// tried after it: the latest first try among the pods created before
+	// the end is at or after it. One sweep over both in time order.
+	slices.SortFunc(attempts, func(x, y attempt) int { return x.created.Compare(y.created) })
+	ws := slices.Sorted(maps.Keys(windows))
+	most, i := 0, 0
+	var latest time.Time
+	for _, w := range ws {
 		end := b.rec.Start.Add(time.Duration(w+1) * paceWindow)
-		behind := slices.ContainsFunc(attempts, func(a attempt) bool { return a.created.Before(end) && !a.first.Before(end) })
-		if behind {
-			busy = append(busy, n)
+		for ; i < len(attempts) && attempts[i].created.Before(end); i++ {
+			if attempts[i].first.After(latest) {
+				latest = attempts[i].first
+			}
+		}
+		if !latest.Before(end) {
+			most = max(most, windows[w])
 		}
 	}
-	if len(busy) == 0 {
-		return 0
-	}
-	slices.Sort(busy)
-	return float64(busy[len(busy)-1]) / paceWindow.Seconds()
+	return float64(most) / paceWindow.Seconds()
 }
