@@ -292,17 +292,11 @@ func (p *pass) leaving(graceful []*Candidate) []*Candidate {
 	defer cancel()
 	judged := p.judged
 	defer func() { p.judged = judged }()
-	lo, hi := max(2, len(first)+1), len(cands)
-	best := len(first)
-	for done := 0; lo <= hi && !p.spent(ctx, done); done++ {
-		mid := (lo + hi) / 2
-		if p.consolidate(ctx, cands[:mid], MethodMultiNode) != nil {
-			best, lo = mid, mid+1
-		} else {
-			hi = mid - 1
-		}
+	best, _, _ := p.largestPrefix(ctx, cands, max(2, len(first)+1))
+	if best == nil {
+		return nil
 	}
-	return cands[len(first):best]
+	return best.Candidates[len(first):]
 }
 
 func (p *pass) expire() {
@@ -709,9 +703,24 @@ func (p *pass) multiNode(eligible []*Candidate) []*Command {
 	}
 	ctx, cancel := context.WithTimeout(p.ctx, MultiNodeTimeout)
 	defer cancel()
-	lo, hi := 2, len(cands)
-	var best *Command
-	var bestMoves, rejected []Move
+	best, bestMoves, rejected := p.largestPrefix(ctx, cands, 2)
+	if best == nil {
+		p.decision.Moves = append(p.decision.Moves, rejected...)
+		return nil
+	}
+	if !p.withinBudget(best) {
+		return nil
+	}
+	p.decision.Moves = append(p.decision.Moves, bestMoves...)
+	return []*Command{best}
+}
+
+// largestPrefix is upstream's binary search for the longest prefix of the
+// candidates (of at least least of them) that consolidates together: its command
+// and the moves judged for it, or the moves of the last one the Balanced
+// policy refused (p.judged is left as the last probe set it).
+func (p *pass) largestPrefix(ctx context.Context, cands []*Candidate, least int) (best *Command, bestMoves, rejected []Move) {
+	lo, hi := least, len(cands)
 	for done := 0; lo <= hi && !p.spent(ctx, done); done++ {
 		mid := (lo + hi) / 2
 		p.judged = nil
@@ -725,15 +734,7 @@ func (p *pass) multiNode(eligible []*Candidate) []*Command {
 			hi = mid - 1
 		}
 	}
-	if best == nil {
-		p.decision.Moves = append(p.decision.Moves, rejected...)
-		return nil
-	}
-	if !p.withinBudget(best) {
-		return nil
-	}
-	p.decision.Moves = append(p.decision.Moves, bestMoves...)
-	return []*Command{best}
+	return best, bestMoves, rejected
 }
 
 func (p *pass) withinBudget(cmd *Command) bool {
