@@ -138,23 +138,42 @@ const (
 )
 
 // withCaps is Joiner's plan j, or the same batch planned again with claim
-// caps when that is cheaper (see claimCaps); memos says whether another
+// caps when that is cheaper (see claimCaps), or again in mixed order when
+// that is cheaper still (see mixedPodOrder); memos says whether another
 // plan reads the memos meanwhile.
 func (pl *Planner) withCaps(ctx context.Context, snap *Snapshot, j *prepared, memos memoUse) *prepared {
 	if snap.NoClaimCaps || ctx.Err() != nil || len(j.s.claims) < 1 {
 		return j
 	}
+	best := j
 	caps := j.s.claimCaps()
-	if caps == nil {
-		return j
+	if caps != nil {
+		if k := pl.replan(ctx, snap, caps, largestFirst, memos); ctx.Err() == nil && k.pending() <= j.pending() && k.price() < j.price()*(1-capTolerance) {
+			best = k
+		}
 	}
+	if len(best.s.claims) < 2 || !mixable(j.pods, j.classOf) {
+		return best
+	}
+	// Mixed with the caps only where capping paid on its own: more,
+	// smaller nodes must save capTolerance over the uncapped plan.
+	if best == j {
+		caps = nil
+	}
+	if m := pl.replan(ctx, snap, caps, mixed, memos); ctx.Err() == nil && m.pending() <= best.pending() && m.price() < best.price()-1e-9 {
+		return m
+	}
+	return best
+}
+
+// replan plans the batch Joiner's way again, with caps (nil: none) and
+// the pods in order.
+func (pl *Planner) replan(ctx context.Context, snap *Snapshot, caps []vec, order podOrder, memos memoUse) *prepared {
 	k := pl.startAs(snap, DecisionsJoiner, pl.caches)
 	k.s.caps = caps
 	k.s.memosShared = memos == memosShared
+	k.order = order
 	k.finish(snap)
 	k.run(ctx)
-	if ctx.Err() == nil && k.pending() <= j.pending() && k.price() < j.price()*(1-capTolerance) {
-		return k
-	}
-	return j
+	return k
 }

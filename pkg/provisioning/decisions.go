@@ -78,6 +78,89 @@ func joinerPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) func(
 	}
 }
 
+// podOrder is the order Joiner's way offers a batch's pods in.
+type podOrder int
+
+const (
+	// largestFirst is joinerPodOrder.
+	largestFirst podOrder = iota
+	// mixed is mixedPodOrder.
+	mixed
+)
+
+// mixedPodOrder is pods, in joinerPodOrder, with the pods that need no
+// node of their own interleaved by size: each size's pods spread evenly
+// over the order (the i-th of n at (i+½)/n of the way; ties: the larger
+// size first), each size's own pods in the order given.
+//
+// Largest first fills each new claim with one size of pod until a
+// resource runs out: a claim of pods that ask two GiB a core on a type
+// with 1.8 is full of memory with a tenth of its cores idle, and the cores
+// of every such claim stay idle — the small pods that would use them come
+// last and open claims of their own. Mixed, the claims take the batch's
+// sizes in its proportions and fill in every resource at once: on the
+// scale benchmark's four Deployments (test/scale), 19 full c6g.12xlarge
+// and a c6g.4xlarge where largest first needs 20 and a c6g.8xlarge.
+func mixedPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) []*corev1.Pod {
+	type sized struct {
+		pod     *corev1.Pod
+		size, i int // the size's index by first appearance; the pod's among its size
+	}
+	out := make([]*corev1.Pod, 0, len(pods))
+	sizes := map[string]int{}
+	var counts []int
+	var rest []sized
+	for _, pod := range pods {
+		c := classOf[pod]
+		if c.ownNode {
+			out = append(out, pod)
+			continue
+		}
+		k := c.requests.key()
+		at, ok := sizes[k]
+		if !ok {
+			at = len(counts)
+			sizes[k] = at
+			counts = append(counts, 0)
+		}
+		rest = append(rest, sized{pod, at, counts[at]})
+		counts[at]++
+	}
+	// (2i+1)/2n against (2j+1)/2m, in integers.
+	sort.SliceStable(rest, func(a, b int) bool {
+		x, y := rest[a], rest[b]
+		l := int64(2*x.i+1) * int64(counts[y.size])
+		r := int64(2*y.i+1) * int64(counts[x.size])
+		if l != r {
+			return l < r
+		}
+		return x.size < y.size
+	})
+	for _, p := range rest {
+		out = append(out, p.pod)
+	}
+	return out
+}
+
+// mixable: the pods that need no node of their own come in more than one
+// size, so mixedPodOrder differs from largest first.
+func mixable(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) bool {
+	first, seen := "", false
+	for _, pod := range pods {
+		c := classOf[pod]
+		if c.ownNode {
+			continue
+		}
+		switch k := c.requests.key(); {
+		case !seen:
+			first, seen = k, true
+		case k != first:
+			return true
+		}
+	}
+	return false
+}
+
 // upstreamPodOrder is upstream's queue order: cpu, then memory, largest
 // first, then older pods first, then by UID.
 func upstreamPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) func(i, j int) bool {

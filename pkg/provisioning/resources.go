@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -114,6 +115,21 @@ func (v vec) minus(o vec) vec {
 		out[i] = v.get(i) - o.get(i)
 	}
 	return out
+}
+
+// key is v as a map key: equal for equal vectors, whatever trailing zero
+// positions either has.
+func (v vec) key() string {
+	n := len(v)
+	for n > 0 && v[n-1] == 0 {
+		n--
+	}
+	b := make([]byte, 0, 8*n)
+	for _, x := range v[:n] {
+		b = strconv.AppendInt(b, x, 36)
+		b = append(b, ',')
+	}
+	return string(b)
 }
 
 // fitsIn reports whether v ≤ capacity in every dimension.

@@ -304,6 +304,8 @@ type prepared struct {
 	alike bool
 	// failed is, per pod, ctx's error if the pass stopped before it.
 	failed []error
+	// order is Joiner's way's pod order (largestFirst unless replanned).
+	order podOrder
 }
 
 // startAs starts a plan of the batch upstream's way (pod order, node
@@ -345,6 +347,9 @@ func (w *prepared) finish(snap *Snapshot) {
 		sort.SliceStable(w.pods, upstreamPodOrder(w.pods, w.classOf))
 	} else {
 		sort.SliceStable(w.pods, joinerPodOrder(w.pods, w.classOf))
+		if w.order == mixed {
+			w.pods = mixedPodOrder(w.pods, w.classOf)
+		}
 	}
 	w.alike = bareAndAlike(w.pods, w.classOf)
 }
