@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
 
 // placed checks a consolidation command the way the cluster will carry it
@@ -98,11 +99,12 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 }
 
 // unplaced is how many of the pods kube-scheduler's model leaves unbound
-// on the nodes, in the worse of two orders: as the node lists them, and
-// smallest first. The drain evicts them together and their controllers
-// make their replacements in no order one can know; smallest first is the
-// order least-allocated scoring does worst in (the small pods spread over
-// the emptiest nodes, the replacement first, before the large ones come).
+// on the nodes, in the worse of two orders: the drain's (larger first, see
+// termination.EvictionOrder: each evicted pod's replacement reaches
+// kube-scheduler about when the pod goes), and smallest first — the order
+// least-allocated scoring does worst in (the small pods spread over the
+// emptiest nodes, the replacement first, before the large ones come),
+// for a drain a PodDisruptionBudget or a slow controller reorders.
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 	opts := kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}
 	binder := p.binder
@@ -125,7 +127,7 @@ func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 		res := binder.Bind(nodes, pods)
 		return len(res.Unschedulable) + len(res.Preemptions)
 	}
-	n := bind(pods)
+	n := bind(termination.EvictionOrder(pods))
 	if n > 0 || len(pods) < 2 {
 		return n
 	}

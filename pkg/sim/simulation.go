@@ -119,10 +119,13 @@ type simulation struct {
 	workloads []*workload
 	bare      []*simPod
 	pending   map[*simPod]bool
-	nodes     []*simNode // live nodes, in launch order
-	allNodes  []*simNode // every node ever launched, for cost
-	byName    map[string]*simNode
-	nodeSeq   int
+	// queued counts the pods made pending: each one's turn in
+	// kube-scheduler's queue among pods created at the same instant.
+	queued   uint64
+	nodes    []*simNode // live nodes, in launch order
+	allNodes []*simNode // every node ever launched, for cost
+	byName   map[string]*simNode
+	nodeSeq  int
 	// cohortSeq numbers the launch cohorts.
 	cohortSeq int
 	queue     disruption.Queue
@@ -474,6 +477,8 @@ func (e *simulation) reconcile(w *workload) {
 
 func (e *simulation) addPending(p *simPod) {
 	e.pending[p] = true
+	e.queued++
+	p.queued = e.queued
 	var claims []corev1.PodResourceClaimStatus
 	if len(p.pod.Spec.ResourceClaims) > 0 && e.modelDRA() {
 		claims = e.makeClaims(p.pod)
@@ -676,7 +681,7 @@ func (e *simulation) pendingPods() ([]*corev1.Pod, map[*corev1.Pod]*simPod) {
 		if !list[i].created.Equal(list[j].created) {
 			return list[i].created.Before(list[j].created)
 		}
-		return list[i].pod.Name < list[j].pod.Name
+		return list[i].queued < list[j].queued
 	})
 	pods := make([]*corev1.Pod, len(list))
 	byPod := make(map[*corev1.Pod]*simPod, len(list))

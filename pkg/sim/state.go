@@ -180,9 +180,13 @@ func (e *simulation) view(n *simNode) *provisioning.Node { return e.st.View(n.na
 
 // simPod is one pod from creation to end.
 type simPod struct {
-	pod      *corev1.Pod
-	owner    *workload
-	created  time.Time
+	pod     *corev1.Pod
+	owner   *workload
+	created time.Time
+	// queued is the pod's turn in kube-scheduler's queue among those
+	// created at the same instant — the order they were made (an evicted
+	// node's replacements: the drain's order).
+	queued   uint64
 	node     *simNode
 	running  time.Time
 	finished bool

@@ -1,6 +1,7 @@
 // Package termination decides, step by step, how a node is drained and
 // removed: evict pods through the Eviction API in order (non-critical
-// before critical, DaemonSet pods after the others of their kind), honouring PodDisruptionBudgets and each
+// before critical, DaemonSet pods after the others of their kind, larger
+// pods first within each), honouring PodDisruptionBudgets and each
 // pod's grace period, and after the NodeClaim's terminationGracePeriod
 // delete whatever remains. Pure code with an injected time; the host
 // performs the evictions, deletions and the final instance and Node delete.
@@ -15,6 +16,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // Drain is a node being terminated.
@@ -54,6 +56,47 @@ func group(p *corev1.Pod) int {
 		g += 2
 	}
 	return g
+}
+
+// sortForEviction puts pods in the order they are evicted: by group, and
+// within a group the larger first (cpu, then memory), then by namespace and
+// name. Each evicted pod's replacement reaches kube-scheduler about when
+// the pod goes, so this is also the order kube-scheduler places them in:
+// largest first, the order least-allocated scoring packs best in — the
+// large pods take the emptiest nodes (a replacement) before the small
+// ones spread there. Upstream evicts a group in no set order; disruption's
+// placement check binds the moved pods in this one (EvictionOrder).
+func sortForEviction(pods []*corev1.Pod) {
+	type key struct {
+		group    int
+		cpu, mem int64
+	}
+	keys := make(map[*corev1.Pod]key, len(pods))
+	for _, p := range pods {
+		r := scheduling.PodRequests(p)
+		keys[p] = key{group(p), r.Cpu().MilliValue(), r.Memory().Value()}
+	}
+	sort.SliceStable(pods, func(i, j int) bool {
+		a, b := keys[pods[i]], keys[pods[j]]
+		switch {
+		case a.group != b.group:
+			return a.group < b.group
+		case a.cpu != b.cpu:
+			return a.cpu > b.cpu
+		case a.mem != b.mem:
+			return a.mem > b.mem
+		case pods[i].Namespace != pods[j].Namespace:
+			return pods[i].Namespace < pods[j].Namespace
+		}
+		return pods[i].Name < pods[j].Name
+	})
+}
+
+// EvictionOrder is pods (a copy) in the order a drain evicts them.
+func EvictionOrder(pods []*corev1.Pod) []*corev1.Pod {
+	out := append([]*corev1.Pod(nil), pods...)
+	sortForEviction(out)
+	return out
 }
 
 func isCritical(p *corev1.Pod) bool {
@@ -107,7 +150,7 @@ func Next(d Drain, now time.Time) Step {
 		}
 		live = rest
 	}
-	sort.SliceStable(live, func(i, j int) bool { return group(live[i]) < group(live[j]) })
+	sortForEviction(live)
 	if len(live) == 0 {
 		return st
 	}

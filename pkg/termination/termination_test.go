@@ -1,11 +1,13 @@
 package termination
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -132,5 +134,27 @@ func TestDoNotDisruptDuration(t *testing.T) {
 	}
 	if st := Next(d, t0.Add(5*time.Minute)); len(st.Evict) != 1 {
 		t.Fatalf("10 minutes after its start: evict, got %+v", st.Waiting)
+	}
+}
+
+// Within a group the larger pods go first (cpu, then memory, then by
+// name), so their replacements reach kube-scheduler first and take the
+// emptiest nodes; the small ones fill in after.
+func TestEvictionOrderLargerFirst(t *testing.T) {
+	sized := func(cpu, mem string) func(*corev1.Pod) {
+		return func(p *corev1.Pod) {
+			p.Spec.Containers = []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}}
+		}
+	}
+	xs, l, m, m2, bigMem := pod("xs", sized("100m", "128Mi")), pod("l", sized("2", "4Gi")), pod("m", sized("1", "2Gi")),
+		pod("m2", sized("1", "2Gi")), pod("big-mem", sized("1", "8Gi"))
+	crit := pod("crit", critical, sized("4", "8Gi"))
+	st := Next(Drain{Started: t0, Pods: []*corev1.Pod{xs, m2, crit, m, bigMem, l}}, t0)
+	if got, want := podNames(st.Evict), []string{"l", "big-mem", "m", "m2", "xs"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("evicted %v, want %v (the critical pod waits for them)", got, want)
+	}
+	if got := podNames(EvictionOrder([]*corev1.Pod{xs, crit, l})); fmt.Sprint(got) != "[l xs crit]" {
+		t.Errorf("EvictionOrder %v, want [l xs crit]", got)
 	}
 }
