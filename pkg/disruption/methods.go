@@ -828,8 +828,9 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 
 // replacement is the one new claim of a simulation as consolidation
 // launches it — narrowed to spot as upstream narrows it, to the types
-// cheaper than the candidates (price) and not theirs, to the cheapest 15
-// for single-node spot-to-spot — or nil with why not.
+// cheaper than the candidates (price) and, for several, than each one's
+// own type among them, to the cheapest 15 for single-node spot-to-spot —
+// or nil with why not.
 func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price float64, allSpot bool) (*provisioning.NodeClaimPlan, string) {
 	r := res.NewNodeClaims[0]
 	ct := r.Requirements.Get(v1.LabelCapacityType)
@@ -844,16 +845,29 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		spot.Requirements[v1.LabelCapacityType] = ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
 		r = &spot
 	}
-	// Keep only replacement types that are cheaper, and never a type a
-	// candidate already is: that would be a deletion of the others plus a
-	// pointless relaunch.
-	sameType := map[string]bool{}
-	for _, cand := range cands {
-		sameType[cand.InstanceType] = true
+	// Keep only replacement types that are cheaper than the candidates —
+	// and, for more than one candidate, cheaper than any candidate whose
+	// own type is among them (upstream's filterOutSameInstanceType): to
+	// replace two nodes by one of the type one of them is would be to
+	// delete the other and move the pods of both; and a dearer type in its
+	// place is one single-node consolidation replaces by that type next.
+	limit := price
+	if len(cands) > 1 {
+		own := map[string]float64{}
+		for _, cand := range cands {
+			if q, ok := own[cand.InstanceType]; !ok || cand.Price < q {
+				own[cand.InstanceType] = cand.Price
+			}
+		}
+		for _, it := range r.InstanceTypes {
+			if q, ok := own[it.Name]; ok && q < limit && it.CheapestPrice(r.Requirements) < price {
+				limit = q
+			}
+		}
 	}
 	var cheaper []*cloudprovider.InstanceType
 	for _, it := range r.InstanceTypes {
-		if it.CheapestPrice(r.Requirements) < price && !sameType[it.Name] {
+		if it.CheapestPrice(r.Requirements) < limit {
 			cheaper = append(cheaper, it)
 		}
 	}
@@ -861,6 +875,9 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		cheapest := "none"
 		if len(r.InstanceTypes) > 0 {
 			cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
+		}
+		if limit < price {
+			return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, and no type cheaper than a candidate's own (%.4f USD/h) does — deleting the others alone would do", p.alsoPending(res), cheapest, limit)
 		}
 		return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
 	}

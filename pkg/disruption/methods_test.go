@@ -840,3 +840,28 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 		t.Fatal("a pass without consolidation cannot know what later rounds take")
 	}
 }
+
+// As upstream's filterOutSameInstanceType: two nodes whose pods one node
+// of the larger's type holds are not replaced by a dearer type in its
+// place (which single-node consolidation would replace by that type next);
+// deleting the smaller alone does it.
+func TestMultiNodeNotReplacedByADearerTypeThanACandidates(t *testing.T) {
+	g48, g8, c48 := instanceType("g48", 48), instanceType("g8", 8), instanceType("c48", 48)
+	for _, o := range c48.Offerings {
+		o.Price *= 1.07 // dearer than g48 alone, cheaper than g48 and g8 together
+	}
+	np := nodePool("p")
+	pods := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := 0; i < n; i++ {
+			out = append(out, podOn("1"))
+		}
+		return out
+	}
+	c := cluster(np, node("a", np, g48, v1.CapacityTypeOnDemand, pods(30)...), node("b", np, g8, v1.CapacityTypeOnDemand, pods(6)...))
+	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{g8, g48, c48}
+	cmd := only(t, Compute(context.Background(), c, Options{}))
+	if len(cmd.Replacements) != 0 || names(cmd.Candidates) != "b" {
+		t.Fatalf("want b deleted alone (its pods fit a), got %s", cmd)
+	}
+}
