@@ -135,9 +135,10 @@ sized by.`,
 			if err := autoscalingv1beta1.AddToScheme(scheme); err != nil {
 				return err
 			}
+			breaks := &controller.WatchBreaks{}
 			opts := ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: metricsAddr},
 				HealthProbeBindAddress: probeAddr, LeaderElection: leaderElect, LeaderElectionID: "joiner-leader-election",
-				Cache: controller.CacheOptions()}
+				Cache: controller.CacheOptions(breaks)}
 			if profiling {
 				opts.Metrics.ExtraHandlers = controller.ProfilingHandlers()
 			}
@@ -153,7 +154,7 @@ sized by.`,
 				return err
 			}
 			c, err := controller.New(ctx, mgr, controller.Options{CloudProvider: provider,
-				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
+				BatchIdle: tuning.batchIdle, BatchMax: tuning.batchMax, WatchBreaks: breaks, SpotToSpot: spotToSpot, NodeRepair: nodeRepair, NodeOverlay: nodeOverlay,
 				CapacityBuffer: capacityBuffer, Policy: policy, SchedulerConfig: schedulerConfig})
 			if err != nil {
 				return fmt.Errorf("starting against the API server at %s (from --kubeconfig, $KUBECONFIG or in-cluster): %w", cfg.Host, err)

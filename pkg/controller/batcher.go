@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"k8s.io/utils/clock"
@@ -15,6 +16,8 @@ type Batcher struct {
 	clk       clock.WithTicker
 	idle, max time.Duration
 	trigger   chan struct{}
+	mu        sync.Mutex
+	hold      time.Time // Extend's: no batch ends before it (but at its max)
 }
 
 // NewBatcher returns a Batcher timed by clk.
@@ -30,13 +33,30 @@ func (b *Batcher) Trigger() {
 	}
 }
 
+// Extend starts a batch or extends the current one, as Trigger does, and
+// holds it open for at least d from now — never past its max.
+func (b *Batcher) Extend(d time.Duration) {
+	b.mu.Lock()
+	if until := b.clk.Now().Add(d); until.After(b.hold) {
+		b.hold = until
+	}
+	b.mu.Unlock()
+	b.Trigger()
+}
+
 // due is when a batch that started at first and was last triggered at
 // last ends.
 func (b *Batcher) due(first, last time.Time) time.Time {
-	if end := first.Add(b.max); last.Add(b.idle).After(end) {
-		return end
+	end := last.Add(b.idle)
+	b.mu.Lock()
+	if b.hold.After(end) {
+		end = b.hold
 	}
-	return last.Add(b.idle)
+	b.mu.Unlock()
+	if limit := first.Add(b.max); end.After(limit) {
+		return limit
+	}
+	return end
 }
 
 // Wait blocks until a batch is complete (true) or ctx ends (false).

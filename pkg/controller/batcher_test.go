@@ -2,9 +2,12 @@ package controller
 
 import (
 	"context"
+	"io"
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
@@ -54,4 +57,47 @@ func TestBatcherWaits(t *testing.T) {
 	if b.Wait(ctx) {
 		t.Fatal("an ended context ends Wait")
 	}
+}
+
+// TestBatchExtend: Extend holds a batch open past its idle end, never past
+// its max; a trigger after the hold ends it an idle later as before.
+func TestBatchExtend(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	b := NewBatcher(clk, time.Second, 10*time.Second)
+	b.Extend(3 * time.Second)
+	if got := b.due(t0, t0).Sub(t0); got != 3*time.Second {
+		t.Errorf("held 3 s at the start: due at %s, want 3s", got)
+	}
+	if got := b.due(t0, t0.Add(2500*time.Millisecond)).Sub(t0); got != 3500*time.Millisecond {
+		t.Errorf("a trigger at 2.5 s: due at %s, want 3.5s", got)
+	}
+	b.Extend(20 * time.Second)
+	if got := b.due(t0, t0).Sub(t0); got != 10*time.Second {
+		t.Errorf("held 20 s: due at %s, want the batch's max, 10s", got)
+	}
+	clk.Step(time.Minute) // a later batch: the old hold is past
+	if got := b.due(clk.Now(), clk.Now()).Sub(clk.Now()); got != time.Second {
+		t.Errorf("a later batch: due after %s, want the idle 1s", got)
+	}
+}
+
+// TestWatchBreakHoldsTheBatch: a broken watch, told through the cache's
+// error handler, holds the batch open for the relist (relistWait); a cache
+// made without a WatchBreaks only logs.
+func TestWatchBreakHoldsTheBatch(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	b := NewBatcher(clk, time.Second, 10*time.Second)
+	breaks := &WatchBreaks{}
+	breaks.on(func() { b.Extend(relistWait) })
+	r := toolscache.NewReflector(&toolscache.ListWatch{}, &corev1.Pod{}, toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), 0)
+	CacheOptions(breaks).DefaultWatchErrorHandler(context.Background(), r, io.ErrUnexpectedEOF)
+	if got := b.due(t0, t0).Sub(t0); got != relistWait {
+		t.Errorf("after a broken watch the batch is due after %s, want %s", got, relistWait)
+	}
+	select {
+	case <-b.trigger:
+	default:
+		t.Error("a broken watch starts a batch")
+	}
+	CacheOptions(nil).DefaultWatchErrorHandler(context.Background(), r, io.ErrUnexpectedEOF) // logs, no panic
 }

@@ -62,6 +62,9 @@ type Options struct {
 	Clock clock.WithTicker
 	// BatchIdle and BatchMax: see Batcher (upstream's 1 s and 10 s when 0).
 	BatchIdle, BatchMax time.Duration
+	// WatchBreaks, when the manager's cache was made with CacheOptions of
+	// it, holds a provisioning batch open while an informer relists.
+	WatchBreaks *WatchBreaks
 	// RegistrationTTL: a claim whose Node has not registered by then is
 	// deleted, and provisioning tries again (15 min when 0).
 	RegistrationTTL time.Duration
@@ -164,6 +167,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	events := recorder{mgr.GetEventRecorder("karpenter")}
 	gate := newSyncGate()
 	batch := NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax)
+	opts.WatchBreaks.on(func() { batch.Extend(relistWait) })
 	off := &offerings{store: store, reader: mgr.GetCache(), cloud: cloud, pools: caps.NodePools, version: caps.Offerings,
 		gate: gate, clock: opts.Clock, wake: make(chan struct{}, 1)}
 	if opts.NodeOverlay {

@@ -137,11 +137,12 @@ const (
 	memosShared memoUse = true // another plan reads them meanwhile
 )
 
-// withCaps is Joiner's plan j, or the same batch planned again with claim
+// refined is Joiner's plan j, or the same batch planned again with claim
 // caps when that is cheaper (see claimCaps), or again in mixed order when
 // that is cheaper still (see mixedPodOrder); memos says whether another
-// plan reads the memos meanwhile.
-func (pl *Planner) withCaps(ctx context.Context, snap *Snapshot, j *prepared, memos memoUse) *prepared {
+// plan reads the memos meanwhile. A consolidation's simulation
+// (NoClaimCaps) is not refined: it asks for at most one new node.
+func (pl *Planner) refined(ctx context.Context, snap *Snapshot, j *prepared, memos memoUse) *prepared {
 	if snap.NoClaimCaps || ctx.Err() != nil || len(j.s.claims) < 1 {
 		return j
 	}

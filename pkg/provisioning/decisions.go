@@ -98,9 +98,8 @@ const (
 // with 1.8 is full of memory with a tenth of its cores idle, and the cores
 // of every such claim stay idle — the small pods that would use them come
 // last and open claims of their own. Mixed, the claims take the batch's
-// sizes in its proportions and fill in every resource at once: on the
-// scale benchmark's four Deployments (test/scale), 19 full c6g.12xlarge
-// and a c6g.4xlarge where largest first needs 20 and a c6g.8xlarge.
+// sizes in its proportions and fill in every resource at once
+// (TestMixedOrderFillsEveryResource: a whole node fewer).
 func mixedPodOrder(pods []*corev1.Pod, classOf map[*corev1.Pod]*podClass) []*corev1.Pod {
 	type sized struct {
 		pod     *corev1.Pod

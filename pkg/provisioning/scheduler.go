@@ -169,7 +169,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 	if j.placedOnExisting() || ctx.Err() != nil {
 		return j.results()
 	}
-	j = pl.withCaps(ctx, snap, j, memosOwned)
+	j = pl.refined(ctx, snap, j, memosOwned)
 	if j.alike {
 		return j.results()
 	}
@@ -207,7 +207,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
 			j.run(ctx)
-			return pl.withCaps(ctx, snap, j, memosOwned).results()
+			return pl.refined(ctx, snap, j, memosOwned).results()
 		}
 	}
 	if pl.altCaches == nil {
@@ -266,7 +266,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		return j.results()
 	}
 	// Upstream's way may be running beside: the memos are only read.
-	j = pl.withCaps(ctx, snap, j, memosShared)
+	j = pl.refined(ctx, snap, j, memosShared)
 	if j.alike {
 		return j.results()
 	}
