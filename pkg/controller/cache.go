@@ -41,10 +41,10 @@ func CacheOptions(breaks *WatchBreaks) cache.Options {
 // after a backoff (0.8 to 1.6 s), and until then the Store hears nothing
 // of its kind: a burst of pending pods seems to have stopped, and a
 // provisioning batch that closed then would plan for the pods seen so far
-// and launch again for the rest — three small nodes before the twenty
-// that hold a 1,000-pod scale-out, all of them consolidated later (the
-// scale benchmark, twice in three runs). So the batch is held open until
-// the relist has had time to come (relistWait).
+// and launch again for the rest — small nodes apart from those that hold
+// the burst, consolidated later (seen on the scale benchmark's 1,000-pod
+// scale-out). So the batch is held open until the relist has had time to
+// come (relistWait).
 type WatchBreaks struct {
 	hook atomic.Pointer[func()]
 }
