@@ -267,6 +267,10 @@ func TestAWSProvider(t *testing.T) {
 		np.Spec.Template.Spec.Taints = []corev1.Taint{{Key: "aws-reserved", Effect: corev1.TaintEffectNoSchedule}}
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
 	})
+	// The controller must have seen the pool before the pod comes: a pass
+	// that ran between the two would find no NodePool for the pod and say
+	// so in a FailedScheduling event, which the check below counts.
+	waitPoolSeen(t, kc, "aws-reserved")
 	reservedPod := createPendingPod(t, kc, "aws-reserved-web", "3", tolerate("aws-reserved"))
 	defer func() { _ = kc.Delete(ctx, reservedPod) }()
 	reserved := *waitLaunched(t, kc, claimOfPool(t, kc, "aws-reserved").Name)

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -367,6 +369,19 @@ func createPool(t *testing.T, kc client.Client, name string, mutate func(*v1.Nod
 		t.Fatal(err)
 	}
 	return np
+}
+
+// waitPoolSeen waits until the controller has reconciled the NodePool (its
+// Ready condition set, so the controller's cache holds it).
+func waitPoolSeen(t *testing.T, kc client.Client, name string) {
+	t.Helper()
+	eventually(t, "the controller seeing NodePool "+name, func(ctx context.Context) (bool, error) {
+		var np v1.NodePool
+		if err := kc.Get(ctx, client.ObjectKey{Name: name}, &np); err != nil {
+			return false, err
+		}
+		return meta.FindStatusCondition(np.Status.Conditions, controller.ConditionReady) != nil, nil
+	})
 }
 
 // createPendingPod creates a pod of cpu cores that kube-scheduler has
