@@ -266,8 +266,8 @@ func (e *simulation) bindDaemons(n *simNode) {
 		p.Name = ds.Name + "-" + n.name
 		p.Spec.NodeName = n.name
 		p.CreationTimestamp = metav1.NewTime(e.clk.now)
-		sp := &simPod{pod: p, created: e.clk.now, node: n, running: e.clk.now}
-		n.pods = append(n.pods, sp)
+		e.bound++
+		sp := &simPod{pod: p, created: e.clk.now, running: e.clk.now, bound: e.bound}
 		e.setPod(sp, nil)
 	}
 }
@@ -303,7 +303,7 @@ func (e *simulation) takeBack(n *simNode, reason string) {
 	if n.state == nodeGone {
 		return
 	}
-	for _, p := range append([]*simPod(nil), n.pods...) {
+	for _, p := range e.podsOn(n) {
 		if p.owner != nil || !podutil.IsDaemonSetPod(p.pod) {
 			e.removePod(p, podEvicted)
 		}
@@ -316,15 +316,13 @@ func (e *simulation) deleteNode(n *simNode, reason string) {
 	if n.state == nodeGone {
 		return
 	}
-	for _, p := range append([]*simPod(nil), n.pods...) {
+	for _, p := range e.podsOn(n) {
 		if podutil.IsDaemonSetPod(p.pod) {
-			p.node = nil
-			e.st.DeletePod(p.pod.Namespace, p.pod.Name)
+			e.deletePod(p)
 			continue
 		}
 		e.removePod(p, podEvicted)
 	}
-	n.pods = nil
 	n.state = nodeGone
 	e.syncNode(n)
 	if n.cohort != nil {

@@ -58,7 +58,7 @@ func (e *simulation) pdbs() []*policyv1.PodDisruptionBudget {
 			for _, p := range w.pods {
 				if p.pod.Namespace == ns && sel.Matches(k8slabels.Set(p.pod.Labels)) {
 					expected++
-					if !p.running.IsZero() && p.node != nil {
+					if !p.running.IsZero() && e.nodeOf(p) != nil {
 						healthy++
 					}
 				}
@@ -286,7 +286,7 @@ func (e *simulation) drainStep(n *simNode) {
 		d.GracePeriod = &g.Duration
 	}
 	byPod := map[string]*simPod{}
-	for _, p := range n.pods {
+	for _, p := range e.podsOn(n) {
 		d.Pods = append(d.Pods, p.pod)
 		byPod[p.pod.Name] = p
 	}

@@ -75,8 +75,8 @@ func TestExampleDRAGPU(t *testing.T) {
 		if c == nil || c.Status.Allocation == nil || len(c.Status.ReservedFor) != 1 || c.Status.ReservedFor[0].Name != p.pod.Name {
 			t.Fatalf("pod %s: claim %+v, want one allocated and reserved for it", p.pod.Name, c)
 		}
-		if res := c.Status.Allocation.Devices.Results; len(res) != 1 || res[0].Pool != p.node.name || published[p.node.name] == 0 {
-			t.Errorf("pod %s on %s: allocated %v, want one GPU that node published", p.pod.Name, p.node.name, res)
+		if res := c.Status.Allocation.Devices.Results; len(res) != 1 || res[0].Pool != e.nodeOf(p).name || published[e.nodeOf(p).name] == 0 {
+			t.Errorf("pod %s on %s: allocated %v, want one GPU that node published", p.pod.Name, e.nodeOf(p).name, res)
 		}
 	}
 	perNode := map[string]int{}
@@ -124,7 +124,7 @@ func TestDaemonSetDeviceClaimsNamed(t *testing.T) {
 		in.DaemonSets = append(in.DaemonSets, ds)
 	})
 	for _, n := range e.nodes {
-		for _, p := range n.pods {
+		for _, p := range e.podsOn(n) {
 			if strings.HasPrefix(p.pod.Name, "gpu-monitor-") {
 				t.Errorf("DaemonSet pod %s runs on %s, though no device is modelled", p.pod.Name, n.name)
 			}

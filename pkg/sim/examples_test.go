@@ -90,7 +90,7 @@ func livePods(e *simulation, workload string) []*simPod {
 		if n.state == nodeGone {
 			continue
 		}
-		for _, p := range n.pods {
+		for _, p := range e.podsOn(n) {
 			if p.owner != nil && p.owner.kind+"/"+p.owner.name == workload {
 				out = append(out, p)
 			}
@@ -189,7 +189,7 @@ func TestExampleGPUInferenceLimits(t *testing.T) {
 	}
 	perNode := map[*simNode]int{}
 	for _, p := range inference {
-		perNode[p.node]++
+		perNode[e.nodeOf(p)]++
 	}
 	gpuTotal := int64(0)
 	for n, c := range perNode {
@@ -202,8 +202,8 @@ func TestExampleGPUInferenceLimits(t *testing.T) {
 		t.Errorf("inference pods on %d nodes with %d GPUs, want 10 single-GPU nodes", len(perNode), gpuTotal)
 	}
 	for _, p := range livePods(e, "Deployment/gateway") {
-		if p.node.pool.Name != "general" {
-			t.Errorf("gateway pod %s on pool %s: it does not tolerate the GPU taint", p.pod.Name, p.node.pool.Name)
+		if e.nodeOf(p).pool.Name != "general" {
+			t.Errorf("gateway pod %s on pool %s: it does not tolerate the GPU taint", p.pod.Name, e.nodeOf(p).pool.Name)
 		}
 	}
 
@@ -213,7 +213,7 @@ func TestExampleGPUInferenceLimits(t *testing.T) {
 	}
 	for _, n := range e.allNodes {
 		daemon := 0
-		for _, p := range n.pods {
+		for _, p := range e.podsOn(n) {
 			if podutil.IsDaemonSetPod(p.pod) {
 				daemon++
 			}
@@ -269,7 +269,7 @@ func TestExampleGPUPoolWithoutSizes(t *testing.T) {
 	common(t, rep)
 	perNode := map[*simNode]int{}
 	for _, p := range livePods(e, "Deployment/llm-inference") {
-		perNode[p.node]++
+		perNode[e.nodeOf(p)]++
 	}
 	var packed []string
 	gpuTotal := int64(0)
@@ -349,7 +349,7 @@ func TestExampleUSWest2(t *testing.T) {
 	// The store: one replica per zone, on three on-demand m6i.xlarge.
 	storeZones := map[string]bool{}
 	for _, p := range livePods(e, "StatefulSet/store") {
-		n := p.node
+		n := e.nodeOf(p)
 		storeZones[n.offering.Zone] = true
 		if n.pool.Name != "on-demand" || n.offering.CapacityType != v1.CapacityTypeOnDemand || n.it.Name != "m6i.xlarge" {
 			t.Errorf("store pod %s on %s %s in pool %s, want on-demand m6i.xlarge", p.pod.Name, n.offering.CapacityType, n.it.Name, n.pool.Name)
@@ -363,7 +363,7 @@ func TestExampleUSWest2(t *testing.T) {
 	// not by zone (as Kubernetes' own does), and may leave a skew of 2.
 	web := map[string]int{}
 	for _, p := range livePods(e, "Deployment/web") {
-		web[p.node.offering.Zone]++
+		web[e.nodeOf(p).offering.Zone]++
 	}
 	lo, hi := 1<<30, 0
 	for _, z := range []string{"us-west-2a", "us-west-2b", "us-west-2c"} {
@@ -420,7 +420,7 @@ func TestExampleODSpotSplit(t *testing.T) {
 	}
 	split := map[string]int{}
 	for _, p := range livePods(e, "Deployment/workload-split") {
-		split[p.node.claim.Labels["capacity-spread"]]++
+		split[e.nodeOf(p).claim.Labels["capacity-spread"]]++
 	}
 	for _, v := range []string{"1", "2", "3", "4", "5"} {
 		if split[v] != 2 {
@@ -430,7 +430,7 @@ func TestExampleODSpotSplit(t *testing.T) {
 	}
 	pinned := livePods(e, "Deployment/pinned")
 	for _, p := range pinned {
-		if v := p.node.claim.Labels["capacity-spread"]; v != "3" {
+		if v := e.nodeOf(p).claim.Labels["capacity-spread"]; v != "3" {
 			t.Errorf("pinned pod %s on a node labelled capacity-spread=%q, want 3", p.pod.Name, v)
 		}
 	}

@@ -37,8 +37,8 @@ func (r *recorder) boundTo(n *simNode, key string) {
 	t.podsRan++
 	t.byWorkload[key]++
 	on := 0
-	for _, q := range n.pods {
-		if !podutil.IsDaemonSetPod(q.pod) {
+	for _, q := range r.e.st.PodsOn(n.name) {
+		if !podutil.IsDaemonSetPod(q) {
 			on++
 		}
 	}

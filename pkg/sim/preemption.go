@@ -24,8 +24,8 @@ func (e *simulation) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 	e.rep.preemption(len(victims))
 	wait := time.Duration(0)
 	for _, v := range victims {
-		vp := podOn(n, v)
-		if vp == nil {
+		vp := e.pods[keyOf(v)]
+		if vp == nil || e.nodeOf(vp) != n {
 			continue
 		}
 		grace := podutil.GracePeriod(v)
@@ -48,29 +48,20 @@ func (e *simulation) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 	})
 }
 
-func podOn(n *simNode, p *corev1.Pod) *simPod {
-	for _, sp := range n.pods {
-		if sp.pod == p {
-			return sp
-		}
-	}
-	return nil
-}
-
 // terminate deletes a running pod gracefully: it is marked terminating at
 // once (its controller replaces it) and leaves its node after grace.
 func (e *simulation) terminate(p *simPod, grace time.Duration) {
-	n := p.node
+	n := e.nodeOf(p)
 	now := metav1.NewTime(e.clk.now)
 	e.setPod(p, func(cp *corev1.Pod) { cp.DeletionTimestamp = &now })
 	e.replace(p)
 	e.clk.after(grace, func() {
-		if p.node != n || p.finished {
+		if p.finished || e.nodeOf(p) != n {
 			return
 		}
 		e.unbind(p)
 		e.tracePodGone(p)
-		e.st.DeletePod(p.pod.Namespace, p.pod.Name)
+		e.deletePod(p)
 		p.finished = true
 		e.armBind()
 	})

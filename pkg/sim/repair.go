@@ -49,7 +49,7 @@ func (e *simulation) fail(n *simNode) {
 		if n.state == nodeGone {
 			return
 		}
-		for _, p := range append([]*simPod(nil), n.pods...) {
+		for _, p := range e.podsOn(n) {
 			if !podutil.IsDaemonSetPod(p.pod) {
 				e.removePod(p, podEvicted)
 			}

@@ -86,7 +86,7 @@ func (r *recorder) podRunning(p *simPod) {
 	r.startups = append(r.startups, d)
 	key := workloadKey(p)
 	r.byWorkload[key] = append(r.byWorkload[key], d)
-	if n := p.node; n != nil {
+	if n := r.e.nodeOf(p); n != nil {
 		taints := n.taints
 		if scheduling.ToleratesForScheduling(taints, p.pod.Spec.Tolerations) != nil {
 			r.tolViol++

@@ -114,7 +114,7 @@ func (e *simulation) resize(t *resizeTarget) {
 			continue
 		}
 		t.report.Pods++
-		if p.node == nil {
+		if e.nodeOf(p) == nil {
 			e.setPod(p, func(pod *corev1.Pod) {
 				pod.Spec = *pod.Spec.DeepCopy()
 				withRequests(&pod.Spec, t.container, t.r.Requests)
@@ -154,7 +154,7 @@ func (e *simulation) resizeBound(p *simPod, t *resizeTarget) string {
 	withRequests(&next.Spec, t.container, t.r.Requests)
 	next.Status.Conditions = withoutCondition(next.Status.Conditions, corev1.PodResizePending)
 	setContainerStatus(next, t.container, old) // the kubelet's, until it resizes
-	n := e.view(p.node)
+	n := e.view(e.nodeOf(p))
 	want := scheduling.PodRequests(&corev1.Pod{Spec: next.Spec})
 	reason := ""
 	switch {
@@ -191,10 +191,11 @@ func (e *simulation) retryResizes() {
 	left := e.deferred[:0]
 	for _, d := range e.deferred {
 		p := d.p
-		if p.finished || p.node == nil {
+		on := e.nodeOf(p)
+		if p.finished || on == nil {
 			continue
 		}
-		n := e.view(p.node)
+		n := e.view(on)
 		want := scheduling.PodRequests(&corev1.Pod{Spec: p.pod.Spec})
 		if scheduling.Fits(want, e.roomFor(p, n.Allocatable, n.Pods)) != nil {
 			left = append(left, d)

@@ -121,7 +121,12 @@ type simulation struct {
 	pending   map[*simPod]bool
 	// queued counts the pods made pending: each one's turn in
 	// kube-scheduler's queue among pods created at the same instant.
-	queued   uint64
+	queued uint64
+	// pods are the simulator's facts about each pod the Store holds (its
+	// owner, when it was made and started), by the Store's key; bound
+	// counts the binds (simPod.bound).
+	pods     map[podKey]*simPod
+	bound    uint64
 	nodes    []*simNode // live nodes, in launch order
 	allNodes []*simNode // every node ever launched, for cost
 	byName   map[string]*simNode
@@ -237,7 +242,7 @@ func Run(ctx context.Context, in *scenario.Input, fsys fs.FS, dir string, opts O
 func newSimulation(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*simulation, error) {
 	s := in.Scenario.Spec
 	e := &simulation{in: in, fsys: fsys, dir: dir, opts: opts, clk: &clock{now: s.Start}, start: s.Start.UTC(), end: s.Start.UTC().Add(s.Duration.Duration),
-		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
+		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, pods: map[podKey]*simPod{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
 	if opts.Trace != nil {
@@ -460,8 +465,12 @@ func (e *simulation) reconcile(w *workload) {
 		e.addPending(p)
 	}
 	if len(w.pods) > want {
+		on := make(map[*simPod]bool, len(w.pods))
+		for _, p := range w.pods {
+			on[p] = e.nodeOf(p) != nil
+		}
 		sort.SliceStable(w.pods, func(i, j int) bool {
-			bi, bj := w.pods[i].node != nil, w.pods[j].node != nil
+			bi, bj := on[w.pods[i]], on[w.pods[j]]
 			if bi != bj {
 				return bi
 			}
@@ -510,28 +519,22 @@ func (e *simulation) removePod(p *simPod, end podEnd) {
 		e.releaseClaims(p.pod)
 	}
 	e.tracePodGone(p)
-	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
+	e.deletePod(p)
 	p.finished = true
 	if evicted {
 		e.replace(p)
 	}
 }
 
-// unbind takes a pod off its node, if it is on one.
+// unbind is a pod leaving its node, if it is on one: the node's last pod
+// event (the pod's deletion takes it off).
 func (e *simulation) unbind(p *simPod) {
-	n := p.node
+	n := e.nodeOf(p)
 	if n == nil {
 		return
 	}
-	for i, q := range n.pods {
-		if q == p {
-			n.pods = append(n.pods[:i], n.pods[i+1:]...)
-			break
-		}
-	}
 	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
 	e.syncClaim(n)
-	p.node = nil
 	e.dirty = true
 }
 
@@ -703,8 +706,8 @@ func (e *simulation) scheduled(p *simPod) *corev1.Pod {
 
 func (e *simulation) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
-	p.node = n
-	n.pods = append(n.pods, p)
+	e.bound++
+	p.bound = e.bound
 	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
 	p.running = e.clk.now
 	start := metav1.NewTime(e.clk.now)
@@ -720,7 +723,7 @@ func (e *simulation) bindPod(p *simPod, n *simNode) {
 	if p.owner != nil && p.owner.job {
 		w := p.owner
 		e.clk.after(w.runtime, func() {
-			if p.finished || p.node == nil {
+			if p.finished || e.nodeOf(p) == nil {
 				return
 			}
 			w.succeeded++

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"sort"
 	"strconv"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -40,7 +42,6 @@ type simNode struct {
 	launched time.Time
 	gone     time.Time
 	taints   []corev1.Taint
-	pods     []*simPod
 	// disrupting: tainted karpenter.sh/disrupted and draining, or about to.
 	disrupting bool
 	// leaving: consolidation expects to take it in a later round; it
@@ -172,7 +173,42 @@ func (e *simulation) setPod(p *simPod, change func(*corev1.Pod)) {
 	cp.ResourceVersion = e.nextRV()
 	p.pod = &cp
 	e.st.SetPod(p.pod)
+	e.pods[keyOf(p.pod)] = p
 	e.tracePod(p)
+}
+
+// deletePod deletes a pod from the API server.
+func (e *simulation) deletePod(p *simPod) {
+	e.st.DeletePod(p.pod.Namespace, p.pod.Name)
+	delete(e.pods, keyOf(p.pod))
+}
+
+// podKey is a pod's namespace and name.
+type podKey struct{ namespace, name string }
+
+func keyOf(p *corev1.Pod) podKey { return podKey{podutil.Namespace(p.ObjectMeta), p.Name} }
+
+// nodeOf is the node the Store has p bound to (nil: pending, or deleted).
+func (e *simulation) nodeOf(p *simPod) *simNode {
+	sp := e.st.Pod(p.pod.Namespace, p.pod.Name)
+	if sp == nil || sp.Spec.NodeName == "" {
+		return nil
+	}
+	return e.byName[sp.Spec.NodeName]
+}
+
+// podsOn are the pods the Store has bound to n, in the order they were
+// bound.
+func (e *simulation) podsOn(n *simNode) []*simPod {
+	given := e.st.PodsOn(n.name)
+	out := make([]*simPod, 0, len(given))
+	for _, p := range given {
+		if sp := e.pods[keyOf(p)]; sp != nil {
+			out = append(out, sp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].bound < out[j].bound })
+	return out
 }
 
 // view is the node as the engine sees it now.
@@ -186,8 +222,10 @@ type simPod struct {
 	// queued is the pod's turn in kube-scheduler's queue among those
 	// created at the same instant — the order they were made (an evicted
 	// node's replacements: the drain's order).
-	queued   uint64
-	node     *simNode
+	queued uint64
+	// bound is its turn among the pods bound to a node: the order a
+	// node's pods started (its node is the Store's: see nodeOf).
+	bound    uint64
 	running  time.Time
 	finished bool
 	reason   string // last unschedulable reason

@@ -509,6 +509,35 @@ func (s *Store) NodeClaim(name string) *v1.NodeClaim {
 	return nil
 }
 
+// refsOn are the pods bound to the Node of that name, by namespace and name.
+func (s *Store) refsOn(node string) []podRef {
+	refs := make([]podRef, 0, len(s.podsOn[node]))
+	for ref := range s.podsOn[node] {
+		refs = append(refs, ref)
+	}
+	sort.Slice(refs, func(i, j int) bool {
+		if refs[i].namespace != refs[j].namespace {
+			return refs[i].namespace < refs[j].namespace
+		}
+		return refs[i].name < refs[j].name
+	})
+	return refs
+}
+
+// PodsOn returns the pods bound to the Node of that name (spec.nodeName),
+// by namespace and name: the objects the host handed over, read-only, in
+// a new slice.
+func (s *Store) PodsOn(node string) []*corev1.Pod {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	refs := s.refsOn(node)
+	pods := make([]*corev1.Pod, len(refs))
+	for i, ref := range refs {
+		pods[i] = s.pods[ref].given
+	}
+	return pods
+}
+
 // build brings every dirty view up to date and returns them by name.
 func (s *Store) build() []*view {
 	if s.sorted == nil {
@@ -537,16 +566,7 @@ func (s *Store) rebuild(v *view) {
 	v.node.Pods = nil // never [:0]: Nodes() handed the last build's out
 	var requests []corev1.ResourceList
 	if n := v.node.Node; n != nil {
-		refs := make([]podRef, 0, len(s.podsOn[n.Name]))
-		for ref := range s.podsOn[n.Name] {
-			refs = append(refs, ref)
-		}
-		sort.Slice(refs, func(i, j int) bool {
-			if refs[i].namespace != refs[j].namespace {
-				return refs[i].namespace < refs[j].namespace
-			}
-			return refs[i].name < refs[j].name
-		})
+		refs := s.refsOn(n.Name)
 		v.node.Pods = make([]*corev1.Pod, 0, len(refs))
 		for _, ref := range refs {
 			sp := s.pods[ref]

@@ -329,3 +329,31 @@ func TestSpreadDefaults(t *testing.T) {
 		t.Error("the view handed out before the Respread changed")
 	}
 }
+
+func TestPodsOn(t *testing.T) {
+	s := NewStore(WaitForScheduler)
+	s.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-1", ResourceVersion: "1"}, Status: corev1.NodeStatus{Allocatable: resources("8")}})
+	given := []*corev1.Pod{pod("web-2", "ip-1", "1"), pod("web-1", "ip-1", "1"), pod("db-1", "ip-2", "1"), pod("idle", "", "1"), pod("api-1", "ip-1", "1")}
+	for _, p := range given {
+		s.SetPod(p)
+	}
+	s.SetSpreadDefaults(SpreadDefaults{
+		Constraints: []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone, WhenUnsatisfiable: corev1.DoNotSchedule}},
+		Selector:    func(*corev1.Pod) *metav1.LabelSelector { return &metav1.LabelSelector{} },
+	})
+	on := s.PodsOn("ip-1")
+	if got, want := podNames(on), "[default/api-1@:ip-1 default/web-1@:ip-1 default/web-2@:ip-1]"; got != want {
+		t.Fatalf("PodsOn(ip-1) = %s, want %s", got, want)
+	}
+	if on[0] != given[4] {
+		t.Error("PodsOn hands out a copy, not the pod the host gave")
+	}
+	on[0] = nil // the caller's slice
+	s.DeletePod("default", "web-1")
+	if got, want := podNames(s.PodsOn("ip-1")), "[default/api-1@:ip-1 default/web-2@:ip-1]"; got != want {
+		t.Errorf("after web-1's deletion PodsOn(ip-1) = %s, want %s", got, want)
+	}
+	if got := s.PodsOn("ip-9"); len(got) != 0 {
+		t.Errorf("PodsOn of a node without pods = %d pods", len(got))
+	}
+}
