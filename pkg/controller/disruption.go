@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/decide"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
@@ -384,15 +384,12 @@ func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Tain
 	if current == nil {
 		return fmt.Errorf("node %s is not known", name)
 	}
-	if hasTaint(current.Spec.Taints, taint) == on {
+	taints, changed := scheduling.WithTaint(current.Spec.Taints, taint, on)
+	if !changed {
 		return nil
 	}
 	node := current.DeepCopy()
-	if on {
-		node.Spec.Taints = append(node.Spec.Taints, taint)
-	} else {
-		node.Spec.Taints = slices.DeleteFunc(node.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) })
-	}
+	node.Spec.Taints = taints
 	return d.client.Update(ctx, node)
 }
 
@@ -406,7 +403,7 @@ func (d *disrupter) markLeaving(ctx context.Context, leaving []*disruption.Candi
 	}
 	var errs []error
 	for _, n := range d.store.Nodes() {
-		if n.Node == nil || n.MarkedForDeletion() || hasTaint(n.Node.Spec.Taints, disruption.ConsolidatingTaint) == want[n.Name()] {
+		if n.Node == nil || n.MarkedForDeletion() || scheduling.HasTaint(n.Node.Spec.Taints, disruption.ConsolidatingTaint) == want[n.Name()] {
 			continue
 		}
 		if err := d.setTaint(ctx, n.Name(), disruption.ConsolidatingTaint, want[n.Name()]); client.IgnoreNotFound(err) != nil {
@@ -442,7 +439,7 @@ func (d *disrupter) untaintStale(ctx context.Context) error {
 	known := map[string]bool{}
 	for _, n := range d.store.Nodes() {
 		known[n.Name()] = true
-		if n.Node == nil || d.tainted[n.Name()] || n.MarkedForDeletion() || !hasTaint(n.Node.Spec.Taints, v1.DisruptedTaint) {
+		if n.Node == nil || d.tainted[n.Name()] || n.MarkedForDeletion() || !scheduling.HasTaint(n.Node.Spec.Taints, v1.DisruptedTaint) {
 			continue
 		}
 		log.FromContext(ctx).Info("removing a disruption taint no command holds, left by a controller stopped mid-command", "node", n.Name())

@@ -22,6 +22,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/pkg/state"
 	"github.com/joiner-autoscaler/joiner/pkg/termination"
 )
@@ -207,7 +208,7 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		}
 	}
 	for _, t := range append(append([]corev1.Taint(nil), nc.Spec.Taints...), nc.Spec.StartupTaints...) {
-		if !hasTaint(taints, t) {
+		if !scheduling.HasTaint(taints, t) {
 			taints = append(taints, t)
 		}
 	}
@@ -307,7 +308,7 @@ func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		return reconcile.Result{}, nil // its next status update wakes us
 	}
 	for _, t := range node.Spec.Taints {
-		if hasTaint(nc.Spec.StartupTaints, t) || t.Key == corev1.TaintNodeNotReady || t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
+		if scheduling.HasTaint(nc.Spec.StartupTaints, t) || t.Key == corev1.TaintNodeNotReady || t.Key == "node.cloudprovider.kubernetes.io/uninitialized" {
 			return reconcile.Result{}, nil
 		}
 	}
@@ -379,7 +380,7 @@ const drainEvery = 5 * time.Second
 // drain takes one step of the node's drain; done when nothing that
 // matters is left on it.
 func (l *lifecycle) drain(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) (bool, error) {
-	if !hasTaint(node.Spec.Taints, v1.DisruptedTaint) {
+	if !scheduling.HasTaint(node.Spec.Taints, v1.DisruptedTaint) {
 		node.Spec.Taints = append(node.Spec.Taints, v1.DisruptedTaint)
 		if err := l.client.Update(ctx, node); err != nil {
 			return false, err
@@ -556,15 +557,6 @@ func conditionTime(nc *v1.NodeClaim, t string) time.Time {
 		}
 	}
 	return nc.CreationTimestamp.Time
-}
-
-func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
-	for i := range taints {
-		if taints[i].MatchTaint(&t) {
-			return true
-		}
-	}
-	return false
 }
 
 func nodeReady(n *corev1.Node) bool {

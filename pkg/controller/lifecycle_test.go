@@ -23,6 +23,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 // launchingCloud launches every claim as i-<name> (or fails with err) and
@@ -297,7 +298,7 @@ func TestLifecycleFinalize(t *testing.T) {
 	if res := lt.reconcile("general-a"); res.RequeueAfter != drainEvery {
 		t.Errorf("draining: requeue after %s, want %s", res.RequeueAfter, drainEvery)
 	}
-	if !hasTaint(lt.node("node-a").Spec.Taints, v1.DisruptedTaint) {
+	if !scheduling.HasTaint(lt.node("node-a").Spec.Taints, v1.DisruptedTaint) {
 		t.Error("the draining Node is not tainted karpenter.sh/disrupted")
 	}
 	if err := lt.kube.Get(context.Background(), client.ObjectKeyFromObject(web), &corev1.Pod{}); !apierrors.IsNotFound(err) {

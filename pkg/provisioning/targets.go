@@ -62,7 +62,7 @@ func (e *existingTarget) check(s *scheduler, c *podClass) (permanent bool, err e
 	}
 	taints := n.Taints
 	if n.InFlight {
-		taints = withoutTaint(taints, v1.UnregisteredTaint)
+		taints, _ = scheduling.WithTaint(taints, v1.UnregisteredTaint, false)
 	}
 	if err := scheduling.ToleratesForScheduling(taints, c.tolerations); err != nil {
 		return true, err
@@ -105,16 +105,6 @@ func (e *existingTarget) add(s *scheduler, c *podClass, pod *corev1.Pod) {
 func permanentTopology(err error) bool {
 	te, ok := err.(*topologyError)
 	return ok && te.permanent
-}
-
-func withoutTaint(taints []corev1.Taint, drop corev1.Taint) []corev1.Taint {
-	out := make([]corev1.Taint, 0, len(taints))
-	for _, t := range taints {
-		if !t.MatchTaint(&drop) {
-			out = append(out, t)
-		}
-	}
-	return out
 }
 
 func portsConflict(have, want []hostPort) bool {

@@ -204,3 +204,45 @@ func TestPodRequestsDuringResize(t *testing.T) {
 		}
 	}
 }
+
+func TestWithTaint(t *testing.T) {
+	a := corev1.Taint{Key: "a", Effect: corev1.TaintEffectNoSchedule}
+	b := corev1.Taint{Key: "b", Value: "x", Effect: corev1.TaintEffectNoSchedule}
+	bOther := corev1.Taint{Key: "b", Value: "y", Effect: corev1.TaintEffectNoSchedule} // matches b: key and effect
+	bSoft := corev1.Taint{Key: "b", Effect: corev1.TaintEffectPreferNoSchedule}
+	keys := func(ts []corev1.Taint) string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Key+"="+t.Value+":"+string(t.Effect))
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		name        string
+		have        []corev1.Taint
+		t           corev1.Taint
+		on, changed bool
+		want        string
+	}{
+		{"add", []corev1.Taint{a}, b, true, true, "a=:NoSchedule,b=x:NoSchedule"},
+		{"add to none", nil, a, true, true, "a=:NoSchedule"},
+		{"there already (any value)", []corev1.Taint{a, b}, bOther, true, false, "a=:NoSchedule,b=x:NoSchedule"},
+		{"another effect is another taint", []corev1.Taint{b}, bSoft, true, true, "b=x:NoSchedule,b=:PreferNoSchedule"},
+		{"remove", []corev1.Taint{b, a}, bOther, false, true, "a=:NoSchedule"},
+		{"remove what is not there", []corev1.Taint{a}, b, false, false, "a=:NoSchedule"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := keys(tc.have)
+			got, changed := WithTaint(tc.have, tc.t, tc.on)
+			if keys(got) != tc.want || changed != tc.changed {
+				t.Errorf("WithTaint = %s, %v; want %s, %v", keys(got), changed, tc.want, tc.changed)
+			}
+			if keys(tc.have) != before {
+				t.Errorf("WithTaint wrote into its input: %s, was %s", keys(tc.have), before)
+			}
+			if HasTaint(got, tc.t) != tc.on {
+				t.Errorf("HasTaint after WithTaint(on=%v) = %v", tc.on, !tc.on)
+			}
+		})
+	}
+}

@@ -59,3 +59,32 @@ func UntoleratedPreferNoSchedule(taints []corev1.Taint, tolerations []corev1.Tol
 	}
 	return n
 }
+
+// HasTaint reports whether taints hold one matching t (its key and effect).
+func HasTaint(taints []corev1.Taint, t corev1.Taint) bool {
+	for i := range taints {
+		if taints[i].MatchTaint(&t) {
+			return true
+		}
+	}
+	return false
+}
+
+// WithTaint returns taints with t added at the end (on) or with every taint
+// matching it removed, and whether that changed them. A change is made in
+// a new slice; taints is never written into.
+func WithTaint(taints []corev1.Taint, t corev1.Taint, on bool) ([]corev1.Taint, bool) {
+	if HasTaint(taints, t) == on {
+		return taints, false
+	}
+	out := make([]corev1.Taint, 0, len(taints)+1)
+	for _, have := range taints {
+		if !have.MatchTaint(&t) {
+			out = append(out, have)
+		}
+	}
+	if on {
+		out = append(out, t)
+	}
+	return out, true
+}
