@@ -3,12 +3,13 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"runtime"
 	"strings"
 	"testing"
 	"testing/fstest"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	"github.com/joiner-autoscaler/joiner/examples"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"

@@ -3,10 +3,11 @@ package sim
 import (
 	"context"
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"sort"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

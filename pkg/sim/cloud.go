@@ -155,8 +155,7 @@ func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.Node
 	np := plan.NodePool
 	in := e.cloud.Instance(nc.Status.ProviderID)
 	it, o := in.InstanceType, in.Offering
-	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now,
-		taints: np.Spec.Template.Spec.Taints}
+	n := &simNode{name: nc.Name, claim: nc, pool: np, it: it, offering: o, state: nodeLaunching, launched: e.clk.now}
 	e.nodes = append(e.nodes, n)
 	e.allNodes = append(e.allNodes, n)
 	e.byName[n.name] = n
@@ -212,8 +211,8 @@ func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.Node
 // devices published, DaemonSet pods on it, a bind pass armed.
 func (e *simulation) nodeReady(n *simNode) {
 	n.state = nodeReady
-	n.conditions = initialized(e.clk.now)
-	e.syncNode(n)
+	e.updateClaim(n, func(nc *v1.NodeClaim) { nc.Status.Conditions = initialized(e.clk.now) })
+	e.updateNode(n, nil)
 	e.publishDevices(n)
 	e.armFailure(n)
 	e.bindDaemons(n)
@@ -236,7 +235,7 @@ func (e *simulation) cohortHold(n *simNode) time.Duration {
 	others := make([]state.CohortMember, 0, len(n.cohort.members)-1)
 	for _, m := range n.cohort.members {
 		if m != n {
-			others = append(others, state.CohortMember{Appeared: !m.appeared.IsZero(), Gone: m.state == nodeGone || m.disrupting})
+			others = append(others, state.CohortMember{Appeared: !m.appeared.IsZero(), Gone: m.state == nodeGone || e.disrupting(m)})
 		}
 	}
 	return state.RegistrationHold(n.appeared, others, e.clk.now)
@@ -256,7 +255,7 @@ func (e *simulation) bindDaemons(n *simNode) {
 	labels := n.labels()
 	for i, ds := range e.daemonSets {
 		tmpl := e.dsPods[i]
-		if scheduling.ToleratesForScheduling(n.taints, tmpl.Spec.Tolerations) != nil || !scheduling.NewNodeAffinity(tmpl).MatchesNode(labels) {
+		if scheduling.ToleratesForScheduling(e.taints(n), tmpl.Spec.Tolerations) != nil || !scheduling.NewNodeAffinity(tmpl).MatchesNode(labels) {
 			continue
 		}
 		if !e.modelDRA() && podutil.HasDRARequirements(tmpl) {

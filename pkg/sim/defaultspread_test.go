@@ -1,9 +1,10 @@
 package sim
 
 import (
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 )
 
 // sixPods: six 1-vCPU pods with no spread constraints of their own, which

@@ -151,10 +151,7 @@ func (e *simulation) markLeaving(leaving []*disruption.Candidate) {
 		want[cand.Node.Name] = true
 	}
 	for _, n := range e.nodes {
-		if n.leaving != want[n.name] && n.state != nodeGone {
-			n.leaving = want[n.name]
-			e.syncNode(n)
-		}
+		e.setTaint(n, disruption.ConsolidatingTaint, want[n.name])
 	}
 }
 
@@ -241,16 +238,14 @@ func (a simActions) DeleteReplacement(name string) error {
 
 func (a simActions) Taint(name string) error {
 	if n := a.e.nodeByName(name); n != nil {
-		n.disrupting = true
-		a.e.syncNode(n)
+		a.e.setTaint(n, v1.DisruptedTaint, true)
 	}
 	return nil
 }
 
 func (a simActions) Untaint(name string) error {
 	if n := a.e.nodeByName(name); n != nil && n.drainStarted.IsZero() {
-		n.disrupting = false
-		a.e.syncNode(n)
+		a.e.setTaint(n, v1.DisruptedTaint, false)
 	}
 	return nil
 }
@@ -268,7 +263,6 @@ func (e *simulation) startDrain(n *simNode, reason string) {
 	if n.state == nodeGone || !n.drainStarted.IsZero() {
 		return
 	}
-	n.disrupting = true
 	n.state = nodeDraining
 	n.drainStarted = e.clk.now
 	e.syncNode(n)

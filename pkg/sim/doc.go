@@ -9,8 +9,15 @@
 //   - the event loop: simulation.go (a run, its options and agenda) and
 //     events.go (the virtual clock's queue); moment.go stops a run at a
 //     time for plan and explain;
-//   - the cluster it drives: state.go publishes it to the pkg/state Store
-//     every decision reads; cloud.go launches and deletes instances (a
+//   - the cluster it drives: the pkg/state Store every decision reads is
+//     its only record of the API's objects — pods, their nodes (a pod's
+//     spec.nodeName), Nodes with their taints, NodeClaims with their
+//     conditions and last pod event — as the API server is a cluster's;
+//     state.go writes them as a controller, kubelet or kube-scheduler
+//     would, and keeps beside them only what the cloud and the kubelets
+//     know of an instance (simNode) and the workload controllers and the
+//     kubelet of a pod (simPod: its owner, when it was made and started);
+//     cloud.go launches and deletes instances (a
 //     launch cohort's nodes open together); disrupt.go, repair.go,
 //     preemption.go, reservations.go, launchloop.go and dra.go carry out
 //     disruption, node repair, preemption, reservation ends, the

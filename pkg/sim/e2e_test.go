@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	appsv1 "k8s.io/api/apps/v1"

@@ -2,9 +2,10 @@ package sim
 
 import (
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"slices"
 	"strings"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	corev1 "k8s.io/api/core/v1"
 

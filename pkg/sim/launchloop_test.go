@@ -2,9 +2,10 @@ package sim
 
 import (
 	"bytes"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 )
 
 const loopPool = `apiVersion: karpenter.sh/v1

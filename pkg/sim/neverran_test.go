@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )

@@ -1,11 +1,12 @@
 package sim
 
 import (
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"maps"
 	"slices"
 	"sort"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 )

@@ -37,7 +37,7 @@ func (e *simulation) preempt(sp *simPod, n *simNode, victims []*corev1.Pod) {
 			return
 		}
 		sp.nominated = nil
-		if n.state == nodeReady && !n.disrupting {
+		if n.state == nodeReady && !e.disrupting(n) {
 			res := kubescheduler.NewBinder(kubescheduler.BindOptions{Volumes: e.st.Volumes}).Bind([]*provisioning.Node{e.view(n)}, []*corev1.Pod{e.scheduled(sp)})
 			if len(res.ExistingNodes) == 1 {
 				e.bindPod(sp, n)

@@ -38,7 +38,7 @@ func (e *simulation) armFailure(n *simNode) {
 // unreachable taints, its pods evicted after unreachableEviction, and
 // node repair asked again.
 func (e *simulation) fail(n *simNode) {
-	if n.state != nodeReady || n.disrupting || !n.failedAt.IsZero() {
+	if n.state != nodeReady || e.disrupting(n) || !n.failedAt.IsZero() {
 		return
 	}
 	n.failedAt = e.clk.now

@@ -87,7 +87,7 @@ func (r *recorder) podRunning(p *simPod) {
 	key := workloadKey(p)
 	r.byWorkload[key] = append(r.byWorkload[key], d)
 	if n := r.e.nodeOf(p); n != nil {
-		taints := n.taints
+		taints := r.e.taints(n)
 		if scheduling.ToleratesForScheduling(taints, p.pod.Spec.Tolerations) != nil {
 			r.tolViol++
 		}
@@ -256,7 +256,7 @@ func (r *recorder) sample() {
 			s.NodesByPool[n.pool.Name]++
 			s.NodesByCapacityType[n.offering.CapacityType]++
 			s.CostPerHour += n.offering.Price
-			if n.disrupting {
+			if e.disrupting(n) {
 				s.Disrupting++
 			}
 		}

@@ -2,10 +2,11 @@ package sim
 
 import (
 	"fmt"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"

@@ -2,10 +2,11 @@ package sim
 
 import (
 	"context"
-	"github.com/joiner-autoscaler/joiner/pkg/report"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/joiner-autoscaler/joiner/pkg/report"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 )

@@ -533,8 +533,7 @@ func (e *simulation) unbind(p *simPod) {
 	if n == nil {
 		return
 	}
-	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
-	e.syncClaim(n)
+	e.podEvent(n)
 	e.dirty = true
 }
 
@@ -708,7 +707,6 @@ func (e *simulation) bindPod(p *simPod, n *simNode) {
 	delete(e.pending, p)
 	e.bound++
 	p.bound = e.bound
-	n.lastPodEvent, _ = disruption.PodEvent(n.lastPodEvent, e.clk.now)
 	p.running = e.clk.now
 	start := metav1.NewTime(e.clk.now)
 	e.setPod(p, func(cp *corev1.Pod) {
@@ -717,7 +715,7 @@ func (e *simulation) bindPod(p *simPod, n *simNode) {
 		cp.Status.StartTime = &start
 	})
 	e.bindVolumes(p.pod, n)
-	e.syncClaim(n)
+	e.podEvent(n)
 	e.dirty = true
 	e.rep.podRunning(p)
 	if p.owner != nil && p.owner.job {

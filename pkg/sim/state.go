@@ -14,6 +14,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 )
 
 type nodeState int
@@ -26,7 +27,10 @@ const (
 	nodeGone
 )
 
-// simNode is one instance and, once registered, its Node.
+// simNode is one instance: what the cloud and its kubelet know of it.
+// Its Node and NodeClaim — taints, conditions, last pod event, deletion —
+// are the Store's objects (see syncNode), and its pods are those the Store
+// has bound to it (podsOn).
 type simNode struct {
 	name     string
 	claim    *v1.NodeClaim // as the cloud launched it
@@ -36,24 +40,13 @@ type simNode struct {
 	// first is the offering it launched as and demoted the offerings it
 	// ran as from a time on, when a reservation it was in ended (nil: it
 	// never changed).
-	first    *cloudprovider.Offering
-	demoted  []priced
-	state    nodeState
-	launched time.Time
-	gone     time.Time
-	taints   []corev1.Taint
-	// disrupting: tainted karpenter.sh/disrupted and draining, or about to.
-	disrupting bool
-	// leaving: consolidation expects to take it in a later round; it
-	// carries disruption.ConsolidatingTaint.
-	leaving      bool
+	first        *cloudprovider.Offering
+	demoted      []priced
+	state        nodeState
+	launched     time.Time
+	gone         time.Time
 	drainStarted time.Time
 	drainReason  string
-	// lastPodEvent is its claim's status.lastPodEventTime: zero until a
-	// pod is bound to it, then recorded as the controller does.
-	lastPodEvent time.Time
-	// conditions are its claim's once it is Ready: Initialized then.
-	conditions []v1.Condition
 	// failedAt: when its kubelet stopped reporting (zero: it did not).
 	failedAt time.Time
 	// appeared: when its Node registered with the API server;
@@ -86,8 +79,8 @@ func (e *simulation) nextRV() string {
 	return strconv.FormatUint(e.rv, 10)
 }
 
-// syncNode publishes the node's NodeClaim and, once registered, its Node
-// (or deletes both when it is gone).
+// syncNode publishes what the node's lifecycle says of its NodeClaim and,
+// once registered, its Node (or deletes both when it is gone).
 func (e *simulation) syncNode(n *simNode) {
 	if n.state == nodeGone {
 		e.traceNode(n, nil)
@@ -96,16 +89,27 @@ func (e *simulation) syncNode(n *simNode) {
 		return
 	}
 	e.syncClaim(n)
-	if n.state == nodeLaunching {
-		return
+	if n.state != nodeLaunching {
+		e.updateNode(n, nil)
 	}
-	taints := append([]corev1.Taint(nil), n.taints...)
-	if n.disrupting {
-		taints = append(taints, v1.DisruptedTaint)
+}
+
+// updateNode publishes n's Node after change changed a copy of it: the
+// Store's (a new one when it registers, with its NodePool's taints), with
+// what its lifecycle says — Ready once its kubelet is and it is let in,
+// NodeStatusUnknown and the unreachable taints once its kubelet stopped,
+// karpenter.sh/disrupted and the deletion once it drains. What was set on
+// it since (taints) is kept: the Store's object is the record.
+func (e *simulation) updateNode(n *simNode, change func(*corev1.Node)) {
+	var node corev1.Node // a shallow copy: nothing below writes into shared parts
+	if cur := e.st.Node(n.name); cur != nil {
+		node = *cur
+	} else {
+		node = corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels(), CreationTimestamp: n.claim.CreationTimestamp},
+			Spec:   corev1.NodeSpec{ProviderID: n.claim.Status.ProviderID, Taints: n.pool.Spec.Template.Spec.Taints},
+			Status: corev1.NodeStatus{Allocatable: n.claim.Status.Allocatable, Capacity: n.claim.Status.Capacity}}
 	}
-	if n.leaving {
-		taints = append(taints, disruption.ConsolidatingTaint)
-	}
+	node.ResourceVersion = e.nextRV()
 	ready := corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionFalse}
 	if n.state == nodeReady || n.state == nodeDraining {
 		ready.Status = corev1.ConditionTrue
@@ -113,39 +117,86 @@ func (e *simulation) syncNode(n *simNode) {
 	if !n.failedAt.IsZero() {
 		ready = corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionUnknown, Reason: "NodeStatusUnknown",
 			Message: "Kubelet stopped posting node status.", LastTransitionTime: metav1.NewTime(n.failedAt)}
-		taints = append(taints, unreachableTaints...)
+		for _, t := range unreachableTaints {
+			node.Spec.Taints, _ = scheduling.WithTaint(node.Spec.Taints, t, true)
+		}
 	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.name, Labels: n.labels(), ResourceVersion: e.nextRV(), CreationTimestamp: n.claim.CreationTimestamp},
-		Spec:       corev1.NodeSpec{ProviderID: n.claim.Status.ProviderID, Taints: taints},
-		Status: corev1.NodeStatus{Allocatable: n.claim.Status.Allocatable, Capacity: n.claim.Status.Capacity,
-			Conditions: []corev1.NodeCondition{ready}},
-	}
+	node.Status.Conditions = []corev1.NodeCondition{ready}
 	if n.state == nodeDraining {
+		node.Spec.Taints, _ = scheduling.WithTaint(node.Spec.Taints, v1.DisruptedTaint, true)
 		node.DeletionTimestamp = e.deletedAt(n)
 	}
-	e.st.SetNode(node)
-	e.traceNode(n, node)
+	if change != nil {
+		change(&node)
+	}
+	e.st.SetNode(&node)
+	e.traceNode(n, &node)
 }
 
-// syncClaim publishes the node's NodeClaim: the cloud's, with the
-// lifecycle conditions, the last pod event and its deletion.
-func (e *simulation) syncClaim(n *simNode) {
+// setTaint adds (on) or removes a taint of n's Node, as the controller
+// does: nothing before it registers or after it is gone.
+func (e *simulation) setTaint(n *simNode, t corev1.Taint, on bool) {
+	cur := e.st.Node(n.name)
+	if cur == nil || n.state == nodeGone {
+		return
+	}
+	if _, changed := scheduling.WithTaint(cur.Spec.Taints, t, on); changed {
+		e.updateNode(n, func(node *corev1.Node) { node.Spec.Taints, _ = scheduling.WithTaint(node.Spec.Taints, t, on) })
+	}
+}
+
+// tainted reports whether n's Node carries t.
+func (e *simulation) tainted(n *simNode, t corev1.Taint) bool {
+	node := e.st.Node(n.name)
+	return node != nil && scheduling.HasTaint(node.Spec.Taints, t)
+}
+
+// disrupting: n's Node is tainted karpenter.sh/disrupted (a command's
+// candidate, or draining).
+func (e *simulation) disrupting(n *simNode) bool { return e.tainted(n, v1.DisruptedTaint) }
+
+// taints are n's Node's (none before it registers).
+func (e *simulation) taints(n *simNode) []corev1.Taint {
+	if node := e.st.Node(n.name); node != nil {
+		return node.Spec.Taints
+	}
+	return nil
+}
+
+// syncClaim publishes n's NodeClaim after change changed a copy of it: the
+// Store's (the cloud's, without conditions, when it launches), deleted
+// once n drains.
+func (e *simulation) syncClaim(n *simNode) { e.updateClaim(n, nil) }
+
+func (e *simulation) updateClaim(n *simNode, change func(*v1.NodeClaim)) {
 	if n.state == nodeGone {
 		return
 	}
-	nc := *n.claim // a shallow copy: nothing below writes into shared parts
-	nc.ResourceVersion = e.nextRV()
-	nc.Status.LastPodEventTime = metav1.NewTime(n.lastPodEvent)
-	nc.Status.Conditions = nil
-	if n.state == nodeReady || n.state == nodeDraining {
-		nc.Status.Conditions = n.conditions
+	var nc v1.NodeClaim // a shallow copy: nothing below writes into shared parts
+	if cur := e.st.NodeClaim(n.name); cur != nil {
+		nc = *cur
+	} else {
+		nc = *n.claim
+		nc.Status.Conditions = nil
 	}
+	nc.ResourceVersion = e.nextRV()
 	if n.state == nodeDraining {
 		nc.DeletionTimestamp = e.deletedAt(n)
 	}
+	if change != nil {
+		change(&nc)
+	}
 	e.st.SetNodeClaim(&nc)
 	e.traceClaim(n, &nc)
+}
+
+// podEvent is a pod bound to n or leaving it: its claim's
+// status.lastPodEventTime, as the controller records it.
+func (e *simulation) podEvent(n *simNode) {
+	e.updateClaim(n, func(nc *v1.NodeClaim) {
+		t, _ := disruption.PodEvent(nc.Status.LastPodEventTime.Time, e.clk.now)
+		nc.Status.LastPodEventTime = metav1.NewTime(t)
+	})
 }
 
 // initialized are the conditions of a claim whose node turned Ready at:
@@ -214,8 +265,11 @@ func (e *simulation) podsOn(n *simNode) []*simPod {
 // view is the node as the engine sees it now.
 func (e *simulation) view(n *simNode) *provisioning.Node { return e.st.View(n.name) }
 
-// simPod is one pod from creation to end.
+// simPod is one pod from creation to end: what its controller and kubelet
+// know of it beside the API object.
 type simPod struct {
+	// pod is the object last written to the Store (setPod), never a copy
+	// of its own: kept so a pod can be named once it is deleted.
 	pod     *corev1.Pod
 	owner   *workload
 	created time.Time
