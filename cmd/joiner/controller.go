@@ -24,7 +24,7 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
-// newControllerCommand is `joiner controller`. Its complexity (24) is the
+// newControllerCommand is `joiner controller`. Its complexity is the
 // flags' registration and checks, one after the other.
 func newControllerCommand() *cobra.Command {
 	var election leaderElection

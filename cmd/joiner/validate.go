@@ -156,7 +156,7 @@ func (r *validation) check(d *manifest.Document) {
 }
 
 // path validates one argument: a file, a directory, or "-" for stdin.
-// Its complexity (23) is one case per kind of argument (stdin, file,
+// Its complexity is one case per kind of argument (stdin, file,
 // directory) and per outcome, each with its own message.
 func (r *validation) path(arg string, stdin io.Reader) error {
 	var files []string

@@ -136,7 +136,7 @@ const (
 // disruption, garbage collection, metrics; node repair and interruption
 // when on and offered), all started with mgr. mgr's scheme must know
 // karpenter.sh/v1.
-// Its complexity (23) is wiring: an if for each optional part (a
+// Its complexity is wiring: an if for each optional part (a
 // provider's node classes, repair, interruption, overlays) and each error.
 func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, error) {
 	if opts.CloudProvider == nil {

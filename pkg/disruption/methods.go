@@ -845,26 +845,7 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		spot.Requirements[v1.LabelCapacityType] = ct.Intersection(scheduling.NewRequirement(v1.LabelCapacityType, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot))
 		r = &spot
 	}
-	// Keep only replacement types that are cheaper than the candidates —
-	// and, for more than one candidate, cheaper than any candidate whose
-	// own type is among them (upstream's filterOutSameInstanceType): to
-	// replace two nodes by one of the type one of them is would be to
-	// delete the other and move the pods of both; and a dearer type in its
-	// place is one single-node consolidation replaces by that type next.
-	limit := price
-	if len(cands) > 1 {
-		own := map[string]float64{}
-		for _, cand := range cands {
-			if q, ok := own[cand.InstanceType]; !ok || cand.Price < q {
-				own[cand.InstanceType] = cand.Price
-			}
-		}
-		for _, it := range r.InstanceTypes {
-			if q, ok := own[it.Name]; ok && q < limit && it.CheapestPrice(r.Requirements) < price {
-				limit = q
-			}
-		}
-	}
+	limit := sameTypeLimit(cands, r, price)
 	var cheaper []*cloudprovider.InstanceType
 	for _, it := range r.InstanceTypes {
 		if it.CheapestPrice(r.Requirements) < limit {
@@ -894,6 +875,32 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 	own := *r // r belongs to the (remembered) simulation
 	own.InstanceTypes = cheaper
 	return &own, ""
+}
+
+// sameTypeLimit is what a replacement of cands, priced price together,
+// must cost less than: price — and, for more than one candidate, the price
+// of any candidate whose own type r may launch (upstream's
+// filterOutSameInstanceType): to replace two nodes by one of the type one
+// of them is would be to delete the other and move the pods of both; and a
+// dearer type in its place is one single-node consolidation replaces by
+// that type next.
+func sameTypeLimit(cands []*Candidate, r *provisioning.NodeClaimPlan, price float64) float64 {
+	limit := price
+	if len(cands) < 2 {
+		return limit
+	}
+	own := map[string]float64{}
+	for _, cand := range cands {
+		if q, ok := own[cand.InstanceType]; !ok || cand.Price < q {
+			own[cand.InstanceType] = cand.Price
+		}
+	}
+	for _, it := range r.InstanceTypes {
+		if q, ok := own[it.Name]; ok && q < limit && it.CheapestPrice(r.Requirements) < price {
+			limit = q
+		}
+	}
+	return limit
 }
 
 // spotToSpotWhyNot says why spot nodes may not be replaced by a spot node

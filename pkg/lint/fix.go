@@ -163,7 +163,7 @@ func restore(obj, old map[string]any, field string) {
 // patch edits the YAML node n, which holds old, until it holds new,
 // touching only what differs: keys removed, values replaced, keys added
 // where the first removed key of the same mapping was (else at the end).
-// Its complexity (24) is the recursion's case per node kind (mapping,
+// Its complexity is the recursion's case per node kind (mapping,
 // sequence, scalar) and per change (removed, replaced, added).
 func patch(n *yamlv3.Node, old, new any) error {
 	if reflect.DeepEqual(old, new) {

@@ -25,7 +25,7 @@ var zoneKeys = []string{corev1.LabelTopologyZone, "topology.k8s.aws/zone-id"}
 const narrowZones = 3
 
 // poolFindings are the rules on one NodePool.
-// Its complexity (22) is one branch per rule on a NodePool, in rule order.
+// Its complexity is one branch per rule on a NodePool, in rule order.
 func (l *Linter) poolFindings(d *manifest.Document, np *v1.NodePool) []Finding {
 	var fs []Finding
 	spec := np.Spec.Template.Spec

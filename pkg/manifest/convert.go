@@ -41,7 +41,7 @@ func convertDocument(n *yamlv3.Node) (obj map[string]any, ok bool) {
 // decoders, so that what converts here would have converted there.
 const maxConvertDepth = 1000
 
-// Its complexity (22) is one case per YAML node kind and tag it converts.
+// Its complexity is one case per YAML node kind and tag it converts.
 func convertNode(n *yamlv3.Node, inFlow bool, depth int) (any, bool) {
 	if depth > maxConvertDepth || n.Style&yamlv3.TaggedStyle != 0 {
 		return nil, false
@@ -150,7 +150,7 @@ func plainToJSON(s string) (any, bool) {
 // resolvePlainV2 is go.yaml.in/yaml/v2's resolve for an untagged plain
 // scalar, decoded into an interface{}: ints as int64 (or uint64 above
 // MaxInt64), timestamps kept as strings. isString reports a string result.
-// Its complexity (24) follows yaml.v2's resolve, case for case, so that
+// Its complexity follows yaml.v2's resolve, case for case, so that
 // the two can be compared line by line.
 func resolvePlainV2(in string) (v any, isString bool) {
 	if in == "" {

@@ -84,7 +84,7 @@ type listItem struct {
 // splitKubectlList cuts a List document in kubectl's layout into its items
 // (de-indented by the two columns of "- ") and the rest of the document
 // with "items: []" in their place. ok is false for any other layout.
-// Its complexity (25) is one pass over the lines with a case for each rule
+// Its complexity is one pass over the lines with a case for each rule
 // of kubectl's layout; split, the scanner's state would be passed around.
 func splitKubectlList(doc rawDoc) (skeleton []byte, items []listItem, ok bool) {
 	var cur *bytes.Buffer

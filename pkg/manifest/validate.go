@@ -253,7 +253,7 @@ func (kv *kindValidator) celOnRepaired(obj map[string]any, old any, errs field.E
 
 // repairAt fixes the value at path in obj for a schema error of type t, and
 // reports whether it changed anything.
-// Its complexity (25) is one case per schema error type and value kind it
+// Its complexity is one case per schema error type and value kind it
 // repairs, kept together so the repairs can be read against each other.
 func repairAt(obj map[string]any, s *structuralschema.Structural, path []string, t field.ErrorType) bool {
 	if len(path) == 0 {

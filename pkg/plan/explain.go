@@ -60,7 +60,7 @@ type Usage struct {
 }
 
 // ExplainNodePool explains the named NodePool at now.
-// Its complexity (23) is the sections of the explanation (budgets and
+// Its complexity is the sections of the explanation (budgets and
 // their windows, limits, nodes, drift, consolidation) filled in order.
 func ExplainNodePool(c *state.Objects, name string, now time.Time, policy provisioning.Policy) (*NodePoolExplanation, error) {
 	var np *v1.NodePool

@@ -54,7 +54,7 @@ type PoolVerdict struct {
 
 // ExplainPod explains the pod namespace/name ("" namespace: default) of the
 // cluster: a pod already bound, or one provisioning leaves alone, says so.
-// Its complexity (22) is one early answer per state a pod can be in
+// Its complexity is one early answer per state a pod can be in
 // (bound, terminating, a DaemonSet's, given up on, …) before the verdicts.
 func ExplainPod(ctx context.Context, c *state.Objects, namespace, name string, policy provisioning.Policy) (*PodExplanation, error) {
 	if namespace == "" {

@@ -52,7 +52,7 @@ func NewScheme() (*runtime.Scheme, error) {
 // object of a kind it does not model that the cluster serves (DRA
 // objects, VPAs, LimitRanges, ResourceQuotas). It only reads. r's scheme must know
 // the core, apps, policy, karpenter.sh and karpenter.k8s.aws types.
-// Its complexity (21) is one list per kind, each with its not-served and
+// Its complexity is one list per kind, each with its not-served and
 // error cases.
 func Read(ctx context.Context, r client.Reader) (*Objects, error) {
 	out := &Objects{}

@@ -108,7 +108,7 @@ func Load(paths []string) (*Objects, error) {
 }
 
 // add decodes one document into the objects of its kind. Its complexity
-// (21) is one case per kind a plan reads.
+// is one case per kind a plan reads.
 func (o *Objects) add(v *manifest.Validator, d *manifest.Document) error {
 	where := func(err error) error {
 		var ps manifest.Problems

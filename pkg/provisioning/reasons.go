@@ -131,7 +131,7 @@ type LimitUse struct {
 }
 
 // Error is the reason in words: the one place a Reason is rendered (its
-// complexity, 21, is one case a code).
+// complexity is one case a code).
 func (r *Reason) Error() string {
 	switch r.Code {
 	case ReasonStatic:

@@ -156,24 +156,10 @@ func newPod(k objKey, obj *corev1.Pod, t time.Time) *pod {
 // PodScheduled condition says, else now), finished, deleted.
 func (p *pod) observe(obj *corev1.Pod, t time.Time, del bool) {
 	if p.bound == nil && obj.Spec.NodeName != "" {
-		at := t
-		for _, c := range obj.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Time.Before(p.created) {
-				at = c.LastTransitionTime.UTC()
-			}
-		}
-		p.bound = &at
+		p.bound = p.boundAt(obj, t)
 	}
 	if p.marked == nil && p.bound == nil {
-		for _, c := range obj.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
-				at := t
-				if lt := c.LastTransitionTime; !lt.IsZero() && !lt.Time.Before(p.created) && lt.Time.Before(t) {
-					at = lt.UTC()
-				}
-				p.marked = &at
-			}
-		}
+		p.marked = p.markedAt(obj, t)
 	}
 	if p.done == nil && (obj.Status.Phase == corev1.PodSucceeded || obj.Status.Phase == corev1.PodFailed) {
 		p.done = &t
@@ -181,6 +167,35 @@ func (p *pod) observe(obj *corev1.Pod, t time.Time, del bool) {
 	if del && p.gone == nil {
 		p.gone = &t
 	}
+}
+
+// boundAt is when a pod seen bound at t was bound: its PodScheduled
+// condition's time, unless that is missing or before the pod was made.
+func (p *pod) boundAt(obj *corev1.Pod, t time.Time) *time.Time {
+	at := t
+	for _, c := range obj.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue && !c.LastTransitionTime.IsZero() && !c.LastTransitionTime.Time.Before(p.created) {
+			at = c.LastTransitionTime.UTC()
+		}
+	}
+	return &at
+}
+
+// markedAt is when kube-scheduler marked the pod unschedulable, as a
+// record at t says (its condition's time when that lies between the pod's
+// making and t), or nil when it says nothing of it.
+func (p *pod) markedAt(obj *corev1.Pod, t time.Time) *time.Time {
+	var marked *time.Time
+	for _, c := range obj.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+			at := t
+			if lt := c.LastTransitionTime; !lt.IsZero() && !lt.Time.Before(p.created) && lt.Time.Before(t) {
+				at = lt.UTC()
+			}
+			marked = &at
+		}
+	}
+	return marked
 }
 
 // end is when a pod stopped asking for room: finished or deleted.

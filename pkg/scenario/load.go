@@ -193,7 +193,7 @@ func (in *Input) add(v *manifest.Validator, d *manifest.Document) error {
 }
 
 // addBuiltin files a decoded Kubernetes object under its kind. Its
-// complexity (21) is one case a kind: a table of kinds would need a type
+// complexity is one case a kind: a table of kinds would need a type
 // switch all the same.
 func (in *Input) addBuiltin(obj any) {
 	switch o := obj.(type) {

@@ -81,7 +81,7 @@ func volumeRefsOf(d *manifest.Document, obj any) []volumeRef {
 // StorageClass the default one, as the DefaultStorageClass admission
 // plugin does, and checks that every claim, volume and class named is in
 // the scenario.
-// Its complexity (22) is one check per kind of reference (claim, claim
+// Its complexity is one check per kind of reference (claim, claim
 // template, volume, class), each with its own problem.
 func (in *Input) resolveVolumes() manifest.Problems {
 	def := state.DefaultStorageClass(in.StorageClasses)

@@ -272,7 +272,7 @@ func ec2Tags(m map[string]string) []ec2types.Tag {
 // an override per type and subnet of an allowed zone. images maps each
 // type to its AMI, byTemplate each reserved template's name to its
 // reservation.
-// Its complexity (26) is the request's nested shape: templates per (AMI,
+// Its complexity is the request's nested shape: templates per (AMI,
 // max pods, reservation), overrides per type and subnet, each with its
 // options.
 func (p *Provider) fleetRequest(ctx context.Context, r *resolvedClass, claim *v1.NodeClaim, its []*cloudprovider.InstanceType,

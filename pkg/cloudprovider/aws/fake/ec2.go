@@ -402,7 +402,7 @@ const awsTime = "2006-01-02T15:04:05.000Z"
 
 // describeImages: as AWS, a deprecated image is listed only when
 // IncludeDeprecated is true, image IDs are given, or it is the caller's own.
-// Its complexity (23) is one condition per filter and parameter of
+// Its complexity is one condition per filter and parameter of
 // DescribeImages the fake honours.
 func (f *AWS) describeImages(q url.Values) (any, error) {
 	ids, owners := list(q, "ImageId"), list(q, "Owner")

@@ -62,7 +62,7 @@ var stateKinds = map[string]cloudprovider.InterruptionKind{
 // parse reads a message body as one of the five events upstream Karpenter
 // acts on. It returns the event's ID, the kind and the instances, or why
 // the body is not an interruption.
-// Its complexity (21) is one case per event kind and its fields.
+// Its complexity is one case per event kind and its fields.
 func parse(body string) (id string, kind cloudprovider.InterruptionKind, instances []string, err error) {
 	var ev event
 	if err := json.Unmarshal([]byte(body), &ev); err != nil {
