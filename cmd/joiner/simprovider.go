@@ -24,7 +24,7 @@ type cloudFlags struct {
 	provider, catalogFile, region, scenario string
 	zones                                   []string
 	seed                                    int64
-	apiErrorRate                            float64
+	apiErrorRate, spotInterruptions         float64
 	aws                                     awsFlags
 }
 
@@ -37,6 +37,7 @@ func (f *cloudFlags) register(cmd *cobra.Command) {
 	fl.StringVar(&f.scenario, "scenario", "", "sim: take the cloud from this scenario directory's scenario.yaml (seed, region, zones, catalog, faults: latencies, API error rate, never-register rate, insufficient-capacity windows from the controller's start)")
 	fl.Int64Var(&f.seed, "seed", 1, "sim: the seed of the simulated cloud's boot latencies and API errors")
 	fl.Float64Var(&f.apiErrorRate, "api-error-rate", 0, "sim: the share of launch calls that fail outright")
+	fl.Float64Var(&f.spotInterruptions, "spot-interruptions-per-node-hour", 0, "sim: the rate of spot interruption notices per spot instance-hour (the instance is reclaimed two minutes after its notice)")
 	f.aws.register(cmd)
 }
 
@@ -72,7 +73,7 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 	case "sim":
 		opts := kwok.Options{Name: "sim", Clock: clk, Boot: &simcloud.BootModel{}}
 		region, zones, catalogFile, seed := f.region, f.zones, f.catalogFile, f.seed
-		apiErrorRate := f.apiErrorRate
+		apiErrorRate, spotInterruptions := f.apiErrorRate, f.spotInterruptions
 		if f.scenario != "" {
 			abs, err := filepath.Abs(f.scenario)
 			if err != nil {
@@ -87,6 +88,10 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 				// Named, not dropped in silence: the controller's simulated
 				// cloud launches on-demand and spot only.
 				ctrllog.FromContext(cmd.Context()).Info("the scenario's capacity reservations are not modelled by --cloud-provider sim: its nodes launch on-demand and spot (joiner simulate models them)", "reservations", n)
+			}
+			if r := s.Faults.NodeFailuresPerNodeHour; r > 0 {
+				// A failed kubelet is kwok's to fake, not the cloud's.
+				ctrllog.FromContext(cmd.Context()).Info("the scenario's node failures are not modelled by --cloud-provider sim: its Nodes stay Ready (joiner simulate models them)", "nodeFailuresPerNodeHour", r)
 			}
 			boot, windows := s.Faults.Boot(), s.Faults.CapacityWindows()
 			opts.Boot, opts.Capacity = &boot, windows
@@ -106,15 +111,21 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 			if !changed("api-error-rate") {
 				apiErrorRate = s.Faults.APIErrorRate
 			}
+			if !changed("spot-interruptions-per-node-hour") {
+				spotInterruptions = s.Faults.SpotInterruptionsPerNodeHour
+			}
 		}
 		if apiErrorRate < 0 || apiErrorRate > 1 {
 			return nil, fmt.Errorf("--api-error-rate %v: use a share from 0 to 1", apiErrorRate)
+		}
+		if spotInterruptions < 0 {
+			return nil, fmt.Errorf("--spot-interruptions-per-node-hour %v: use a rate of 0 or more (0.05: one notice per 20 spot instance-hours)", spotInterruptions)
 		}
 		types, err := f.instanceTypes(region, zones, catalogFile)
 		if err != nil {
 			return nil, err
 		}
-		opts.Rand, opts.APIErrorRate = rand.New(rand.NewSource(seed)), apiErrorRate
+		opts.Rand, opts.APIErrorRate, opts.SpotInterruptionsPerNodeHour = rand.New(rand.NewSource(seed)), apiErrorRate, spotInterruptions
 		return kwok.NewWithOptions(c, types, opts)
 	}
 	return nil, f.check()

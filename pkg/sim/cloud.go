@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -201,7 +202,7 @@ func (e *simulation) startInstance(plan *provisioning.NodeClaimPlan, nc *v1.Node
 		}
 	})
 	if o.CapacityType == v1.CapacityTypeSpot && f.SpotInterruptionsPerNodeHour > 0 {
-		wait := time.Duration(e.rng.ExpFloat64() / f.SpotInterruptionsPerNodeHour * float64(time.Hour))
+		wait := simcloud.SpotInterruption(e.rng, f.SpotInterruptionsPerNodeHour)
 		e.clk.after(boot.Launch+wait, func() { e.interrupt(n) })
 	}
 	return n
@@ -284,7 +285,7 @@ func (e *simulation) interrupt(n *simNode) {
 	e.rep.interruption(n)
 	e.cloud.MarkUnavailable(n.it.Name, n.offering.Zone, n.offering.CapacityType)
 	e.drainFor(n, "Interrupted")
-	e.clk.after(interruptionNotice, func() { e.takeBack(n, "Interrupted") })
+	e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, "Interrupted") })
 }
 
 // drainFor disrupts a node for reason and starts its drain, unless it is

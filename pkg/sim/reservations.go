@@ -86,7 +86,7 @@ func (e *simulation) reclaimReservation(id string) {
 	e.rep.note(fmt.Sprintf("capacity reservation %s taken back by its owner at minute %d: %d node(s) interrupted", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
 		e.drainFor(n, "CapacityReservationInterrupted")
-		e.clk.after(interruptionNotice, func() { e.takeBack(n, "CapacityReservationInterrupted") })
+		e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, "CapacityReservationInterrupted") })
 	}
 	e.dirty = true
 	e.armBatch()

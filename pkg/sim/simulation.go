@@ -36,13 +36,12 @@ import (
 // Provisioning batches like upstream: wait for 1 s without new pending
 // pods, at most 10 s from the first.
 const (
-	batchIdle          = time.Second
-	batchMax           = 10 * time.Second
-	disruptionEvery    = 10 * time.Second
-	hpaEvery           = 15 * time.Second
-	sampleEvery        = time.Minute
-	registrationTTL    = 15 * time.Minute
-	interruptionNotice = 2 * time.Minute
+	batchIdle       = time.Second
+	batchMax        = 10 * time.Second
+	disruptionEvery = 10 * time.Second
+	hpaEvery        = 15 * time.Second
+	sampleEvery     = time.Minute
+	registrationTTL = 15 * time.Minute
 )
 
 // Options tune a run.

@@ -57,6 +57,12 @@ type Options struct {
 	Capacity []simcloud.CapacityWindow
 	// OnError is told every error the simulated cloud returns.
 	OnError func(operation, code string)
+	// SpotInterruptionsPerNodeHour is the rate at which a spot instance is
+	// interrupted, as the simulator draws it (simcloud.SpotInterruption):
+	// the notice comes on Interruptions (see Interrupt) and the instance is
+	// reclaimed — its Node deleted — simcloud.InterruptionNotice later.
+	// Requires Rand.
+	SpotInterruptionsPerNodeHour float64
 }
 
 // Provider is the kwok cloud provider. It is safe for concurrent use.
@@ -104,8 +110,8 @@ func NewWithOptions(c client.Client, types []*cloudprovider.InstanceType, opts O
 	if opts.Clock == nil {
 		return nil, fmt.Errorf("kwok provider: Options.Clock is required")
 	}
-	if (opts.Boot != nil || opts.APIErrorRate > 0) && opts.Rand == nil {
-		return nil, fmt.Errorf("kwok provider: Options.Rand is required with Boot or APIErrorRate")
+	if (opts.Boot != nil || opts.APIErrorRate > 0 || opts.SpotInterruptionsPerNodeHour > 0) && opts.Rand == nil {
+		return nil, fmt.Errorf("kwok provider: Options.Rand is required with Boot, APIErrorRate or SpotInterruptionsPerNodeHour")
 	}
 	if opts.Name == "" {
 		opts.Name = "kwok"
@@ -164,13 +170,19 @@ func (p *Provider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeClaim,
 	simID := launched.Status.ProviderID
 	launched.Status.ProviderID = ProviderIDPrefix + nc.Name
 	p.simIDs[launched.Status.ProviderID] = simID
+	interruptAfter := time.Duration(-1)
+	if p.opts.SpotInterruptionsPerNodeHour > 0 && launched.Labels[v1.LabelCapacityType] == v1.CapacityTypeSpot {
+		interruptAfter = simcloud.SpotInterruption(p.opts.Rand, p.opts.SpotInterruptionsPerNodeHour)
+	}
 	if p.opts.Boot != nil {
 		b := p.opts.Boot.Draw(p.opts.Rand)
 		p.mu.Unlock()
 		p.boot(launched, b)
+		p.interruptAfter(launched.Status.ProviderID, b.Launch, interruptAfter)
 		return launched, nil
 	}
 	p.mu.Unlock()
+	p.interruptAfter(launched.Status.ProviderID, 0, interruptAfter)
 	err = p.client.Create(ctx, nodeFor(launched))
 	if err == nil {
 		return launched, nil
@@ -440,6 +452,55 @@ func (p *Provider) Interrupt(ctx context.Context, providerID string) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// interruptAfter sends the instance a spot interruption notice wait after
+// it runs (launch after now), and reclaims it simcloud.InterruptionNotice
+// later — unless it is gone by then. A negative wait: never.
+func (p *Provider) interruptAfter(id string, launch, wait time.Duration) {
+	if wait < 0 {
+		return
+	}
+	// Off the clock's goroutine (see capacityAt): both write to the API.
+	p.opts.Clock.AfterFunc(launch+wait, func() {
+		go func() {
+			if !p.running(id) {
+				return
+			}
+			ctx := context.Background()
+			if err := p.Interrupt(ctx, id); err != nil {
+				log.FromContext(ctx).Error(err, "interrupting a simulated spot instance", "providerID", id)
+				return
+			}
+			p.opts.Clock.AfterFunc(simcloud.InterruptionNotice, func() { go p.reclaim(id) })
+		}()
+	})
+}
+
+// running reports whether this process's simulated EC2 still runs the
+// instance.
+func (p *Provider) running(id string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	simID, ok := p.simIDs[id]
+	return ok && p.sim.Instance(simID) != nil
+}
+
+// reclaim is EC2 taking an interrupted spot instance back: it and its Node
+// are gone, drained or not (the controller deleted its claim at the
+// notice, and has drained it as far as it got).
+func (p *Provider) reclaim(id string) {
+	if !p.running(id) {
+		return
+	}
+	ctx := context.Background()
+	in, err := p.Get(ctx, id)
+	if err == nil {
+		err = p.Delete(ctx, in)
+	}
+	if err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+		log.FromContext(ctx).Error(err, "reclaiming a simulated spot instance", "providerID", id)
 	}
 }
 

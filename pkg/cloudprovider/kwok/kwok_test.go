@@ -2,6 +2,8 @@ package kwok
 
 import (
 	"context"
+	"math/rand"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +19,7 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 )
 
 // newProvider is the kwok provider of one controller process over c.
@@ -117,5 +120,108 @@ func TestProviderIDsSurviveARestart(t *testing.T) {
 	}
 	if len(restarted.simIDs) != 0 {
 		t.Errorf("simulated instances kept after their Nodes went: %v", restarted.simIDs)
+	}
+}
+
+// TestSpotInterruptions: at SpotInterruptionsPerNodeHour a spot instance
+// gets its notice when the simulator's draw says, and is reclaimed (its
+// Node gone) two minutes later; an on-demand instance never is.
+func TestSpotInterruptions(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	cat, err := catalog.Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	types, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const seed, rate = 7, 2.0
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	p, err := NewWithOptions(c, types, Options{Clock: clk, Rand: rand.New(rand.NewSource(seed)), SpotInterruptionsPerNodeHour: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "general"}}
+	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
+		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"m6i.xlarge"}},
+		{Key: v1.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-east-1a"}},
+	}
+	if err := p.SetNodePools([]*v1.NodePool{np}); err != nil {
+		t.Fatal(err)
+	}
+	launch := func(name, capacityType string) *v1.NodeClaim {
+		nc := claim(name)
+		nc.Spec.Requirements[1].Values = []string{capacityType}
+		launched, err := p.Create(ctx, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := launched.Labels[v1.LabelCapacityType]; got != capacityType {
+			t.Fatalf("%s launched %s, want %s", name, got, capacityType)
+		}
+		return launched
+	}
+	spot := launch("general-spot", v1.CapacityTypeSpot)
+	launch("general-od", v1.CapacityTypeOnDemand)
+	wait := simcloud.SpotInterruption(rand.New(rand.NewSource(seed)), rate) // the first draw: the spot launch's
+
+	nodes := func() int {
+		var list corev1.NodeList
+		if err := c.List(ctx, &list); err != nil {
+			t.Fatal(err)
+		}
+		return len(list.Items)
+	}
+	// The timers' functions run on goroutines of their own: wait for what
+	// they write, never for a time.
+	notice := func() *cloudprovider.Interruption {
+		select {
+		case n := <-p.Interruptions():
+			return &n
+		default:
+			return nil
+		}
+	}
+	clk.Step(wait - time.Second)
+	if n := notice(); n != nil {
+		t.Fatalf("a notice for %s before its draw (%s)", n.ProviderID, wait)
+	}
+	clk.Step(time.Second)
+	var got cloudprovider.Interruption
+	select {
+	case got = <-p.Interruptions():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no interruption notice %s after the spot launch", wait)
+	}
+	if got.ProviderID != spot.Status.ProviderID || got.Kind != cloudprovider.SpotInterruption {
+		t.Errorf("notice %+v, want a SpotInterruption of %s", got, spot.Status.ProviderID)
+	}
+	if n := nodes(); n != 2 {
+		t.Fatalf("%d Nodes at the notice, want both instances still there", n)
+	}
+	// The notice's timer is set by the goroutine that sent it.
+	for !clk.HasWaiters() {
+		goruntime.Gosched()
+	}
+	clk.Step(simcloud.InterruptionNotice)
+	deadline := time.Now().Add(10 * time.Second)
+	for nodes() != 1 && time.Now().Before(deadline) {
+		goruntime.Gosched()
+	}
+	if _, err := p.Get(ctx, spot.Status.ProviderID); !cloudprovider.IsNodeClaimNotFoundError(err) {
+		t.Errorf("the spot instance after its notice and %s: %v, want reclaimed", simcloud.InterruptionNotice, err)
+	}
+	if n := nodes(); n != 1 {
+		t.Errorf("%d Nodes after the reclaim, want the on-demand one", n)
+	}
+	clk.Step(1000 * time.Hour)
+	if n := notice(); n != nil {
+		t.Errorf("a notice for %s: on-demand instances are not interrupted", n.ProviderID)
 	}
 }

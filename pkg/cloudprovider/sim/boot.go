@@ -74,3 +74,15 @@ type CapacityWindow struct {
 	InstanceType, Zone, CapacityType string
 	From, To                         time.Duration
 }
+
+// InterruptionNotice is how long EC2 gives a spot instance between its
+// interruption notice and reclaiming it.
+const InterruptionNotice = 2 * time.Minute
+
+// SpotInterruption draws how long after its launch a spot instance gets its
+// interruption notice, at ratePerHour notices per instance-hour (a Poisson
+// process: exponential waits). The simulator and the controller's sim
+// provider both draw from it.
+func SpotInterruption(rng *rand.Rand, ratePerHour float64) time.Duration {
+	return time.Duration(rng.ExpFloat64() / ratePerHour * float64(time.Hour))
+}
