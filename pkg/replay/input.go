@@ -68,6 +68,10 @@ func (r *Recording) override(in, over *scenario.Input) error {
 			in.Notes = append(in.Notes, fmt.Sprintf("%s: spec.loads and spec.jobs are not used: the trace's workloads scale and run as recorded", over.ScenarioFile))
 		}
 		in.Scenario.Spec.Loads, in.Scenario.Spec.Jobs = nil, nil
+		if r := in.Scenario.Spec.Faults.SpotInterruptionsPerNodeHour; r > 0 && len(in.Replay.Interruptions) > 0 {
+			in.Notes = append(in.Notes, fmt.Sprintf("%s: spec.faults.spotInterruptionsPerNodeHour (%v) interrupts spot nodes at random as well as the trace's %d recorded interruptions (0 replays the recorded ones alone)",
+				over.ScenarioFile, r, len(in.Replay.Interruptions)))
+		}
 	}
 	ignored := map[string]int{"Deployment": len(over.Deployments), "StatefulSet": len(over.StatefulSets), "DaemonSet": len(over.DaemonSets),
 		"Job": len(over.Jobs), "CronJob": len(over.CronJobs), "HorizontalPodAutoscaler": len(over.HPAs), "ScaledObject": len(over.ScaledObjects),

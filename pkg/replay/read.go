@@ -150,13 +150,16 @@ type builder struct {
 	synced   map[string]bool
 	hpas     int
 	gaps     []string
+	// interruptions are the cloud's, by their Event's name (an Event seen
+	// again is one interruption).
+	interruptions map[objKey]*interruption
 }
 
 func newBuilder(h trace.Header) *builder {
 	start := h.Started.UTC()
 	return &builder{rec: &Recording{Header: h, Start: start, End: start}, config: map[objKey]bool{}, changed: map[string]int{}, added: map[string]int{}, deleted: map[string]int{},
 		listing: map[string]map[objKey]bool{}, owners: map[objKey]*owner{}, pods: map[objKey]*pod{}, nodes: map[string]*node{}, synced: map[string]bool{},
-		claims: map[string]*claim{}, followed: map[string]map[string]bool{}}
+		claims: map[string]*claim{}, followed: map[string]map[string]bool{}, interruptions: map[objKey]*interruption{}}
 }
 
 // record takes one record.
@@ -246,6 +249,11 @@ func (b *builder) object(rec trace.Record, t time.Time) error {
 	case "Deployment", "CronJob":
 		b.follow(k)
 		return nil
+	case "Event":
+		if del {
+			return nil // an Event's expiry says nothing of its instance
+		}
+		return b.event(k, rec.Object, t)
 	case "HorizontalPodAutoscaler":
 		if !b.config[k] {
 			b.config[k] = true
@@ -370,6 +378,7 @@ func (b *builder) finish() *Recording {
 	nodePools, nodeClasses := r.Replay.NodePools, r.Replay.NodeClasses
 	r.Replay = b.workloads()
 	r.Replay.NodePools, r.Replay.NodeClasses = nodePools, nodeClasses
+	r.Replay.Interruptions = b.replayedInterruptions()
 	r.Startup = b.startup()
 	r.SchedulerPace = b.schedulerPace()
 	unmanaged := 0

@@ -15,15 +15,16 @@ import (
 	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
-// recordSimulation runs a bundled scenario with the run written as a trace.
-func recordSimulation(t testing.TB, name string) (*report.Report, []byte) {
+// recordSimulation runs a bundled scenario under faults with the run
+// written as a trace.
+func recordSimulation(t testing.TB, name string, faults scenario.Faults) (*report.Report, []byte) {
 	t.Helper()
 	fsys, dir := fs.FS(examples.Scenarios), "scenarios/"+name
 	in, err := scenario.Load(fsys, dir, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.Scenario.Spec.Faults = scenario.Faults{}
+	in.Scenario.Spec.Faults = faults
 	var buf bytes.Buffer
 	w, err := trace.NewWriter(&buf, trace.Header{Started: in.Scenario.Spec.Start, Server: "simulation of " + name})
 	if err != nil {
@@ -51,7 +52,7 @@ func recordSimulation(t testing.TB, name string) (*report.Report, []byte) {
 func TestBacktestOfASimulatedRun(t *testing.T) {
 	for _, name := range []string{"default", "gpu-inference-limits", "node-overlays", "od-spot-split", "overprovisioning", "stateful-zones", "us-west-2"} {
 		t.Run(name, func(t *testing.T) {
-			orig, b := recordSimulation(t, name)
+			orig, b := recordSimulation(t, name, scenario.Faults{})
 			rec := readTrace(t, b)
 			bt, err := RunBacktest(context.Background(), name, rec, examples.Scenarios, "scenarios/"+name, sim.Options{})
 			if err != nil {
@@ -68,5 +69,50 @@ func TestBacktestOfASimulatedRun(t *testing.T) {
 					e.NodeCountMAPE, e.CostError)
 			}
 		})
+	}
+}
+
+// TestBacktestReplaysInterruptions: a simulated run whose spot nodes are
+// interrupted, recorded — the trace holds each interruption as the
+// autoscaler's Event on its NodeClaim — replays each one at its time on a
+// node of the same offering launched closest to the recorded one, and its
+// backtest stays as close as a run without them.
+func TestBacktestReplaysInterruptions(t *testing.T) {
+	const name = "od-spot-split"
+	orig, b := recordSimulation(t, name, scenario.Faults{SpotInterruptionsPerNodeHour: 0.5})
+	if orig.SpotInterruptions < 2 {
+		t.Fatalf("%d spot interruptions in the run: the test needs some", orig.SpotInterruptions)
+	}
+	rec := readTrace(t, b)
+	if got := len(rec.Replay.Interruptions); got != orig.SpotInterruptions {
+		t.Errorf("%d interruptions read from the trace, the run had %d", got, orig.SpotInterruptions)
+	}
+	for _, ri := range rec.Replay.Interruptions {
+		if ri.Reason != "SpotInterruption" || ri.CapacityType != "spot" || ri.InstanceType == "" || ri.Zone == "" || ri.At <= 0 {
+			t.Errorf("interruption %+v: want a SpotInterruption of a spot offering, after the start", ri)
+		}
+	}
+	fsys, dir := fs.FS(examples.Scenarios), "scenarios/"+name
+	in, err := rec.Input(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := sim.Run(context.Background(), in, fsys, dir, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each took the node of its offering launched closest to the recorded
+	// one — here the recorded node itself, the replay being the run's own.
+	if rep.SpotInterruptions != orig.SpotInterruptions {
+		t.Errorf("the replay interrupted %d nodes, the recording %d (notes: %v)", rep.SpotInterruptions, orig.SpotInterruptions, rep.Notes)
+	}
+	bt, err := RunBacktest(context.Background(), name, rec, fsys, dir, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := bt.Errors
+	t.Logf("%s with %d interruptions: node MAPE %.2f %%, cost %.2f → %.2f (%+.2f %%)", name, orig.SpotInterruptions, e.NodeCountMAPE, e.RecordedCostUSD, e.SimulatedCostUSD, e.CostError)
+	if e.NodeCountMAPE > 1 || math.Abs(e.CostError) > 1 {
+		t.Errorf("node count error %.2f %% (at most 1), cost error %+.2f %% (at most 1)", e.NodeCountMAPE, e.CostError)
 	}
 }

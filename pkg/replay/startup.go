@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	"github.com/joiner-autoscaler/joiner/pkg/trace"
 )
 
 // Startup is how long the recorded cluster's nodes took to come up: the
@@ -30,6 +31,8 @@ type Startup struct {
 type claim struct {
 	created time.Time
 	node    string
+	// offering: its instance type, zone and capacity type once launched.
+	instanceType, zone, capacityType string
 }
 
 func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
@@ -47,6 +50,9 @@ func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
 	}
 	if nc.Status.NodeName != "" {
 		c.node = nc.Status.NodeName
+	}
+	if it := nc.Labels[corev1.LabelInstanceTypeStable]; it != "" {
+		c.instanceType, c.zone, c.capacityType = it, nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
 	}
 	return nil
 }
@@ -174,4 +180,66 @@ func (b *builder) schedulerPace() float64 {
 		}
 	}
 	return float64(most) / paceWindow.Seconds()
+}
+
+// interruption is one recorded interruption of an instance.
+type interruption struct {
+	at            time.Time
+	reason, claim string
+}
+
+// event takes a recorded interruption Event (trace.InterruptionReasons)
+// on a NodeClaim: when it happened — its own time, or when it was recorded
+// — if that lies within the recording.
+func (b *builder) event(k objKey, raw json.RawMessage, t time.Time) error {
+	if b.interruptions[k] != nil {
+		return nil
+	}
+	var ev corev1.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return fmt.Errorf("trace: the Event %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
+	}
+	if ev.InvolvedObject.Kind != "NodeClaim" || !trace.InterruptionReasons[ev.Reason] {
+		return nil
+	}
+	at := t
+	for _, when := range []time.Time{ev.EventTime.Time, ev.FirstTimestamp.Time, ev.LastTimestamp.Time, ev.CreationTimestamp.Time} {
+		if !when.IsZero() {
+			at = when.UTC()
+			break
+		}
+	}
+	if at.Before(b.rec.Start) {
+		return nil // before the recording: its instance's end is not in it
+	}
+	b.interruptions[k] = &interruption{at: at, reason: ev.Reason, claim: ev.InvolvedObject.Name}
+	return nil
+}
+
+// replayedInterruptions are the recorded interruptions, by time, with
+// their NodeClaims' offerings; one whose NodeClaim the recording did not
+// hold launched is named in the notes.
+func (b *builder) replayedInterruptions() []scenario.ReplayInterruption {
+	all := slices.Collect(maps.Values(b.interruptions))
+	sort.Slice(all, func(i, j int) bool {
+		if !all[i].at.Equal(all[j].at) {
+			return all[i].at.Before(all[j].at)
+		}
+		return all[i].claim < all[j].claim
+	})
+	var out []scenario.ReplayInterruption
+	for _, in := range all {
+		c := b.claims[in.claim]
+		if c == nil || c.instanceType == "" {
+			b.rec.Notes = append(b.rec.Notes, fmt.Sprintf("%s: %s of NodeClaim %s is not replayed: the recording does not say what the claim launched",
+				in.at.Format(time.RFC3339), in.reason, in.claim))
+			continue
+		}
+		out = append(out, scenario.ReplayInterruption{At: b.offset(in.at), Launched: b.offset(c.created), Reason: in.reason, NodeClaim: in.claim,
+			InstanceType: c.instanceType, Zone: c.zone, CapacityType: c.capacityType})
+	}
+	if len(out) > 0 {
+		b.rec.Notes = append(b.rec.Notes, fmt.Sprintf("%d interruptions of instances by the cloud replay at their times, each on the simulated node of its instance's offering launched closest to when it was", len(out)))
+	}
+	return out
 }

@@ -29,6 +29,21 @@ type Replay struct {
 	// NodeClasses are the recorded EC2NodeClasses' changes after the
 	// start, in order (a new image drifts the nodes of before it).
 	NodeClasses []ReplayNodeClass
+	// Interruptions are the cloud's recorded interruptions of instances,
+	// in order: each takes a simulated node of the same offering away.
+	Interruptions []ReplayInterruption
+}
+
+// ReplayInterruption is the cloud taking an instance away at At, as the
+// recorded autoscaler's Event said (Reason: SpotInterrupted,
+// InstanceStopping, …): the replay interrupts the simulated node most
+// like it — of the recorded NodeClaim's instance type, zone and capacity
+// type, launched closest to when it was (Launched, from the start; 0 for
+// one launched before) — if it runs one.
+type ReplayInterruption struct {
+	At, Launched                     time.Duration
+	Reason, NodeClaim                string
+	InstanceType, Zone, CapacityType string
 }
 
 // ReplayNodeClass is an EC2NodeClass as it was from At on.

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/buffer"
+	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
@@ -283,6 +284,7 @@ func (e *simulation) interrupt(n *simNode) {
 		return
 	}
 	e.rep.interruption(n)
+	e.traceInterruption(n, string(cloudprovider.SpotInterruption))
 	e.cloud.MarkUnavailable(n.it.Name, n.offering.Zone, n.offering.CapacityType)
 	e.drainFor(n, "Interrupted")
 	e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, "Interrupted") })

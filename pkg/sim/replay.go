@@ -7,6 +7,7 @@ import (
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
 	"github.com/joiner-autoscaler/joiner/pkg/trace"
@@ -54,7 +55,43 @@ func (e *simulation) buildReplay(prio *priorities) error {
 	for _, rc := range r.NodeClasses {
 		e.clk.at(e.start.Add(rc.At), func() { e.setNodeClass(rc.NodeClass) })
 	}
+	for _, ri := range r.Interruptions {
+		e.clk.at(e.start.Add(ri.At), func() { e.replayInterruption(ri) })
+	}
 	return nil
+}
+
+// replayInterruption is a recorded interruption: the cloud takes away the
+// node of its offering, not draining already, launched closest to when the
+// recorded one was (the older of two as close) — a spot one as the
+// simulator's own interruptions (interrupt), another with its notice and
+// drain, gone InterruptionNotice later — or, when there is none, the
+// report's notes say so.
+func (e *simulation) replayInterruption(ri scenario.ReplayInterruption) {
+	launched := e.start.Add(ri.Launched)
+	var n *simNode
+	for _, m := range e.nodes { // in launch order
+		if m.state == nodeGone || !m.drainStarted.IsZero() || m.it.Name != ri.InstanceType || m.offering.Zone != ri.Zone || m.offering.CapacityType != ri.CapacityType {
+			continue
+		}
+		if n == nil || m.launched.Sub(launched).Abs() < n.launched.Sub(launched).Abs() {
+			n = m
+		}
+	}
+	switch {
+	case n == nil:
+	case ri.CapacityType == v1.CapacityTypeSpot:
+		e.interrupt(n)
+		return
+	default:
+		e.rep.interruption(n)
+		e.traceInterruption(n, ri.Reason)
+		e.drainFor(n, ri.Reason)
+		e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, ri.Reason) })
+		return
+	}
+	e.rep.note(fmt.Sprintf("the recorded %s of NodeClaim %s (%s %s in %s) is not replayed: no simulated node of that offering runs then",
+		ri.Reason, ri.NodeClaim, ri.InstanceType, ri.CapacityType, ri.Zone))
 }
 
 // setNodePool replaces the NodePool of np's name (or adds np), as an edit

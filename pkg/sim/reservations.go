@@ -85,6 +85,7 @@ func (e *simulation) reclaimReservation(id string) {
 	pids := e.cloud.InterruptReservation(id)
 	e.rep.note(fmt.Sprintf("capacity reservation %s taken back by its owner at minute %d: %d node(s) interrupted", id, int(e.clk.now.Sub(e.start).Minutes()), len(pids)))
 	for _, n := range e.nodesOf(pids) {
+		e.traceInterruption(n, "CapacityReservationInterrupted")
 		e.drainFor(n, "CapacityReservationInterrupted")
 		e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, "CapacityReservationInterrupted") })
 	}

@@ -194,3 +194,17 @@ func (e *simulation) traceClaim(n *simNode, nc *v1.NodeClaim) {
 	cp.Status.NodeName = n.name
 	e.trace(trace.OpAdd, "NodeClaim", cp)
 }
+
+// traceInterruption writes the Event the autoscaler records when the cloud
+// interrupts n's instance (trace.InterruptionReasons).
+func (e *simulation) traceInterruption(n *simNode, reason string) {
+	t := e.tracer
+	if t == nil {
+		return
+	}
+	t.seq++
+	now := metav1.NewTime(e.clk.now)
+	e.trace(trace.OpAdd, "Event", &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%d", n.name, t.seq), Namespace: corev1.NamespaceDefault},
+		InvolvedObject: corev1.ObjectReference{Kind: "NodeClaim", Name: n.name, APIVersion: v1.Group + "/v1"}, Reason: reason, Type: corev1.EventTypeWarning,
+		Count: 1, FirstTimestamp: now, LastTimestamp: now})
+}

@@ -15,6 +15,7 @@ import (
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -49,6 +50,9 @@ var auditKinds = map[string]struct {
 	"karpenter.sh/nodepools":               {"NodePool", func() any { return &v1.NodePool{} }},
 	"karpenter.sh/nodeoverlays":            {"NodeOverlay", func() any { return &v1alpha1.NodeOverlay{} }},
 	"karpenter.k8s.aws/ec2nodeclasses":     {"EC2NodeClass", func() any { return &awsv1.EC2NodeClass{} }},
+	// Events, of which a trace keeps the interruptions (InterruptionReasons).
+	"/events":              {"Event", func() any { return &corev1.Event{} }},
+	"events.k8s.io/events": {"Event", func() any { return &eventsv1.Event{} }},
 }
 
 // FromAuditLog turns kube-apiserver audit events — audit.k8s.io/v1 Event
@@ -270,6 +274,9 @@ func (c *auditConverter) event(ev *auditv1.Event) error {
 		return nil
 	}
 	obj := k.new()
+	if k.kind == "Event" {
+		return c.interruption(at, ev, obj)
+	}
 	if !decodeObject(ev.ResponseObject, k.kind, obj) {
 		if ev.Verb != "delete" {
 			return nil // at level Metadata: counted in the header's notes
@@ -300,6 +307,32 @@ func (c *auditConverter) event(ev *auditv1.Event) error {
 		}
 	}
 	return c.w.Object(at, op, k.kind, Sanitize(obj))
+}
+
+// interruption writes the creation of an interruption Event (an
+// events.k8s.io/v1 one as the core Event it is too); other Events, and
+// their updates and deletions, are not a trace's.
+func (c *auditConverter) interruption(at time.Time, ev *auditv1.Event, obj any) error {
+	if ev.Verb != "create" {
+		return nil
+	}
+	src := ev.ResponseObject
+	if src == nil || len(src.Raw) == 0 {
+		src = ev.RequestObject
+	}
+	if !decodeObject(src, "Event", obj) {
+		return nil
+	}
+	e, ok := obj.(*corev1.Event)
+	if n, isNew := obj.(*eventsv1.Event); isNew {
+		e = &corev1.Event{ObjectMeta: n.ObjectMeta, InvolvedObject: n.Regarding, Reason: n.Reason, Type: n.Type, EventTime: n.EventTime,
+			FirstTimestamp: n.DeprecatedFirstTimestamp, LastTimestamp: n.DeprecatedLastTimestamp, Count: n.DeprecatedCount}
+		ok = true
+	}
+	if !ok || e.InvolvedObject.Kind != "NodeClaim" || !isInterruption(e) {
+		return nil
+	}
+	return c.w.Object(at, OpAdd, "Event", Sanitize(e))
 }
 
 // podSubresource writes a binding (the pod on its node) or an eviction (the

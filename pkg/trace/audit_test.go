@@ -49,7 +49,13 @@ func TestFromAuditLog(t *testing.T) {
 		auditLine("2026-11-30T08:00:09.000000Z", "RequestResponse", "delete", "", "pods", "", "shop", "web-1", 200, "", deleted)
 	karpenter := auditLine("2026-11-30T08:00:04.000000Z", "RequestResponse", "create", "karpenter.sh", "nodeclaims", "", "", "general-abc", 201, "",
 		`{"kind":"NodeClaim","apiVersion":"karpenter.sh/v1","metadata":{"name":"general-abc","labels":{"karpenter.sh/nodepool":"general"}},"spec":{"nodeClassRef":{"group":"karpenter.k8s.aws","kind":"EC2NodeClass","name":"default"},"requirements":[]}}`) +
-		auditLine("2026-11-30T08:00:04.000000Z", "Metadata", "create", "", "nodes", "", "", "node-a", 201, "", "")
+		auditLine("2026-11-30T08:00:04.000000Z", "Metadata", "create", "", "nodes", "", "", "node-a", 201, "", "") +
+		// Joiner's interruption Event (events.k8s.io/v1) is kept, without
+		// its note; another Event is not.
+		auditLine("2026-11-30T08:00:05.000000Z", "RequestResponse", "create", "events.k8s.io", "events", "", "default", "general-abc.1", 201, "",
+			`{"kind":"Event","apiVersion":"events.k8s.io/v1","metadata":{"name":"general-abc.1","namespace":"default"},"eventTime":"2026-11-30T08:00:05.000000Z","reason":"SpotInterruption","type":"Warning","note":"instance i-1 evt-s3cr3t","regarding":{"kind":"NodeClaim","name":"general-abc"},"action":"x","reportingController":"karpenter","reportingInstance":"x"}`) +
+		auditLine("2026-11-30T08:00:05.000000Z", "RequestResponse", "create", "", "events", "", "default", "general-abc.2", 201, "",
+			`{"kind":"Event","apiVersion":"v1","metadata":{"name":"general-abc.2","namespace":"default"},"reason":"DisruptionBlocked","message":"evt-s3cr3t","involvedObject":{"kind":"NodeClaim","name":"general-abc"}}`)
 	for name, body := range map[string]string{"apiserver.log": apiserver, "karpenter.log": karpenter} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -60,7 +66,7 @@ func TestFromAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	plain := gunzip(t, buf.Bytes())
-	for _, s := range []string{"ann-s3cr3t", "img-s3cr3t", "env-s3cr3t", "cm-s3cr3t"} {
+	for _, s := range []string{"ann-s3cr3t", "img-s3cr3t", "env-s3cr3t", "cm-s3cr3t", "evt-s3cr3t"} {
 		if bytes.Contains(plain, []byte(s)) {
 			t.Errorf("the trace holds %q", s)
 		}
@@ -69,7 +75,7 @@ func TestFromAuditLog(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(r.Header.Kinds, ",") != "Node,NodeClaim,Pod" || len(r.Header.Notes) != 1 || !strings.Contains(r.Header.Notes[0], "Node: 1 of its changes were audited at level Metadata") {
+	if strings.Join(r.Header.Kinds, ",") != "Event,Node,NodeClaim,Pod" || len(r.Header.Notes) != 1 || !strings.Contains(r.Header.Notes[0], "Node: 1 of its changes were audited at level Metadata") {
 		t.Errorf("header %+v", r.Header)
 	}
 	var got []string
@@ -79,6 +85,9 @@ func TestFromAuditLog(t *testing.T) {
 	}
 	for _, rec := range recs {
 		s := rec.Time.Format("05") + " " + string(rec.Op) + " " + rec.Kind
+		if rec.Kind == "Event" && !bytes.Contains(rec.Object, []byte(`"reason":"SpotInterruption"`)) || bytes.Contains(rec.Object, []byte(`"name":"general-abc.2"`)) {
+			s += " (not an interruption)"
+		}
 		switch {
 		case bytes.Contains(rec.Object, []byte(`"nodeName":"node-a"`)) && bytes.Contains(rec.Object, []byte(`"DisruptionTarget"`)):
 			s += " bound+evicted"
@@ -87,7 +96,7 @@ func TestFromAuditLog(t *testing.T) {
 		}
 		got = append(got, strings.TrimSpace(s))
 	}
-	want := "01 add Pod|03 update Pod bound|04 add NodeClaim|08 update Pod bound+evicted|09 delete Pod bound|09 end"
+	want := "01 add Pod|03 update Pod bound|04 add NodeClaim|05 add Event|08 update Pod bound+evicted|09 delete Pod bound|09 end"
 	if g := strings.Join(got, "|"); g != want {
 		t.Errorf("records\n%s\nwant\n%s", g, want)
 	}
@@ -97,7 +106,7 @@ func TestFromAuditLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	var none bytes.Buffer
-	if err := FromAuditLog(&none, []string{bad}); err == nil || !strings.Contains(err.Error(), "bad.log:3: not an audit event") {
+	if err := FromAuditLog(&none, []string{bad}); err == nil || !strings.Contains(err.Error(), "bad.log:5: not an audit event") {
 		t.Errorf("a bad line: %v", err)
 	}
 	if none.Len() != 0 {

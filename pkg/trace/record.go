@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
@@ -36,6 +37,10 @@ type Kind struct {
 	// Namespaced kinds take the recording's namespace; Workload kinds its
 	// label selector too.
 	Namespaced, Workload bool
+	// fields, when set, selects the objects on the API server; keep, when
+	// set, the ones of those the trace records.
+	fields fields.Selector
+	keep   func(runtime.Object) bool
 }
 
 // Kinds are what `joiner record` watches: pods and their owners,
@@ -59,6 +64,27 @@ var Kinds = []Kind{
 	{Name: "NodePool", newList: func() client.ObjectList { return &v1.NodePoolList{} }},
 	{Name: "EC2NodeClass", newList: func() client.ObjectList { return &awsv1.EC2NodeClassList{} }},
 	{Name: "NodeOverlay", newList: func() client.ObjectList { return &v1alpha1.NodeOverlayList{} }},
+	// The cloud's interruptions of instances, as the autoscaler's Events
+	// on their NodeClaims say (in every namespace: a cluster-wide object's
+	// Events are in default).
+	{Name: "Event", newList: func() client.ObjectList { return &corev1.EventList{} },
+		fields: fields.OneTermEqualSelector("involvedObject.kind", "NodeClaim"), keep: isInterruption},
+}
+
+// InterruptionReasons are the reasons of the Events an autoscaler records
+// on a NodeClaim whose instance the cloud takes away — upstream
+// Karpenter's AWS provider's and Joiner's — and so deletes.
+var InterruptionReasons = map[string]bool{
+	"SpotInterrupted": true, "SpotInterruption": true, // upstream's, Joiner's
+	"CapacityReservationInstanceInterrupted": true, "CapacityReservationInterrupted": true,
+	"InstanceStopping": true, "InstanceTerminating": true,
+	"InstanceUnhealthy": true, "ScheduledChange": true,
+}
+
+// isInterruption: an Event of an interruption (InterruptionReasons).
+func isInterruption(o runtime.Object) bool {
+	ev, ok := o.(*corev1.Event)
+	return ok && InterruptionReasons[ev.Reason]
 }
 
 // Scheme knows every kind in Kinds.
@@ -224,6 +250,9 @@ func (r *Recorder) listOptions(k Kind) []client.ListOption {
 	if k.Workload && r.opts.Selector != nil && !r.opts.Selector.Empty() {
 		opts = append(opts, client.MatchingLabelsSelector{Selector: r.opts.Selector})
 	}
+	if k.fields != nil {
+		opts = append(opts, client.MatchingFieldsSelector{Selector: k.fields})
+	}
 	return opts
 }
 
@@ -251,6 +280,9 @@ func (r *Recorder) list(ctx context.Context, k Kind) (string, error) {
 		sort.Slice(items, func(i, j int) bool { return objKey(items[i]) < objKey(items[j]) })
 		now := r.opts.Clock.Now()
 		for _, o := range items {
+			if k.keep != nil && !k.keep(o) {
+				continue
+			}
 			if err := r.w.Object(now, OpAdd, k.Name, Sanitize(o)); err != nil {
 				return "", err
 			}
@@ -306,8 +338,10 @@ func (r *Recorder) follow(ctx context.Context, k Kind, rv string) (last, gone st
 				}
 			case watch.Added, watch.Modified, watch.Deleted:
 				op := map[watch.EventType]Op{watch.Added: OpAdd, watch.Modified: OpUpdate, watch.Deleted: OpDelete}[ev.Type]
-				if err := r.w.Object(r.opts.Clock.Now(), op, k.Name, Sanitize(ev.Object)); err != nil {
-					return last, "", err
+				if k.keep == nil || k.keep(ev.Object) { // one not kept still moves the resourceVersion on
+					if err := r.w.Object(r.opts.Clock.Now(), op, k.Name, Sanitize(ev.Object)); err != nil {
+						return last, "", err
+					}
 				}
 				if a, err := meta.Accessor(ev.Object); err == nil {
 					last = a.GetResourceVersion()

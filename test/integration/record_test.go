@@ -25,15 +25,17 @@ import (
 
 // secrets are what the recorded pod is full of; none may reach the trace.
 var secrets = []string{"env-s3cr3t", "secret-ref-s3cr3t", "cmd-s3cr3t", "arg-s3cr3t", "registry.example/secret-image", "ann-s3cr3t",
-	"cm-s3cr3t", "secret-data-s3cr3t", "probe-s3cr3t", "mount-s3cr3t"}
+	"cm-s3cr3t", "secret-data-s3cr3t", "probe-s3cr3t", "mount-s3cr3t", "event-s3cr3t"}
 
 // TestRecordKeepsWhatSchedulingNeedsAndNoSecrets: a recording of a live
 // API server writes a pod's arrival, binding and deletion and a Node's
 // arrival, with the pod's requests, tolerations, affinity, volumes by
 // claim and Karpenter's annotation — and not one of the secrets the pod,
 // its Secret and its ConfigMap hold (environment, commands, arguments,
-// image, annotations, secret and ConfigMap volumes, probes, mounts). A
-// recording cut short by its context ends cleanly.
+// image, annotations, secret and ConfigMap volumes, probes, mounts). Of
+// the Events, it writes an interruption's on a NodeClaim, without its
+// message, and no other. A recording cut short by its context ends
+// cleanly.
 func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 	ctx := context.Background()
 	scheme, err := trace.Scheme()
@@ -92,7 +94,15 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "recorded-node", Labels: map[string]string{"topology.kubernetes.io/zone": "us-east-1a"},
 		Annotations: map[string]string{"node.alpha.kubernetes.io/ttl": "0", "karpenter.sh/nodepool-hash": "123"}},
 		Spec: corev1.NodeSpec{ProviderID: "kwok://recorded-node"}}
-	for _, o := range []client.Object{pod, other, node} {
+	now := metav1.Now()
+	event := func(name, kind, reason string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: corev1.NamespaceDefault},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: "recorded-claim"}, Reason: reason, Type: corev1.EventTypeWarning,
+			Message: "instance i-0123 event-s3cr3t", FirstTimestamp: now, LastTimestamp: now, Count: 1, Source: corev1.EventSource{Component: "test"}}
+	}
+	interrupted := event("recorded-claim.interrupted", "NodeClaim", "SpotInterrupted")
+	events := []client.Object{interrupted, event("recorded-claim.blocked", "NodeClaim", "DisruptionBlocked"), event("recorded-claim.pod", "Pod", "SpotInterrupted")}
+	for _, o := range append([]client.Object{pod, other, node}, events...) {
 		if err := c.Create(ctx, o); err != nil {
 			t.Fatal(err)
 		}
@@ -111,11 +121,15 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 		_ = c.Delete(context.Background(), other, client.GracePeriodSeconds(0))
 		_ = c.Delete(context.Background(), node)
 		_ = c.Delete(context.Background(), ns)
+		for _, e := range events {
+			_ = c.Delete(context.Background(), e)
+		}
 	}()
 	// Wait until the recording has seen the deletion, reading the trace as
 	// it is flushed.
-	eventually(t, "the pod's deletion recorded", func(context.Context) (bool, error) {
-		return bytes.Contains(buf.decompressed(), []byte(`"op":"delete","kind":"Pod"`)), nil
+	eventually(t, "the pod's deletion and the interruption recorded", func(context.Context) (bool, error) {
+		raw := buf.decompressed()
+		return bytes.Contains(raw, []byte(`"op":"delete","kind":"Pod"`)) && bytes.Contains(raw, []byte(interrupted.Name)), nil
 	})
 	stop()
 	if err := <-done; err != nil {
@@ -137,6 +151,7 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 	}
 	var ops []string
 	var last trace.Record
+	sawInterruption := false
 	recs, err := r.All()
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +187,24 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 				len(n.Annotations) != 1) {
 				t.Errorf("recorded node %+v", n)
 			}
+		case "Event":
+			var e corev1.Event
+			if err := json.Unmarshal(rec.Object, &e); err != nil {
+				t.Fatal(err)
+			}
+			if e.InvolvedObject.Kind != "NodeClaim" || !trace.InterruptionReasons[e.Reason] {
+				t.Errorf("recorded the Event %s (%s on a %s): only interruptions of NodeClaims are", e.Name, e.Reason, e.InvolvedObject.Kind)
+			}
+			if e.Name == interrupted.Name {
+				sawInterruption = true
+				if e.InvolvedObject.Name != "recorded-claim" || e.FirstTimestamp.IsZero() || e.Message != "" {
+					t.Errorf("the recorded interruption: %s", rec.Object)
+				}
+			}
 		}
+	}
+	if !sawInterruption {
+		t.Error("the NodeClaim's SpotInterrupted Event is not in the trace")
 	}
 	if got := strings.Join(ops, " "); !strings.HasPrefix(got, "add@ ") || !strings.Contains(got, "update@recorded-node") || !strings.HasSuffix(got, "delete@recorded-node") {
 		t.Errorf("the pod's records: %s; want its arrival, binding and deletion", got)
