@@ -102,7 +102,7 @@ func Sanitize(obj any) any {
 		// instances, hosts or users) is not kept.
 		return &corev1.Event{TypeMeta: typeMeta("v1", "Event"), ObjectMeta: objectMeta(o.ObjectMeta),
 			InvolvedObject: corev1.ObjectReference{Kind: o.InvolvedObject.Kind, Name: o.InvolvedObject.Name, APIVersion: o.InvolvedObject.APIVersion},
-			Reason: o.Reason, Type: o.Type, Count: o.Count, FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime}
+			Reason:         o.Reason, Type: o.Type, Count: o.Count, FirstTimestamp: o.FirstTimestamp, LastTimestamp: o.LastTimestamp, EventTime: o.EventTime}
 	case *v1alpha1.NodeOverlay:
 		return &v1alpha1.NodeOverlay{TypeMeta: typeMeta(v1.Group+"/v1alpha1", "NodeOverlay"), ObjectMeta: objectMeta(o.ObjectMeta), Spec: *o.Spec.DeepCopy(), Status: *o.Status.DeepCopy()}
 	}
