@@ -107,6 +107,9 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 // for a drain a PodDisruptionBudget or a slow controller reorders.
 func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 	opts := kubescheduler.BindOptions{SpreadSelector: ownerSpread, Volumes: func() provisioning.Volumes { return p.c.Volumes }}
+	if p.c.Memo != nil {
+		opts.Requests = p.c.Memo.requests
+	}
 	binder := p.binder
 	if p.c.Policy.ModelDRA {
 		// The moved pods' devices are free to move: a Binder of their own.

@@ -12,6 +12,7 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/kubescheduler"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
@@ -72,6 +73,9 @@ type Memo struct {
 	evictions    map[memoKey]podCosts
 	simulations  map[simScope]map[string]simAnswer
 	scopes       []simScope // simulations' scopes, oldest first
+	// requests are the pods' requests as kube-scheduler's model scores
+	// them, for every pass's check (see unplaced).
+	requests *kubescheduler.RequestCache
 }
 
 type memoKey struct{ name, version string }
@@ -102,7 +106,7 @@ func (p protection) at(now time.Time) BlockReason {
 // NewMemo returns an empty Memo.
 func NewMemo() *Memo {
 	return &Memo{doNotDisrupt: map[memoKey]protection{}, satisfied: map[satisfiedKey]bool{}, evictions: map[memoKey]podCosts{},
-		simulations: map[simScope]map[string]simAnswer{}}
+		simulations: map[simScope]map[string]simAnswer{}, requests: kubescheduler.NewRequestCache()}
 }
 
 // remembered returns what compute says of node n, kept in m under n's key

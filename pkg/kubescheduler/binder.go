@@ -60,6 +60,49 @@ type BindOptions struct {
 	// again, for they move with them. Both only with DRA.
 	DeviceTypes map[string][]*cloudprovider.InstanceType
 	Moving      map[*corev1.Pod]bool
+	// Requests, when set, keeps the pods' requests as scoring counts them
+	// beyond this Binder's life: Binders made one after the other over
+	// the same pods (a disruption pass's, every pass) work each out once.
+	Requests *RequestCache
+}
+
+// RequestCache keeps pods' requests as kube-scheduler's scoring counts
+// them (missing container requests at its defaults), by the pods' content
+// keys. It is safe for concurrent use.
+type RequestCache struct {
+	mu sync.Mutex
+	c  *objcache.Cache[*corev1.Pod, objcache.PodKey, [2]int64]
+}
+
+// NewRequestCache returns an empty RequestCache.
+func NewRequestCache() *RequestCache {
+	return &RequestCache{c: objcache.NewPodCache[[2]int64](1 << 18)}
+}
+
+// newCall starts a Binder's life: pods without a content key are
+// forgotten, and the cache starts over once it holds too many.
+func (r *RequestCache) newCall() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.c.NewCall(0)
+}
+
+// of is p's requests, worked out once while p's content stays the same.
+func (r *RequestCache) of(p *corev1.Pod) [2]int64 {
+	if r == nil {
+		return nonZeroRequests(p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if nz, ok := r.c.Get(p); ok {
+		return nz
+	}
+	nz := nonZeroRequests(p)
+	r.c.Put(p, nz)
+	return nz
 }
 
 // Binder places pending pods on existing nodes the way kube-scheduler's
@@ -114,6 +157,7 @@ func nodeKeyOf(n *provisioning.Node) (nodeKey, bool) {
 
 // NewBinder returns a Binder.
 func NewBinder(opts BindOptions) *Binder {
+	opts.Requests.newCall()
 	return &Binder{opts: opts, filters: provisioning.NewFilterCache(),
 		nodes:     objcache.New[*provisioning.Node, nodeKey, *nodeFacts](nodeKeyOf, func(n *provisioning.Node) string { return n.Version }, math.MaxInt32),
 		spreadIDs: map[string]int{}, groupOf: objcache.NewPodCache[int32](1 << 18), groupIDs: map[string]int32{}}
@@ -474,7 +518,7 @@ func (b *Binder) factsOf(n *provisioning.Node) *nodeFacts {
 				f.groups = append(f.groups, groupCount{group: g, n: 1})
 			}
 		}
-		nz := nonZeroRequests(p)
+		nz := b.opts.Requests.of(p)
 		f.nonZero[0] += nz[0]
 		f.nonZero[1] += nz[1]
 		if hasPodAffinity(p) {

@@ -310,3 +310,31 @@ func TestUnreadableSelectorIsAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestCache: the requests kept for a pod are kube-scheduler's
+// (a container without requests at its defaults), and a pod whose content
+// changed — a new resourceVersion — is worked out again.
+func TestRequestCache(t *testing.T) {
+	c := NewRequestCache()
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "shop", ResourceVersion: "1"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}}}, {Name: "b"}}}}
+	want := [2]int64{600, 1<<30 + 200<<20}
+	if got := c.of(p); got != want {
+		t.Fatalf("requests %v, want %v (the second container at 100m and 200Mi)", got, want)
+	}
+	c.newCall()
+	resized := p.DeepCopy()
+	resized.ResourceVersion = "2"
+	resized.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("2")
+	if got := c.of(resized); got != [2]int64{2100, want[1]} {
+		t.Errorf("after a change: %v, want the new requests", got)
+	}
+	if got := c.of(p); got != want {
+		t.Errorf("the first version again: %v, want %v", got, want)
+	}
+	var none *RequestCache
+	if got := none.of(p); got != want {
+		t.Errorf("a nil cache: %v", got)
+	}
+}
