@@ -22,8 +22,8 @@ import (
 	simcloud "github.com/joiner-autoscaler/joiner/pkg/cloudprovider/sim"
 )
 
-// newProvider is the kwok provider of one controller process over c.
-func newProvider(t *testing.T, c client.Client) *Provider {
+// catalogTypes are the embedded catalog's instance types in us-east-1.
+func catalogTypes(t *testing.T) []*cloudprovider.InstanceType {
 	t.Helper()
 	cat, err := catalog.Default()
 	if err != nil {
@@ -33,7 +33,23 @@ func newProvider(t *testing.T, c client.Client) *Provider {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(c, types, clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
+	return types
+}
+
+// fakeAPI is an API server's client for the provider's Nodes.
+func fakeAPI(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).Build()
+}
+
+// newProvider is the kwok provider of one controller process over c.
+func newProvider(t *testing.T, c client.Client) *Provider {
+	t.Helper()
+	p, err := New(c, catalogTypes(t), clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +84,7 @@ func claim(name string) *v1.NodeClaim {
 // not record on its claim is found again, not made twice.
 func TestProviderIDsSurviveARestart(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	c := fakeAPI(t)
 	first, restarted := newProvider(t, c), newProvider(t, c)
 
 	a, err := first.Create(ctx, claim("general-a"))
@@ -128,22 +140,10 @@ func TestProviderIDsSurviveARestart(t *testing.T) {
 // Node gone) two minutes later; an on-demand instance never is.
 func TestSpotInterruptions(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	c := fake.NewClientBuilder().WithScheme(scheme).Build()
-	cat, err := catalog.Default()
-	if err != nil {
-		t.Fatal(err)
-	}
-	types, _, err := cat.InstanceTypes(catalog.Options{Region: "us-east-1"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := fakeAPI(t)
 	const seed, rate = 7, 2.0
 	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	p, err := NewWithOptions(c, types, Options{Clock: clk, Rand: rand.New(rand.NewSource(seed)), SpotInterruptionsPerNodeHour: rate})
+	p, err := NewWithOptions(c, catalogTypes(t), Options{Clock: clk, Rand: rand.New(rand.NewSource(seed)), SpotInterruptionsPerNodeHour: rate})
 	if err != nil {
 		t.Fatal(err)
 	}
