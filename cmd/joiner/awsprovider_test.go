@@ -51,6 +51,8 @@ func TestAWSFlags(t *testing.T) {
 		{[]string{"--cloud-provider=aws", "--zones=us-east-1a"}, "--catalog and --zones are for kwok and sim"},
 		{[]string{"--cloud-provider=aws", "--cluster-name=p", "--cluster-endpoint=https://a", "--cluster-cidr=10.100.0.0"}, `--cluster-cidr "10.100.0.0": a CIDR such as 10.100.0.0/16`},
 		{[]string{"--cloud-provider=gce"}, "the providers are kwok, sim and aws"},
+		{[]string{"--cloud-provider=sim", "--spot-interruptions-per-node-hour=-1"}, "--spot-interruptions-per-node-hour -1: use a rate of 0 or more"},
+		{[]string{"--cloud-provider=kwok", "--spot-interruptions-per-node-hour=0.5"}, "--spot-interruptions-per-node-hour is for --cloud-provider sim"},
 	} {
 		t.Run(tc.want, func(t *testing.T) {
 			if _, err := parse(t, nil, tc.args...); err == nil || !strings.Contains(err.Error(), tc.want) {

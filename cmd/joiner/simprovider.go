@@ -48,6 +48,10 @@ func (f *cloudFlags) check() error {
 		return fmt.Errorf("--cloud-provider %q: the providers are kwok, sim and aws", f.provider)
 	case f.provider != "sim" && f.scenario != "":
 		return fmt.Errorf("--scenario is for --cloud-provider sim")
+	case f.provider != "sim" && f.spotInterruptions != 0:
+		return fmt.Errorf("--spot-interruptions-per-node-hour is for --cloud-provider sim (kwok's instances are never interrupted; aws's interruptions come from its SQS queue)")
+	case f.spotInterruptions < 0:
+		return fmt.Errorf("--spot-interruptions-per-node-hour %v: use a rate of 0 or more (0.05: one notice per 20 spot instance-hours)", f.spotInterruptions)
 	case f.provider == "aws" && (f.catalogFile != "" || len(f.zones) > 0):
 		return fmt.Errorf("--catalog and --zones are for kwok and sim: with aws, instance types and prices come from EC2 and the Pricing API (the embedded catalog when they cannot be reached), and zones from the EC2NodeClass's subnets")
 	case f.provider == "aws":
@@ -117,9 +121,6 @@ func (f *cloudFlags) newProvider(cmd *cobra.Command, cfg *rest.Config, c client.
 		}
 		if apiErrorRate < 0 || apiErrorRate > 1 {
 			return nil, fmt.Errorf("--api-error-rate %v: use a share from 0 to 1", apiErrorRate)
-		}
-		if spotInterruptions < 0 {
-			return nil, fmt.Errorf("--spot-interruptions-per-node-hour %v: use a rate of 0 or more (0.05: one notice per 20 spot instance-hours)", spotInterruptions)
 		}
 		types, err := f.instanceTypes(region, zones, catalogFile)
 		if err != nil {
