@@ -80,18 +80,16 @@ func (e *simulation) replayInterruption(ri scenario.ReplayInterruption) {
 	}
 	switch {
 	case n == nil:
+		e.rep.note(fmt.Sprintf("the recorded %s of NodeClaim %s (%s %s in %s) is not replayed: no simulated node of that offering runs then",
+			ri.Reason, ri.NodeClaim, ri.InstanceType, ri.CapacityType, ri.Zone))
 	case ri.CapacityType == v1.CapacityTypeSpot:
 		e.interrupt(n)
-		return
 	default:
 		e.rep.interruption(n)
 		e.traceInterruption(n, ri.Reason)
 		e.drainFor(n, ri.Reason)
 		e.clk.after(simcloud.InterruptionNotice, func() { e.takeBack(n, ri.Reason) })
-		return
 	}
-	e.rep.note(fmt.Sprintf("the recorded %s of NodeClaim %s (%s %s in %s) is not replayed: no simulated node of that offering runs then",
-		ri.Reason, ri.NodeClaim, ri.InstanceType, ri.CapacityType, ri.Zone))
 }
 
 // setNodePool replaces the NodePool of np's name (or adds np), as an edit
