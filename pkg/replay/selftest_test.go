@@ -5,7 +5,10 @@ import (
 	"context"
 	"io/fs"
 	"math"
+	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/report"
 
@@ -114,5 +117,20 @@ func TestBacktestReplaysInterruptions(t *testing.T) {
 	t.Logf("%s with %d interruptions: node MAPE %.2f %%, cost %.2f → %.2f (%+.2f %%)", name, orig.SpotInterruptions, e.NodeCountMAPE, e.RecordedCostUSD, e.SimulatedCostUSD, e.CostError)
 	if e.NodeCountMAPE > 1 || math.Abs(e.CostError) > 1 {
 		t.Errorf("node count error %.2f %% (at most 1), cost error %+.2f %% (at most 1)", e.NodeCountMAPE, e.CostError)
+	}
+
+	// An interruption of an offering the simulated cluster does not run is
+	// named, not dropped.
+	in.Replay.Interruptions = []scenario.ReplayInterruption{{At: time.Hour, Reason: "SpotInterrupted", NodeClaim: "gone-1",
+		InstanceType: "x9.huge", Zone: "us-east-1a", CapacityType: "spot"}}
+	rep, err = sim.Run(context.Background(), in, fsys, dir, sim.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := slices.ContainsFunc(rep.Notes, func(n string) bool {
+		return strings.Contains(n, "SpotInterrupted of NodeClaim gone-1 (x9.huge spot in us-east-1a) is not replayed")
+	})
+	if rep.SpotInterruptions != 0 || !named {
+		t.Errorf("an unmatched interruption: %d interruptions, notes %v; want none, and a note naming it", rep.SpotInterruptions, rep.Notes)
 	}
 }
