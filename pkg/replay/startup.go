@@ -199,7 +199,7 @@ func (b *builder) event(k objKey, raw json.RawMessage, t time.Time) error {
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		return fmt.Errorf("trace: the Event %s/%s at %s: %w", k.ns, k.name, t.Format(time.RFC3339), err)
 	}
-	if ev.InvolvedObject.Kind != "NodeClaim" || !trace.InterruptionReasons[ev.Reason] {
+	if !trace.IsInterruption(&ev) {
 		return nil
 	}
 	at := t

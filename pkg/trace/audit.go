@@ -323,13 +323,15 @@ func (c *auditConverter) interruption(at time.Time, ev *auditv1.Event, obj any) 
 	if !decodeObject(src, "Event", obj) {
 		return nil
 	}
-	e, ok := obj.(*corev1.Event)
-	if n, isNew := obj.(*eventsv1.Event); isNew {
-		e = &corev1.Event{ObjectMeta: n.ObjectMeta, InvolvedObject: n.Regarding, Reason: n.Reason, Type: n.Type, EventTime: n.EventTime,
-			FirstTimestamp: n.DeprecatedFirstTimestamp, LastTimestamp: n.DeprecatedLastTimestamp, Count: n.DeprecatedCount}
-		ok = true
+	var e *corev1.Event
+	switch o := obj.(type) {
+	case *corev1.Event:
+		e = o
+	case *eventsv1.Event:
+		e = &corev1.Event{ObjectMeta: o.ObjectMeta, InvolvedObject: o.Regarding, Reason: o.Reason, Type: o.Type, EventTime: o.EventTime,
+			FirstTimestamp: o.DeprecatedFirstTimestamp, LastTimestamp: o.DeprecatedLastTimestamp, Count: o.DeprecatedCount}
 	}
-	if !ok || e.InvolvedObject.Kind != "NodeClaim" || !isInterruption(e) {
+	if e == nil || !IsInterruption(e) {
 		return nil
 	}
 	return c.w.Object(at, OpAdd, "Event", Sanitize(e))

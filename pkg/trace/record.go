@@ -68,7 +68,10 @@ var Kinds = []Kind{
 	// on their NodeClaims say (in every namespace: a cluster-wide object's
 	// Events are in default).
 	{Name: "Event", newList: func() client.ObjectList { return &corev1.EventList{} },
-		fields: fields.OneTermEqualSelector("involvedObject.kind", "NodeClaim"), keep: isInterruption},
+		fields: fields.OneTermEqualSelector("involvedObject.kind", "NodeClaim"), keep: func(o runtime.Object) bool {
+			ev, ok := o.(*corev1.Event)
+			return ok && IsInterruption(ev)
+		}},
 }
 
 // InterruptionReasons are the reasons of the Events an autoscaler records
@@ -81,10 +84,10 @@ var InterruptionReasons = map[string]bool{
 	"InstanceUnhealthy": true, "ScheduledChange": true,
 }
 
-// isInterruption: an Event of an interruption (InterruptionReasons).
-func isInterruption(o runtime.Object) bool {
-	ev, ok := o.(*corev1.Event)
-	return ok && InterruptionReasons[ev.Reason]
+// IsInterruption reports whether ev is an interruption's: on a NodeClaim,
+// for one of InterruptionReasons.
+func IsInterruption(ev *corev1.Event) bool {
+	return ev.InvolvedObject.Kind == "NodeClaim" && InterruptionReasons[ev.Reason]
 }
 
 // Scheme knows every kind in Kinds.

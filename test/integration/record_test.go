@@ -192,7 +192,7 @@ func TestRecordKeepsWhatSchedulingNeedsAndNoSecrets(t *testing.T) {
 			if err := json.Unmarshal(rec.Object, &e); err != nil {
 				t.Fatal(err)
 			}
-			if e.InvolvedObject.Kind != "NodeClaim" || !trace.InterruptionReasons[e.Reason] {
+			if !trace.IsInterruption(&e) {
 				t.Errorf("recorded the Event %s (%s on a %s): only interruptions of NodeClaims are", e.Name, e.Reason, e.InvolvedObject.Kind)
 			}
 			if e.Name == interrupted.Name {
