@@ -242,10 +242,7 @@ func (b *builder) object(rec trace.Record, t time.Time) error {
 		return b.node(k.name, rec.Object, t, del)
 	case "NodeClaim":
 		b.follow(k)
-		if del {
-			return nil
-		}
-		return b.claim(k.name, rec.Object, t)
+		return b.claim(k.name, rec.Object, t, del)
 	case "Deployment", "CronJob":
 		b.follow(k)
 		return nil
@@ -382,9 +379,24 @@ func (b *builder) finish() *Recording {
 	r.Startup = b.startup()
 	r.SchedulerPace = b.schedulerPace()
 	unmanaged := 0
-	for _, c := range b.claims { // an instance costs from its launch, not its Node's registration
-		if n := b.nodes[c.node]; n != nil && c.created.Before(n.life.Created) {
-			n.life.Created = c.created
+	for _, name := range slices.Sorted(maps.Keys(b.claims)) { // an instance costs from its launch, not its Node's registration
+		c := b.claims[name]
+		n := b.nodes[c.node]
+		if n == nil {
+			n = b.nodes[name] // a Node named as its claim, the claim's nodeName not yet recorded
+		}
+		if n != nil {
+			if c.created.Before(n.life.Created) {
+				n.life.Created = c.created
+			}
+			continue
+		}
+		if c.instanceType != "" && c.nodePool != "" {
+			// Launched, and gone (interrupted, or its registration timed
+			// out) before a Node registered — or still booting at the
+			// end: the instance ran, and cost, all the same.
+			r.Nodes = append(r.Nodes, NodeLife{Name: name, NodePool: c.nodePool, InstanceType: c.instanceType, Zone: c.zone,
+				CapacityType: c.capacityType, Created: c.created, Deleted: c.deleted})
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.nodes)) {

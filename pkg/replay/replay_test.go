@@ -472,3 +472,45 @@ func TestSchedulerPace(t *testing.T) {
 		t.Errorf("the replay's kube-scheduler: %+v, notes %q", k, in.Notes)
 	}
 }
+
+// TestReadCountsClaimsWithoutNodes: an instance costs from its launch — a
+// NodeClaim launched and then interrupted, or still booting at the end,
+// before its Node registered is a node of the recording all the same
+// (from its creation to its deletion); a claim with a Node counts once,
+// from the claim's creation; one never launched is no node.
+func TestReadCountsClaimsWithoutNodes(t *testing.T) {
+	claim := func(name string, created time.Duration, it, nodeName string) *v1.NodeClaim {
+		nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(t0.Add(created)), Labels: map[string]string{v1.LabelNodePool: "general"}}}
+		if it != "" {
+			nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType] = it, "us-east-1b", "spot"
+		}
+		nc.Status.NodeName = nodeName
+		return nc
+	}
+	rec := readTrace(t, clusterTrace(t, func(put func(time.Duration, trace.Op, string, any)) {
+		put(80*time.Second, trace.OpAdd, "NodeClaim", claim("claim-1", 80*time.Second, "", ""))
+		put(101*time.Second, trace.OpUpdate, "NodeClaim", claim("claim-1", 80*time.Second, "m5.2xlarge", "node-1"))
+		put(3*time.Minute, trace.OpAdd, "NodeClaim", claim("interrupted", 3*time.Minute, "", ""))
+		put(3*time.Minute+time.Second, trace.OpUpdate, "NodeClaim", claim("interrupted", 3*time.Minute, "c6g.large", ""))
+		put(4*time.Minute, trace.OpDelete, "NodeClaim", claim("interrupted", 3*time.Minute, "c6g.large", ""))
+		put(50*time.Minute, trace.OpAdd, "NodeClaim", claim("booting", 50*time.Minute, "m6g.large", ""))
+		put(60*time.Minute, trace.OpAdd, "NodeClaim", claim("never-launched", 60*time.Minute, "", ""))
+	}))
+	got := map[string]NodeLife{}
+	for _, n := range rec.Nodes {
+		got[n.Name] = n
+	}
+	if len(got) != 3 {
+		t.Fatalf("nodes %+v; want node-1, interrupted and booting", rec.Nodes)
+	}
+	if n := got["node-1"]; !n.Created.Equal(t0.Add(80 * time.Second)) {
+		t.Errorf("node-1 from %s, want from its claim's creation, %s", n.Created, t0.Add(80*time.Second))
+	}
+	if n := got["interrupted"]; n.InstanceType != "c6g.large" || n.CapacityType != "spot" || n.Zone != "us-east-1b" || n.NodePool != "general" ||
+		!n.Created.Equal(t0.Add(3*time.Minute)) || n.Deleted == nil || !n.Deleted.Equal(t0.Add(4*time.Minute)) {
+		t.Errorf("interrupted: %+v; want a general c6g.large spot in us-east-1b from 3m to 4m", n)
+	}
+	if n := got["booting"]; n.InstanceType != "m6g.large" || n.Deleted != nil {
+		t.Errorf("booting: %+v; want an m6g.large to the end", n)
+	}
+}

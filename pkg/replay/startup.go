@@ -33,9 +33,12 @@ type claim struct {
 	node    string
 	// offering: its instance type, zone and capacity type once launched.
 	instanceType, zone, capacityType string
+	nodePool                         string
+	// deleted: when its deletion was recorded (nil: never).
+	deleted *time.Time
 }
 
-func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
+func (b *builder) claim(name string, raw json.RawMessage, t time.Time, del bool) error {
 	var nc v1.NodeClaim
 	if err := json.Unmarshal(raw, &nc); err != nil {
 		return fmt.Errorf("trace: the NodeClaim %s at %s: %w", name, t.Format(time.RFC3339), err)
@@ -53,6 +56,10 @@ func (b *builder) claim(name string, raw json.RawMessage, t time.Time) error {
 	}
 	if it := nc.Labels[corev1.LabelInstanceTypeStable]; it != "" {
 		c.instanceType, c.zone, c.capacityType = it, nc.Labels[corev1.LabelTopologyZone], nc.Labels[v1.LabelCapacityType]
+	}
+	c.nodePool = nc.Labels[v1.LabelNodePool]
+	if del && c.deleted == nil {
+		c.deleted = &t
 	}
 	return nil
 }
