@@ -3,8 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -323,6 +325,25 @@ func TestExampleTraceReplays(t *testing.T) {
 	}
 	if !strings.Contains(out, "decisions karpenter") || !strings.Contains(out, "node count   mean absolute error") {
 		t.Errorf("backtest of Karpenter's run:\n%s", out)
+	}
+	// The recording of test/integration's TestBacktestOfARecordedRun: spot
+	// nodes interrupted by the cloud, replayed on the simulated ones.
+	out, err = run(t, "backtest", "--quiet", "--json", "../../examples/traces/kwok-spot.trace.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bt struct {
+		Errors struct {
+			NodeCountMAPE float64 `json:"nodeCountMAPE"`
+			CostError     float64 `json:"costErrorPercent"`
+		} `json:"errors"`
+		Notes []string `json:"notes"`
+	}
+	if err := json.Unmarshal([]byte(out), &bt); err != nil {
+		t.Fatal(err)
+	}
+	if e := bt.Errors; e.NodeCountMAPE > 10 || math.Abs(e.CostError) > 5 || !slices.ContainsFunc(bt.Notes, func(n string) bool { return strings.Contains(n, "3 interruptions of instances by the cloud replay") }) {
+		t.Errorf("backtest of the spot recording: node count %.1f %%, cost %+.1f %%, notes %q; want within 10 %% and 5 %%, its 3 interruptions replayed", e.NodeCountMAPE, e.CostError, bt.Notes)
 	}
 }
 
