@@ -168,11 +168,11 @@ func TestExplainPod(t *testing.T) {
 // moment: a node that survives the run, named with what holds it; and the
 // source flags' mistakes, each answered with what to write.
 func TestExplainScenario(t *testing.T) {
-	out, err := run(t, "explain", "node", "general-00025", "--scenario", "default")
+	out, err := run(t, "explain", "node", "general-00029", "--scenario", "default")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"Node general-00025 at 2026-12-01T00:00:00Z",
+	for _, want := range []string{"Node general-00029 at 2026-12-01T00:00:00Z",
 		"single-node consolidation  no  no cheaper replacement: the cheapest type that holds its pods is m6i.xlarge at 0.1920 USD/h, against 0.1920 USD/h now"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("explain node at the end of the run lacks %q:\n%s", want, out)

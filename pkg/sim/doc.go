@@ -28,7 +28,10 @@
 //     buffers.go, priority.go and spreading.go are Deployments,
 //     StatefulSets and Jobs and their pods, volumes, resizes,
 //     CapacityBuffers, priority admission and kube-scheduler's default
-//     spread; replay.go plays a recorded trace's owners and pods;
+//     spread (a Deployment's scale-down deletes the pods its ReplicaSet
+//     controller would: from the nodes running most of them first;
+//     simulation.go's scaleDownOrder); replay.go plays a recorded trace's
+//     owners and pods;
 //   - the record: report.go, nodes_report.go and overlays_report.go are
 //     the recorder that fills the Report; trace.go writes the run as a
 //     trace.

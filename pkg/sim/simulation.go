@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"io/fs"
 	"math"
 	"math/rand"
@@ -450,7 +451,8 @@ func (e *simulation) setCapacity(w simcloud.CapacityWindow, available bool) {
 }
 
 // reconcile brings a workload to its wanted pod count: new pods are
-// pending; surplus pods go, pending ones first, then the newest.
+// pending; surplus pods go in the order its controller deletes them
+// (scaleDownOrder).
 func (e *simulation) reconcile(w *workload) {
 	e.traceWorkload(w)
 	want := w.wanted()
@@ -464,23 +466,80 @@ func (e *simulation) reconcile(w *workload) {
 		e.addPending(p)
 	}
 	if len(w.pods) > want {
-		on := make(map[*simPod]bool, len(w.pods))
-		for _, p := range w.pods {
-			on[p] = e.nodeOf(p) != nil
-		}
-		sort.SliceStable(w.pods, func(i, j int) bool {
-			bi, bj := on[w.pods[i]], on[w.pods[j]]
-			if bi != bj {
-				return bi
-			}
-			return w.pods[i].created.Before(w.pods[j].created)
-		})
+		e.scaleDownOrder(w)
 		for len(w.pods) > want {
 			p := w.pods[len(w.pods)-1]
 			w.pods = w.pods[:len(w.pods)-1]
 			e.removePod(p, podFinished)
 		}
 	}
+}
+
+// scaleDownOrder sorts a workload's pods so that those its controller
+// deletes first come last. A ReplicaSet's (kube-controller-manager's
+// ActivePodsWithRanks, LogarithmicScaleDown on, as it is by default):
+// unbound pods first, then those not yet running, then those on the nodes
+// that run the most of the workload's pods (a scale-down evens the nodes
+// out rather than emptying one), then those running for less time, counted
+// in powers of two of it, then at random (upstream compares the pods'
+// UIDs: here a hash of the name, the same for a seed), then the newest.
+// Other kinds: unbound first, then the newest.
+func (e *simulation) scaleDownOrder(w *workload) {
+	type facts struct {
+		bound, running bool
+		colocated      int
+		runLog         int
+		hash           uint64
+	}
+	byPod := make(map[*simPod]*facts, len(w.pods))
+	onNode := map[*simNode]int{}
+	for _, p := range w.pods {
+		f := &facts{}
+		if n := e.nodeOf(p); n != nil {
+			f.bound = true
+			onNode[n]++
+		}
+		byPod[p] = f
+	}
+	replicaSet := w.kind == "Deployment" || w.kind == "ReplicaSet"
+	if replicaSet {
+		for _, p := range w.pods {
+			f := byPod[p]
+			if n := e.nodeOf(p); n != nil {
+				f.colocated = onNode[n]
+			}
+			f.running = f.bound && !p.running.IsZero()
+			f.runLog = -1
+			if d := e.clk.now.Sub(p.running); f.running && d > 0 {
+				f.runLog = int(math.Log2(float64(d)))
+			}
+			h := fnv.New64a()
+			h.Write([]byte(p.pod.Name))
+			f.hash = h.Sum64()
+		}
+	}
+	// keep reports whether a is kept longer than b: sorted by it, the
+	// pods deleted first are last.
+	keep := func(a, b *simPod) bool {
+		fa, fb := byPod[a], byPod[b]
+		if fa.bound != fb.bound {
+			return fa.bound
+		}
+		if replicaSet {
+			switch {
+			case fa.running != fb.running:
+				return fa.running
+			case fa.colocated != fb.colocated:
+				return fa.colocated < fb.colocated
+			case fa.running && !a.running.Equal(b.running) && fa.runLog != fb.runLog:
+				return fa.runLog > fb.runLog
+			case fa.running && !a.running.Equal(b.running):
+				return fa.hash > fb.hash
+			}
+		}
+		return a.created.Before(b.created)
+	}
+	sort.SliceStable(w.pods, func(i, j int) bool { return keep(w.pods[i], w.pods[j]) })
 }
 
 func (e *simulation) addPending(p *simPod) {
