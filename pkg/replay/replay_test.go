@@ -471,6 +471,26 @@ func TestSchedulerPace(t *testing.T) {
 	if k := in.Scenario.Spec.KubeScheduler; k == nil || k.PodsPerSecond != 10 || !hasNote(in.Notes, "kube-scheduler tries 10 pending pods a second") {
 		t.Errorf("the replay's kube-scheduler: %+v, notes %q", k, in.Notes)
 	}
+	// Twelve pods created 10 ms before a window ends and marked within
+	// 30 ms, across its end: no pod waited through a window, so no pace
+	// (the window's count would be the pods there were).
+	small := func(put func(time.Duration, trace.Op, string, any)) {
+		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
+		created := time.Hour + paceWindow - 10*time.Millisecond
+		for i := range 12 {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("small-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("small-%d", i)),
+				CreationTimestamp: metav1.NewTime(t0.Add(created))}, Spec: spec}
+			put(created, trace.OpAdd, "Pod", p)
+			marked := created + time.Duration(i)*2500*time.Microsecond
+			p = p.DeepCopy()
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+				LastTransitionTime: metav1.NewTime(t0.Add(marked))}}
+			put(marked, trace.OpUpdate, "Pod", p)
+		}
+	}
+	if rec := readTrace(t, clusterTrace(t, small)); rec.SchedulerPace != 0 {
+		t.Errorf("12 pods marked within 30 ms across a window's end: pace %v, want 0 (never behind)", rec.SchedulerPace)
+	}
 }
 
 // TestReadCountsClaimsWithoutNodes: an instance costs from its launch — a

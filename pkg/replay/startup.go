@@ -137,10 +137,16 @@ const paceWindow = 5 * time.Second
 
 // schedulerPace is the recorded kube-scheduler's pace when it was behind:
 // the most pods it first bound or marked unschedulable in one paceWindow
-// at whose end some pod created before it was still untried, a second.
-// 0 when it never fell behind, or no pod was ever marked. (Not the median: on a shared machine the
-// recorded scheduler also spent whole windows trying again pods it had
-// marked, which the simulated one does for free.)
+// through the whole of which some pod waited for its first try (created
+// at or before the window's start, tried at or after its end), a second.
+// 0 when it never fell behind so long, or no pod was ever marked. A pod
+// created just before a window's end and tried just after it is no
+// backlog: the window's count is then the pods there were, not the pace
+// (a 12-pod scale-out on a loaded machine read as 2 pods a second, and
+// its replay split the batch over six nodes where the run had two). (Not
+// the median: on a shared machine the recorded scheduler also spent whole
+// windows trying again pods it had marked, which the simulated one does
+// for free.)
 func (b *builder) schedulerPace() float64 {
 	type attempt struct{ created, first time.Time }
 	var attempts []attempt
@@ -168,16 +174,18 @@ func (b *builder) schedulerPace() float64 {
 	for _, a := range attempts {
 		windows[int64(a.first.Sub(b.rec.Start)/paceWindow)]++
 	}
-	// A window was behind when some pod created before its end was first
-	// tried after it: the latest first try among the pods created before
-	// the end is at or after it. One sweep over both in time order.
+	// A window was behind when some pod created by its start was first
+	// tried at or after its end: the latest first try among the pods
+	// created by the start is at or after the end. One sweep over both in
+	// time order.
 	slices.SortFunc(attempts, func(x, y attempt) int { return x.created.Compare(y.created) })
 	ws := slices.Sorted(maps.Keys(windows))
 	most, i := 0, 0
 	var latest time.Time
 	for _, w := range ws {
-		end := b.rec.Start.Add(time.Duration(w+1) * paceWindow)
-		for ; i < len(attempts) && attempts[i].created.Before(end); i++ {
+		start := b.rec.Start.Add(time.Duration(w) * paceWindow)
+		end := start.Add(paceWindow)
+		for ; i < len(attempts) && !attempts[i].created.After(start); i++ {
 			if attempts[i].first.After(latest) {
 				latest = attempts[i].first
 			}
