@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/replay"
@@ -32,10 +33,21 @@ const (
 	btApp       = "web"
 	// btRevLabel is the NodePool template's label the drift changes.
 	btRevLabel = "bt-rev"
-	// btInterruptions is the simulated cloud's spot interruptions per
-	// spot instance-hour: with the seed below, its first spot instances
-	// are interrupted within minutes.
-	btInterruptions = "6"
+	// btCloud is the simulated cloud (the controller's --scenario): its
+	// instances boot in six seconds instead of about fifty, and spot ones
+	// are interrupted at a rate — with its seed, several in a run.
+	btCloud = `apiVersion: joiner.dev/v1alpha1
+kind: Scenario
+metadata: {name: recorded-run}
+spec:
+  seed: 1
+  region: us-east-1
+  faults:
+    launchLatency: {mean: 2s}
+    registrationLatency: {mean: 3s}
+    initializationLatency: {mean: 1s}
+    spotInterruptionsPerNodeHour: 6
+`
 )
 
 // TestBacktestOfARecordedRun is issue 27's proof on real parts: `joiner
@@ -50,7 +62,6 @@ const (
 // could not replay.
 func TestBacktestOfARecordedRun(t *testing.T) {
 	ctx := context.Background()
-	j := harness.BuildJoiner(t, "--cloud-provider=sim", "--seed=1", "--spot-interruptions-per-node-hour="+btInterruptions)
 	dir := t.TempDir()
 	if keep := os.Getenv("JOINER_PROCESS_LOGS"); keep != "" { // to keep the trace and logs of a run that passed
 		dir = filepath.Join(keep, t.Name())
@@ -58,6 +69,20 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	cloud := filepath.Join(dir, "cloud")
+	if err := os.MkdirAll(cloud, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	np := btNodePool()
+	np.TypeMeta = metav1.TypeMeta{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodePool"}
+	pool, err := yaml.Marshal(np) // a scenario has its NodePools; the controller takes only the cloud from it
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cloud, "scenario.yaml"), []byte(btCloud+"---\n"+string(pool)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	j := harness.BuildJoiner(t, "--cloud-provider=sim", "--scenario="+cloud)
 	cluster := harness.StartCluster(t, harness.ClusterOptions{CRDDirectories: j.CRDDirectories(), LogDir: filepath.Join(dir, "logs"), ClientQPS: 500})
 	scheme := controllerScheme(t)
 	kc, err := client.New(cluster.Config, client.Options{Scheme: scheme})
@@ -67,8 +92,6 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 	if err := kc.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: btNamespace}}); err != nil {
 		t.Fatal(err)
 	}
-	np := btNodePool()
-	j.NodePool(np)
 	if err := kc.Create(ctx, np); err != nil {
 		t.Fatal(err)
 	}
@@ -83,12 +106,12 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := &btRun{t: t, kc: kc}
-	run.scale(12) // out
+	run.scale(20) // out
 	run.hold(30 * time.Second)
-	run.scale(24) // up again
+	run.scale(40) // up again
 	run.hold(30 * time.Second)
-	run.scale(8) // in
-	run.settle(75 * time.Second)
+	run.scale(12) // in
+	run.settle(60 * time.Second)
 	run.drift(np.Name)
 	run.hold(30 * time.Second)
 	stopRecording()
@@ -111,7 +134,7 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(in.Replay.Interruptions) == 0 {
-		t.Fatalf("the run recorded no spot interruption (the cloud interrupts %s per spot instance-hour): the backtest would not test one", btInterruptions)
+		t.Fatalf("the run recorded no spot interruption (the cloud interrupts at the rate of %s/scenario.yaml): the backtest would not test one", cloud)
 	}
 	bt, err := replay.RunBacktest(ctx, path, rec, os.DirFS("."), ".", sim.Options{})
 	if err != nil {
@@ -134,19 +157,22 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 	}
 }
 
-// btNodePool: spot or on-demand c6g/m6g of 2 to 8 cores, consolidated
-// when empty or underutilized after 20 s, one node disrupted at a time.
+// btNodePool: spot or on-demand c6g/m6g of 2 or 4 cores (so that the run
+// has some ten nodes: one node's difference is a small share of the
+// count), consolidated when empty or underutilized after 20 s, a quarter
+// of the nodes disrupted at a time.
 func btNodePool() *v1.NodePool {
 	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: btPool}}
 	np.Spec.Template.Labels = map[string]string{btRevLabel: "a"}
+	np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		{Key: v1.LabelCapacityType, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
-		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.large", "c6g.xlarge", "c6g.2xlarge", "m6g.large", "m6g.xlarge", "m6g.2xlarge"}},
+		{Key: v1.LabelInstanceType, Operator: corev1.NodeSelectorOpIn, Values: []string{"c6g.large", "c6g.xlarge", "m6g.large", "m6g.xlarge"}},
 	}
 	np.Spec.Disruption = v1.Disruption{
 		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
 		ConsolidateAfter:    v1.MustParseNillableDuration("20s"),
-		Budgets:             []v1.Budget{{Nodes: "1"}},
+		Budgets:             []v1.Budget{{Nodes: "25%"}},
 	}
 	return np
 }
