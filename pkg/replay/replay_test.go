@@ -446,21 +446,7 @@ func TestSchedulerPace(t *testing.T) {
 	if rec := readTrace(t, clusterTrace(t)); rec.SchedulerPace != 0 {
 		t.Errorf("no pod marked unschedulable: pace %v, want 0 (unknown)", rec.SchedulerPace)
 	}
-	burst := func(put func(time.Duration, trace.Op, string, any)) {
-		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
-		created := time.Hour
-		for i := range 100 {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("burst-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("burst-%d", i)),
-				CreationTimestamp: metav1.NewTime(t0.Add(created))}, Spec: spec}
-			put(created, trace.OpAdd, "Pod", p)
-			marked := created + time.Duration(i)*100*time.Millisecond
-			p = p.DeepCopy()
-			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-				LastTransitionTime: metav1.NewTime(t0.Add(marked))}}
-			put(marked, trace.OpUpdate, "Pod", p)
-		}
-	}
-	rec := readTrace(t, clusterTrace(t, burst))
+	rec := readTrace(t, clusterTrace(t, markedPods("burst", 100, time.Hour, 100*time.Millisecond)))
 	if rec.SchedulerPace != 10 {
 		t.Fatalf("100 pods marked over 10 s: pace %v a second, want 10", rec.SchedulerPace)
 	}
@@ -474,22 +460,26 @@ func TestSchedulerPace(t *testing.T) {
 	// Twelve pods created 10 ms before a window ends and marked within
 	// 30 ms, across its end: no pod waited through a window, so no pace
 	// (the window's count would be the pods there were).
-	small := func(put func(time.Duration, trace.Op, string, any)) {
+	if rec := readTrace(t, clusterTrace(t, markedPods("small", 12, time.Hour+paceWindow-10*time.Millisecond, 2500*time.Microsecond))); rec.SchedulerPace != 0 {
+		t.Errorf("12 pods marked within 30 ms across a window's end: pace %v, want 0 (never behind)", rec.SchedulerPace)
+	}
+}
+
+// markedPods adds n pods of one core created at the offset created and
+// marked unschedulable one every step from then.
+func markedPods(prefix string, n int, created, step time.Duration) func(put func(time.Duration, trace.Op, string, any)) {
+	return func(put func(time.Duration, trace.Op, string, any)) {
 		spec := corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}}
-		created := time.Hour + paceWindow - 10*time.Millisecond
-		for i := range 12 {
-			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("small-%d", i), Namespace: "shop", UID: types.UID(fmt.Sprintf("small-%d", i)),
-				CreationTimestamp: metav1.NewTime(t0.Add(created))}, Spec: spec}
+		for i := range n {
+			name := fmt.Sprintf("%s-%d", prefix, i)
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "shop", UID: types.UID(name), CreationTimestamp: metav1.NewTime(t0.Add(created))}, Spec: spec}
 			put(created, trace.OpAdd, "Pod", p)
-			marked := created + time.Duration(i)*2500*time.Microsecond
+			marked := created + time.Duration(i)*step
 			p = p.DeepCopy()
 			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
 				LastTransitionTime: metav1.NewTime(t0.Add(marked))}}
 			put(marked, trace.OpUpdate, "Pod", p)
 		}
-	}
-	if rec := readTrace(t, clusterTrace(t, small)); rec.SchedulerPace != 0 {
-		t.Errorf("12 pods marked within 30 ms across a window's end: pace %v, want 0 (never behind)", rec.SchedulerPace)
 	}
 }
 

@@ -101,7 +101,10 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 	}
 
 	path := filepath.Join(dir, "trace.gz")
-	stopRecording := recordCluster(t, cluster, path)
+	recording, err := harness.Record(cluster.Config, path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if _, err := j.Start(t, cluster); err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +117,9 @@ func TestBacktestOfARecordedRun(t *testing.T) {
 	run.settle(60 * time.Second)
 	run.drift(np.Name)
 	run.hold(30 * time.Second)
-	stopRecording()
+	if err := recording.Stop(); err != nil {
+		t.Fatal(err)
+	}
 
 	f, err := os.Open(path)
 	if err != nil {
@@ -186,41 +191,6 @@ func btDeployment() *appsv1.Deployment {
 	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: btApp, Namespace: btNamespace}, Spec: appsv1.DeploymentSpec{
 		Replicas: ptr.To[int32](0), Selector: &metav1.LabelSelector{MatchLabels: labels},
 		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: spec}}}
-}
-
-// recordCluster runs `joiner record`'s recorder on the cluster into path until
-// the returned function is called.
-func recordCluster(t *testing.T, cluster *harness.Cluster, path string) (stop func()) {
-	t.Helper()
-	traceScheme, err := trace.Scheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	wc, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: traceScheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	rec, err := trace.Start(ctx, wc, f, trace.Options{Server: cluster.Config.Host})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- rec.Run(ctx) }()
-	return func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Fatalf("recording %s: %v", path, err)
-		}
-		if err := f.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
 }
 
 // btRun drives the recorded run's phases.

@@ -198,7 +198,7 @@ type result struct {
 	summary    string
 	dir        string
 	// rec records the run for its backtest.
-	rec *recording
+	rec *harness.Recording
 }
 
 func (r *result) add(name string, value float64) { r.metrics = append(r.metrics, metric{name, value}) }
@@ -276,7 +276,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		}
 		deployments = append(deployments, d)
 	}
-	r.rec = startRecording(ctx, b, cluster, dir)
+	r.rec = startRecording(b, cluster, dir)
 	timeline := createFile(b, filepath.Join(dir, "timeline.txt"))
 	samples := createFile(b, filepath.Join(dir, "timeline.csv"))
 	summary := &strings.Builder{}
@@ -424,7 +424,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 // finish adds the whole run's numbers and writes the summary.
 func finish(b *testing.B, r *result, summary *strings.Builder, dir string, cfg config, start, end scrape) *result {
 	b.Helper()
-	r.rec.backtest(b, r, summary, dir, cfg)
+	backtest(b, r.rec, r, summary, dir, cfg)
 	r.add("ctl-peak-rss-MB", round(end.usage.PeakRSSBytes/1e6, 1))
 	r.add("ctl-cpu-seconds", round(end.usage.CPUSeconds-start.usage.CPUSeconds, 1))
 	total := 0.0
