@@ -486,6 +486,7 @@ func (e *simulation) reconcile(w *workload) {
 // Other kinds: unbound first, then the newest.
 func (e *simulation) scaleDownOrder(w *workload) {
 	type facts struct {
+		node           *simNode
 		bound, running bool
 		colocated      int
 		runLog         int
@@ -494,10 +495,10 @@ func (e *simulation) scaleDownOrder(w *workload) {
 	byPod := make(map[*simPod]*facts, len(w.pods))
 	onNode := map[*simNode]int{}
 	for _, p := range w.pods {
-		f := &facts{}
-		if n := e.nodeOf(p); n != nil {
+		f := &facts{node: e.nodeOf(p)}
+		if f.node != nil {
 			f.bound = true
-			onNode[n]++
+			onNode[f.node]++
 		}
 		byPod[p] = f
 	}
@@ -505,8 +506,8 @@ func (e *simulation) scaleDownOrder(w *workload) {
 	if replicaSet {
 		for _, p := range w.pods {
 			f := byPod[p]
-			if n := e.nodeOf(p); n != nil {
-				f.colocated = onNode[n]
+			if f.bound {
+				f.colocated = onNode[f.node]
 			}
 			f.running = f.bound && !p.running.IsZero()
 			f.runLog = -1
