@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/scenario"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestScaleDownTakesFromTheFullestNodes: a Deployment's scale-down deletes
@@ -97,4 +98,56 @@ func sortedCounts(m map[string]int) []int {
 	}
 	sort.Ints(out)
 	return out
+}
+
+// TestScaleDownHonoursPodDeletionCost: a pod annotated
+// controller.kubernetes.io/pod-deletion-cost above its siblings' is
+// deleted after them, wherever it runs; before the cost, not yet running
+// pods go first.
+func TestScaleDownHonoursPodDeletionCost(t *testing.T) {
+	fsys := reportScenario(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web}
+spec:
+  replicas: 6
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: c
+        image: x
+        resources: {requests: {cpu: 300m, memory: 256Mi}}
+`)
+	in, err := scenario.Load(fsys, "sc", "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := newSimulation(in, fsys, "sc", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.schedule()
+	var kept []string
+	e.clk.at(e.start.Add(10*time.Minute), func() {
+		w := e.workloads[0]
+		costly := w.pods[2]
+		e.setPod(costly, func(p *corev1.Pod) {
+			p.Annotations = map[string]string{corev1.PodDeletionCost: "100"}
+		})
+		w.replicas = 1
+		e.reconcile(w)
+		for _, p := range w.pods {
+			kept = append(kept, p.pod.Name)
+		}
+		if len(kept) != 1 || kept[0] != costly.pod.Name {
+			t.Errorf("kept %v after the scale-down to 1; want %s, the pod of deletion cost 100", kept, costly.pod.Name)
+		}
+	})
+	if err := e.clk.run(context.Background(), e.start.Add(11*time.Minute), nil); err != nil {
+		t.Fatal(err)
+	}
+	if kept == nil {
+		t.Fatal("the scale-down never ran")
+	}
 }

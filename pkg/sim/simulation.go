@@ -9,6 +9,7 @@ import (
 	"math/rand"
 	"path"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/joiner-autoscaler/joiner/pkg/autoscale"
@@ -478,7 +479,8 @@ func (e *simulation) reconcile(w *workload) {
 // scaleDownOrder sorts a workload's pods so that those its controller
 // deletes first come last. A ReplicaSet's (kube-controller-manager's
 // ActivePodsWithRanks, LogarithmicScaleDown on, as it is by default):
-// unbound pods first, then those not yet running, then those on the nodes
+// unbound pods first, then those not yet running, then those of the lower
+// controller.kubernetes.io/pod-deletion-cost, then those on the nodes
 // that run the most of the workload's pods (a scale-down evens the nodes
 // out rather than emptying one), then those running for less time, counted
 // in powers of two of it, then at random (upstream compares the pods'
@@ -488,6 +490,7 @@ func (e *simulation) scaleDownOrder(w *workload) {
 	type facts struct {
 		node           *simNode
 		bound, running bool
+		deletionCost   int32
 		colocated      int
 		runLog         int
 		hash           uint64
@@ -510,6 +513,9 @@ func (e *simulation) scaleDownOrder(w *workload) {
 				f.colocated = onNode[f.node]
 			}
 			f.running = f.bound && !p.running.IsZero()
+			if v, err := strconv.ParseInt(p.pod.Annotations[corev1.PodDeletionCost], 10, 32); err == nil {
+				f.deletionCost = int32(v) // unset or not an int32: 0, as upstream reads it
+			}
 			f.runLog = -1
 			if d := e.clk.now.Sub(p.running); f.running && d > 0 {
 				f.runLog = int(math.Log2(float64(d)))
@@ -530,6 +536,8 @@ func (e *simulation) scaleDownOrder(w *workload) {
 			switch {
 			case fa.running != fb.running:
 				return fa.running
+			case fa.deletionCost != fb.deletionCost:
+				return fa.deletionCost > fb.deletionCost
 			case fa.colocated != fb.colocated:
 				return fa.colocated < fb.colocated
 			case fa.running && !a.running.Equal(b.running) && fa.runLog != fb.runLog:
