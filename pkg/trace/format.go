@@ -186,7 +186,11 @@ func (r *Reader) Next() (Record, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return rec, fmt.Errorf("%s:%d: the trace ends mid-record (cut short while it was written): %w", r.name, r.line+1, err)
 		}
-		return rec, fmt.Errorf("%s:%d: %w", r.name, r.line+1, err)
+		var perr *time.ParseError
+		if errors.As(err, &perr) {
+			return rec, fmt.Errorf("%s:%d: the record's \"t\" is %q, not an RFC 3339 time such as 2026-12-05T10:00:00Z (was the trace edited by hand?): %w", r.name, r.line+1, perr.Value, err)
+		}
+		return rec, fmt.Errorf("%s:%d: not a trace record (one JSON object a line: t, op, kind, object, as `joiner record` writes): %w", r.name, r.line+1, err)
 	}
 	r.line++
 	return rec, nil

@@ -80,6 +80,16 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("a cut trace: %v", lastErr)
 	}
 
+	// A record edited by hand: its line, its field and the fix.
+	for _, tc := range []struct{ line, want string }{
+		{`{"t":"yesterday","op":"add"}`, `bad.trace:1: the record's "t" is "yesterday", not an RFC 3339 time such as 2026-12-05T10:00:00Z`},
+		{`["add"]`, "bad.trace:1: not a trace record (one JSON object a line: t, op, kind, object"},
+	} {
+		if _, err := NewReader(bytes.NewReader(gzipOf(t, []byte(tc.line+"\n"))), "bad.trace"); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.line, err, tc.want)
+		}
+	}
+
 	other := gzipOf(t, bytes.Replace(plain, []byte(Version), []byte("joiner.dev/trace/v9"), 1))
 	if _, err := NewReader(bytes.NewReader(other), "new.trace"); err == nil || !strings.Contains(err.Error(), `new.trace:1: trace format "joiner.dev/trace/v9"`) {
 		t.Errorf("another version: %v", err)
