@@ -129,6 +129,13 @@ func (p *pass) after(cmd *Command) *Snapshot {
 			c.Nodes = append(c.Nodes, cand)
 		}
 	}
+	c.Unmanaged = make([]*provisioning.Node, len(p.c.Unmanaged))
+	for i, n := range p.c.Unmanaged {
+		c.Unmanaged[i] = n
+		if pods := gained[n.Name]; len(pods) > 0 {
+			c.Unmanaged[i], _ = withPods(n, pods)
+		}
+	}
 	for i, r := range cmd.Replacements {
 		var pods []*corev1.Pod
 		for _, pod := range res.NewNodeClaims[i].Pods {
@@ -148,15 +155,9 @@ func (p *pass) after(cmd *Command) *Snapshot {
 // took is the candidate once the pods are bound to it: a copy with them
 // on its node and its last pod event now.
 func took(cand *Candidate, pods []*corev1.Pod, now time.Time) *Candidate {
-	cp, n := *cand, *cand.Node
-	moved := make([]*corev1.Pod, len(pods))
-	for i, pod := range pods {
-		pc := *pod
-		pc.Spec.NodeName = n.Name
-		moved[i] = &pc
-	}
-	n.Pods = append(slices.Clip(n.Pods), moved...)
-	n.Requested, n.Version = nil, ""
+	cp := *cand
+	var moved []*corev1.Pod
+	cp.Node, moved = withPods(cand.Node, pods)
 	if cand.Reschedulable != nil {
 		cp.Reschedulable = append(slices.Clip(cand.Reschedulable), moved...)
 	}
@@ -165,8 +166,22 @@ func took(cand *Candidate, pods []*corev1.Pod, now time.Time) *Candidate {
 		nc.Status.LastPodEventTime = metav1.NewTime(now)
 		cp.NodeClaim = &nc
 	}
-	cp.Node = &n
 	return &cp
+}
+
+// withPods is a copy of the node with the pods bound to it too (copies,
+// naming it), and those copies.
+func withPods(node *provisioning.Node, pods []*corev1.Pod) (*provisioning.Node, []*corev1.Pod) {
+	n := *node
+	moved := make([]*corev1.Pod, len(pods))
+	for i, pod := range pods {
+		pc := *pod
+		pc.Spec.NodeName = n.Name
+		moved[i] = &pc
+	}
+	n.Pods = append(slices.Clip(n.Pods), moved...)
+	n.Requested, n.Version = nil, ""
+	return &n, moved
 }
 
 // inFlight is a replacement plan launched and not registered yet, holding
@@ -182,15 +197,11 @@ func inFlight(r *provisioning.NodeClaimPlan, pods []*corev1.Pod, now time.Time, 
 	if o == nil {
 		return nil
 	}
-	n := replacementNode(r, it, o)
-	n.Name = name
-	n.Labels[v1.LabelHostname] = name
-	n.InFlight = true
-	for _, pod := range pods {
-		pc := *pod
-		pc.Spec.NodeName = name
-		n.Pods = append(n.Pods, &pc)
-	}
+	empty := replacementNode(r, it, o)
+	empty.Name = name
+	empty.Labels[v1.LabelHostname] = name
+	empty.InFlight = true
+	n, _ := withPods(empty, pods)
 	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(now),
 		Labels: map[string]string{v1.LabelNodePool: r.NodePool.Name}}}
 	return &Candidate{Node: n, NodeClaim: nc, NodePool: r.NodePool.Name, InstanceType: it.Name, Zone: o.Zone,

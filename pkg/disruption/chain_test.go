@@ -126,6 +126,16 @@ func TestAfterACommand(t *testing.T) {
 		t.Errorf("after changed the cluster it was given")
 	}
 
+	// Deleted onto a node Joiner does not manage: that node has the pod.
+	c = cluster(np, node("leave", np, medium, v1.CapacityTypeOnDemand, podOn("1")))
+	u := node("u", np, large, v1.CapacityTypeOnDemand).Node
+	u.NodePool = ""
+	c.Unmanaged = []*provisioning.Node{u}
+	p, cmd = command(c)
+	if next = p.after(cmd); len(cmd.Replacements) != 0 || next == nil || len(next.Unmanaged) != 1 || len(next.Unmanaged[0].Pods) != 1 || len(u.Pods) != 0 {
+		t.Fatalf("want leave deleted, its pod on the unmanaged node after (and not before), got %s", cmd)
+	}
+
 	// Replaced: its pod goes to the replacement.
 	c = cluster(np, node("leave", np, large, v1.CapacityTypeOnDemand, podOn("1")))
 	p, cmd = command(c)
