@@ -51,6 +51,13 @@ const (
 // see Options.LaunchMissAfter.
 const DefaultLaunchMissAfter = 30 * time.Second
 
+// SchedulerBacklog is how long Joiner's decisions leave a new pod to
+// kube-scheduler before provisioning for it untried (see
+// state.Store.SetSchedulerBacklog): kube-scheduler tries a pod within
+// milliseconds unless it is behind a burst, and a provisioning batch ends
+// at most DefaultBatchMax after it began.
+const SchedulerBacklog = 5 * time.Second
+
 // CloudProvider is what the controller launches through; the optional
 // capabilities it may have beyond are Capabilities'.
 type CloudProvider = cloudprovider.CloudProvider
@@ -163,6 +170,9 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	caps := DiscoverCapabilities(opts.CloudProvider)
 	kube := mgr.GetClient()
 	store := state.NewStore(state.WaitForScheduler)
+	if opts.Policy.ProvisionsSchedulerBacklog() {
+		store.SetSchedulerBacklog(SchedulerBacklog, opts.Clock)
+	}
 	cloud := metered{opts.CloudProvider, opts.Clock}
 	events := recorder{mgr.GetEventRecorder("karpenter")}
 	gate := newSyncGate()

@@ -89,6 +89,13 @@ func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 // node.
 func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 
+// ProvisionsSchedulerBacklog is true when a pod kube-scheduler has not
+// tried within a few seconds of its creation is provisioned for as if it
+// had found no room (Joiner's decisions; see state.Store's
+// SetSchedulerBacklog). Upstream Karpenter waits for kube-scheduler's
+// verdict on every pod.
+func (p Policy) ProvisionsSchedulerBacklog() bool { return !p.Karpenter() }
+
 // ChainsConsolidation is true when a disruption pass that makes a
 // consolidation command goes on to the commands the passes after it would
 // make once it is carried out, as far as the budgets allow, and they are

@@ -141,7 +141,7 @@ func (s *Store) settleLocked(claim string) {
 			continue
 		}
 		p := s.pods[ref].pod
-		if !Provisionable(p, s.untried) {
+		if !s.provisionable(p) {
 			continue
 		}
 		// Only a refusal of the node itself is a miss: one that holds with

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -74,6 +76,9 @@ type Store struct {
 	pdbs          []*policyv1.PodDisruptionBudget
 	// untried: see Objects.AssumeUnschedulable.
 	untried Untried
+	// backlog and backlogClock: see SetSchedulerBacklog.
+	backlog      time.Duration
+	backlogClock clock.PassiveClock
 
 	nodes      map[string]*corev1.Node    // by name
 	claims     map[string]*v1.NodeClaim   // by name
@@ -701,6 +706,36 @@ func (s *Store) View(name string) *provisioning.Node {
 	return v.built
 }
 
+// SetSchedulerBacklog makes an unbound pod of kube-scheduler's
+// (schedulerName default-scheduler) that it has not tried within after of
+// the pod's creation provisionable, as if it had found the pod no room:
+// kube-scheduler behind a burst of pods (on a 2-core control plane it
+// tried 1,000 new pods over 14 s, 5,000 over a minute and more) would
+// otherwise hold each provisioning batch to the pods it has reached, and a
+// scale-out planned in pieces costs more and starts later. A pod it tries
+// within after is left to its verdict, as upstream leaves every pod. 0
+// turns it off; clk tells the time.
+func (s *Store) SetSchedulerBacklog(after time.Duration, clk clock.PassiveClock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.backlog, s.backlogClock = after, clk
+}
+
+// provisionable: provisioning should find room for the pod (see
+// Objects.PendingPods and SetSchedulerBacklog).
+func (s *Store) provisionable(p *corev1.Pod) bool {
+	if Provisionable(p, s.untried) {
+		return true
+	}
+	if s.backlog <= 0 || !Provisionable(p, AssumeUnschedulable) {
+		return false // off, or not an untried pod
+	}
+	if p.Spec.SchedulerName != "" && p.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return false // another scheduler's: its verdict is not late
+	}
+	return !p.CreationTimestamp.IsZero() && s.backlogClock.Since(p.CreationTimestamp.Time) >= s.backlog
+}
+
 // PendingPods are the pods provisioning should find room for (see
 // Objects.PendingPods), oldest first, then by namespace and name.
 func (s *Store) PendingPods() []*corev1.Pod {
@@ -712,7 +747,7 @@ func (s *Store) PendingPods() []*corev1.Pod {
 func (s *Store) pendingLocked() []*corev1.Pod {
 	out := make([]*corev1.Pod, 0, len(s.unbound))
 	for ref := range s.unbound {
-		if p := s.pods[ref].pod; Provisionable(p, s.untried) && s.launch.givenUp[ref] == nil {
+		if p := s.pods[ref].pod; s.provisionable(p) && s.launch.givenUp[ref] == nil {
 			out = append(out, p)
 		}
 	}

@@ -5,10 +5,12 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -355,5 +357,47 @@ func TestPodsOn(t *testing.T) {
 	}
 	if got := s.PodsOn("ip-9"); len(got) != 0 {
 		t.Errorf("PodsOn of a node without pods = %d pods", len(got))
+	}
+}
+
+// TestSchedulerBacklog: a pod kube-scheduler has not tried within the
+// backlog of its creation is pending as if it had found no room; one it
+// has not had that long, another scheduler's, or any with the backlog
+// off is left to the scheduler's verdict.
+func TestSchedulerBacklog(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	untried := func(name string, created time.Time, opts ...func(*corev1.Pod)) *corev1.Pod {
+		return pod(name, "", "1", append([]func(*corev1.Pod){func(p *corev1.Pod) {
+			p.Status.Conditions = nil
+			p.CreationTimestamp = metav1.NewTime(created)
+		}}, opts...)...)
+	}
+	pending := func(s *Store) string {
+		var out []string
+		for _, p := range s.PendingPods() {
+			out = append(out, p.Name)
+		}
+		return strings.Join(out, ",")
+	}
+	s := NewStore(WaitForScheduler)
+	s.SetPod(pod("marked", "", "1"))
+	s.SetPod(untried("old", t0.Add(-6*time.Second)))
+	s.SetPod(untried("new", t0.Add(-3*time.Second)))
+	s.SetPod(untried("other", t0.Add(-time.Minute), func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }))
+	if got := pending(s); got != "marked" {
+		t.Fatalf("backlog off: pending %q, want only the pod kube-scheduler found no room for", got)
+	}
+	s.SetSchedulerBacklog(5*time.Second, clk)
+	if got := pending(s); got != "marked,old" {
+		t.Fatalf("backlog 5 s: pending %q, want old (untried 6 s) and marked", got)
+	}
+	clk.SetTime(t0.Add(2 * time.Second))
+	if got := pending(s); got != "marked,old,new" {
+		t.Fatalf("2 s later: pending %q, want new too (untried 5 s)", got)
+	}
+	s.SetSchedulerBacklog(0, clk)
+	if got := pending(s); got != "marked" {
+		t.Fatalf("backlog off again: pending %q", got)
 	}
 }
