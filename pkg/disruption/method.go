@@ -97,7 +97,7 @@ func consolidationValidate(p *pass, cmd *Command, fresh []*Candidate) error {
 	if again == nil || len(again.Replacements) != len(cmd.Replacements) {
 		return errors.New("consolidation no longer pays off the same way")
 	}
-	cmd.Replacements, cmd.sim = again.Replacements, again.sim
+	cmd.Replacements = again.Replacements
 	return nil
 }
 

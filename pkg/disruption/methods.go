@@ -37,9 +37,6 @@ type Command struct {
 	Replacements []*provisioning.NodeClaimPlan
 	// Savings is the hourly price of the candidates less the replacements'.
 	Savings float64
-	// sim is a consolidation's scheduling simulation: where the
-	// candidates' pods go (see after). Shared with the Memo: read only.
-	sim *provisioning.Results
 }
 
 func (c *Command) String() string {
@@ -238,25 +235,9 @@ func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 	p := newPass(ctx, c, opts)
 	p.expire()
 	graceful, eventual := p.eligible()
-	consolidated := p.methods(graceful, eventual)
-	if c.Policy.ChainsConsolidation() {
-		p.chain()
-	}
-	if consolidated {
-		p.decision.LeavingKnown = true
-		if c.Policy.MarksLeaving() {
-			p.decision.Leaving = p.leaving(graceful)
-		}
-	}
-	return p.decision
-}
-
-// methods tries the methods in order over the eligible candidates and
-// keeps the first one's commands; consolidated: a consolidation method
-// (not emptiness) was tried.
-func (p *pass) methods(graceful, eventual []*Candidate) (consolidated bool) {
+	consolidated := false
 	for _, m := range methods {
-		if p.opts.SkipConsolidation && m.consolidation() && m.kind() != MethodEmpty {
+		if opts.SkipConsolidation && m.consolidation() && m.kind() != MethodEmpty {
 			continue
 		}
 		cands := graceful
@@ -269,7 +250,13 @@ func (p *pass) methods(graceful, eventual []*Candidate) (consolidated bool) {
 			break
 		}
 	}
-	return consolidated
+	if consolidated {
+		p.decision.LeavingKnown = true
+		if c.Policy.MarksLeaving() {
+			p.decision.Leaving = p.leaving(graceful)
+		}
+	}
+	return p.decision
 }
 
 // leaving are the consolidation candidates, beyond those of the pass's
@@ -781,14 +768,16 @@ func (p *pass) consolidate(ctx context.Context, cands []*Candidate, method Metho
 // alsoPending names the pending pods the simulation's new claims would
 // also take ("" for none): room consolidation must leave them.
 func (p *pass) alsoPending(res *provisioning.Results) string {
-	pending := make(map[podKey]bool, len(p.c.Pending))
+	// By name: a remembered simulation holds an earlier pass's pod objects.
+	type podName struct{ namespace, name string }
+	pending := make(map[podName]bool, len(p.c.Pending))
 	for _, pod := range p.c.Pending {
-		pending[podKeyOf(pod)] = true
+		pending[podName{pod.Namespace, pod.Name}] = true
 	}
 	n := 0
 	for _, nc := range res.NewNodeClaims {
 		for _, pod := range nc.Pods {
-			if pending[podKeyOf(pod)] {
+			if pending[podName{pod.Namespace, pod.Name}] {
 				n++
 			}
 		}
@@ -814,7 +803,7 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 		price += cand.Price
 		allSpot = allSpot && cand.CapacityType == v1.CapacityTypeSpot
 	}
-	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, Savings: price, sim: res}
+	cmd := &Command{Method: method, Reason: v1.DisruptionReasonUnderutilized, Candidates: cands, Savings: price}
 	if len(res.NewNodeClaims) == 1 {
 		r, why := p.replacement(cands, res, price, allSpot)
 		if r == nil {

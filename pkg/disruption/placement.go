@@ -69,10 +69,17 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 	}
 	r := cmd.Replacements[0]
 	it := r.InstanceTypes[0]
+	offerings := append(cloudprovider.Offerings(nil), it.Offerings...)
+	sort.SliceStable(offerings, func(i, j int) bool {
+		if offerings[i].Price != offerings[j].Price {
+			return offerings[i].Price < offerings[j].Price
+		}
+		return offerings[i].Zone < offerings[j].Zone
+	})
 	tried := map[string]bool{}
 	least := len(pods)
-	for _, o := range cheapestFirst(it) {
-		if tried[o.Zone] || !launches(r, o) {
+	for _, o := range offerings {
+		if !o.Available || tried[o.Zone] || !r.Requirements.Get(v1.LabelZone).Has(o.Zone) || !r.Requirements.Get(v1.LabelCapacityType).Has(o.CapacityType) {
 			continue
 		}
 		tried[o.Zone] = true
@@ -89,24 +96,6 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 		least = min(least, n)
 	}
 	return fmt.Sprintf("kube-scheduler would leave %d of the moved pods pending beside a %s replacement in any zone (it spreads them by least-allocated; the simulation packed them)", least, it.Name)
-}
-
-// cheapestFirst are the type's offerings by price, then zone.
-func cheapestFirst(it *cloudprovider.InstanceType) cloudprovider.Offerings {
-	offerings := append(cloudprovider.Offerings(nil), it.Offerings...)
-	sort.SliceStable(offerings, func(i, j int) bool {
-		if offerings[i].Price != offerings[j].Price {
-			return offerings[i].Price < offerings[j].Price
-		}
-		return offerings[i].Zone < offerings[j].Zone
-	})
-	return offerings
-}
-
-// launches: the plan may launch into the offering (available, in a zone
-// and capacity type its requirements allow).
-func launches(r *provisioning.NodeClaimPlan, o *cloudprovider.Offering) bool {
-	return o.Available && r.Requirements.Get(v1.LabelZone).Has(o.Zone) && r.Requirements.Get(v1.LabelCapacityType).Has(o.CapacityType)
 }
 
 // unplaced is how many of the pods kube-scheduler's model leaves unbound

@@ -155,11 +155,10 @@ func (q *Queue) AwaitingReplacements() bool {
 // Step advances every command as far as it can go at now. fresh returns the
 // current cluster for validation.
 func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Snapshot) []Event {
-	verdicts := q.validate(ctx, now, fresh)
 	var events []Event
 	for _, it := range q.items {
 		if !it.done {
-			events = append(events, q.step(it, now, act, verdicts)...)
+			events = append(events, q.step(ctx, it, now, act, fresh)...)
 		}
 	}
 	kept := q.items[:0]
@@ -172,40 +171,16 @@ func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func
 	return events
 }
 
-// validate checks the commands whose validation is due at now, in the
-// order they were added, together (RevalidateAll: the commands of one
-// chain each over the cluster after the ones before it): each one's
-// answer.
-func (q *Queue) validate(ctx context.Context, now time.Time, fresh func() *Snapshot) map[*queued]error {
-	var due []*queued
-	var cmds []*Command
-	for _, it := range q.items {
-		if !it.done && !it.validated && !now.Before(it.ready) {
-			due = append(due, it)
-			cmds = append(cmds, it.cmd)
-		}
-	}
-	if len(due) == 0 {
-		return nil
-	}
-	verdicts := make(map[*queued]error, len(due))
-	for i, err := range RevalidateAll(ctx, cmds, fresh(), q.Options) {
-		verdicts[due[i]] = err
-	}
-	return verdicts
-}
-
-func (q *Queue) step(it *queued, now time.Time, act Actions, verdicts map[*queued]error) []Event {
+func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions, fresh func() *Snapshot) []Event {
 	var events []Event
 	ev := func(what EventKind, detail string, err error) {
 		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail, Err: err})
 	}
 	if !it.validated {
-		err, due := verdicts[it]
-		if !due {
+		if now.Before(it.ready) {
 			return nil
 		}
-		if err != nil {
+		if err := Revalidate(ctx, it.cmd, fresh(), q.Options); err != nil {
 			it.done = true
 			ev(EventCancelled, err.Error(), nil)
 			return events
@@ -281,12 +256,6 @@ func (q *Queue) rollBack(it *queued, act Actions, cause error) error {
 // still be there, undisrupted, unblocked and within its budget, and the
 // method must still choose to act on them the same way.
 func Revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) error {
-	_, err := revalidate(ctx, cmd, c, opts)
-	return err
-}
-
-// revalidate is Revalidate, with the pass it checked the command in.
-func revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) (*pass, error) {
 	p := newPass(ctx, c, opts)
 	byName := map[string]*Candidate{}
 	for _, cand := range c.Nodes {
@@ -294,7 +263,7 @@ func revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) (*
 	}
 	m := methodOf(cmd.Method)
 	if m == nil {
-		return p, fmt.Errorf("%s commands are not validated", cmd.Method)
+		return fmt.Errorf("%s commands are not validated", cmd.Method)
 	}
 	graceful, eventual := p.eligible()
 	cands := graceful
@@ -309,15 +278,15 @@ func revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) (*
 	for _, old := range cmd.Candidates {
 		cand, ok := byName[old.Node.Name]
 		if !ok {
-			return p, fmt.Errorf("node %s is gone", old.Node.Name)
+			return fmt.Errorf("node %s is gone", old.Node.Name)
 		}
 		if !eligible[cand] {
-			return p, fmt.Errorf("node %s can no longer be disrupted", old.Node.Name)
+			return fmt.Errorf("node %s can no longer be disrupted", old.Node.Name)
 		}
 		fresh = append(fresh, cand)
 	}
 	if err := m.validate(p, cmd, fresh); err != nil {
-		return p, err
+		return err
 	}
 	need := map[string]int{}
 	for _, cand := range fresh {
@@ -325,8 +294,8 @@ func revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) (*
 	}
 	for pool, n := range need {
 		if p.remain[pool][cmd.Reason] < n {
-			return p, fmt.Errorf("NodePool %s's budget no longer allows %d %s disruption(s)", pool, n, cmd.Reason)
+			return fmt.Errorf("NodePool %s's budget no longer allows %d %s disruption(s)", pool, n, cmd.Reason)
 		}
 	}
-	return p, nil
+	return nil
 }

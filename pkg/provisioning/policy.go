@@ -96,14 +96,6 @@ func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 // verdict on every pod.
 func (p Policy) ProvisionsSchedulerBacklog() bool { return !p.Karpenter() }
 
-// ChainsConsolidation is true when a disruption pass that makes a
-// consolidation command goes on to the commands the passes after it would
-// make once it is carried out, as far as the budgets allow, and they are
-// validated together (Joiner's decisions; see disruption.Compute).
-// Upstream Karpenter makes one command a pass, each after its own 15 s
-// validation.
-func (p Policy) ChainsConsolidation() bool { return !p.Karpenter() }
-
 // OverlayMode is how NodeOverlays apply under the policy: upstream's merge
 // (capacity from every matching overlay) when it makes upstream's choices,
 // else the highest weight's alone.
