@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -10,19 +11,15 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// TestScaleDownTakesFromTheFullestNodes: a Deployment's scale-down deletes
-// pods as kube-controller-manager's ReplicaSet controller ranks them — from
-// the nodes running the most of its pods first — not simply the newest, so
-// a node that took the latest few pods is not the one emptied. Twelve pods
-// of 300m fill two m6i.large (six each); two more go to a third node ten
-// minutes later; scaled to eight, the six deleted come from the two full
-// nodes and the third keeps its two (newest first would empty it).
-func TestScaleDownTakesFromTheFullestNodes(t *testing.T) {
-	fsys := reportScenario(`apiVersion: apps/v1
+// webSimulation is a simulation of one Deployment, web, of replicas pods of
+// 300m and 256Mi, scheduled once.
+func webSimulation(t *testing.T, replicas int) *simulation {
+	t.Helper()
+	fsys := reportScenario(fmt.Sprintf(`apiVersion: apps/v1
 kind: Deployment
 metadata: {name: web}
 spec:
-  replicas: 12
+  replicas: %d
   selector: {matchLabels: {app: web}}
   template:
     metadata: {labels: {app: web}}
@@ -31,7 +28,7 @@ spec:
       - name: c
         image: x
         resources: {requests: {cpu: 300m, memory: 256Mi}}
-`)
+`, replicas))
 	in, err := scenario.Load(fsys, "sc", "inline")
 	if err != nil {
 		t.Fatal(err)
@@ -41,6 +38,18 @@ spec:
 		t.Fatal(err)
 	}
 	e.schedule()
+	return e
+}
+
+// TestScaleDownTakesFromTheFullestNodes: a Deployment's scale-down deletes
+// pods as kube-controller-manager's ReplicaSet controller ranks them — from
+// the nodes running the most of its pods first — not simply the newest, so
+// a node that took the latest few pods is not the one emptied. Twelve pods
+// of 300m fill two m6i.large (six each); two more go to a third node ten
+// minutes later; scaled to eight, the six deleted come from the two full
+// nodes and the third keeps its two (newest first would empty it).
+func TestScaleDownTakesFromTheFullestNodes(t *testing.T) {
+	e := webSimulation(t, 12)
 	web := func() *workload {
 		for _, w := range e.workloads {
 			if w.name == "web" {
@@ -105,29 +114,7 @@ func sortedCounts(m map[string]int) []int {
 // deleted after them, wherever it runs; before the cost, not yet running
 // pods go first.
 func TestScaleDownHonoursPodDeletionCost(t *testing.T) {
-	fsys := reportScenario(`apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 6
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec:
-      containers:
-      - name: c
-        image: x
-        resources: {requests: {cpu: 300m, memory: 256Mi}}
-`)
-	in, err := scenario.Load(fsys, "sc", "inline")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := newSimulation(in, fsys, "sc", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.schedule()
+	e := webSimulation(t, 6)
 	var kept []string
 	e.clk.at(e.start.Add(10*time.Minute), func() {
 		w := e.workloads[0]
