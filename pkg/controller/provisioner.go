@@ -7,9 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"k8s.io/client-go/util/workqueue"
-
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 

@@ -9,12 +9,11 @@ import (
 	"sync"
 	"time"
 
-	"k8s.io/utils/clock"
-
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
@@ -713,7 +712,9 @@ func (s *Store) View(name string) *provisioning.Node {
 // tried 1,000 new pods over 14 s, 5,000 over a minute and more) would
 // otherwise hold each provisioning batch to the pods it has reached, and a
 // scale-out planned in pieces costs more and starts later. A pod it tries
-// within after is left to its verdict, as upstream leaves every pod. 0
+// within after is left to its verdict, as upstream leaves every pod. Such
+// a pod starts no batch of its own: the pods kube-scheduler does reach
+// start them, and a batch takes every pod provisionable when it ends. 0
 // turns it off; clk tells the time.
 func (s *Store) SetSchedulerBacklog(after time.Duration, clk clock.PassiveClock) {
 	s.mu.Lock()
