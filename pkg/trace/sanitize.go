@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -20,7 +21,8 @@ import (
 // autoscaling need — as a new object; nil for a kind traces do not hold.
 // Nothing else of obj is copied: a field this function does not name (a
 // container's env, command, args, image, probes, mounts; a volume's source
-// other than a claim; an annotation other than Karpenter's; a node class's
+// other than a claim; an annotation other than Karpenter's and a pod's
+// deletion cost; a node class's
 // user data; a StorageClass's parameters; a PersistentVolume's source) is
 // never written.
 func Sanitize(obj any) any {
@@ -117,17 +119,21 @@ func typeMeta(apiVersion, kind string) metav1.TypeMeta {
 // own (do-not-disrupt, the NodePool hash, the node class's, …).
 var karpenterPrefixes = []string{"karpenter.sh/", "karpenter.k8s.aws/", "compatibility.karpenter.sh/", "compatibility.karpenter.k8s.aws/"}
 
+// schedulingAnnotations are the other annotations a trace keeps, by name:
+// a pod's deletion cost decides which pods a ReplicaSet's scale-down
+// deletes and what a node costs consolidation to disrupt — a replay
+// without it ranks them otherwise than the cluster did.
+var schedulingAnnotations = []string{corev1.PodDeletionCost}
+
+// karpenterAnnotations are the annotations of in that a trace keeps.
 func karpenterAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
-		for _, p := range karpenterPrefixes {
-			if strings.HasPrefix(k, p) {
-				if out == nil {
-					out = map[string]string{}
-				}
-				out[k] = v
-				break
+		if slices.Contains(schedulingAnnotations, k) || slices.ContainsFunc(karpenterPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
+			if out == nil {
+				out = map[string]string{}
 			}
+			out[k] = v
 		}
 	}
 	return out

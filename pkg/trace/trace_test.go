@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"encoding/json"
 	"io"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	awsv1 "github.com/joiner-autoscaler/joiner/pkg/apis/aws/v1"
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
 var t0 = time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC)
@@ -134,6 +136,14 @@ func TestSanitizeDropsWhatIsNotScheduling(t *testing.T) {
 	}
 	if Sanitize(&corev1.Secret{}) != nil || Sanitize(&corev1.ConfigMap{}) != nil {
 		t.Error("a Secret or ConfigMap sanitized to something")
+	}
+	// What a replay ranks pods by is kept: a scale-down's victims and a
+	// node's disruption cost depend on it.
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Annotations: map[string]string{
+		corev1.PodDeletionCost: "-100", v1.AnnotationDoNotDisrupt: "true", "deployment.kubernetes.io/revision": "3", "note": "pod-s3cr3t"}}}
+	want := map[string]string{corev1.PodDeletionCost: "-100", v1.AnnotationDoNotDisrupt: "true"}
+	if got := Sanitize(pod).(*corev1.Pod).Annotations; !maps.Equal(got, want) {
+		t.Errorf("pod annotations %v, want %v", got, want)
 	}
 }
 
