@@ -20,8 +20,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -129,7 +127,7 @@ func agreeUnder(t *testing.T, policy provisioning.Policy) {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakeClock(spec.Start)
-	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
+	logControllerTo(t)
 	mgr, err := manager.New(acfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -100,7 +101,7 @@ func kwokProvider(t *testing.T) func(context.Context, manager.Manager) (controll
 func runController(t *testing.T, scheme *runtime.Scheme, newProvider func(context.Context, manager.Manager) (controller.CloudProvider, error),
 	options ...func(*controller.Options)) (*controller.Controller, func()) {
 	t.Helper()
-	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
+	logControllerTo(t)
 	mgr, err := manager.New(cfg, manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
 	if err != nil {
 		t.Fatal(err)
@@ -334,11 +335,41 @@ func claimCondition(nc *v1.NodeClaim, t string) bool {
 	return false
 }
 
-// testWriter sends the controller's log lines to the test's log.
-type testWriter struct{ t *testing.T }
+// controllerLog sends the controllers' log lines to the log of the test
+// that runs them now. controller-runtime takes one logger per process —
+// SetLogger's later calls do not reach the loggers already handed out — so
+// a logger set per test sent every later test's controller lines to the
+// first one's log, and a failure in CI had none of its own to read.
+var controllerLog struct {
+	once sync.Once
+	mu   sync.Mutex
+	t    *testing.T
+}
 
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimRight(string(b), "\n"))
+// logControllerTo sends the controllers' log lines to t's log until t
+// ends (lines after that, and between tests, are dropped).
+func logControllerTo(t *testing.T) {
+	controllerLog.once.Do(func() { crlog.SetLogger(zap.New(zap.WriteTo(controllerWriter{}))) })
+	controllerLog.mu.Lock()
+	controllerLog.t = t
+	controllerLog.mu.Unlock()
+	t.Cleanup(func() {
+		controllerLog.mu.Lock()
+		defer controllerLog.mu.Unlock()
+		if controllerLog.t == t {
+			controllerLog.t = nil
+		}
+	})
+}
+
+type controllerWriter struct{}
+
+func (controllerWriter) Write(b []byte) (int, error) {
+	controllerLog.mu.Lock()
+	defer controllerLog.mu.Unlock()
+	if t := controllerLog.t; t != nil {
+		t.Log(strings.TrimRight(string(b), "\n"))
+	}
 	return len(b), nil
 }
 

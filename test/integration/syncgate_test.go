@@ -19,8 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -107,7 +105,7 @@ func TestSyncGateHoldsDecisionsOnAPartialView(t *testing.T) {
 	t.Logf("made %d nodes with 3 pods each in %s", gateNodes, time.Since(start).Round(time.Second))
 
 	// The controller, as a restarted one finds the cluster.
-	crlog.SetLogger(zap.New(zap.WriteTo(testWriter{t})))
+	logControllerTo(t)
 	slow := &slowPodLists{delay: 3 * time.Second}
 	ccfg := rest.CopyConfig(cfg)
 	ccfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { slow.next = rt; return slow }
