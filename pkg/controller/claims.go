@@ -35,7 +35,7 @@ func (c claimCreator) createIn(ctx context.Context, plan *provisioning.NodeClaim
 	if err := c.client.Create(ctx, nc); err != nil {
 		return nil, err
 	}
-	c.store.SetNodeClaim(nc)
+	c.store.AddNodeClaim(nc)
 	nodeClaimsCreated.WithLabelValues(plan.NodePool.Name, reason).Inc()
 	return nc, nil
 }

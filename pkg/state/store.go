@@ -266,6 +266,25 @@ func (s *Store) DeleteNode(name string) {
 func (s *Store) SetNodeClaim(nc *v1.NodeClaim) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.setNodeClaimLocked(nc)
+}
+
+// AddNodeClaim adds a NodeClaim the host has just created — the copy its
+// Create returned — unless the Store has it already. The watch may have
+// delivered the claim, launched even, before the Create's caller hands it
+// in; that copy is never older than the Create's, and replacing it would
+// make a launched claim unlaunched again and part it from its Node until
+// its next event.
+func (s *Store) AddNodeClaim(nc *v1.NodeClaim) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.claims[nc.Name]; ok {
+		return
+	}
+	s.setNodeClaimLocked(nc)
+}
+
+func (s *Store) setNodeClaimLocked(nc *v1.NodeClaim) {
 	if old, ok := s.claims[nc.Name]; ok && old.Status.ProviderID != nc.Status.ProviderID {
 		s.deleteClaimLocked(nc.Name)
 	}

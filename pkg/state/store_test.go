@@ -401,3 +401,26 @@ func TestSchedulerBacklog(t *testing.T) {
 		t.Fatalf("backlog off again: pending %q", got)
 	}
 }
+
+// TestAddNodeClaimKeepsTheWatchsCopy: the copy a Create returned, handed in
+// after the watch delivered the claim launched and joined to its Node,
+// does not undo the launch; before the watch has it, it is the claim.
+func TestAddNodeClaimKeepsTheWatchsCopy(t *testing.T) {
+	s := NewStore(WaitForScheduler)
+	created := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "general-abc", ResourceVersion: "1", Labels: map[string]string{v1.LabelNodePool: "general"}},
+		Status: v1.NodeClaimStatus{Allocatable: resources("4")}}
+	launched := created.DeepCopy()
+	launched.ResourceVersion, launched.Status.ProviderID = "3", "aws:///zone-a/i-1"
+	s.SetNodeClaim(launched)
+	s.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ip-1", ResourceVersion: "2"}, Spec: corev1.NodeSpec{ProviderID: "aws:///zone-a/i-1"},
+		Status: corev1.NodeStatus{Allocatable: resources("4")}})
+	s.AddNodeClaim(created)
+	if got := viewNames(s); got != "ip-1=managed" {
+		t.Errorf("after the Create's copy came in late: %s, want the launched claim joined to its Node", got)
+	}
+	fresh := NewStore(WaitForScheduler)
+	fresh.AddNodeClaim(created)
+	if v := fresh.View("general-abc"); v == nil || !v.InFlight {
+		t.Errorf("a claim the watch has not delivered yet: %+v, want it in flight", v)
+	}
+}
