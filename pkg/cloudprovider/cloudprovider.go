@@ -13,7 +13,9 @@ import (
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
 
-// CloudProvider launches and removes the machines behind NodeClaims.
+// CloudProvider launches and removes the machines behind NodeClaims. It
+// is safe for concurrent use: a controller launches and terminates many
+// NodeClaims at once.
 type CloudProvider interface {
 	// Create launches an instance for the NodeClaim, choosing among the
 	// instance types and offerings its requirements allow (cheapest first),

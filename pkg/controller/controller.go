@@ -226,7 +226,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		life.dra = store.DRA
 	}
 	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
-		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable, MaxConcurrentReconciles: lifecycleWorkers}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(life.claimOfNode)).
 		Complete(reconcile.Func(life.reconcile))
 	if err != nil {
