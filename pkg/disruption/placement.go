@@ -27,19 +27,10 @@ import (
 // NodeClaim for that pod, which a later round consolidates again: the
 // churn of a constant workload. The replacement is tried in each zone its
 // cheapest type is offered in, cheapest first, and pinned to the first
-// that holds every pod. When none does, a larger type may: kube-scheduler
-// fills the new node by least-allocated, so a type with room for more of
-// the moved pods than the packer left it can take the ones the other
-// nodes cannot. The replacement's next types, cheapest first (up to
-// maxWiderTypes of them, each wider than those tried), are tried the same
-// way while the command still saves; the first that holds every pod
-// narrows the replacement to the types at least as large as it. Without
-// it, a scale-in stopped at $14.82/h on the scale benchmark's 1,000 pods,
-// every node refused so, where replacing each by a type that takes all of
-// its pods (as its drift then did) saved $1.36/h a node.
+// that holds every pod.
 //
 // It returns why not ("" when the command stands); cmd's replacement may
-// be narrowed to one zone and to larger types, and its Savings with it.
+// be narrowed to one zone.
 func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 	if p.c.Policy.Karpenter() {
 		return ""
@@ -77,47 +68,7 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 		return ""
 	}
 	r := cmd.Replacements[0]
-	price := cmd.Savings + r.InstanceTypes[0].CheapestPrice(r.Requirements) // the candidates'
-	least := len(pods)
-	var triedTypes []*cloudprovider.InstanceType
-	for i, it := range r.InstanceTypes {
-		if i > 0 {
-			// A wider type only where upstream would launch one of the
-			// cheapest 15 spot types whichever it picks, not for spot.
-			if r.Requirements.Get(v1.LabelCapacityType).Has(v1.CapacityTypeSpot) || len(triedTypes) > maxWiderTypes ||
-				it.CheapestPrice(r.Requirements) >= price || !wider(it, r.InstanceTypes[0], triedTypes) {
-				continue
-			}
-		}
-		triedTypes = append(triedTypes, it)
-		zone, n := p.placedBeside(nodes, pods, r, it)
-		if n > 0 {
-			least = min(least, n)
-			continue
-		}
-		own := *r
-		if i > 0 {
-			own.InstanceTypes = atLeast(r.InstanceTypes[i:], it)
-		}
-		if r.Requirements.Get(v1.LabelZone).Len() > 1 {
-			own.Requirements = r.Requirements.Copy()
-			own.Requirements[v1.LabelZone] = scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, zone)
-		}
-		cmd.Replacements = []*provisioning.NodeClaimPlan{&own}
-		cmd.Savings = price - own.InstanceTypes[0].CheapestPrice(own.Requirements)
-		return ""
-	}
-	return fmt.Sprintf("kube-scheduler would leave %d of the moved pods pending beside a %s replacement in any zone (it spreads them by least-allocated; the simulation packed them)", least, r.InstanceTypes[0].Name)
-}
-
-// maxWiderTypes bounds the larger replacement types placed tries after the
-// cheapest: each is a kube-scheduler model run per zone.
-const maxWiderTypes = 4
-
-// placedBeside tries the replacement as type it in each zone it is offered
-// in, cheapest first: the first zone where kube-scheduler's model binds
-// every pod, or the fewest it left pending.
-func (p *pass) placedBeside(nodes []*provisioning.Node, pods []*corev1.Pod, r *provisioning.NodeClaimPlan, it *cloudprovider.InstanceType) (string, int) {
+	it := r.InstanceTypes[0]
 	offerings := append(cloudprovider.Offerings(nil), it.Offerings...)
 	sort.SliceStable(offerings, func(i, j int) bool {
 		if offerings[i].Price != offerings[j].Price {
@@ -134,45 +85,17 @@ func (p *pass) placedBeside(nodes []*provisioning.Node, pods []*corev1.Pod, r *p
 		tried[o.Zone] = true
 		n := p.unplaced(append(nodes[:len(nodes):len(nodes)], replacementNode(r, it, o)), pods)
 		if n == 0 {
-			return o.Zone, 0
+			if r.Requirements.Get(v1.LabelZone).Len() > 1 {
+				pinned := *r
+				pinned.Requirements = r.Requirements.Copy()
+				pinned.Requirements[v1.LabelZone] = scheduling.NewRequirement(v1.LabelZone, corev1.NodeSelectorOpIn, o.Zone)
+				cmd.Replacements = []*provisioning.NodeClaimPlan{&pinned}
+			}
+			return ""
 		}
 		least = min(least, n)
 	}
-	return "", least
-}
-
-// wider: it has no less cpu and memory than first (the type the packer
-// chose) and, against each type already tried, a quarter more of one of
-// them — room kube-scheduler may fill that the tried ones lack (a type of
-// the same size in another family is no wider).
-func wider(it, first *cloudprovider.InstanceType, tried []*cloudprovider.InstanceType) bool {
-	size := func(t *cloudprovider.InstanceType) (float64, float64) {
-		a := t.Allocatable()
-		return a.Cpu().AsApproximateFloat64(), a.Memory().AsApproximateFloat64()
-	}
-	cpu, mem := size(it)
-	if fc, fm := size(first); cpu < fc || mem < fm {
-		return false
-	}
-	for _, t := range tried {
-		if tc, tm := size(t); cpu < 1.25*tc && mem < 1.25*tm {
-			return false
-		}
-	}
-	return true
-}
-
-// atLeast keeps, in order, the types with at least it's cpu and memory.
-func atLeast(types []*cloudprovider.InstanceType, it *cloudprovider.InstanceType) []*cloudprovider.InstanceType {
-	want := it.Allocatable()
-	var out []*cloudprovider.InstanceType
-	for _, t := range types {
-		a := t.Allocatable()
-		if a.Cpu().Cmp(*want.Cpu()) >= 0 && a.Memory().Cmp(*want.Memory()) >= 0 {
-			out = append(out, t)
-		}
-	}
-	return out
+	return fmt.Sprintf("kube-scheduler would leave %d of the moved pods pending beside a %s replacement in any zone (it spreads them by least-allocated; the simulation packed them)", least, it.Name)
 }
 
 // unplaced is how many of the pods kube-scheduler's model leaves unbound

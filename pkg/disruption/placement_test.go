@@ -2,7 +2,6 @@ package disruption
 
 import (
 	"context"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -12,7 +11,6 @@ import (
 	k8slabels "k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
-	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 )
 
@@ -85,43 +83,5 @@ func TestOwnerSpreadIsKubeSchedulersDefaultSelector(t *testing.T) {
 		if sel := ownerSpread(owned(kind)); sel != nil {
 			t.Errorf("owner %q: selector %v, want none (kube-scheduler spreads only what a Service, ReplicaSet or StatefulSet selects)", kind, sel)
 		}
-	}
-}
-
-// TestConsolidationWidensTheReplacement: x (16 cores) runs a 1-core and a
-// 3.5-core pod; e (4 cores, its pod not to be disrupted) has 1.5 free.
-// The packer moves the small pod to e and the large one to a 4-core
-// replacement, which kube-scheduler's model refuses (smallest first, the
-// small pod takes the empty replacement and the large one fits nowhere);
-// an 8-core replacement takes both whatever the order, and still saves.
-// Joiner's decisions replace x by the 8-core type (and only larger ones),
-// where before they kept x; upstream's take the 4-core one.
-func TestConsolidationWidensTheReplacement(t *testing.T) {
-	np := nodePool("p")
-	its := []*cloudprovider.InstanceType{instanceType("small", 2), instanceType("medium", 4), instanceType("big", 8), instanceType("large", 16)}
-	build := func() *Snapshot {
-		small := podOn("1", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-2 * time.Hour)) })
-		big := podOn("3500m", func(p *corev1.Pod) { p.CreationTimestamp = metav1.NewTime(t0.Add(-time.Hour)) })
-		e := node("e", np, its[1], v1.CapacityTypeOnDemand, podOn("2500m"))
-		e.Node.Pods[0].Annotations = map[string]string{v1.AnnotationDoNotDisrupt: "true"} // not a candidate
-		c := cluster(np, node("x", np, its[3], v1.CapacityTypeOnDemand, small, big), e)
-		c.InstanceTypes = map[string][]*cloudprovider.InstanceType{np.Name: its}
-		return c
-	}
-	upstream := build()
-	upstream.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
-	if cmd := only(t, Compute(context.Background(), upstream, Options{})); names(cmd.Candidates) != "x" || cmd.Replacements[0].InstanceTypes[0].Name != "medium" {
-		t.Fatalf("decisions karpenter: got %s, want x replaced by the 4-core type", cmd)
-	}
-	cmd := only(t, Compute(context.Background(), build(), Options{}))
-	if names(cmd.Candidates) != "x" || len(cmd.Replacements) != 1 {
-		t.Fatalf("Joiner's decisions: got %s, want x replaced", cmd)
-	}
-	var got []string
-	for _, it := range cmd.Replacements[0].InstanceTypes {
-		got = append(got, it.Name)
-	}
-	if strings.Join(got, ",") != "big" || math.Abs(cmd.Savings-0.4) > 1e-9 {
-		t.Errorf("replacement types %v saving %.4f, want [big] saving 0.4000 (x's 0.80 less big's 0.40)", got, cmd.Savings)
 	}
 }
