@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
 	"strings"
 	"testing"
@@ -39,29 +40,11 @@ func TestLaunchCohortRegistersTogether(t *testing.T) {
 			kwok.Options{Name: "sim", Clock: clock.RealClock{}, Boot: &boot, Rand: rand.New(rand.NewSource(7))})
 	})
 	defer stop()
-	taint := corev1.Taint{Key: "cohort-only", Effect: corev1.TaintEffectNoSchedule}
-	createPool(t, kc, "cohort", func(np *v1.NodePool) {
-		np.Spec.Template.Spec.Taints = []corev1.Taint{taint}
-		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.large"}
-	})
 	// Four pods that each need a node of their own: one pass, four claims.
-	var pods []*corev1.Pod
 	// Before the controller stops (defers run last first): the pool, its
 	// claims, Nodes and pods gone, so no later test's controller meets them.
-	defer func() {
-		for _, p := range pods[1:] {
-			_ = kc.Delete(context.Background(), p)
-		}
-		removePool(t, kc, "cohort", pods[0])
-	}()
-	for _, name := range []string{"cohort-1", "cohort-2", "cohort-3", "cohort-4"} {
-		pods = append(pods, pendingPodWith(t, kc, name, func(p *corev1.Pod) {
-			p.Labels = map[string]string{"app": "cohort"}
-			p.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists}}
-			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "cohort"}}}}}}
-		}))
-	}
+	remove := podPerNode(t, kc, "cohort")
+	defer remove()
 	var claims v1.NodeClaimList
 	said := map[string]string{} // claim → what its Registered condition said while it waited
 	eventuallyWithin(t, time.Minute, "four NodeClaims registered", func(ctx context.Context) (bool, error) {
@@ -143,4 +126,32 @@ func cohortNames(by map[string][]v1.NodeClaim) map[string][]string {
 		}
 	}
 	return out
+}
+
+// podPerNode makes a NodePool of m6i.large nodes that only its pods
+// tolerate, and four pending pods that each need a node of their own (one
+// provisioning pass, four NodeClaims). remove deletes them, the pool's
+// claims and Nodes with them: call it before the controller stops.
+func podPerNode(t *testing.T, kc client.Client, pool string) (remove func()) {
+	t.Helper()
+	var pods []*corev1.Pod
+	taint := corev1.Taint{Key: pool + "-only", Effect: corev1.TaintEffectNoSchedule}
+	createPool(t, kc, pool, func(np *v1.NodePool) {
+		np.Spec.Template.Spec.Taints = []corev1.Taint{taint}
+		np.Spec.Template.Spec.Requirements[1].Values = []string{"m6i.large"}
+	})
+	for i := 1; i <= 4; i++ {
+		pods = append(pods, pendingPodWith(t, kc, fmt.Sprintf("%s-%d", pool, i), func(p *corev1.Pod) {
+			p.Labels = map[string]string{"app": pool}
+			p.Spec.Tolerations = []corev1.Toleration{{Key: taint.Key, Operator: corev1.TolerationOpExists}}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+				TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": pool}}}}}}
+		}))
+	}
+	return func() {
+		for _, p := range pods[1:] {
+			_ = kc.Delete(context.Background(), p)
+		}
+		removePool(t, kc, pool, pods[0])
+	}
 }
