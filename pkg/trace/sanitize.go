@@ -22,9 +22,8 @@ import (
 // Nothing else of obj is copied: a field this function does not name (a
 // container's env, command, args, image, probes, mounts; a volume's source
 // other than a claim; an annotation other than Karpenter's and a pod's
-// deletion cost; a node class's
-// user data; a StorageClass's parameters; a PersistentVolume's source) is
-// never written.
+// deletion cost; a node class's user data; a StorageClass's parameters; a
+// PersistentVolume's source) is never written.
 func Sanitize(obj any) any {
 	switch o := obj.(type) {
 	case *corev1.Pod:
@@ -125,8 +124,9 @@ var karpenterPrefixes = []string{"karpenter.sh/", "karpenter.k8s.aws/", "compati
 // without it ranks them otherwise than the cluster did.
 var schedulingAnnotations = []string{corev1.PodDeletionCost}
 
-// karpenterAnnotations are the annotations of in that a trace keeps.
-func karpenterAnnotations(in map[string]string) map[string]string {
+// keptAnnotations are the annotations of in that a trace keeps:
+// Karpenter's and the schedulingAnnotations.
+func keptAnnotations(in map[string]string) map[string]string {
 	var out map[string]string
 	for k, v := range in {
 		if slices.Contains(schedulingAnnotations, k) || slices.ContainsFunc(karpenterPrefixes, func(p string) bool { return strings.HasPrefix(k, p) }) {
@@ -142,11 +142,11 @@ func karpenterAnnotations(in map[string]string) map[string]string {
 func objectMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation,
 		CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp, DeletionGracePeriodSeconds: m.DeletionGracePeriodSeconds,
-		Labels: m.Labels, Annotations: karpenterAnnotations(m.Annotations), OwnerReferences: m.OwnerReferences}
+		Labels: m.Labels, Annotations: keptAnnotations(m.Annotations), OwnerReferences: m.OwnerReferences}
 }
 
 func templateMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	return metav1.ObjectMeta{Labels: m.Labels, Annotations: karpenterAnnotations(m.Annotations)}
+	return metav1.ObjectMeta{Labels: m.Labels, Annotations: keptAnnotations(m.Annotations)}
 }
 
 func template(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
@@ -245,6 +245,6 @@ func nodeConditions(in []corev1.NodeCondition) []corev1.NodeCondition {
 // kept to Karpenter's.
 func nodePoolSpec(s v1.NodePoolSpec) v1.NodePoolSpec {
 	out := *s.DeepCopy()
-	out.Template.Annotations = karpenterAnnotations(s.Template.Annotations)
+	out.Template.Annotations = keptAnnotations(s.Template.Annotations)
 	return out
 }
