@@ -173,6 +173,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.Policy.ProvisionsSchedulerBacklog() {
 		store.SetSchedulerBacklog(SchedulerBacklog, opts.Clock)
 	}
+	store.SetPinLaunchedPods(opts.Policy.PinsLaunchedPods())
 	cloud := metered{opts.CloudProvider, opts.Clock}
 	events := recorder{mgr.GetEventRecorder("karpenter")}
 	gate := newSyncGate()

@@ -96,6 +96,13 @@ func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 // verdict on every pod.
 func (p Policy) ProvisionsSchedulerBacklog() bool { return !p.Karpenter() }
 
+// PinsLaunchedPods is true when a pending pod a NodeClaim was launched
+// for stays on that claim in the next passes' snapshots while its launch
+// has not settled (Joiner's decisions; see state.Store's
+// SetPinLaunchedPods). Upstream Karpenter plans every pending pod again
+// each pass, over the claims in flight.
+func (p Policy) PinsLaunchedPods() bool { return !p.Karpenter() }
+
 // OverlayMode is how NodeOverlays apply under the policy: upstream's merge
 // (capacity from every matching overlay) when it makes upstream's choices,
 // else the highest weight's alone.

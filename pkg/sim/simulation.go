@@ -246,6 +246,7 @@ func newSimulation(in *scenario.Input, fsys fs.FS, dir string, opts Options) (*s
 		rng: rand.New(rand.NewSource(s.Seed)), pending: map[*simPod]bool{}, pods: map[podKey]*simPod{}, byName: map[string]*simNode{}, decider: decide.New(opts.Policy, decide.Options{}),
 		st: state.NewStore(state.AssumeUnschedulable), storeCloudAt: -1}
 	e.clk.now = e.start
+	e.st.SetPinLaunchedPods(opts.Policy.PinsLaunchedPods())
 	if opts.Trace != nil {
 		e.tracer = &tracer{w: opts.Trace, scaled: map[*workload]int{}, created: map[*simPod]string{}, nodes: map[*simNode]string{}, claims: map[*simNode]bool{}, registered: map[*simNode]metav1.Time{}}
 	}

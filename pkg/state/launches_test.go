@@ -285,3 +285,70 @@ func TestPoolChurnKeepsMisses(t *testing.T) {
 		t.Fatalf("given up %+v, want stuck after n1,n2,n3", got)
 	}
 }
+
+// TestPinLaunchedPods: with pinning on, a pending pod a claim was launched
+// for is on that claim's node in provisioning snapshots, not pending,
+// while it fits beside what kube-scheduler bound there and until the
+// launch settles; the node's shared view is not changed, and a pod that
+// no longer fits, one whose claim is going, and every pod with pinning
+// off stay pending.
+func TestPinLaunchedPods(t *testing.T) {
+	s := (&Objects{NodePools: cluster().NodePools}).Store()
+	a, b, c, d := pod("a", "", "1"), pod("b", "", "2"), pod("c", "", "1"), pod("d", "", "1")
+	for _, p := range []*corev1.Pod{a, b, c, d} {
+		s.SetPod(p)
+	}
+	launchedNode(s, "n1", true, a, b, c) // 4 cpus, registered
+	launchedNode(s, "n2", false, d)      // on its way
+	pinned := func() (pending, onN1, onN2 string, n1 *provisioning.Node) {
+		snap := s.ProvisioningSnapshot()
+		for _, n := range snap.Nodes {
+			switch n.Name {
+			case "n1":
+				onN1, n1 = names(n.Pods), n
+			case "n2":
+				onN2 = names(n.Pods)
+			}
+		}
+		return names(snap.Pods), onN1, onN2, n1
+	}
+	if pending, _, _, _ := pinned(); pending != "a,b,c,d" {
+		t.Fatalf("pinning off: pending %q, want every pod", pending)
+	}
+	s.SetPinLaunchedPods(true)
+	pending, onN1, onN2, n1 := pinned()
+	if pending != "" || onN1 != "a,b,c" || onN2 != "d" {
+		t.Fatalf("pending %q, on n1 %q, on n2 %q; want none pending, a,b,c on n1 and d on n2", pending, onN1, onN2)
+	}
+	if cpu := n1.Requested[corev1.ResourceCPU]; cpu.String() != "4" {
+		t.Errorf("n1 requests %s cpu, want the pinned pods' 4", cpu.String())
+	}
+	if v := s.View("n1"); len(v.Pods) != 0 {
+		t.Errorf("the shared view of n1 got pods %q", names(v.Pods))
+	}
+
+	// kube-scheduler binds d to n1: a and b still fit beside it, c does
+	// not (pending order: a, b, c); n2 holds nothing pinned.
+	s.SetPod(pod("d", "n1", "1"))
+	if pending, onN1, onN2, _ := pinned(); pending != "c" || onN1 != "d,a,b" || onN2 != "" {
+		t.Fatalf("after d bound to n1: pending %q, on n1 %q, on n2 %q; want c pending, d,a,b on n1", pending, onN1, onN2)
+	}
+
+	// n2 is deleted with pods launched for it: they are pending again.
+	s.LaunchedFor("n2", []*corev1.Pod{c})
+	if pending, _, onN2, _ := pinned(); pending != "" || onN2 != "c" {
+		t.Fatalf("c launched for n2: pending %q, on n2 %q", pending, onN2)
+	}
+	gone := s.claims["n2"].DeepCopy()
+	gone.DeletionTimestamp = &metav1.Time{Time: t0}
+	s.SetNodeClaim(gone)
+	if pending, _, _, _ := pinned(); pending != "c" {
+		t.Fatalf("claim n2 going: pending %q, want c", pending)
+	}
+
+	// n1's launch settles: its pods are planned again.
+	s.SettleLaunch("n1")
+	if pending, _, _, _ := pinned(); pending != "a,b,c" {
+		t.Fatalf("after n1 settled: pending %q, want a,b,c", pending)
+	}
+}

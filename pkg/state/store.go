@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/buffer"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/podutil"
@@ -78,6 +79,8 @@ type Store struct {
 	// backlog and backlogClock: see SetSchedulerBacklog.
 	backlog      time.Duration
 	backlogClock clock.PassiveClock
+	// pinLaunched: see SetPinLaunchedPods.
+	pinLaunched bool
 
 	nodes      map[string]*corev1.Node    // by name
 	claims     map[string]*v1.NodeClaim   // by name
@@ -741,6 +744,15 @@ func (s *Store) SetSchedulerBacklog(after time.Duration, clk clock.PassiveClock)
 	s.backlog, s.backlogClock = after, clk
 }
 
+// SetPinLaunchedPods keeps each pending pod a claim was launched for on
+// that claim in provisioning snapshots until the launch settles (see
+// pinLocked); off, as upstream, every pass plans every pending pod again.
+func (s *Store) SetPinLaunchedPods(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pinLaunched = on
+}
+
 // provisionable: provisioning should find room for the pod (see
 // Objects.PendingPods and SetSchedulerBacklog).
 func (s *Store) provisionable(p *corev1.Pod) bool {
@@ -813,12 +825,86 @@ func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	views := s.build()
+	pending, pinned := s.pinLocked(s.pendingLocked())
 	snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
-		Pods: s.pendingLocked(), Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
+		Pods: pending, Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
 	for _, v := range views {
+		if n := pinned[v]; n != nil {
+			snap.Nodes = append(snap.Nodes, n)
+			continue
+		}
 		snap.Nodes = append(snap.Nodes, v.built)
 	}
 	return snap
+}
+
+// pinLocked keeps each pending pod a claim was launched for, and whose
+// launch has not settled yet (LaunchedFor), on that claim: the pod is
+// taken out of pending and put on a copy of the claim's node, as if bound
+// there, while it fits beside what the node holds (its requests against
+// the node's allocatable, as provisioning counts an existing node's room).
+// A pass that comes while kube-scheduler is still binding a scale-out
+// would otherwise plan those pods again, largest first over the launched
+// nodes, and an earlier pass's tighter plan does not survive the repack:
+// on a 1,000-pod scale-out a second pass planned a c6g.8xlarge for 55
+// pods the first batch's nodes were already on their way for, and the
+// hold then consolidated it away. A pod that no longer fits (kube-scheduler
+// put other pods on its node), or whose claim is being deleted, stays
+// pending. The pods keep their pending order.
+func (s *Store) pinLocked(pending []*corev1.Pod) ([]*corev1.Pod, map[*view]*provisioning.Node) {
+	if !s.pinLaunched || len(s.launch.planned) == 0 {
+		return pending, nil
+	}
+	awaiting := map[podRef][]string{}
+	for _, claim := range slices.Sorted(maps.Keys(s.launch.planned)) {
+		for _, ref := range s.launch.planned[claim] {
+			awaiting[ref] = append(awaiting[ref], claim)
+		}
+	}
+	pinned := map[*view]*provisioning.Node{}
+	kept := make([]*corev1.Pod, 0, len(pending))
+	for _, p := range pending {
+		if !s.pinOnto(pinned, p, awaiting[refOf(p)]) {
+			kept = append(kept, p)
+		}
+	}
+	return kept, pinned
+}
+
+// pinOnto puts the pod on the first of the claims (launched for it, by
+// name) that is not being deleted and where it fits, copying the claim's
+// node into pinned the first time; false when none takes it.
+func (s *Store) pinOnto(pinned map[*view]*provisioning.Node, p *corev1.Pod, claims []string) bool {
+	if len(claims) == 0 || buffer.IsVirtual(p) {
+		return false
+	}
+	requests := s.pods[refOf(p)].requests
+	for _, claim := range claims {
+		v := s.views[s.claimEntry[claim]]
+		if v == nil || v.node.MarkedForDeletion() || len(v.built.Allocatable) == 0 {
+			continue
+		}
+		n := pinned[v]
+		if n == nil {
+			cp := *v.built
+			cp.Version = ""          // not the node any memo knows
+			if cp.Requested == nil { // summed as provisioning sums it
+				for _, q := range cp.Pods {
+					cp.Requested = scheduling.Add(cp.Requested, scheduling.PodRequests(q))
+				}
+			}
+			n = &cp
+		}
+		used := scheduling.Add(n.Requested, requests)
+		if scheduling.Fits(used, n.Allocatable) != nil {
+			continue
+		}
+		n.Pods = append(slices.Clip(n.Pods), p)
+		n.Requested = used
+		pinned[v] = n
+		return true
+	}
+	return false
 }
 
 // DisruptionSnapshot is what disruption decides over at now: every managed
