@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -219,8 +220,8 @@ func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
 		return c.Update(ctx, obj, opts...)
 	}}, newClaim("general-a"))
 	lt.reconcile("general-a") // finalizer
-	if _, err := lt.l.reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "general-a"}}); !apierrors.IsConflict(err) {
-		t.Fatalf("launch with a conflicting write: %v, want the conflict", err)
+	if res, err := lt.l.reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "general-a"}}); err != nil || res.RequeueAfter != conflictRetry {
+		t.Fatalf("launch with a conflicting write: %+v, %v; want it read again after %s, no error", res, err, conflictRetry)
 	}
 	lt.reconcile("general-a")
 	if nc := lt.claim("general-a"); lt.cloud.created != 1 || nc.Status.ProviderID != "p:///zone-a/i-general-a" {
@@ -336,5 +337,23 @@ func TestLifecycleWaitsForTheSyncGate(t *testing.T) {
 	}
 	if nc := lt.claim("general-a"); len(nc.Finalizers) != 0 || lt.cloud.created != 0 {
 		t.Errorf("before the gate opened: finalizers %v, %d launches; want none", nc.Finalizers, lt.cloud.created)
+	}
+}
+
+// TestRequeueOnConflict: a conflict is a quick read again, not an error;
+// any other error, and a result without one, pass through.
+func TestRequeueOnConflict(t *testing.T) {
+	gr := schema.GroupResource{Group: "karpenter.sh", Resource: "nodeclaims"}
+	conflict := fmt.Errorf("registering: %w", apierrors.NewConflict(gr, "c1", errors.New("the object has been modified")))
+	if res, err := requeueOnConflict(reconcile.Result{}, conflict); err != nil || res.RequeueAfter != conflictRetry {
+		t.Errorf("conflict: %+v, %v; want a requeue after %s and no error", res, err, conflictRetry)
+	}
+	other := apierrors.NewForbidden(gr, "c1", errors.New("no"))
+	if _, err := requeueOnConflict(reconcile.Result{}, other); err != other {
+		t.Errorf("forbidden: %v, want it returned", err)
+	}
+	want := reconcile.Result{RequeueAfter: time.Minute}
+	if res, err := requeueOnConflict(want, nil); err != nil || res != want {
+		t.Errorf("no error: %+v, %v; want %+v", res, err, want)
 	}
 }
