@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,13 +66,13 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	p.settleLaunches(ctx)
 	version := p.store.ConfigVersion()
-	snap := p.store.ProvisioningSnapshot()
+	snap, repacked := p.store.ProvisioningSnapshots()
 	schedulingQueueDepth.WithLabelValues("provisioner").Set(float64(len(snap.Pods)))
 	if len(snap.Pods) == 0 {
 		return nil, nil
 	}
 	start := p.clock.Now()
-	res := p.decider.Provision(ctx, snap, version)
+	res := p.decider.ProvisionPinned(ctx, snap, repacked, version)
 	schedulingDuration.WithLabelValues("provisioner").Observe(p.clock.Since(start).Seconds())
 	if p.buffers != nil {
 		byBuffer, onNodes := buffer.Place(res)
@@ -80,6 +81,13 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	var created []*v1.NodeClaim
 	var errs []error
 	plans := p.store.Unawaited(res.NewNodeClaims)
+	if len(plans) > 0 {
+		n := 0
+		for _, plan := range plans {
+			n += len(plan.Pods)
+		}
+		log.FromContext(ctx).Info("computed new nodeclaim(s) to fit pod(s)", "nodeclaims", len(plans), "pods", n, "pending", len(snap.Pods))
+	}
 	cohort := ""
 	if len(plans) > 1 && p.decider.Policy().LaunchCohorts() {
 		cohort = strconv.FormatInt(start.UnixNano(), 36)
@@ -101,6 +109,7 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 			continue
 		}
 		created = append(created, nc)
+		log.FromContext(ctx).Info("created nodeclaim", "NodeClaim", nc.Name, "NodePool", plan.NodePool.Name, "pods", len(plan.Pods), "instance-types", instanceTypeNames(plan, 5))
 		p.store.LaunchedFor(nc.Name, plan.Pods)
 		for _, pod := range plan.Pods {
 			if !buffer.IsVirtual(pod) { // a buffer's chunk is no object to tell
@@ -167,4 +176,18 @@ func (p *provisioner) wakeForLaunches(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// instanceTypeNames are the plan's first n instance types, cheapest
+// first, and how many more there are — as upstream's "created nodeclaim"
+// line names them.
+func instanceTypeNames(plan *provisioning.NodeClaimPlan, n int) string {
+	names := make([]string, 0, n)
+	for _, it := range plan.InstanceTypes {
+		if len(names) == n {
+			return fmt.Sprintf("%s and %d other(s)", strings.Join(names, ", "), len(plan.InstanceTypes)-n)
+		}
+		names = append(names, it.Name)
+	}
+	return strings.Join(names, ", ")
 }

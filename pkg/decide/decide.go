@@ -69,6 +69,29 @@ func (d *Decider) Provision(ctx context.Context, snap *provisioning.Snapshot, ve
 	return d.plannerFor(version, d.PrepareSnapshot(snap)).Solve(ctx, snap)
 }
 
+// ProvisionPinned plans snap, whose pods awaiting the claims launched for
+// them are pinned there (state.Store.ProvisioningSnapshots), and — when
+// that plan makes new NodeClaims and repacked, the same cluster with every
+// pending pod to place again, is given — repacked too, and keeps repacked's
+// plan when it leaves fewer pods unplaced, or as many for less. A new
+// NodeClaim is made only where neither way of binding what is pending
+// finds room: the pins keep an earlier pass's plan, which a repack,
+// largest first, may need more nodes for (a 1,000-pod scale-out's second
+// pass planned a c6g.8xlarge for 55 pods its first batch had room for),
+// while once kube-scheduler has bound other pods onto the pins' claims a
+// repack may find room the pins do not.
+func (d *Decider) ProvisionPinned(ctx context.Context, snap, repacked *provisioning.Snapshot, version uint64) *provisioning.Results {
+	res := d.Provision(ctx, snap, version)
+	if repacked == nil || len(res.NewNodeClaims) == 0 {
+		return res
+	}
+	alt := d.Provision(ctx, repacked, version)
+	if a, b := len(alt.Unschedulable), len(res.Unschedulable); a < b || a == b && alt.Price() < res.Price()-1e-9 {
+		return alt
+	}
+	return res
+}
+
 // PrepareSnapshot readies a provisioning Snapshot for the engine (its
 // Policy) for a host that hands it to provisioning's explanations.
 func (d *Decider) PrepareSnapshot(snap *provisioning.Snapshot) *provisioning.Snapshot {

@@ -76,21 +76,25 @@ func (e *simulation) provision() {
 		return
 	}
 	version := e.syncOfferings()
-	snap := e.st.ProvisioningSnapshot()
+	snap, repacked := e.st.ProvisioningSnapshots()
 	_, byPod := e.pendingPods()
 	// Pods the launch-loop guard gave up on are not in the snapshot; a
 	// CapacityBuffer's virtual pods are, though the simulator has no pod
 	// of theirs.
-	snap.Pods = slices.DeleteFunc(snap.Pods, func(p *corev1.Pod) bool {
+	untried := func(p *corev1.Pod) bool {
 		if sp := byPod[p]; sp != nil {
 			return !sp.tried // kube-scheduler has not got to it yet
 		}
 		return !buffer.IsVirtual(p)
-	})
+	}
+	snap.Pods = slices.DeleteFunc(snap.Pods, untried)
+	if repacked != nil {
+		repacked.Pods = slices.DeleteFunc(repacked.Pods, untried)
+	}
 	if len(snap.Pods) == 0 {
 		return
 	}
-	res := e.decider.Provision(context.Background(), snap, version)
+	res := e.decider.ProvisionPinned(context.Background(), snap, repacked, version)
 	e.placedBuffers(res)
 	for _, pe := range res.Unschedulable {
 		if sp := byPod[pe.Pod]; sp != nil {

@@ -315,6 +315,9 @@ func TestPinLaunchedPods(t *testing.T) {
 	if pending, _, _, _ := pinned(); pending != "a,b,c,d" {
 		t.Fatalf("pinning off: pending %q, want every pod", pending)
 	}
+	if _, repacked := s.ProvisioningSnapshots(); repacked != nil {
+		t.Fatalf("pinning off: a snapshot without pins besides")
+	}
 	s.SetPinLaunchedPods(true)
 	pending, onN1, onN2, n1 := pinned()
 	if pending != "" || onN1 != "a,b,c" || onN2 != "d" {
@@ -325,6 +328,15 @@ func TestPinLaunchedPods(t *testing.T) {
 	}
 	if v := s.View("n1"); len(v.Pods) != 0 {
 		t.Errorf("the shared view of n1 got pods %q", names(v.Pods))
+	}
+	if _, repacked := s.ProvisioningSnapshots(); repacked == nil || names(repacked.Pods) != "a,b,c,d" {
+		t.Errorf("the snapshot without pins: %v, want every pending pod", repacked)
+	} else {
+		for _, n := range repacked.Nodes {
+			if len(n.Pods) != 0 {
+				t.Errorf("the snapshot without pins has pods %q on %s", names(n.Pods), n.Name)
+			}
+		}
 	}
 
 	// kube-scheduler binds d to n1: a and b still fit beside it, c does

@@ -818,24 +818,45 @@ func (s *Store) SetBufferPlacement(onNodes map[string]int) {
 }
 
 // ProvisioningSnapshot is what provisioning plans over: every node and
-// in-flight claim, the DaemonSets, and the pending pods. It never changes
-// (see Store): its Nodes are shared with later snapshots while they do not
-// change, so callers must not write into them.
+// in-flight claim, the DaemonSets, and the pending pods — with pinning on
+// (SetPinLaunchedPods), a pod awaiting the claim launched for it is on
+// that claim instead of pending. It never changes (see Store): its Nodes
+// are shared with later snapshots while they do not change, so callers
+// must not write into them.
 func (s *Store) ProvisioningSnapshot() *provisioning.Snapshot {
+	snap, _ := s.ProvisioningSnapshots()
+	return snap
+}
+
+// ProvisioningSnapshots is ProvisioningSnapshot and, when that pinned any
+// pod to its claim, the snapshot without pins, every pending pod to place
+// again (else nil): the pins are one way kube-scheduler may bind what is
+// pending, the first pass's, and where it has already bound other pods
+// onto the pins' claims a repack may find room the pins do not (see
+// decide.Decider.ProvisionPinned).
+func (s *Store) ProvisioningSnapshots() (snap, repacked *provisioning.Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	views := s.build()
-	pending, pinned := s.pinLocked(s.pendingLocked())
-	snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
-		Pods: pending, Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
-	for _, v := range views {
-		if n := pinned[v]; n != nil {
-			snap.Nodes = append(snap.Nodes, n)
-			continue
+	all := s.pendingLocked()
+	pending, pinned := s.pinLocked(all)
+	snapshot := func(pods []*corev1.Pod, pinned map[*view]*provisioning.Node) *provisioning.Snapshot {
+		snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
+			Pods: pods, Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
+		for _, v := range views {
+			if n := pinned[v]; n != nil {
+				snap.Nodes = append(snap.Nodes, n)
+				continue
+			}
+			snap.Nodes = append(snap.Nodes, v.built)
 		}
-		snap.Nodes = append(snap.Nodes, v.built)
+		return snap
 	}
-	return snap
+	snap = snapshot(pending, pinned)
+	if len(pinned) > 0 {
+		repacked = snapshot(slices.Clone(all), nil)
+	}
+	return snap, repacked
 }
 
 // pinLocked keeps each pending pod a claim was launched for, and whose
