@@ -840,9 +840,10 @@ func (s *Store) ProvisioningSnapshots() (snap, repacked *provisioning.Snapshot) 
 	views := s.build()
 	all := s.pendingLocked()
 	pending, pinned := s.pinLocked(all)
+	vols, dra := s.volumesLocked(), s.draLocked()
 	snapshot := func(pods []*corev1.Pod, pinned map[*view]*provisioning.Node) *provisioning.Snapshot {
 		snap := &provisioning.Snapshot{NodePools: s.nodePools, InstanceTypes: s.instanceTypes, DaemonSets: s.dsPods,
-			Pods: pods, Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: s.volumesLocked(), DRA: s.draLocked()}
+			Pods: pods, Nodes: make([]*provisioning.Node, 0, len(views)), Volumes: vols, DRA: dra}
 		for _, v := range views {
 			if n := pinned[v]; n != nil {
 				snap.Nodes = append(snap.Nodes, n)
@@ -907,20 +908,17 @@ func (s *Store) pinOnto(pinned map[*view]*provisioning.Node, p *corev1.Pod, clai
 		}
 		n := pinned[v]
 		if n == nil {
+			// A view's Pods are clipped, so the first append copies them,
+			// and its Requested is always summed (rebuild).
 			cp := *v.built
-			cp.Version = ""          // not the node any memo knows
-			if cp.Requested == nil { // summed as provisioning sums it
-				for _, q := range cp.Pods {
-					cp.Requested = scheduling.Add(cp.Requested, scheduling.PodRequests(q))
-				}
-			}
+			cp.Version = "" // not the node any memo knows
 			n = &cp
 		}
 		used := scheduling.Add(n.Requested, requests)
 		if scheduling.Fits(used, n.Allocatable) != nil {
 			continue
 		}
-		n.Pods = append(slices.Clip(n.Pods), p)
+		n.Pods = append(n.Pods, p)
 		n.Requested = used
 		pinned[v] = n
 		return true
