@@ -346,6 +346,17 @@ func TestPinLaunchedPods(t *testing.T) {
 		t.Fatalf("after d bound to n1: pending %q, on n1 %q, on n2 %q; want c pending, d,a,b on n1", pending, onN1, onN2)
 	}
 
+	// n1 gets a taint d and a do not tolerate (a starting node's taints
+	// do not count, Node.Taints): every pod launched for it is pending.
+	tainted := s.nodes["n1"].DeepCopy()
+	tainted.Spec.Taints = []corev1.Taint{{Key: "example.com/broken", Effect: corev1.TaintEffectNoSchedule}}
+	s.SetNode(tainted)
+	if pending, onN1, _, _ := pinned(); pending != "a,b,c" || onN1 != "d" {
+		t.Fatalf("n1 tainted: pending %q, on n1 %q; want a,b,c pending, only d (bound) on n1", pending, onN1)
+	}
+	tainted.Spec.Taints = nil
+	s.SetNode(tainted)
+
 	// n2 is deleted with pods launched for it: they are pending again.
 	s.LaunchedFor("n2", []*corev1.Pod{c})
 	if pending, _, onN2, _ := pinned(); pending != "" || onN2 != "c" {

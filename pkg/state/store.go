@@ -871,8 +871,8 @@ func (s *Store) ProvisioningSnapshots() (snap, repacked *provisioning.Snapshot) 
 // on a 1,000-pod scale-out a second pass planned a c6g.8xlarge for 55
 // pods the first batch's nodes were already on their way for, and the
 // hold then consolidated it away. A pod that no longer fits (kube-scheduler
-// put other pods on its node), or whose claim is being deleted, stays
-// pending. The pods keep their pending order.
+// put other pods on its node), whose node has a taint it does not
+// tolerate, or whose claim is being deleted, stays pending. The pods keep their pending order.
 func (s *Store) pinLocked(pending []*corev1.Pod) ([]*corev1.Pod, map[*view]*provisioning.Node) {
 	if !s.pinLaunched || len(s.launch.planned) == 0 {
 		return pending, nil
@@ -904,6 +904,14 @@ func (s *Store) pinOnto(pinned map[*view]*provisioning.Node, p *corev1.Pod, clai
 	for _, claim := range claims {
 		v := s.views[s.claimEntry[claim]]
 		if v == nil || v.node.MarkedForDeletion() || len(v.built.Allocatable) == 0 {
+			continue
+		}
+		// A taint kube-scheduler will not bind the pod past, besides those
+		// of a node still starting (Node.Taints), keeps it off the node
+		// for good: a pin there would only hold the pod until the launch
+		// settles. CI met a registered Node whose unregistered taint a
+		// stale patch put back.
+		if scheduling.ToleratesForScheduling(v.built.Taints, p.Spec.Tolerations) != nil {
 			continue
 		}
 		n := pinned[v]

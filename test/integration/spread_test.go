@@ -14,6 +14,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -127,11 +128,14 @@ profiles:
 		}
 		return registered >= 3, err
 	})
-	liftGate := func(ctx context.Context) error {
+	// liftGate lifts the gate from the pool's Nodes; it returns how many
+	// still have it (their patch lost to another write).
+	liftGate := func(ctx context.Context) (int, error) {
 		var nodes corev1.NodeList
 		if err := kc.List(ctx, &nodes, client.MatchingLabels{v1.LabelNodePool: pool}); err != nil {
-			return err
+			return 0, err
 		}
+		left := 0
 		for i := range nodes.Items {
 			n := &nodes.Items[i]
 			var kept []corev1.Taint
@@ -143,17 +147,24 @@ profiles:
 			if len(kept) == len(n.Spec.Taints) {
 				continue
 			}
-			patch := client.MergeFrom(n.DeepCopy())
+			// A merge patch replaces the whole list: unlocked, one made
+			// from a Node read before Joiner registered it put the
+			// unregistered taint back (CI met it), and the pods launched
+			// for the Node waited for a second one.
+			patch := client.MergeFromWithOptions(n.DeepCopy(), client.MergeFromWithOptimisticLock{})
 			n.Spec.Taints = kept
-			if err := kc.Patch(ctx, n, patch); err != nil {
-				return err
+			if err := kc.Patch(ctx, n, patch); apierrors.IsConflict(err) {
+				left++
+			} else if err != nil {
+				return 0, err
 			}
 		}
-		return nil
+		return left, nil
 	}
-	if err := liftGate(ctx); err != nil {
-		t.Fatal(err)
-	}
+	eventuallyWithin(t, time.Minute, "the gate lifted from web's Nodes", func(ctx context.Context) (bool, error) {
+		left, err := liftGate(ctx)
+		return left == 0, err
+	})
 	waitRunningWithin(t, kc, ns, 6, 3*time.Minute)
 	// Joiner's part: the claims it made for web span the NodePool's three
 	// zones, the defaults applied; kube-scheduler's, with every zone's
@@ -178,7 +189,7 @@ profiles:
 	// packed spreads over hostnames only: the order its Nodes come in
 	// does not matter, so the gate is lifted from each as it registers.
 	eventuallyWithin(t, 3*time.Minute, "12 pods bound and Running", func(ctx context.Context) (bool, error) {
-		if err := liftGate(ctx); err != nil {
+		if _, err := liftGate(ctx); err != nil {
 			return false, err
 		}
 		return allRunning(ctx, kc, ns, 12)
@@ -211,8 +222,15 @@ func logClaims(t *testing.T, kc client.Client, ns, pool string) {
 				on = append(on, p.Labels["app"])
 			}
 		}
-		t.Logf("claim %s created %s: %s %s, Node %s runs %v", nc.Name, nc.CreationTimestamp.Format(time.RFC3339),
-			nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[v1.LabelZone], nc.Status.NodeName, on)
+		var taints []string
+		var node corev1.Node
+		if err := kc.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, &node); err == nil {
+			for _, t := range node.Spec.Taints {
+				taints = append(taints, t.ToString())
+			}
+		}
+		t.Logf("claim %s created %s: %s %s, Node %s taints %v runs %v", nc.Name, nc.CreationTimestamp.Format(time.RFC3339),
+			nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[v1.LabelZone], nc.Status.NodeName, taints, on)
 	}
 }
 
