@@ -175,7 +175,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	}
 	store.SetPinLaunchedPods(opts.Policy.PinsLaunchedPods())
 	cloud := metered{opts.CloudProvider, opts.Clock}
-	events := recorder{mgr.GetEventRecorder("karpenter")}
+	events := recorder{r: mgr.GetEventRecorder("karpenter"), nominations: newNominationFilter(opts.Clock)}
 	gate := newSyncGate()
 	batch := NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax)
 	opts.WatchBreaks.on(func() { batch.Extend(relistWait) })

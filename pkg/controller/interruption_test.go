@@ -39,7 +39,7 @@ func TestInterruption(t *testing.T) {
 		s.SetNodeClaim(nc)
 		s.SetNode(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"}, Spec: corev1.NodeSpec{ProviderID: "p:///zone-a/i-1"}})
 		rec := events.NewFakeRecorder(10)
-		i := &interruption{client: kube, store: s, events: recorder{rec}}
+		i := &interruption{client: kube, store: s, events: recorder{r: rec}}
 
 		if err := i.handle(context.Background(), cloudprovider.Interruption{ProviderID: tc.providerID, Kind: tc.kind}); err != nil {
 			t.Fatalf("%s of %s: %v", tc.kind, tc.providerID, err)

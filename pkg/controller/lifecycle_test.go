@@ -73,7 +73,7 @@ func newLifecycleTest(t *testing.T, funcs interceptor.Funcs, objs ...client.Obje
 	gate := newSyncGate()
 	close(gate.open)
 	lt := &lifecycleTest{t: t, kube: b.Build(), cloud: &launchingCloud{}, clock: clocktesting.NewFakeClock(t0), events: events.NewFakeRecorder(10)}
-	lt.l = &lifecycle{gate: gate, client: lt.kube, cloud: lt.cloud, events: recorder{lt.events}, clock: lt.clock, registrationTTL: 15 * time.Minute}
+	lt.l = &lifecycle{gate: gate, client: lt.kube, cloud: lt.cloud, events: recorder{r: lt.events}, clock: lt.clock, registrationTTL: 15 * time.Minute}
 	return lt
 }
 

@@ -146,7 +146,7 @@ func TestDisruptionMetrics(t *testing.T) {
 	dc := &disruption.Snapshot{NodePools: []*v1.NodePool{np},
 		Nodes: []*disruption.Candidate{{Node: &provisioning.Node{Name: "n1"}, NodeClaim: nc, NodePool: np.Name}}}
 	rec := events.NewFakeRecorder(10)
-	d := &disrupter{events: recorder{rec}}
+	d := &disrupter{events: recorder{r: rec}}
 	good := disruption.Score{Savings: 0.8, Disruption: 0.5}
 	poor := disruption.Score{Savings: 0.2, Disruption: 0.8}
 	d.moves(dc, []disruption.Move{

@@ -38,7 +38,7 @@ func TestNodeClassStatus(t *testing.T) {
 	kube := fake.NewClientBuilder().WithScheme(scheme(t)).WithObjects(nc).WithStatusSubresource(nc).Build()
 	changed := 0
 	res := &resolver{}
-	r := &nodeClassStatus{client: kube, events: recorder{events.NewFakeRecorder(10)}, resolver: res, changed: func() { changed++ }}
+	r := &nodeClassStatus{client: kube, events: recorder{r: events.NewFakeRecorder(10)}, resolver: res, changed: func() { changed++ }}
 	req := reconcile.Request{NamespacedName: types.NamespacedName{Name: "default"}}
 	get := func() *awsv1.EC2NodeClass {
 		t.Helper()

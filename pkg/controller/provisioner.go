@@ -113,7 +113,7 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		p.store.LaunchedFor(nc.Name, plan.Pods)
 		for _, pod := range plan.Pods {
 			if !buffer.IsVirtual(pod) { // a buffer's chunk is no object to tell
-				p.events.event(pod, nc, corev1.EventTypeNormal, "Nominated", "Pod should schedule on: nodeclaim/%s", nc.Name)
+				p.events.nominated(pod, nc)
 			}
 		}
 	}
