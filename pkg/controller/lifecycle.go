@@ -225,6 +225,7 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err
 	}
+	stored := node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
 	}
@@ -244,7 +245,9 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	node.Spec.Taints = taints
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
-	if err := l.client.Update(ctx, node); err != nil {
+	// As upstream: a patch of what changed, locked, for a merge patch
+	// replaces the taints and finalizers lists whole.
+	if err := l.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return reconcile.Result{}, err
 	}
 	orig := nc.DeepCopy()
@@ -355,8 +358,11 @@ func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		return reconcile.Result{RequeueAfter: draPublishPoll}, nil
 	}
 	if node.Labels[v1.LabelNodeInitialized] != "true" {
+		// A merge patch of one label, as upstream's: it cannot conflict
+		// with the kubelet's (kwok's) writes to a Node just come up.
+		orig := node.DeepCopy()
 		node.Labels[v1.LabelNodeInitialized] = "true"
-		if err := l.client.Update(ctx, node); err != nil {
+		if err := l.client.Patch(ctx, node, client.MergeFrom(orig)); err != nil {
 			return reconcile.Result{}, err
 		}
 	}

@@ -280,12 +280,23 @@ func (p *Process) SaveMetrics(ctx context.Context, file string) error {
 	return p.save(ctx, "/metrics", file)
 }
 
+// SaveCPUProfile writes a CPU profile of the process's next d to file (its
+// pprof endpoints must be served).
+func (p *Process) SaveCPUProfile(ctx context.Context, file string, d time.Duration) error {
+	return p.saveWithin(ctx, fmt.Sprintf("/debug/pprof/profile?seconds=%d", int(d.Seconds())), file, d+30*time.Second)
+}
+
 // save writes what the process's metrics server says at path to file.
 func (p *Process) save(ctx context.Context, path, file string) error {
+	return p.saveWithin(ctx, path, file, 30*time.Second)
+}
+
+// saveWithin is save, its answer waited for at most timeout.
+func (p *Process) saveWithin(ctx context.Context, path, file string, timeout time.Duration) error {
 	if p.Spec.MetricsAddr == "" {
 		return fmt.Errorf("%s serves no metrics endpoint", p.Spec.Name)
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	resp, err := p.get(ctx, path)
 	if err != nil {

@@ -344,6 +344,15 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	per := cfg.pods / len(sizes)
 	want := per * len(sizes)
 	ph := obs.begin("scale-out", fmt.Sprintf("0 → %d pods", want))
+	if as.Name() == "joiner" {
+		// Where the controller's CPU goes while the scale-out is decided,
+		// launched and bound (the time every pod takes to run).
+		go func() {
+			if err := proc.SaveCPUProfile(ctx, filepath.Join(dir, "a-cpu.pprof"), scaleOutProfile); err != nil {
+				b.Logf("no CPU profile of the scale-out: %v", err)
+			}
+		}()
+	}
 	for _, d := range deployments {
 		scaleTo(ctx, b, kc, d, int32(per))
 	}
@@ -559,6 +568,11 @@ func sideBySide(results []*result) string {
 	}
 	return sb.String()
 }
+
+// scaleOutProfile is how much of the scale-out a-cpu.pprof profiles: at
+// 5,000 pods, the minute and a half in which the nodes are launched and
+// registered and kube-scheduler binds the pods.
+const scaleOutProfile = 90 * time.Second
 
 // watchPeak keeps, in peak-heap.pprof and peak-metrics.txt, the
 // controller's heap profile and metrics (the Go runtime's memory among
