@@ -55,8 +55,10 @@ const DefaultLaunchMissAfter = 30 * time.Second
 // kube-scheduler before provisioning for it untried (see
 // state.Store.SetSchedulerBacklog): kube-scheduler tries a pod within
 // milliseconds unless it is behind a burst, and a provisioning batch ends
-// at most DefaultBatchMax after it began.
-const SchedulerBacklog = 5 * time.Second
+// at most DefaultBatchMax after it began. A 1,000-pod burst took it 6 s
+// to try on the 2-core control plane; the pass waits for the last pod's
+// backlog, not for kube-scheduler to reach it.
+const SchedulerBacklog = 2 * time.Second
 
 // CloudProvider is what the controller launches through; the optional
 // capabilities it may have beyond are Capabilities'.
@@ -210,7 +212,8 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		metrics:      &metricsUpdater{gate: gate, store: store, clock: opts.Clock},
 	}
 	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged,
-		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, dra: opts.Policy.ModelDRA, spreadDefaults: opts.SchedulerConfig.DefaultConstraints()}
+		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, dra: opts.Policy.ModelDRA, spreadDefaults: opts.SchedulerConfig.DefaultConstraints(),
+		quietFirstVerdicts: opts.Policy.ProvisionsSchedulerBacklog()}
 	if opts.CapacityBuffer {
 		feed.buffers = &capacityBuffers{reader: mgr.GetCache(), client: kube, store: store, batch: batch, clock: opts.Clock, wake: make(chan struct{}, 1)}
 		c.provisioner.buffers = feed.buffers

@@ -47,6 +47,7 @@ func (p *provisioner) loop(ctx context.Context) error {
 		return nil
 	}
 	go p.wakeForLaunches(ctx)
+	go p.wakeForBacklog(ctx)
 	for p.batch.Wait(ctx) {
 		if _, err := p.provision(ctx); err != nil {
 			logError(ctx, err, "provisioning")
@@ -177,6 +178,32 @@ func (p *provisioner) wakeForLaunches(ctx context.Context) {
 		}
 	}
 }
+
+// wakeForBacklog starts a pass when an untried pod's scheduler backlog
+// runs out (state.Store.SetSchedulerBacklog): the pod became provisionable
+// with no event of its own. Checked every backlogCheck; nothing is due
+// with the backlog off.
+func (p *provisioner) wakeForBacklog(ctx context.Context) {
+	t := p.clock.NewTicker(backlogCheck)
+	defer t.Stop()
+	last := p.clock.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C():
+			now := p.clock.Now()
+			if p.store.BacklogDue(last, now) {
+				p.batch.Trigger()
+			}
+			last = now
+		}
+	}
+}
+
+// backlogCheck is how often wakeForBacklog looks: well within a batch's
+// idle second.
+const backlogCheck = 250 * time.Millisecond
 
 // instanceTypeNames are the plan's first n instance types, cheapest
 // first, and how many more there are — as upstream's "created nodeclaim"

@@ -734,10 +734,10 @@ func (s *Store) View(name string) *provisioning.Node {
 // tried 1,000 new pods over 14 s, 5,000 over a minute and more) would
 // otherwise hold each provisioning batch to the pods it has reached, and a
 // scale-out planned in pieces costs more and starts later. A pod it tries
-// within after is left to its verdict, as upstream leaves every pod. Such
-// a pod starts no batch of its own: the pods kube-scheduler does reach
-// start them, and a batch takes every pod provisionable when it ends. 0
-// turns it off; clk tells the time.
+// within after is left to its verdict, as upstream leaves every pod. The
+// host wakes provisioning when a backlog runs out (BacklogDue), and a
+// batch takes every pod provisionable when it ends. 0 turns it off; clk
+// tells the time.
 func (s *Store) SetSchedulerBacklog(after time.Duration, clk clock.PassiveClock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -759,13 +759,49 @@ func (s *Store) provisionable(p *corev1.Pod) bool {
 	if Provisionable(p, s.untried) {
 		return true
 	}
-	if s.backlog <= 0 || !Provisionable(p, AssumeUnschedulable) {
-		return false // off, or not an untried pod
+	return s.backlog > 0 && s.awaitsVerdict(p) && s.backlogClock.Since(p.CreationTimestamp.Time) >= s.backlog
+}
+
+// awaitsVerdict: the pod is pending for kube-scheduler (schedulerName
+// default-scheduler; another scheduler's verdict is never late), which has
+// not tried it yet.
+func (s *Store) awaitsVerdict(p *corev1.Pod) bool {
+	if Provisionable(p, s.untried) || !Provisionable(p, AssumeUnschedulable) {
+		return false // tried, or not an untried pod
 	}
 	if p.Spec.SchedulerName != "" && p.Spec.SchedulerName != corev1.DefaultSchedulerName {
-		return false // another scheduler's: its verdict is not late
+		return false
 	}
-	return !p.CreationTimestamp.IsZero() && s.backlogClock.Since(p.CreationTimestamp.Time) >= s.backlog
+	return !p.CreationTimestamp.IsZero()
+}
+
+// IsProvisionable: provisioning should find room for the pod now (see
+// SetSchedulerBacklog), the pod as given, not as the Store has it.
+func (s *Store) IsProvisionable(p *corev1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.provisionable(p)
+}
+
+// BacklogDue: the backlog of an unbound pod kube-scheduler has not tried
+// ran out in (after, upTo] — the pod became provisionable then with no
+// event of its own (SetSchedulerBacklog). False with the backlog off.
+func (s *Store) BacklogDue(after, upTo time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backlog <= 0 {
+		return false
+	}
+	for ref := range s.unbound {
+		p := s.pods[ref].pod
+		if !s.awaitsVerdict(p) {
+			continue // tried (its verdict is its own event), or not pending
+		}
+		if due := p.CreationTimestamp.Add(s.backlog); due.After(after) && !due.After(upTo) {
+			return true
+		}
+	}
+	return false
 }
 
 // PendingPods are the pods provisioning should find room for (see
