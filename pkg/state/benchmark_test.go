@@ -92,3 +92,26 @@ func BenchmarkStoreAllNodesChanged(b *testing.B) {
 		_ = s.DisruptionSnapshot(t0, nil)
 	}
 }
+
+// BenchmarkBacklogDue: the controller's check, every 250 ms, for a
+// scheduler backlog run out, over a 5,000-pod burst kube-scheduler has
+// not reached (the first version tested every pod's verdict first: 11 %
+// of the controller's CPU over a 5,000-pod scale-out).
+func BenchmarkBacklogDue(b *testing.B) {
+	s := NewStore(WaitForScheduler)
+	for i := 0; i < 5000; i++ {
+		s.SetPod(pod(fmt.Sprintf("web-%d", i), "", "100m", func(p *corev1.Pod) {
+			p.Status.Conditions = nil
+			p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Millisecond))
+		}))
+	}
+	s.SetSchedulerBacklog(2*time.Second, nil)
+	after := t0.Add(time.Minute) // none due: every pod looked at
+	b.ReportAllocs()
+	for b.Loop() {
+		if s.BacklogDue(after, after.Add(250*time.Millisecond)) {
+			b.Fatal("nothing is due a minute on")
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/5000, "ns/pod")
+}

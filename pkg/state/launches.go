@@ -137,7 +137,7 @@ func (s *Store) settleLocked(claim string) {
 	bare := withoutWorkloads(v.built)
 	vols := s.volumesLocked()
 	for _, ref := range refs {
-		if !s.unbound[ref] || s.launch.givenUp[ref] != nil {
+		if _, unbound := s.unbound[ref]; !unbound || s.launch.givenUp[ref] != nil {
 			continue
 		}
 		p := s.pods[ref].pod

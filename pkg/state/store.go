@@ -88,7 +88,7 @@ type Store struct {
 	nodeOf     map[string]string          // providerID → Node name
 	pods       map[podRef]*storedPod      // every pod
 	podsOn     map[string]map[podRef]bool // by spec.nodeName
-	unbound    map[podRef]bool            // pods with no spec.nodeName
+	unbound    map[podRef]time.Time       // pods with no spec.nodeName, by creation
 	views      map[entry]*view            // one per claim, and per Node without a claim
 	sorted     []*view                    // views by name; nil after a view came or went
 	nodeEntry  map[string]entry           // Node name → its entry
@@ -169,7 +169,7 @@ const (
 func NewStore(untried Untried) *Store {
 	return &Store{untried: untried,
 		nodes: map[string]*corev1.Node{}, claims: map[string]*v1.NodeClaim{}, claimOf: map[string]string{}, nodeOf: map[string]string{},
-		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]bool{},
+		pods: map[podRef]*storedPod{}, podsOn: map[string]map[podRef]bool{}, unbound: map[podRef]time.Time{},
 		views: map[entry]*view{}, nodeEntry: map[string]entry{}, claimEntry: map[string]entry{}}
 }
 
@@ -450,7 +450,7 @@ func (s *Store) SetPod(p *corev1.Pod) {
 		s.launch.forgetPod(ref)
 	}
 	if p.Spec.NodeName == "" {
-		s.unbound[ref] = true
+		s.unbound[ref] = p.CreationTimestamp.Time
 		if hasClaims(p) {
 			s.vol.built = nil // its claims may be missing
 		}
@@ -792,13 +792,13 @@ func (s *Store) BacklogDue(after, upTo time.Time) bool {
 	if s.backlog <= 0 {
 		return false
 	}
-	for ref := range s.unbound {
-		p := s.pods[ref].pod
-		if !s.awaitsVerdict(p) {
-			continue // tried (its verdict is its own event), or not pending
+	for ref, created := range s.unbound {
+		if created.IsZero() {
+			continue
 		}
-		if due := p.CreationTimestamp.Add(s.backlog); due.After(after) && !due.After(upTo) {
-			return true
+		// The time first: a host asks often, over every unbound pod.
+		if due := created.Add(s.backlog); due.After(after) && !due.After(upTo) && s.awaitsVerdict(s.pods[ref].pod) {
+			return true // not tried (a verdict is its own event), and pending
 		}
 	}
 	return false
