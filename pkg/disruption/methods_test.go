@@ -865,3 +865,42 @@ func TestMultiNodeNotReplacedByADearerTypeThanACandidates(t *testing.T) {
 		t.Fatalf("want b deleted alone (its pods fit a), got %s", cmd)
 	}
 }
+
+// TestConsolidationWaitsForSettling: under Joiner's decisions a node
+// whose pods would fit on a settling node is not replaced while it
+// became consolidatable less than SettlingWait consolidateAfters ago —
+// it is deleted once the other node settles; after that, or under
+// upstream's decisions, it is replaced at once.
+func TestConsolidationWaitsForSettling(t *testing.T) {
+	np := nodePool("p") // consolidateAfter 30s
+	medium, large := types()[1], types()[2]
+	build := func(aLastEvent time.Duration) *Snapshot {
+		a := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1"))
+		a.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-aLastEvent))
+		b := node("b", np, large, v1.CapacityTypeOnDemand, podOn("14"))
+		b.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second)) // settles at t0+20s
+		return cluster(np, a, b)
+	}
+	// a consolidatable for 10 s: it waits, and says why.
+	d := Compute(context.Background(), build(40*time.Second), Options{})
+	if len(d.Commands) != 0 {
+		t.Fatalf("a consolidatable 10 s, b settling: got %s, want a to wait", d.Commands[0])
+	}
+	answers, err := ExplainNode(context.Background(), build(40*time.Second), "a", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := fmt.Sprint(answers); !strings.Contains(why, "waits to be deleted rather than replaced") || !strings.Contains(why, "2026-11-30T12:00:20Z") {
+		t.Errorf("a's explanation does not say it waits for b (until 12:00:20): %s", why)
+	}
+	// Consolidatable for 60 s (two consolidateAfters): it is replaced.
+	if cmd := only(t, Compute(context.Background(), build(90*time.Second), Options{})); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
+		t.Fatalf("a consolidatable 60 s: got %s, want it replaced", cmd)
+	}
+	// Upstream's decisions replace at once.
+	upstream := build(40 * time.Second)
+	upstream.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
+	if cmd := only(t, Compute(context.Background(), upstream, Options{})); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
+		t.Fatalf("upstream's decisions: got %s, want a replaced", cmd)
+	}
+}

@@ -89,6 +89,16 @@ func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 // node.
 func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 
+// WaitsForSettling is true when a consolidation that would replace its
+// candidates only because the nodes that could take their pods are
+// settling (inside consolidateAfter since their last pod event, where
+// upstream's consolidation moves no pod since v1.14) waits for those
+// nodes instead, for a while (Joiner's decisions; see disruption's
+// waitForSettling). Upstream Karpenter replaces at once, and the
+// replacement, left underused once kube-scheduler spreads the moved pods
+// over every node, is consolidated away a round later.
+func (p Policy) WaitsForSettling() bool { return !p.Karpenter() }
+
 // ProvisionsSchedulerBacklog is true when a pod kube-scheduler has not
 // tried within a few seconds of its creation is provisioned for as if it
 // had found no room (Joiner's decisions; see state.Store's
