@@ -157,8 +157,12 @@ func triggered[T any](b *Batcher, set func(T)) func(T) {
 func (f *storeFeed) podChanged(p *corev1.Pod) {
 	old := f.store.Pod(p.Namespace, p.Name)
 	f.store.SetPod(p)
-	if state.Provisionable(p, state.WaitForScheduler) || (f.quietFirstVerdicts && f.store.IsProvisionable(p)) {
-		firstVerdictOnBacklog := f.quietFirstVerdicts && old != nil && !state.Provisionable(old, state.WaitForScheduler) && f.store.IsProvisionable(old)
+	if !f.quietFirstVerdicts {
+		if state.Provisionable(p, state.WaitForScheduler) {
+			f.batch.Trigger()
+		}
+	} else if f.store.IsProvisionable(p) { // a verdict, or the backlog run out
+		firstVerdictOnBacklog := old != nil && !state.Provisionable(old, state.WaitForScheduler) && f.store.IsProvisionable(old)
 		if !firstVerdictOnBacklog {
 			f.batch.Trigger()
 		}

@@ -853,11 +853,11 @@ func (p *pass) waitForSettling(ctx context.Context, cands []*Candidate) (string,
 	}
 	for _, cand := range cands {
 		np := p.pools[cand.NodePool]
-		after := np.Spec.Disruption.ConsolidateAfter.Duration
-		if cand.NodeClaim == nil || after == nil || *after <= 0 {
+		at, ok := consolidatableAt(np, cand)
+		if !ok || *np.Spec.Disruption.ConsolidateAfter.Duration <= 0 {
 			return "", false
 		}
-		if !p.c.Now.Before(lastPodEvent(cand.NodeClaim).Add(time.Duration(1+SettlingWait) * *after)) {
+		if !p.c.Now.Before(at.Add(SettlingWait * *np.Spec.Disruption.ConsolidateAfter.Duration)) {
 			return "", false // waited long enough
 		}
 	}
@@ -871,7 +871,7 @@ func (p *pass) waitForSettling(ctx context.Context, cands []*Candidate) (string,
 			continue
 		}
 		settling++
-		if t := lastPodEvent(n.NodeClaim).Add(*p.pools[n.NodePool].Spec.Disruption.ConsolidateAfter.Duration); t.After(until) {
+		if t, _ := consolidatableAt(p.pools[n.NodePool], n); t.After(until) {
 			until = t
 		}
 	}
