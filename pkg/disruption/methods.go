@@ -812,7 +812,7 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 		cmd.Replacements = []*provisioning.NodeClaimPlan{r}
 		cmd.Savings -= r.InstanceTypes[0].CheapestPrice(r.Requirements)
 	}
-	if cmd.Savings <= 0 {
+	if !cheaper(price-cmd.Savings, price) {
 		return nil, "no saving"
 	}
 	if len(cmd.Replacements) == 1 {
@@ -906,13 +906,13 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		r = &spot
 	}
 	limit := sameTypeLimit(cands, r, price)
-	var cheaper []*cloudprovider.InstanceType
+	var below []*cloudprovider.InstanceType
 	for _, it := range r.InstanceTypes {
-		if it.CheapestPrice(r.Requirements) < limit {
-			cheaper = append(cheaper, it)
+		if cheaper(it.CheapestPrice(r.Requirements), limit) {
+			below = append(below, it)
 		}
 	}
-	if len(cheaper) == 0 {
+	if len(below) == 0 {
 		cheapest := "none"
 		if len(r.InstanceTypes) > 0 {
 			cheapest = fmt.Sprintf("%s at %.4f USD/h", r.InstanceTypes[0].Name, r.InstanceTypes[0].CheapestPrice(r.Requirements))
@@ -923,17 +923,17 @@ func (p *pass) replacement(cands []*Candidate, res *provisioning.Results, price 
 		return nil, fmt.Sprintf("no cheaper replacement: the cheapest type that holds its pods%s is %s, against %.4f USD/h now", p.alsoPending(res), cheapest, price)
 	}
 	if spotToSpot {
-		if why := p.spotToSpotWhyNot(cands, len(cheaper)); !why.None() {
+		if why := p.spotToSpotWhyNot(cands, len(below)); !why.None() {
 			return nil, why.String()
 		}
 		if len(cands) == 1 {
 			// Launch only the cheapest 15, as upstream: whichever of them
 			// EC2 picks, no cheaper set remains to consolidate to at once.
-			cheaper = cheaper[:MinSpotToSpotTypes]
+			below = below[:MinSpotToSpotTypes]
 		}
 	}
 	own := *r // r belongs to the (remembered) simulation
-	own.InstanceTypes = cheaper
+	own.InstanceTypes = below
 	return &own, ""
 }
 
@@ -956,7 +956,7 @@ func sameTypeLimit(cands []*Candidate, r *provisioning.NodeClaimPlan, price floa
 		}
 	}
 	for _, it := range r.InstanceTypes {
-		if q, ok := own[it.Name]; ok && q < limit && it.CheapestPrice(r.Requirements) < price {
+		if q, ok := own[it.Name]; ok && q < limit && cheaper(it.CheapestPrice(r.Requirements), price) {
 			limit = q
 		}
 	}

@@ -904,3 +904,41 @@ func TestConsolidationWaitsForSettling(t *testing.T) {
 		t.Fatalf("upstream's decisions: got %s, want a replaced", cmd)
 	}
 }
+
+// TestNoReplacementAtTheSamePrice: two nodes priced 1.088 and 0.544
+// whose pods need one node priced 1.632 are not replaced — in float64
+// 1.088 + 0.544 is above 1.632, which once passed for a saving; a real
+// saving however small (reserved offerings' prices) still counts.
+func TestNoReplacementAtTheSamePrice(t *testing.T) {
+	priced := func(name string, cpu int64, price float64) *cloudprovider.InstanceType {
+		it := instanceType(name, cpu)
+		it.Offerings[0].Price, it.Offerings[1].Price = price, price
+		return it
+	}
+	x48, x32, x16 := priced("x48", 48, 1.632), priced("x32", 32, 1.088), priced("x16", 16, 0.544)
+	if x32.Offerings[0].Price+x16.Offerings[0].Price <= x48.Offerings[0].Price {
+		t.Fatal("the float64 sum this test is about no longer exceeds its parts' replacement")
+	}
+	np := nodePool("p")
+	pods := func(n int) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i := 0; i < n; i++ {
+			out = append(out, podOn("1"))
+		}
+		return out
+	}
+	c := cluster(np, node("a", np, x32, v1.CapacityTypeOnDemand, pods(20)...), node("b", np, x16, v1.CapacityTypeOnDemand, pods(14)...))
+	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{x16, x32, x48}
+	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
+		t.Fatalf("want no command (no type is cheaper than the two nodes together), got %v", d.Commands)
+	}
+	// Priced as reserved offerings (on-demand over 10,000,000), a type
+	// cheaper by a ten-millionth of a dollar is a saving all the same.
+	r48, r32, r16, r40 := priced("x48", 48, 1.632e-7), priced("x32", 32, 1.088e-7), priced("x16", 16, 0.544e-7), priced("x40", 40, 1.5e-7)
+	c = cluster(np, node("a", np, r32, v1.CapacityTypeOnDemand, pods(20)...), node("b", np, r16, v1.CapacityTypeOnDemand, pods(14)...))
+	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{r16, r32, r40, r48}
+	cmd := only(t, Compute(context.Background(), c, Options{}))
+	if names(cmd.Candidates) != "a,b" || len(cmd.Replacements) != 1 || cmd.Replacements[0].InstanceTypes[0].Name != "x40" {
+		t.Fatalf("want a and b replaced by an x40, got %s", cmd)
+	}
+}
