@@ -208,7 +208,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		provisioner: &provisioner{gate: gate, batch: batch, store: store, offerings: off, decider: decider, claims: claims, events: events,
 			clock: opts.Clock, missAfter: opts.LaunchMissAfter},
 		disrupter: &disrupter{gate: gate, client: kube, store: store, cloud: cloud, offerings: off, decider: decider, claims: claims, events: events,
-			clock: opts.Clock,
+			clock: opts.Clock, wake: make(chan struct{}, 1),
 			queue: disruption.Queue{Options: disruption.Options{SpotToSpot: opts.SpotToSpot}}},
 		gc:           &garbageCollector{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
 		demoter:      &reservationDemoter{gate: gate, client: kube, cloud: cloud, clock: opts.Clock},
@@ -216,7 +216,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		interruption: &interruption{client: kube, store: store, events: events},
 		metrics:      &metricsUpdater{gate: gate, store: store, clock: opts.Clock},
 	}
-	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged,
+	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged, claimGone: c.disrupter.claimGone,
 		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, dra: opts.Policy.ModelDRA, spreadDefaults: opts.SchedulerConfig.DefaultConstraints(),
 		quietFirstVerdicts: opts.Policy.ProvisionsSchedulerBacklog()}
 	if opts.CapacityBuffer {

@@ -38,6 +38,11 @@ type disrupter struct {
 	events    recorder
 	clock     clock.WithTicker
 
+	// wake, buffered 1 (nil: never woken), is sent to when a NodeClaim
+	// is gone: the budget it held is free, and the next pass comes at
+	// once rather than at the next poll.
+	wake chan struct{}
+
 	mu    sync.Mutex
 	queue disruption.Queue
 	// tainted are the nodes this process's queue put karpenter.sh/disrupted
@@ -64,12 +69,17 @@ const queueEvery = time.Second
 // replacements is stepped every queueEvery without a new decision. On the
 // polling period alone, every round of a budget-limited scale-in took
 // 30 s (its validation seen 20 s after it began, the next decision 10 s
-// after that) and every replacement waited up to 10 s more.
+// after that) and every replacement waited up to 10 s more. A NodeClaim
+// gone frees the budget it held: the next pass comes then (no sooner than
+// afterExecuted after the last), not at the next poll — on the 1,000-pod
+// scale-in each budget-limited round began up to 10 s after the previous
+// round's nodes were gone.
 func (d *disrupter) loop(ctx context.Context) error {
 	if !d.gate.wait(ctx) {
 		return nil
 	}
 	next := d.clock.Now()
+	var last time.Time // the last full pass
 	for {
 		var events []disruption.Event
 		var err error
@@ -77,7 +87,8 @@ func (d *disrupter) loop(ctx context.Context) error {
 			events, err = d.step(ctx)
 		} else {
 			events, err = d.disrupt(ctx)
-			next = d.clock.Now().Add(disruptionEvery)
+			last = d.clock.Now()
+			next = last.Add(disruptionEvery)
 		}
 		if err != nil {
 			logError(ctx, err, "disrupting")
@@ -95,7 +106,32 @@ func (d *disrupter) loop(ctx context.Context) error {
 			t.Stop()
 			return nil
 		case <-t.C():
+		case <-d.wake:
+			t.Stop()
+			next = d.woken(last, next)
 		}
+	}
+}
+
+// woken is when the next full pass is due after a NodeClaim went, given
+// the last pass and when the next was due: now, but not sooner than
+// afterExecuted after the last.
+func (d *disrupter) woken(last, due time.Time) time.Time {
+	at := d.clock.Now()
+	if soonest := last.Add(afterExecuted); at.Before(soonest) {
+		at = soonest
+	}
+	if due.Before(at) {
+		return due
+	}
+	return at
+}
+
+// claimGone wakes the loop: a NodeClaim was deleted.
+func (d *disrupter) claimGone() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
 	}
 }
 

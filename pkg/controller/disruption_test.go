@@ -34,3 +34,31 @@ func TestNextPass(t *testing.T) {
 		t.Errorf("a validation due before the next poll: next pass at %s, want %s", d.nextPass(nil, later), want)
 	}
 }
+
+// TestWokenPass: a NodeClaim gone brings the next pass forward to now —
+// but not sooner than afterExecuted after the last pass, and never later
+// than it was due; claimGone never blocks, however often it is called.
+func TestWokenPass(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	d := &disrupter{clock: clk, wake: make(chan struct{}, 1)}
+	last := t0.Add(-5 * time.Second)
+	if got := d.woken(last, last.Add(disruptionEvery)); !got.Equal(t0) {
+		t.Errorf("woken 5 s after a pass: next pass at %s, want now (%s)", got, t0)
+	}
+	last = t0.Add(-afterExecuted / 2)
+	if got, want := d.woken(last, last.Add(disruptionEvery)), last.Add(afterExecuted); !got.Equal(want) {
+		t.Errorf("woken right after a pass: next pass at %s, want %s", got, want)
+	}
+	due := t0.Add(afterExecuted / 4)
+	if got := d.woken(last, due); !got.Equal(due) {
+		t.Errorf("woken with a pass due sooner: next pass at %s, want %s", got, due)
+	}
+	for range 3 {
+		d.claimGone()
+	}
+	if len(d.wake) != 1 {
+		t.Errorf("three claims gone: %d wake-ups pending, want 1", len(d.wake))
+	}
+	(&disrupter{}).claimGone() // no loop to wake: a no-op
+}

@@ -34,9 +34,12 @@ type storeFeed struct {
 	// offeringsChanged says the instance types must be asked for again
 	// and wakes provisioning.
 	offeringsChanged func()
-	clock            clock.PassiveClock // times pods' startup
-	nodeOverlays     bool               // the NodeOverlay feature gate
-	dra              bool               // --ignore-dra-requests=false: device objects are read
+	// claimGone wakes disruption: a NodeClaim's budget is free (nil: no
+	// one to wake).
+	claimGone    func()
+	clock        clock.PassiveClock // times pods' startup
+	nodeOverlays bool               // the NodeOverlay feature gate
+	dra          bool               // --ignore-dra-requests=false: device objects are read
 	// buffers, with the CapacityBuffer feature gate, is woken by what a
 	// buffer resolves from.
 	buffers *capacityBuffers
@@ -67,7 +70,13 @@ func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error 
 		// A Node or NodeClaim that goes may leave pods without the room
 		// planned for them: provisioning looks again.
 		{"Nodes", &corev1.Node{}, objectHandler(f.store.SetNode, func(n *corev1.Node) { f.store.DeleteNode(n.Name); f.batch.Trigger() })},
-		{"NodeClaims", &v1.NodeClaim{}, objectHandler(f.store.SetNodeClaim, func(nc *v1.NodeClaim) { f.store.DeleteNodeClaim(nc.Name); f.batch.Trigger() })},
+		{"NodeClaims", &v1.NodeClaim{}, objectHandler(f.store.SetNodeClaim, func(nc *v1.NodeClaim) {
+			f.store.DeleteNodeClaim(nc.Name)
+			f.batch.Trigger()
+			if f.claimGone != nil {
+				f.claimGone()
+			}
+		})},
 		{"NodePools", &v1.NodePool{}, anyChange(f.offeringsChanged)},
 		{"DaemonSets", &appsv1.DaemonSet{}, f.relist(ctx, f.syncDaemonSets)},
 		{"PodDisruptionBudgets", &policyv1.PodDisruptionBudget{}, f.relist(ctx, f.syncPDBs)},

@@ -345,4 +345,23 @@ func (e *simulation) deleteNode(n *simNode, reason string) {
 	}
 	e.dirty = true
 	e.rep.nodeGone(n, reason)
+	// As the controller: a NodeClaim gone frees its budget, and the next
+	// disruption pass comes at once (no sooner than afterExecuted after
+	// the last), not at the next polling tick.
+	// Wake-ups coalesce as the controller's (its channel holds one).
+	if !e.wakeArmed {
+		e.wakeArmed = true
+		e.clk.at(later(e.clk.now, e.rep.lastPass.Add(afterExecuted)), func() {
+			e.wakeArmed = false
+			e.disrupt()
+		})
+	}
+}
+
+// later is the later of two times.
+func later(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return b
+	}
+	return a
 }

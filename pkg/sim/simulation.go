@@ -139,6 +139,7 @@ type simulation struct {
 	batchFirst, batchLast time.Time
 	batchArmed            bool
 	queueArmed            bool
+	wakeArmed             bool // a disruption pass is due because a node went
 	batchTimer            time.Time
 	nextConsolidation     time.Time
 	// nextConsolidatable: when the next node's consolidateAfter ends (a
