@@ -201,6 +201,10 @@ type pass struct {
 	// judged (nil when it made none): the consolidation methods record
 	// them in the Decision as upstream counts them.
 	judged []Move
+	// batch are the commands single-node consolidation took this pass so
+	// far (BatchesSingleNode): later simulations and placement checks see
+	// their candidates leaving and their replacements in flight.
+	batch []*Command
 	// world is the digest of what the pass's simulations share, once
 	// made (worldOK: every object had a content key); see simWorld.
 	world              [sha256.Size]byte
@@ -678,13 +682,86 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 		}
 		done++
 		p.judged = nil
+		if p.inBatch(cand) {
+			continue
+		}
+		if len(p.batch) > 0 && p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0 {
+			p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
+			continue
+		}
 		cmd := p.consolidate(ctx, []*Candidate{cand}, MethodSingleNode)
 		p.decision.Moves = append(p.decision.Moves, p.judged...)
-		if cmd != nil && p.withinBudget(cmd) {
+		if cmd == nil || !p.withinBudget(cmd) {
+			continue
+		}
+		if !p.c.Policy.BatchesSingleNode() {
 			return []*Command{cmd}
 		}
+		p.batch = append(p.batch, cmd)
+		if p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0 {
+			continue // its pool is done; another pool's nodes may follow
+		}
 	}
-	return nil
+	return p.batch
+}
+
+// inBatch: the candidate is one of the pass's batched commands'.
+func (p *pass) inBatch(cand *Candidate) bool {
+	for _, cmd := range p.batch {
+		if slices.Contains(cmd.Candidates, cand) {
+			return true
+		}
+	}
+	return false
+}
+
+// batchTaint keeps the pods a batched simulation moves for a command off
+// the replacements of the pass's earlier commands (only theirs tolerate
+// it: see batched): those are for their own candidates' pods. It exists
+// in simulations only.
+var batchTaint = corev1.Taint{Key: "joiner.sh/batched-replacement", Effect: corev1.TaintEffectNoSchedule}
+
+// batched is a pod of a batched command as its simulations move it: a
+// copy that tolerates batchTaint.
+func batched(pod *corev1.Pod) *corev1.Pod {
+	cp := *pod
+	cp.Spec.Tolerations = append(slices.Clip(pod.Spec.Tolerations), corev1.Toleration{Key: batchTaint.Key, Operator: corev1.TolerationOpExists})
+	return &cp
+}
+
+// batchNodes are the replacements of the pass's batched commands as
+// kube-scheduler will see them: in flight, of their cheapest type, in the
+// zone of its cheapest offering the plan allows (the placement check has
+// pinned a replacement to one zone already) — for a simulation, in flight
+// and tainted with batchTaint (tainted); for kube-scheduler's model, as
+// they will be when the candidates are drained: registered (a command
+// drains its candidates once its replacements have initialized).
+func (p *pass) batchNodes(tainted bool) []*provisioning.Node {
+	var out []*provisioning.Node
+	for _, cmd := range p.batch {
+		for _, r := range cmd.Replacements {
+			it := r.InstanceTypes[0]
+			var best *cloudprovider.Offering
+			for _, o := range it.Offerings {
+				if o.Available && r.Requirements.Get(v1.LabelZone).Has(o.Zone) && r.Requirements.Get(v1.LabelCapacityType).Has(o.CapacityType) &&
+					(best == nil || o.Price < best.Price || o.Price == best.Price && o.Zone < best.Zone) {
+					best = o
+				}
+			}
+			if best == nil {
+				continue
+			}
+			n := replacementNode(r, it, best)
+			n.Name = fmt.Sprintf("%s-%d", n.Name, len(out))
+			n.Labels[v1.LabelHostname] = n.Name
+			if tainted {
+				n.InFlight = true
+				n.Taints = append(n.Taints, batchTaint)
+			}
+			out = append(out, n)
+		}
+	}
+	return out
 }
 
 // spent: a method that has run done simulations has used up its bound —
@@ -1038,6 +1115,23 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 	if !p.withoutPending {
 		pods = append(pods, p.c.Pending...)
 	}
+	// The pass's batched commands are carried out already: their
+	// candidates' pods go with the others (to their replacements, in
+	// flight), and nothing else goes to those candidates.
+	others := map[*corev1.Pod]bool{}
+	for _, cmd := range p.batch {
+		for _, cand := range cmd.Candidates {
+			removed[cand] = true
+			for _, pod := range p.podsOf(cand) {
+				pod = batched(pod)
+				pods = append(pods, pod)
+				others[pod] = true
+				if consolidation && pod.Status.Phase != corev1.PodPending {
+					moving[pod] = true
+				}
+			}
+		}
+	}
 	snap := &provisioning.Snapshot{NodePools: p.c.NodePools, InstanceTypes: p.c.InstanceTypes, DaemonSets: p.c.DaemonSets,
 		Policy: p.c.Policy, Volumes: p.c.Volumes, DRA: p.c.DRA, ReservationFallback: true}
 	for _, cand := range p.c.Nodes {
@@ -1062,6 +1156,8 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 		snap.Nodes = append(snap.Nodes, node)
 	}
 	snap.Moving = moving
+	inFlight := p.batchNodes(true)
+	snap.Nodes = append(snap.Nodes, inFlight...)
 	snap.Nodes = append(snap.Nodes, p.c.Unmanaged...)
 	if p.planner == nil {
 		p.planner = p.c.Planner
@@ -1077,6 +1173,11 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 			return res, false
 		}
 	}
+	if pe := batchMiss(res, others, mustPlace, inFlight); pe != nil {
+		out := *res
+		out.Unschedulable = append([]*provisioning.PodError{pe}, res.Unschedulable...)
+		return &out, false
+	}
 	if pe := p.onUninitialized(res, mustPlace); pe != nil {
 		// A copy: res may be what the Planner or the Memo keeps.
 		out := *res
@@ -1084,6 +1185,47 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 		return &out, false
 	}
 	return res, true
+}
+
+// batchMiss is a PodError when a simulation beside the pass's batched
+// commands does not hold: a pod of theirs finds no room but on a new
+// claim (their replacements in flight were to hold them), or one of the
+// candidates' own pods would go to their replacements (capacity that has
+// not proven itself, as onUninitialized); nil when it holds.
+func batchMiss(res *provisioning.Results, batched, mustPlace map[*corev1.Pod]bool, inFlight []*provisioning.Node) *provisioning.PodError {
+	if len(batched) == 0 {
+		return nil
+	}
+	miss := func(pod *corev1.Pod, why string) *provisioning.PodError {
+		return &provisioning.PodError{Pod: pod, Reason: why, ByNodePool: map[string]string{}}
+	}
+	for _, pe := range res.Unschedulable {
+		if batched[pe.Pod] {
+			return miss(pe.Pod, "a pod of this pass's other consolidations would find no room: "+pe.Reason)
+		}
+	}
+	for _, nc := range res.NewNodeClaims {
+		for _, pod := range nc.Pods {
+			if batched[pod] {
+				return miss(pod, "a pod of this pass's other consolidations would need a new node")
+			}
+		}
+	}
+	names := make(map[string]bool, len(inFlight))
+	for _, n := range inFlight {
+		names[n.Name] = true
+	}
+	for _, plan := range res.ExistingNodes {
+		if !names[plan.Node.Name] {
+			continue
+		}
+		for _, pod := range plan.Pods {
+			if mustPlace[pod] {
+				return miss(pod, "would schedule against "+plan.Node.Name+", the replacement of another consolidation this pass")
+			}
+		}
+	}
+	return nil
 }
 
 // onUninitialized is a PodError for the first of the candidates' pods the

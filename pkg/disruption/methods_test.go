@@ -942,3 +942,40 @@ func TestNoReplacementAtTheSamePrice(t *testing.T) {
 		t.Fatalf("want a and b replaced by an x40, got %s", cmd)
 	}
 }
+
+// TestSingleNodeBatches: three 16-core nodes, each with one 1-core pod
+// that keeps the others' nodes (hostname anti-affinity), can each be
+// replaced by a 2-core node, never two by one. Under Joiner's decisions
+// one pass takes all three (each checked beside the others' replacements);
+// a budget of two takes two, the third held by the budget; under
+// upstream's, one a pass.
+func TestSingleNodeBatches(t *testing.T) {
+	apart := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: corev1.LabelHostname}}}}
+	}
+	large := types()[2]
+	build := func(np *v1.NodePool) *Snapshot {
+		return cluster(np, node("a", np, large, v1.CapacityTypeOnDemand, podOn("1", apart)),
+			node("b", np, large, v1.CapacityTypeOnDemand, podOn("1", apart)), node("c", np, large, v1.CapacityTypeOnDemand, podOn("1", apart)))
+	}
+	d := Compute(context.Background(), build(nodePool("p")), Options{})
+	if len(d.Commands) != 3 {
+		t.Fatalf("Joiner's decisions: want 3 single-node commands in one pass, got %v", d.Commands)
+	}
+	for _, cmd := range d.Commands {
+		if cmd.Method != MethodSingleNode || len(cmd.Candidates) != 1 || len(cmd.Replacements) != 1 || cmd.Replacements[0].InstanceTypes[0].Name != "small" {
+			t.Errorf("want each node replaced by a small one, got %s", cmd)
+		}
+	}
+	two := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}} })
+	d = Compute(context.Background(), build(two), Options{})
+	if len(d.Commands) != 2 || len(d.Blocked) != 1 || d.Blocked[0].Reason.Code != BlockBudget {
+		t.Fatalf("a budget of 2: want 2 commands and the third node held by the budget, got %v, blocked %v", d.Commands, d.Blocked)
+	}
+	upstream := build(nodePool("p"))
+	upstream.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
+	if d := Compute(context.Background(), upstream, Options{}); len(d.Commands) != 1 {
+		t.Fatalf("upstream's decisions: want one command a pass, got %v", d.Commands)
+	}
+}

@@ -37,16 +37,24 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 	}
 	removed := map[*Candidate]bool{}
 	var pods []*corev1.Pod
-	for _, cand := range cands {
-		removed[cand] = true
-		for _, pod := range p.podsOf(cand) {
-			cp := *pod
-			cp.Spec.NodeName = ""
-			pods = append(pods, &cp)
+	moved := func(cands []*Candidate, copyOf func(*corev1.Pod) *corev1.Pod) {
+		for _, cand := range cands {
+			removed[cand] = true
+			for _, pod := range p.podsOf(cand) {
+				cp := copyOf(pod)
+				cp.Spec.NodeName = ""
+				pods = append(pods, cp)
+			}
 		}
 	}
+	moved(cands, func(pod *corev1.Pod) *corev1.Pod { cp := *pod; return &cp })
 	if len(pods) == 0 {
 		return ""
+	}
+	// The pass's batched commands go at the same time: kube-scheduler
+	// binds their pods too, with their replacements there.
+	for _, other := range p.batch {
+		moved(other.Candidates, func(pod *corev1.Pod) *corev1.Pod { cp := *pod; return &cp })
 	}
 	var nodes []*provisioning.Node
 	for _, cand := range p.c.Nodes {
@@ -60,6 +68,7 @@ func (p *pass) placed(cands []*Candidate, cmd *Command) string {
 			nodes = append(nodes, cand.Node)
 		}
 	}
+	nodes = append(nodes, p.batchNodes(false)...)
 	nodes = append(nodes, p.c.Unmanaged...)
 	if len(cmd.Replacements) == 0 {
 		if n := p.unplaced(nodes, pods); n > 0 {

@@ -113,7 +113,8 @@ const (
 func (p *pass) simulation(kind simKind, cands []*Candidate, run func() (*provisioning.Results, bool, bool)) (*provisioning.Results, bool) {
 	m := p.c.Memo
 	world, keyed := p.simWorld()
-	if m == nil || p.c.Planner == nil || !keyed {
+	if m == nil || p.c.Planner == nil || !keyed || len(p.batch) > 0 {
+		// (A simulation beside batched commands is the pass's own.)
 		res, ok, _ := run()
 		return res, ok
 	}

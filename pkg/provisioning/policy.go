@@ -99,6 +99,14 @@ func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 // over every node, is consolidated away a round later.
 func (p Policy) WaitsForSettling() bool { return !p.Karpenter() }
 
+// BatchesSingleNode is true when single-node consolidation may take, in
+// one pass, several nodes the budgets allow, each command checked with the
+// others already carried out (Joiner's decisions; see disruption's
+// singleNode). Upstream Karpenter takes one a pass, and after a scale-in
+// right-sizes the nodes left half full one after the other, a validation
+// (15 s) and more each.
+func (p Policy) BatchesSingleNode() bool { return !p.Karpenter() }
+
 // ProvisionsSchedulerBacklog is true when a pod kube-scheduler has not
 // tried within a few seconds of its creation is provisioned for as if it
 // had found no room (Joiner's decisions; see state.Store's
