@@ -156,6 +156,28 @@ func (q *Queue) AwaitingReplacements() bool {
 // current cluster for validation.
 func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func() *Snapshot) []Event {
 	var events []Event
+	// The commands due for validation are validated first, against one
+	// snapshot, before any of them acts: commands one pass decided
+	// together (see BatchesSingleNode) are each checked on the cluster
+	// they were decided for, not on one a batch-mate has just tainted
+	// and whose replacement the snapshot does not show yet.
+	var snap *Snapshot
+	taken := map[string]int{} // the validated commands' nodes by pool: one budget for all
+	for _, it := range q.items {
+		if it.done || it.validated || now.Before(it.ready) {
+			continue
+		}
+		if snap == nil {
+			snap = fresh()
+		}
+		if err := revalidate(ctx, it.cmd, snap, q.Options, taken); err != nil {
+			it.done = true
+			events = append(events, Event{Time: now, Command: it.cmd, What: EventCancelled, Detail: err.Error()})
+			continue
+		}
+		it.validated = true
+		events = append(events, Event{Time: now, Command: it.cmd, What: EventValidated})
+	}
 	for _, it := range q.items {
 		if !it.done {
 			events = append(events, q.step(ctx, it, now, act, fresh)...)
@@ -256,6 +278,13 @@ func (q *Queue) rollBack(it *queued, act Actions, cause error) error {
 // still be there, undisrupted, unblocked and within its budget, and the
 // method must still choose to act on them the same way.
 func Revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) error {
+	return revalidate(ctx, cmd, c, opts, nil)
+}
+
+// revalidate is Revalidate with the nodes of each pool other commands
+// validated on the same snapshot take from the budget first (taken, nil
+// for none); a command that holds counts its own into taken.
+func revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options, taken map[string]int) error {
 	p := newPass(ctx, c, opts)
 	byName := map[string]*Candidate{}
 	for _, cand := range c.Nodes {
@@ -293,8 +322,13 @@ func Revalidate(ctx context.Context, cmd *Command, c *Snapshot, opts Options) er
 		need[cand.NodePool]++
 	}
 	for pool, n := range need {
-		if p.remain[pool][cmd.Reason] < n {
+		if p.remain[pool][cmd.Reason]-taken[pool] < n {
 			return fmt.Errorf("NodePool %s's budget no longer allows %d %s disruption(s)", pool, n, cmd.Reason)
+		}
+	}
+	if taken != nil {
+		for pool, n := range need {
+			taken[pool] += n
 		}
 	}
 	return nil

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -214,5 +215,56 @@ func TestMethodTable(t *testing.T) {
 		"multi-node consolidation/Underutilized/validated=true/eventual=false;single-node consolidation/Underutilized/validated=true/eventual=false"
 	if strings.Join(got, ";") != want {
 		t.Errorf("methods:\n%s\nwant\n%s", strings.Join(got, ";"), want)
+	}
+}
+
+// TestBatchValidatedTogether: the commands one pass decided together are
+// validated on one snapshot before any acts — checked one by one, the
+// second saw the first's candidate tainted, its pod without a place (its
+// replacement not in the snapshot yet), and was cancelled — and under
+// one budget: a budget lowered to 2 since cancels the third.
+func TestBatchValidatedTogether(t *testing.T) {
+	apart := func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, TopologyKey: corev1.LabelHostname}}}}
+	}
+	pods := []*corev1.Pod{podOn("1", apart), podOn("1", apart), podOn("1", apart)}
+	r := newRecorder()
+	tainted := func() map[string]bool {
+		out := map[string]bool{}
+		for _, l := range r.log {
+			if n, ok := strings.CutPrefix(l, "taint "); ok {
+				out[n] = true
+			}
+		}
+		return out
+	}
+	build := func(budget string) *Snapshot {
+		np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: budget}} })
+		c := cluster(np, node("a", np, types()[2], v1.CapacityTypeOnDemand, pods[0]),
+			node("b", np, types()[2], v1.CapacityTypeOnDemand, pods[1]), node("c", np, types()[2], v1.CapacityTypeOnDemand, pods[2]))
+		for _, cand := range c.Nodes {
+			cand.Disrupting = tainted()[cand.Node.Name]
+		}
+		return c
+	}
+	d := Compute(context.Background(), build("100%"), Options{})
+	if len(d.Commands) != 3 {
+		t.Fatalf("want three commands from one pass, got %v", d.Commands)
+	}
+	for _, tc := range []struct {
+		budget string
+		want   string
+	}{{"100%", "taint a;launch replacement-1;taint b;launch replacement-2;taint c;launch replacement-3"}, {"2", "taint a;launch replacement-1;taint b;launch replacement-2"}} {
+		r.log, r.launched = nil, 0
+		q := &Queue{}
+		for _, cmd := range d.Commands {
+			q.Add(cmd, t0)
+		}
+		fresh := func() *Snapshot { c := build(tc.budget); c.Now = t0.Add(ValidationDelay); return c }
+		ev := q.Step(context.Background(), t0.Add(ValidationDelay), r, fresh)
+		if got := strings.Join(r.log, ";"); got != tc.want {
+			t.Errorf("budget %s: want %q, got %q (events %v)", tc.budget, tc.want, got, ev)
+		}
 	}
 }
