@@ -845,20 +845,22 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 // of the larger's type holds are not replaced by a dearer type in its
 // place (which single-node consolidation would replace by that type next);
 // deleting the smaller alone does it.
+// cores is n pods of one core each.
+func cores(n int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := 0; i < n; i++ {
+		out = append(out, podOn("1"))
+	}
+	return out
+}
+
 func TestMultiNodeNotReplacedByADearerTypeThanACandidates(t *testing.T) {
 	g48, g8, c48 := instanceType("g48", 48), instanceType("g8", 8), instanceType("c48", 48)
 	for _, o := range c48.Offerings {
 		o.Price *= 1.07 // dearer than g48 alone, cheaper than g48 and g8 together
 	}
 	np := nodePool("p")
-	pods := func(n int) []*corev1.Pod {
-		var out []*corev1.Pod
-		for i := 0; i < n; i++ {
-			out = append(out, podOn("1"))
-		}
-		return out
-	}
-	c := cluster(np, node("a", np, g48, v1.CapacityTypeOnDemand, pods(30)...), node("b", np, g8, v1.CapacityTypeOnDemand, pods(6)...))
+	c := cluster(np, node("a", np, g48, v1.CapacityTypeOnDemand, cores(30)...), node("b", np, g8, v1.CapacityTypeOnDemand, cores(6)...))
 	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{g8, g48, c48}
 	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if len(cmd.Replacements) != 0 || names(cmd.Candidates) != "b" {
@@ -920,14 +922,7 @@ func TestNoReplacementAtTheSamePrice(t *testing.T) {
 		t.Fatal("the float64 sum this test is about no longer exceeds its parts' replacement")
 	}
 	np := nodePool("p")
-	pods := func(n int) []*corev1.Pod {
-		var out []*corev1.Pod
-		for i := 0; i < n; i++ {
-			out = append(out, podOn("1"))
-		}
-		return out
-	}
-	c := cluster(np, node("a", np, x32, v1.CapacityTypeOnDemand, pods(20)...), node("b", np, x16, v1.CapacityTypeOnDemand, pods(14)...))
+	c := cluster(np, node("a", np, x32, v1.CapacityTypeOnDemand, cores(20)...), node("b", np, x16, v1.CapacityTypeOnDemand, cores(14)...))
 	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{x16, x32, x48}
 	if d := Compute(context.Background(), c, Options{}); len(d.Commands) != 0 {
 		t.Fatalf("want no command (no type is cheaper than the two nodes together), got %v", d.Commands)
@@ -935,7 +930,7 @@ func TestNoReplacementAtTheSamePrice(t *testing.T) {
 	// Priced as reserved offerings (on-demand over 10,000,000), a type
 	// cheaper by a ten-millionth of a dollar is a saving all the same.
 	r48, r32, r16, r40 := priced("x48", 48, 1.632e-7), priced("x32", 32, 1.088e-7), priced("x16", 16, 0.544e-7), priced("x40", 40, 1.5e-7)
-	c = cluster(np, node("a", np, r32, v1.CapacityTypeOnDemand, pods(20)...), node("b", np, r16, v1.CapacityTypeOnDemand, pods(14)...))
+	c = cluster(np, node("a", np, r32, v1.CapacityTypeOnDemand, cores(20)...), node("b", np, r16, v1.CapacityTypeOnDemand, cores(14)...))
 	c.InstanceTypes[np.Name] = []*cloudprovider.InstanceType{r16, r32, r40, r48}
 	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if names(cmd.Candidates) != "a,b" || len(cmd.Replacements) != 1 || cmd.Replacements[0].InstanceTypes[0].Name != "x40" {
