@@ -254,6 +254,9 @@ func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 			break
 		}
 	}
+	// The next round's nodes are found beside the commands themselves
+	// (leaving takes them as its first candidates), not beside a batch.
+	p.batch = nil
 	if consolidated {
 		p.decision.LeavingKnown = true
 		if c.Policy.MarksLeaving() {
@@ -680,15 +683,14 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 		if !p.canPass(cand) {
 			continue // not even deleting it would pass its Balanced pool
 		}
-		done++
-		p.judged = nil
-		if p.inBatch(cand) {
-			continue
-		}
-		if len(p.batch) > 0 && p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0 {
+		if p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0 {
+			// The batch has used its pool's budget; another pool's
+			// nodes may follow.
 			p.budgetBlock(cand, v1.DisruptionReasonUnderutilized)
 			continue
 		}
+		done++
+		p.judged = nil
 		cmd := p.consolidate(ctx, []*Candidate{cand}, MethodSingleNode)
 		p.decision.Moves = append(p.decision.Moves, p.judged...)
 		if cmd == nil || !p.withinBudget(cmd) {
@@ -698,21 +700,8 @@ func (p *pass) singleNode(eligible []*Candidate) []*Command {
 			return []*Command{cmd}
 		}
 		p.batch = append(p.batch, cmd)
-		if p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0 {
-			continue // its pool is done; another pool's nodes may follow
-		}
 	}
 	return p.batch
-}
-
-// inBatch: the candidate is one of the pass's batched commands'.
-func (p *pass) inBatch(cand *Candidate) bool {
-	for _, cmd := range p.batch {
-		if slices.Contains(cmd.Candidates, cand) {
-			return true
-		}
-	}
-	return false
 }
 
 // batchTaint keeps the pods a batched simulation moves for a command off
