@@ -1177,25 +1177,25 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 }
 
 // batchMiss is a PodError when a simulation beside the pass's batched
-// commands does not hold: a pod of theirs finds no room but on a new
+// commands does not hold: a pod of theirs (others) finds no room but on a new
 // claim (their replacements in flight were to hold them), or one of the
 // candidates' own pods would go to their replacements (capacity that has
 // not proven itself, as onUninitialized); nil when it holds.
-func batchMiss(res *provisioning.Results, batched, mustPlace map[*corev1.Pod]bool, inFlight []*provisioning.Node) *provisioning.PodError {
-	if len(batched) == 0 {
+func batchMiss(res *provisioning.Results, others, mustPlace map[*corev1.Pod]bool, inFlight []*provisioning.Node) *provisioning.PodError {
+	if len(others) == 0 {
 		return nil
 	}
 	miss := func(pod *corev1.Pod, why string) *provisioning.PodError {
 		return &provisioning.PodError{Pod: pod, Reason: why, ByNodePool: map[string]string{}}
 	}
 	for _, pe := range res.Unschedulable {
-		if batched[pe.Pod] {
+		if others[pe.Pod] {
 			return miss(pe.Pod, "a pod of this pass's other consolidations would find no room: "+pe.Reason)
 		}
 	}
 	for _, nc := range res.NewNodeClaims {
 		for _, pod := range nc.Pods {
-			if batched[pod] {
+			if others[pod] {
 				return miss(pod, "a pod of this pass's other consolidations would need a new node")
 			}
 		}
