@@ -180,7 +180,7 @@ func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func
 	}
 	for _, it := range q.items {
 		if !it.done {
-			events = append(events, q.step(ctx, it, now, act, fresh)...)
+			events = append(events, q.step(it, now, act)...)
 		}
 	}
 	kept := q.items[:0]
@@ -193,22 +193,13 @@ func (q *Queue) Step(ctx context.Context, now time.Time, act Actions, fresh func
 	return events
 }
 
-func (q *Queue) step(ctx context.Context, it *queued, now time.Time, act Actions, fresh func() *Snapshot) []Event {
+func (q *Queue) step(it *queued, now time.Time, act Actions) []Event {
 	var events []Event
 	ev := func(what EventKind, detail string, err error) {
 		events = append(events, Event{Time: now, Command: it.cmd, What: what, Detail: detail, Err: err})
 	}
 	if !it.validated {
-		if now.Before(it.ready) {
-			return nil
-		}
-		if err := Revalidate(ctx, it.cmd, fresh(), q.Options); err != nil {
-			it.done = true
-			ev(EventCancelled, err.Error(), nil)
-			return events
-		}
-		it.validated = true
-		ev(EventValidated, "", nil)
+		return nil // not due yet: Step validates the due ones first
 	}
 	if it.tainted == nil {
 		it.tainted = []string{}
