@@ -380,7 +380,8 @@ func (l *lifecycle) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
 	}
-	node, err := l.nodeOf(ctx, nc)
+	inst := l.instanceOf(nc)
+	node, err := l.nodeOf(ctx, inst)
 	if err != nil {
 		return reconcile.Result{}, err
 	}
@@ -397,8 +398,8 @@ func (l *lifecycle) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 			return reconcile.Result{}, err
 		}
 	}
-	if nc.Status.ProviderID != "" {
-		if err := l.cloud.Delete(ctx, nc); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
+	if inst.Status.ProviderID != "" {
+		if err := l.cloud.Delete(ctx, inst); err != nil && !cloudprovider.IsNodeClaimNotFoundError(err) {
 			return reconcile.Result{}, fmt.Errorf("terminating the instance of NodeClaim %s: %w", nc.Name, err)
 		}
 	}
@@ -408,6 +409,22 @@ func (l *lifecycle) finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	nodeClaimsTerminated.WithLabelValues(nc.Labels[v1.LabelNodePool]).Inc()
 	return reconcile.Result{}, nil
+}
+
+// instanceOf is the claim as its instance: the claim itself once it has
+// recorded its launch, else what launch remembers launching for it. A
+// claim deleted while it launched (a scale to zero a second after its
+// pods asked for it) had its instance created but the write recording it
+// lost to the deletion's; finalized by the claim alone, that instance and
+// its Node were left to garbage collection, minutes later.
+func (l *lifecycle) instanceOf(nc *v1.NodeClaim) *v1.NodeClaim {
+	if nc.Status.ProviderID != "" {
+		return nc
+	}
+	if launched := l.launches.get(nc.UID); launched != nil {
+		return launched
+	}
+	return nc
 }
 
 // drainEvery is how often a drain looks again at what is left.

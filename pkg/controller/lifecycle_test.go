@@ -33,6 +33,7 @@ type launchingCloud struct {
 	stubCloud
 	err              error
 	created, deleted int
+	deletedIDs       []string
 }
 
 func (c *launchingCloud) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
@@ -47,8 +48,9 @@ func (c *launchingCloud) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeCl
 	return out, nil
 }
 
-func (c *launchingCloud) Delete(context.Context, *v1.NodeClaim) error {
+func (c *launchingCloud) Delete(_ context.Context, nc *v1.NodeClaim) error {
 	c.deleted++
+	c.deletedIDs = append(c.deletedIDs, nc.Status.ProviderID)
 	return nil
 }
 
@@ -238,6 +240,34 @@ func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
 	c.put("c", &v1.NodeClaim{}, t0.Add(launchCacheTTL+time.Second))
 	if c.get("a") != nil || c.get("b") == nil {
 		t.Error("a launch older than launchCacheTTL is remembered, or a newer one forgotten")
+	}
+}
+
+// A claim deleted while it launched — its instance created, the write
+// recording it lost to the deletion's — has that instance terminated
+// before its finalizer goes, not left to garbage collection.
+func TestLifecycleFinalizesAClaimDeletedWhileItLaunched(t *testing.T) {
+	lt := newLifecycleTest(t, interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if nc, ok := obj.(*v1.NodeClaim); ok && nc.Labels[v1.LabelInstanceType] != "" && nc.DeletionTimestamp == nil {
+			// The deletion comes between the launch and its write.
+			if err := c.Delete(ctx, nc.DeepCopy()); err != nil {
+				return err
+			}
+			return apierrors.NewConflict(schema.GroupResource{Group: v1.Group, Resource: "nodeclaims"}, nc.Name, nil)
+		}
+		return c.Update(ctx, obj, opts...)
+	}}, newClaim("general-a"))
+	lt.reconcile("general-a") // finalizer
+	lt.reconcile("general-a") // launch; its write conflicts
+	if nc := lt.claim("general-a"); nc.DeletionTimestamp == nil || nc.Status.ProviderID != "" || lt.cloud.created != 1 {
+		t.Fatalf("setup: deleting %v, provider ID %q, %d launched; want a claim being deleted with its launch unrecorded", nc.DeletionTimestamp != nil, nc.Status.ProviderID, lt.cloud.created)
+	}
+	lt.reconcile("general-a")
+	if want := []string{"p:///zone-a/i-general-a"}; fmt.Sprint(lt.cloud.deletedIDs) != fmt.Sprint(want) {
+		t.Errorf("instances terminated: %v, want %v (the one launched for the claim)", lt.cloud.deletedIDs, want)
+	}
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "general-a"}, &v1.NodeClaim{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the claim after its finalizer: %v, want gone", err)
 	}
 }
 
