@@ -188,7 +188,7 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 			d.queue.Add(cmd, d.clock.Now())
 		}
 		if dec.LeavingKnown {
-			errs = append(errs, d.markLeaving(ctx, dec.Leaving))
+			errs = append(errs, d.markLeaving(ctx, dec.Marked))
 		}
 		errs = append(errs, d.scaleStatic(ctx, dc))
 	}
@@ -429,9 +429,11 @@ func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Tain
 	return d.client.Update(ctx, node)
 }
 
-// markLeaving puts disruption.ConsolidatingTaint on the nodes a later
-// consolidation round expects to take, so kube-scheduler places the pods
-// this round evicts elsewhere, and takes it off every other Node.
+// markLeaving puts disruption.ConsolidatingTaint on the nodes
+// consolidation expects to take (disruption.Decision.Marked: the
+// commands' candidates while they are validated, and the later rounds'),
+// so kube-scheduler places the pods this round evicts elsewhere, and
+// takes it off every other Node.
 func (d *disrupter) markLeaving(ctx context.Context, leaving []*disruption.Candidate) error {
 	want := make(map[string]bool, len(leaving))
 	for _, cand := range leaving {

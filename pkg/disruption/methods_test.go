@@ -823,6 +823,10 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 			}
 		}
 	}
+	// The command's candidates are marked too, for their validation.
+	if got, want := names(d.Marked), names(append(append([]*Candidate{}, cmd.Candidates...), d.Leaving...)); got != want {
+		t.Fatalf("budget 2: marked %q, want the command's candidates and the next round's, %q", got, want)
+	}
 	// No budget holds a node back: nothing is left for a later round.
 	d = Compute(context.Background(), build("100%"), Options{})
 	if cmd := only(t, d); len(cmd.Candidates) != 4 || !d.LeavingKnown || len(d.Leaving) != 0 {
@@ -832,8 +836,8 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 	// earlier marks off.
 	c := build("2")
 	c.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
-	if d := Compute(context.Background(), c, Options{}); !d.LeavingKnown || len(d.Leaving) != 0 {
-		t.Fatalf("karpenter's decisions: leaving %q (known %v)", names(d.Leaving), d.LeavingKnown)
+	if d := Compute(context.Background(), c, Options{}); !d.LeavingKnown || len(d.Leaving) != 0 || len(d.Marked) != 0 {
+		t.Fatalf("karpenter's decisions: leaving %q, marked %q (known %v)", names(d.Leaving), names(d.Marked), d.LeavingKnown)
 	}
 	// A pass that skips consolidation does not know.
 	if d := Compute(context.Background(), build("2"), Options{SkipConsolidation: true}); d.LeavingKnown {

@@ -128,7 +128,7 @@ func (e *simulation) disrupt() {
 	}
 	e.rep.disruptionPass(d)
 	if d.LeavingKnown {
-		e.markLeaving(d.Leaving)
+		e.markLeaving(d.Marked)
 	}
 	for _, cand := range d.Expired {
 		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
@@ -143,8 +143,10 @@ func (e *simulation) disrupt() {
 	e.stepQueue()
 }
 
-// markLeaving puts disruption.ConsolidatingTaint on the nodes a later
-// consolidation round expects to take and takes it off every other node.
+// markLeaving puts disruption.ConsolidatingTaint on the nodes
+// consolidation expects to take (disruption.Decision.Marked: the
+// commands' candidates while they are validated, and the later rounds')
+// and takes it off every other node.
 func (e *simulation) markLeaving(leaving []*disruption.Candidate) {
 	want := make(map[string]bool, len(leaving))
 	for _, cand := range leaving {
