@@ -434,9 +434,9 @@ func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Tain
 // commands' candidates while they are validated, and the later rounds'),
 // so kube-scheduler places the pods this round evicts elsewhere, and
 // takes it off every other Node.
-func (d *disrupter) markLeaving(ctx context.Context, leaving []*disruption.Candidate) error {
-	want := make(map[string]bool, len(leaving))
-	for _, cand := range leaving {
+func (d *disrupter) markLeaving(ctx context.Context, marked []*disruption.Candidate) error {
+	want := make(map[string]bool, len(marked))
+	for _, cand := range marked {
 		want[cand.Node.Name] = true
 	}
 	var errs []error

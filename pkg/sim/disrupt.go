@@ -147,9 +147,9 @@ func (e *simulation) disrupt() {
 // consolidation expects to take (disruption.Decision.Marked: the
 // commands' candidates while they are validated, and the later rounds')
 // and takes it off every other node.
-func (e *simulation) markLeaving(leaving []*disruption.Candidate) {
-	want := make(map[string]bool, len(leaving))
-	for _, cand := range leaving {
+func (e *simulation) markLeaving(marked []*disruption.Candidate) {
+	want := make(map[string]bool, len(marked))
+	for _, cand := range marked {
 		want[cand.Node.Name] = true
 	}
 	for _, n := range e.nodes {
