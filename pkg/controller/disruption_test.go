@@ -24,6 +24,17 @@ func TestNextPass(t *testing.T) {
 	if got := d.nextPass(executed, due); !got.Equal(t0.Add(afterExecuted)) {
 		t.Errorf("a command carried out: next pass at %s, want %s", got, t0.Add(afterExecuted))
 	}
+	// Its decision left a candidate to a budget: the pass waits for the
+	// command's nodes to be gone (claimGone wakes it), at most
+	// afterHeldExecuted.
+	d.held = (&disruption.Decision{Blocked: []disruption.Blocked{{Node: "n", Reason: disruption.BlockReason{Code: disruption.BlockBudget}}}}).HeldByBudget()
+	if got := d.nextPass(executed, due); !got.Equal(t0.Add(afterHeldExecuted)) {
+		t.Errorf("a command carried out, its decision held by a budget: next pass at %s, want %s", got, t0.Add(afterHeldExecuted))
+	}
+	d.held = (&disruption.Decision{Blocked: []disruption.Blocked{{Node: "n", Reason: disruption.BlockReason{Code: disruption.BlockPodDoNotDisrupt}}}}).HeldByBudget()
+	if got := d.nextPass(executed, due); !got.Equal(t0.Add(afterExecuted)) {
+		t.Errorf("a command carried out, its decision blocked only by a pod: next pass at %s, want %s", got, t0.Add(afterExecuted))
+	}
 	d.queue.Add(&disruption.Command{Method: disruption.MethodSingleNode}, t0)
 	if got := d.nextPass(nil, due); !got.Equal(due) {
 		t.Errorf("a validation due after the polling period: next pass at %s, want %s", got, due)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -842,6 +843,49 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 	// A pass that skips consolidation does not know.
 	if d := Compute(context.Background(), build("2"), Options{SkipConsolidation: true}); d.LeavingKnown {
 		t.Fatal("a pass without consolidation cannot know what later rounds take")
+	}
+}
+
+// TestLeavingKeepsTheMarkedPlan: the nodes an earlier pass marked stay
+// the later rounds' while one multi-node consolidation could still take
+// them — even one a pod landed on since (its consolidateAfter restarted)
+// — rather than whichever nodes come first in byValue order; an unmarked
+// node whose consolidateAfter restarted is not planned.
+func TestLeavingKeepsTheMarkedPlan(t *testing.T) {
+	large := types()[2]
+	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}} })
+	build := func(marked ...string) *Snapshot {
+		var nodes []*Candidate
+		for i := 0; i < 6; i++ {
+			n := node(fmt.Sprintf("n%d", i), np, large, v1.CapacityTypeOnDemand, podOn("4"))
+			if slices.Contains(marked, n.Node.Name) {
+				n.Node.Taints = append(n.Node.Taints, ConsolidatingTaint)
+			}
+			nodes = append(nodes, n)
+		}
+		return cluster(np, nodes...)
+	}
+	// Unmarked, identical nodes: byValue order (by name) plans n2 and n3.
+	d := Compute(context.Background(), build(), Options{})
+	if cmd := only(t, d); names(cmd.Candidates) != "n0,n1" || names(d.Leaving) != "n2,n3" {
+		t.Fatalf("no marks: %s, leaving %q; want n0,n1 now and n2,n3 next", cmd, names(d.Leaving))
+	}
+	// n4 and n5 were marked by the pass before: they stay the plan.
+	d = Compute(context.Background(), build("n4", "n5"), Options{})
+	if cmd := only(t, d); names(cmd.Candidates) != "n0,n1" || names(d.Leaving) != "n4,n5" {
+		t.Fatalf("n4, n5 marked: %s, leaving %q; want n0,n1 now and n4,n5 kept for next", cmd, names(d.Leaving))
+	}
+	// A pod landed on n5 a moment ago: it is still planned, as marked...
+	c := build("n4", "n5")
+	c.Nodes[5].NodeClaim.Status.LastPodEventTime = metav1.NewTime(c.Now)
+	if d := Compute(context.Background(), c, Options{}); names(d.Leaving) != "n4,n5" {
+		t.Fatalf("marked n5 settling: leaving %q, want n4,n5", names(d.Leaving))
+	}
+	// ...while unmarked, the plan passes it over.
+	c = build("n4")
+	c.Nodes[5].NodeClaim.Status.LastPodEventTime = metav1.NewTime(c.Now)
+	if d := Compute(context.Background(), c, Options{}); names(d.Leaving) != "n4,n2" {
+		t.Fatalf("unmarked n5 settling: leaving %q, want n4 then n2", names(d.Leaving))
 	}
 }
 

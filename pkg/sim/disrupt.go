@@ -23,8 +23,9 @@ const (
 	simulationsPerMethod    = 15
 	maxConsolidationBackoff = 5 * time.Minute
 	drainEvery              = 5 * time.Second
-	afterExecuted           = time.Second // the controller's
-	queueEvery              = time.Second // the controller's
+	afterExecuted           = time.Second     // the controller's
+	afterHeldExecuted       = disruptionEvery // the controller's
+	queueEvery              = time.Second     // the controller's
 	// forcedPassEvery: even when nothing changed, time passing can make a
 	// node consolidatable, expire it, or open a budget window.
 	forcedPassEvery = 5 * time.Minute
@@ -110,6 +111,7 @@ func (e *simulation) disrupt() {
 	consolidate := changed || !e.clk.now.Before(e.nextConsolidation)
 	opts.SkipConsolidation = !consolidate
 	d := disruption.Compute(context.Background(), c, opts)
+	e.held = d.HeldByBudget()
 	if consolidate {
 		found := false
 		for _, cmd := range d.Commands {
@@ -197,8 +199,20 @@ func (e *simulation) stepQueue() {
 	if executed {
 		// As the controller: the next pass soon after a command is carried
 		// out, not at the next polling tick.
+		// When the decision left a candidate to a budget, the pass waits
+		// for the command's nodes to be gone (nodeGone wakes it), at most
+		// afterHeldExecuted.
 		e.dirty = true
-		e.clk.after(afterExecuted, e.disrupt)
+		if !e.held {
+			e.clk.after(afterExecuted, e.disrupt)
+		} else {
+			at := e.clk.now
+			e.clk.after(afterHeldExecuted, func() {
+				if !e.rep.lastPass.After(at) {
+					e.disrupt()
+				}
+			})
+		}
 	}
 	if e.queue.Len() > 0 && !e.queueArmed {
 		// One timer chain, however many callers step the queue.

@@ -140,6 +140,7 @@ type simulation struct {
 	batchArmed            bool
 	queueArmed            bool
 	wakeArmed             bool // a disruption pass is due because a node went
+	held                  bool // the last decision left a candidate to a budget
 	batchTimer            time.Time
 	nextConsolidation     time.Time
 	// nextConsolidatable: when the next node's consolidateAfter ends (a
