@@ -1,7 +1,6 @@
 package disruption
 
 import (
-	"errors"
 	"fmt"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -93,9 +92,12 @@ func consolidationValidate(p *pass, cmd *Command, fresh []*Candidate) error {
 			return fmt.Errorf("a pod was scheduled to or removed from node %s", cand.Node.Name)
 		}
 	}
-	again := p.consolidate(p.ctx, fresh, cmd.Method)
-	if again == nil || len(again.Replacements) != len(cmd.Replacements) {
-		return errors.New("consolidation no longer pays off the same way")
+	again, why := p.consolidateWhy(p.ctx, fresh, cmd.Method)
+	switch {
+	case again == nil:
+		return fmt.Errorf("consolidation no longer pays off the same way: %s", why)
+	case len(again.Replacements) != len(cmd.Replacements):
+		return fmt.Errorf("consolidation no longer pays off the same way: it would now launch %d replacement(s), not %d", len(again.Replacements), len(cmd.Replacements))
 	}
 	cmd.Replacements = again.Replacements
 	return nil
