@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sort"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -156,9 +157,10 @@ func (p *pass) unplaced(nodes []*provisioning.Node, pods []*corev1.Pod) int {
 // ownerSpread is the selector kube-scheduler's default soft spread
 // (hostname maxSkew 3, zone 5) takes for a pod a ReplicaSet, StatefulSet or
 // ReplicationController owns: its owner's selector, which the pods of one
-// template match exactly as they match their own labels. The Services
-// that select a pod are not in the disruption's view; a pod that only a
-// Service selects is bound without default spread.
+// template match as they match their own labels but for those that differ
+// from pod to pod (notOwnerSelected). The Services that select a pod are
+// not in the disruption's view; a pod that only a Service selects is bound
+// without default spread.
 func ownerSpread(pod *corev1.Pod) k8slabels.Selector {
 	owner := metav1.GetControllerOfNoCopy(pod)
 	if owner == nil || len(pod.Labels) == 0 {
@@ -166,9 +168,35 @@ func ownerSpread(pod *corev1.Pod) k8slabels.Selector {
 	}
 	switch owner.Kind {
 	case "ReplicaSet", "StatefulSet", "ReplicationController":
-		return k8slabels.SelectorFromSet(pod.Labels)
+		set := k8slabels.Set{}
+		for k, v := range pod.Labels {
+			if !notOwnerSelected[k] {
+				set[k] = v
+			}
+		}
+		return k8slabels.SelectorFromSet(set)
 	}
 	return nil
+}
+
+// notOwnerSelected are the labels a bound pod of a ReplicaSet or
+// StatefulSet may carry that its owner's selector never has: the zone
+// and region the PodTopologyLabels admission plugin (beta and on by
+// default since Kubernetes 1.35) copies from the node at binding, and a
+// StatefulSet's per-pod name, index and revision. Taken from a pod's own
+// labels, the zone made its selector match only the pods of the zone its
+// node was in: kube-scheduler's default spread then looked satisfied on
+// every node of the other zones, placed's model sent the moved pods there,
+// and a replacement it judged to hold the rest left them pending —
+// kube-scheduler put the unconstrained pods on the replacement, and the
+// zone-spread ones found no room (at 1,000 pods three replacements in a
+// row, each followed by a NodeClaim for the pods left pending).
+var notOwnerSelected = map[string]bool{
+	corev1.LabelTopologyZone:              true,
+	corev1.LabelTopologyRegion:            true,
+	appsv1.StatefulSetPodNameLabel:        true,
+	appsv1.PodIndexLabel:                  true,
+	appsv1.ControllerRevisionHashLabelKey: true,
 }
 
 // replacementNode is the node a replacement plan would be as kube-scheduler

@@ -79,6 +79,20 @@ func TestOwnerSpreadIsKubeSchedulersDefaultSelector(t *testing.T) {
 			t.Errorf("%s: selector %v, want the pods of the same template", kind, sel)
 		}
 	}
+	// A bound pod carries its node's zone and region (the PodTopologyLabels
+	// admission plugin), a StatefulSet's pod its name, index and revision:
+	// none is in its owner's selector, which matches the template's pods
+	// in every zone.
+	bound := owned("ReplicaSet")
+	bound.Labels[corev1.LabelTopologyZone], bound.Labels[corev1.LabelTopologyRegion] = "zone-a", "region"
+	if sel := ownerSpread(bound); !sel.Matches(k8slabels.Set{"app": "web", "pod-template-hash": "abc", corev1.LabelTopologyZone: "zone-b", corev1.LabelTopologyRegion: "region"}) {
+		t.Errorf("a pod bound in zone-a: selector %v, want it to match the template's pods in zone-b too", sel)
+	}
+	member := owned("StatefulSet")
+	member.Labels = map[string]string{"app": "db", "statefulset.kubernetes.io/pod-name": "db-0", "apps.kubernetes.io/pod-index": "0", "controller-revision-hash": "db-1"}
+	if sel := ownerSpread(member); !sel.Matches(k8slabels.Set{"app": "db", "statefulset.kubernetes.io/pod-name": "db-1", "apps.kubernetes.io/pod-index": "1", "controller-revision-hash": "db-2"}) {
+		t.Errorf("a StatefulSet's db-0: selector %v, want it to match db-1 of another revision", sel)
+	}
 	for _, kind := range []string{"", "Job", "DaemonSet"} {
 		if sel := ownerSpread(owned(kind)); sel != nil {
 			t.Errorf("owner %q: selector %v, want none (kube-scheduler spreads only what a Service, ReplicaSet or StatefulSet selects)", kind, sel)
