@@ -889,6 +889,44 @@ func TestLeavingKeepsTheMarkedPlan(t *testing.T) {
 	}
 }
 
+// TestLeavingNamesTheNextSingleNode: when no multi-node consolidation
+// takes two nodes (b's pod is pinned to it), the plan names the node
+// single-node consolidation would delete next once this pass's command is
+// carried out — c, not b — so kube-scheduler keeps this round's pods off
+// it; a node only a replacement would take is not named.
+func TestLeavingNamesTheNextSingleNode(t *testing.T) {
+	large := types()[2]
+	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}} })
+	pinned := podOn("15", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelHostname: "b"} })
+	d := Compute(context.Background(), cluster(np,
+		node("a", np, large, v1.CapacityTypeOnDemand, podOn("1")),
+		node("b", np, large, v1.CapacityTypeOnDemand, pinned),
+		node("c", np, large, v1.CapacityTypeOnDemand, cores(2)...),
+		node("d", np, large, v1.CapacityTypeOnDemand, cores(12)...),
+	), Options{})
+	if cmd := only(t, d); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
+		t.Fatalf("want a deleted, got %s", cmd)
+	}
+	if names(d.Leaving) != "c" {
+		t.Fatalf("leaving %q, want c (its pods fit on d once a is gone; b's cannot move)", names(d.Leaving))
+	}
+	for _, b := range d.Blocked {
+		if b.Node == "c" && b.Reason.Code != BlockBudget {
+			t.Errorf("the plan's search recorded %v against c", b)
+		}
+	}
+	// d's twelve pods fit nowhere once a is gone (b is full) but on a new
+	// node: only a replacement takes d, and the plan does not name it.
+	d = Compute(context.Background(), cluster(np,
+		node("a", np, large, v1.CapacityTypeOnDemand, podOn("1")),
+		node("b", np, large, v1.CapacityTypeOnDemand, pinned),
+		node("d", np, large, v1.CapacityTypeOnDemand, cores(12)...),
+	), Options{})
+	if len(d.Leaving) != 0 {
+		t.Fatalf("leaving %q, want none (d goes only with a replacement)", names(d.Leaving))
+	}
+}
+
 // As upstream's filterOutSameInstanceType: two nodes whose pods one node
 // of the larger's type holds are not replaced by a dearer type in its
 // place (which single-node consolidation would replace by that type next);
