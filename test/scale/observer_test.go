@@ -69,9 +69,9 @@ type phase struct {
 	podDeletions int
 	// pendingAfter1m: pods seen Pending a minute or more into the phase.
 	pendingAfter1m map[string]bool
-	// Budget: moments (snapshots) when more initialized nodes were
-	// disrupting than the pool's budgets allow, episodes of them, and the
-	// most disrupting at once.
+	// Budget: moments (snapshots) when more nodes were disrupting than the
+	// pool's budgets allow (counted as budgetCount does), episodes of
+	// them, and the most disrupting at once.
 	overBudget, violations, maxDisrupting, maxOver int
 	violating                                      bool
 }
@@ -81,22 +81,24 @@ type snapshot struct {
 	at                            time.Time
 	claims, initialized, deleting int
 	nodes, readyNodes             int
-	disrupting, allowed           int
-	dollars                       float64
-	unpriced                      int
-	running, pending, terminating int
-	claimsOfRev                   map[string]int
-	instanceTypes                 map[string]int
+	// budgetNodes and disrupting count as upstream's budgets do
+	// (budgetCount); allowed is what the pool's budgets allow of them.
+	budgetNodes, disrupting, allowed int
+	dollars                          float64
+	unpriced                         int
+	running, pending, terminating    int
+	claimsOfRev                      map[string]int
+	instanceTypes                    map[string]int
 }
 
 func (s snapshot) row() string {
-	return fmt.Sprintf("claims=%d init=%d deleting=%d nodes=%d ready=%d $/h=%.3f pods run=%d pend=%d term=%d disrupting=%d/%d",
-		s.claims, s.initialized, s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed)
+	return fmt.Sprintf("claims=%d init=%d deleting=%d nodes=%d ready=%d $/h=%.3f pods run=%d pend=%d term=%d disrupting=%d/%d of %d",
+		s.claims, s.initialized, s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
 }
 
 func (s snapshot) sameRow(o snapshot) bool {
 	return s.claims == o.claims && s.initialized == o.initialized && s.deleting == o.deleting && s.nodes == o.nodes &&
-		s.readyNodes == o.readyNodes && s.disrupting == o.disrupting && s.allowed == o.allowed && s.running == o.running &&
+		s.readyNodes == o.readyNodes && s.disrupting == o.disrupting && s.allowed == o.allowed && s.budgetNodes == o.budgetNodes && s.running == o.running &&
 		s.pending == o.pending && s.terminating == o.terminating && math.Abs(s.dollars-o.dollars) < 1e-6
 }
 
@@ -113,7 +115,7 @@ func startObserver(ctx context.Context, c *harness.Cluster, scheme *runtime.Sche
 		podsGoing: map[string]bool{}, timeline: timeline, csv: csv}
 	o.phase = &phase{name: "setup", start: o.t0, pendingAfter1m: map[string]bool{}}
 	o.phases = []*phase{o.phase}
-	_, _ = fmt.Fprintln(csv, "seconds,phase,claims,initialized,deleting,nodes,ready_nodes,dollars_per_hour,pods_running,pods_pending,pods_terminating,disrupting,allowed")
+	_, _ = fmt.Fprintln(csv, "seconds,phase,claims,initialized,deleting,nodes,ready_nodes,dollars_per_hour,pods_running,pods_pending,pods_terminating,disrupting,allowed,budget_nodes")
 	handlers := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandlerFuncs
@@ -370,19 +372,14 @@ func (o *observer) snap(ctx context.Context) error {
 	poolErr := o.cache.Get(ctx, client.ObjectKey{Name: poolName}, &pool)
 	now := time.Now()
 	s := snapshot{at: now, claimsOfRev: map[string]int{}, instanceTypes: map[string]int{}}
-	tainted := map[string]bool{}
 	for i := range nodes.Items {
 		n := &nodes.Items[i]
 		s.nodes++
 		if nodeReady(n) {
 			s.readyNodes++
 		}
-		for _, t := range n.Spec.Taints {
-			if t.Key == v1.DisruptedTaint.Key {
-				tainted[n.Name] = true
-			}
-		}
 	}
+	s.budgetNodes, s.disrupting = budgetCount(claims.Items, nodes.Items)
 	for i := range claims.Items {
 		nc := &claims.Items[i]
 		s.claims++
@@ -395,9 +392,6 @@ func (o *observer) snap(ctx context.Context) error {
 		} else {
 			s.claimsOfRev[nc.Labels[revLabel]]++
 		}
-		if initialized && (nc.DeletionTimestamp != nil || tainted[nc.Status.NodeName]) {
-			s.disrupting++
-		}
 		if it := nc.Labels[v1.LabelInstanceType]; it != "" {
 			s.instanceTypes[it]++
 			if price, ok := o.prices(nc.Labels); ok {
@@ -409,7 +403,7 @@ func (o *observer) snap(ctx context.Context) error {
 	}
 	s.allowed = -1
 	if poolErr == nil {
-		s.allowed = allowedDisruptions(&pool, s.initialized)
+		s.allowed = allowedDisruptions(&pool, s.budgetNodes)
 	}
 	var pending []string
 	for i := range pods.Items {
@@ -439,7 +433,7 @@ func (o *observer) snap(ctx context.Context) error {
 		ph.maxOver = max(ph.maxOver, s.disrupting-s.allowed)
 		if !ph.violating {
 			ph.violations++
-			o.logf("! BUDGET VIOLATION: %d initialized nodes disrupting, the budget allows %d of %d", s.disrupting, s.allowed, s.initialized)
+			o.logf("! BUDGET VIOLATION: %d nodes disrupting, the budget allows %d of %d", s.disrupting, s.allowed, s.budgetNodes)
 		}
 		ph.violating = true
 	} else {
@@ -449,10 +443,46 @@ func (o *observer) snap(ctx context.Context) error {
 	if !s.sameRow(o.lastRow) || now.Sub(o.lastRowAt) >= 30*time.Second {
 		o.lastRow, o.lastRowAt = s, now
 		o.logf("%s", s.row())
-		_, _ = fmt.Fprintf(o.csv, "%.1f,%s,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d\n", now.Sub(o.t0).Seconds(), ph.name, s.claims, s.initialized,
-			s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed)
+		_, _ = fmt.Fprintf(o.csv, "%.1f,%s,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d,%d\n", now.Sub(o.t0).Seconds(), ph.name, s.claims, s.initialized,
+			s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
 	}
 	return nil
+}
+
+// budgetCount counts a pool's nodes as upstream Karpenter's disruption
+// budgets do (BuildDisruptionBudgetMapping in kubernetes-sigs/karpenter's
+// pkg/controllers/disruption/helpers.go, v1.14): total are the NodeClaims
+// whose Node is there and initialized (the karpenter.sh/initialized label)
+// and whose instance is not terminating (InstanceTerminating); disrupting
+// are those of them whose Node is not Ready, or that are being deleted or
+// tainted karpenter.sh/disrupted. A NodeClaim whose Node is gone counts
+// for neither: upstream's StateNode is not Initialized without its Node.
+func budgetCount(claims []v1.NodeClaim, nodes []corev1.Node) (total, disrupting int) {
+	byName := make(map[string]*corev1.Node, len(nodes))
+	for i := range nodes {
+		byName[nodes[i].Name] = &nodes[i]
+	}
+	for i := range claims {
+		nc := &claims[i]
+		n := byName[nc.Status.NodeName]
+		if nc.Status.NodeName == "" || n == nil || n.Labels[v1.LabelNodeInitialized] != "true" || claimCondition(nc, "InstanceTerminating") {
+			continue
+		}
+		total++
+		if !nodeReady(n) || nc.DeletionTimestamp != nil || n.DeletionTimestamp != nil || hasTaint(n, v1.DisruptedTaint.Key) {
+			disrupting++
+		}
+	}
+	return total, disrupting
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
 }
 
 // allowedDisruptions is how many of a pool's initialized nodes its budgets

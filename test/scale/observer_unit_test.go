@@ -6,8 +6,66 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 )
+
+// TestBudgetCount: the nodes a budget is taken of and those disrupting,
+// counted as upstream's BuildDisruptionBudgetMapping does. The last case
+// is the 5,000-pod drift of session 29: a NodeClaim still finalizing
+// after its Node was deleted counts for neither.
+func TestBudgetCount(t *testing.T) {
+	now := metav1.Now()
+	node := func(name string, ready, initialized, tainted bool) corev1.Node {
+		n := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}}}
+		if initialized {
+			n.Labels[v1.LabelNodeInitialized] = "true"
+		}
+		st := corev1.ConditionFalse
+		if ready {
+			st = corev1.ConditionTrue
+		}
+		n.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: st}}
+		if tainted {
+			n.Spec.Taints = []corev1.Taint{v1.DisruptedTaint}
+		}
+		return n
+	}
+	claim := func(name string, deleting bool, conds ...string) v1.NodeClaim {
+		nc := v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		nc.Status.NodeName = name
+		if deleting {
+			nc.DeletionTimestamp = &now
+		}
+		for _, c := range conds {
+			nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: c, Status: metav1.ConditionTrue})
+		}
+		return nc
+	}
+	for _, tc := range []struct {
+		name                  string
+		claims                []v1.NodeClaim
+		nodes                 []corev1.Node
+		total, wantDisrupting int
+	}{
+		{"ready and untouched", []v1.NodeClaim{claim("a", false)}, []corev1.Node{node("a", true, true, false)}, 1, 0},
+		{"tainted", []v1.NodeClaim{claim("a", false)}, []corev1.Node{node("a", true, true, true)}, 1, 1},
+		{"deleting", []v1.NodeClaim{claim("a", true)}, []corev1.Node{node("a", true, true, false)}, 1, 1},
+		{"not ready", []v1.NodeClaim{claim("a", false)}, []corev1.Node{node("a", false, true, false)}, 1, 1},
+		{"not initialized", []v1.NodeClaim{claim("a", false)}, []corev1.Node{node("a", true, false, false)}, 0, 0},
+		{"not registered", []v1.NodeClaim{claim("a", false)}, nil, 0, 0},
+		{"instance terminating", []v1.NodeClaim{claim("a", true, "InstanceTerminating")}, []corev1.Node{node("a", true, true, true)}, 0, 0},
+		{"node gone, claim finalizing", []v1.NodeClaim{claim("a", true, v1.ConditionInitialized), claim("b", false, v1.ConditionInitialized)},
+			[]corev1.Node{node("b", true, true, true)}, 1, 1},
+	} {
+		total, disrupting := budgetCount(tc.claims, tc.nodes)
+		if total != tc.total || disrupting != tc.wantDisrupting {
+			t.Errorf("%s: %d of %d disrupting, want %d of %d", tc.name, disrupting, total, tc.wantDisrupting, tc.total)
+		}
+	}
+}
 
 func TestAllowedDisruptions(t *testing.T) {
 	pool := func(budgets ...string) *v1.NodePool {
