@@ -508,9 +508,8 @@ func lastPodEvent(nc *v1.NodeClaim) time.Time {
 
 // settling: the node is initialized and its NodePool's consolidateAfter
 // (set and not zero) has not passed since its last pod event — upstream's
-// IsUnderConsolidateAfter. Since v1.14 a consolidation moves no pod onto
-// such a node: a node that just took pods is not filled up at once by
-// another node's, which would only make it a candidate again later.
+// IsUnderConsolidateAfter. Since v1.14 upstream's consolidation moves no
+// pod onto such a node (closedToMoves).
 func (p *pass) settling(cand *Candidate) bool {
 	np := p.pools[cand.NodePool]
 	if np == nil || cand.NodeClaim == nil || !cand.Initialized {
@@ -521,6 +520,13 @@ func (p *pass) settling(cand *Candidate) bool {
 		return false
 	}
 	return p.c.Now.Before(lastPodEvent(cand.NodeClaim).Add(*after))
+}
+
+// closedToMoves: the pods a consolidation moves may not land on the node
+// — it is settling and the policy keeps moved pods off settling nodes
+// (provisioning.Policy.KeepsMovedPodsOffSettling: upstream's decisions).
+func (p *pass) closedToMoves(cand *Candidate) bool {
+	return p.c.Policy.KeepsMovedPodsOffSettling() && p.settling(cand)
 }
 
 // NextConsolidatable is the first moment after c.Now at which a node not
@@ -981,11 +987,6 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 	if !cheaper(price-cmd.Savings, price) {
 		return nil, "no saving"
 	}
-	if len(cmd.Replacements) == 1 {
-		if why, wait := p.waitForSettling(ctx, cands); wait {
-			return nil, why
-		}
-	}
 	if why := p.placed(cands, cmd); why != "" {
 		return nil, why
 	}
@@ -995,61 +996,6 @@ func (p *pass) consolidateWhy(ctx context.Context, cands []*Candidate, method Me
 		return nil, rejection(moves)
 	}
 	return cmd, ""
-}
-
-// SettlingWait is how long after its candidates became consolidatable
-// (consolidateAfter after their last pod event) a consolidation waits for
-// settling nodes rather than replace them (waitForSettling): in a cluster
-// whose nodes keep taking pods it then replaces, as upstream's does.
-const SettlingWait = 2 // consolidateAfters
-
-// waitForSettling says whether the consolidation of cands, which would
-// replace them, waits instead (WaitsForSettling): their pods would all fit
-// on the other nodes but for the ones settling, and each candidate became
-// consolidatable less than SettlingWait consolidateAfters ago. The
-// settling nodes are those the evicted pods of the last round landed on;
-// upstream replaces, kube-scheduler then spreads the moved pods over every
-// node by least-allocated, and the underused replacement is consolidated
-// away once they settle — on the 1,000-pod benchmark a replace and a
-// delete 77 s apart, three times in a scale-in and once in the hold,
-// where the one delete, a round later, would do.
-func (p *pass) waitForSettling(ctx context.Context, cands []*Candidate) (string, bool) {
-	if !p.c.Policy.WaitsForSettling() {
-		return "", false
-	}
-	for _, cand := range cands {
-		np := p.pools[cand.NodePool]
-		at, ok := consolidatableAt(np, cand)
-		if !ok || *np.Spec.Disruption.ConsolidateAfter.Duration <= 0 {
-			return "", false
-		}
-		if !p.c.Now.Before(at.Add(SettlingWait * *np.Spec.Disruption.ConsolidateAfter.Duration)) {
-			return "", false // waited long enough
-		}
-	}
-	removed := map[*Candidate]bool{}
-	for _, cand := range cands {
-		removed[cand] = true
-	}
-	settling, until := 0, time.Time{}
-	for _, n := range p.c.Nodes {
-		if removed[n] || !p.settling(n) {
-			continue
-		}
-		settling++
-		if t, _ := consolidatableAt(p.pools[n.NodePool], n); t.After(until) {
-			until = t
-		}
-	}
-	if settling == 0 {
-		return "", false
-	}
-	res, ok := p.simulate(ctx, cands) // settling nodes may take the pods
-	if !ok || len(res.NewNodeClaims) > 0 {
-		return "", false
-	}
-	return fmt.Sprintf("its pods would fit on the other nodes but for the %d settling (a pod came within consolidateAfter; the last settles at %s): it waits to be deleted rather than replaced now",
-		settling, until.UTC().Format(time.RFC3339)), true
 }
 
 // replacement is the one new claim of a simulation as consolidation
@@ -1155,9 +1101,9 @@ func podError(res *provisioning.Results) string {
 	return e.Pod.Namespace + "/" + e.Pod.Name + ": " + e.Reason
 }
 
-// simulateConsolidation is simulate for consolidation, as upstream's
-// (since v1.14): the candidates' pods, but pending ones, may not land on a
-// node that is settling.
+// simulateConsolidation is simulate for consolidation: under upstream's
+// decisions (since v1.14) the candidates' pods, but pending ones, may not
+// land on a node that is settling (closedToMoves).
 func (p *pass) simulateConsolidation(ctx context.Context, cands []*Candidate) (*provisioning.Results, bool) {
 	return p.simulation(forConsolidation, cands, func() (*provisioning.Results, bool, bool) {
 		res, ok := p.solve(ctx, cands, forConsolidation)
@@ -1237,7 +1183,7 @@ func (p *pass) solve(ctx context.Context, cands []*Candidate, kind simKind) (*pr
 			n.MarkedForDeletion = true
 			node = &n
 		}
-		if consolidation && p.settling(cand) {
+		if consolidation && p.closedToMoves(cand) {
 			n := *node
 			n.Settling = true
 			node = &n

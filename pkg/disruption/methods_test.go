@@ -743,34 +743,43 @@ func TestNextConsolidatable(t *testing.T) {
 	}
 }
 
-// TestSettlingNodesAreNoDestination: as upstream since v1.14, a
-// consolidation moves no running pod onto a node whose NodePool's
-// consolidateAfter has not passed since its last pod event; a pending pod
-// may still go there.
+// TestSettlingNodesAreNoDestination: under upstream's decisions, as
+// upstream since v1.14, a consolidation moves no running pod onto a node
+// whose NodePool's consolidateAfter has not passed since its last pod
+// event; a pending pod may still go there. Joiner's decisions move pods
+// there as anywhere else.
 func TestSettlingNodesAreNoDestination(t *testing.T) {
 	np := nodePool("p") // consolidateAfter 30s
 	medium, large := types()[1], types()[2]
-	build := func(bLastEvent time.Duration, podPhase corev1.PodPhase) *Snapshot {
+	build := func(bLastEvent time.Duration, podPhase corev1.PodPhase, d provisioning.Decisions) *Snapshot {
 		a := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1", func(p *corev1.Pod) { p.Status.Phase = podPhase }))
 		b := node("b", np, large, v1.CapacityTypeOnDemand, podOn("14"))
 		b.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-bLastEvent))
-		return cluster(np, a, b)
+		c := cluster(np, a, b)
+		c.Policy = provisioning.Policy{Decisions: d}
+		return c
 	}
+	upstream, joiner := provisioning.DecisionsKarpenter, provisioning.DecisionsJoiner
 	// b took a pod 10 s ago: a's pod may not go there; a is replaced by a
 	// cheaper small node instead of deleted.
-	cmd := only(t, Compute(context.Background(), build(10*time.Second, corev1.PodRunning), Options{}))
+	cmd := only(t, Compute(context.Background(), build(10*time.Second, corev1.PodRunning, upstream), Options{}))
 	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
-		t.Fatalf("b settling: got %s, want a replaced", cmd)
+		t.Fatalf("upstream's decisions, b settling: got %s, want a replaced", cmd)
 	}
 	// A minute ago: b is settled, a's pod moves there, a is deleted.
-	cmd = only(t, Compute(context.Background(), build(time.Minute, corev1.PodRunning), Options{}))
+	cmd = only(t, Compute(context.Background(), build(time.Minute, corev1.PodRunning, upstream), Options{}))
 	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
-		t.Fatalf("b settled: got %s, want a deleted", cmd)
+		t.Fatalf("upstream's decisions, b settled: got %s, want a deleted", cmd)
 	}
 	// a's pod is still Pending (bound, not started): it may go to b.
-	cmd = only(t, Compute(context.Background(), build(10*time.Second, corev1.PodPending), Options{}))
+	cmd = only(t, Compute(context.Background(), build(10*time.Second, corev1.PodPending, upstream), Options{}))
 	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
-		t.Fatalf("a pending pod may go to a settling node: got %s, want a deleted", cmd)
+		t.Fatalf("upstream's decisions, a pending pod may go to a settling node: got %s, want a deleted", cmd)
+	}
+	// Joiner's: b settling or not, a's pod moves there and a is deleted.
+	cmd = only(t, Compute(context.Background(), build(10*time.Second, corev1.PodRunning, joiner), Options{}))
+	if names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
+		t.Fatalf("Joiner's decisions, b settling: got %s, want a deleted", cmd)
 	}
 }
 
@@ -951,45 +960,6 @@ func TestMultiNodeNotReplacedByADearerTypeThanACandidates(t *testing.T) {
 	cmd := only(t, Compute(context.Background(), c, Options{}))
 	if len(cmd.Replacements) != 0 || names(cmd.Candidates) != "b" {
 		t.Fatalf("want b deleted alone (its pods fit a), got %s", cmd)
-	}
-}
-
-// TestConsolidationWaitsForSettling: under Joiner's decisions a node
-// whose pods would fit on a settling node is not replaced while it
-// became consolidatable less than SettlingWait consolidateAfters ago —
-// it is deleted once the other node settles; after that, or under
-// upstream's decisions, it is replaced at once.
-func TestConsolidationWaitsForSettling(t *testing.T) {
-	np := nodePool("p") // consolidateAfter 30s
-	medium, large := types()[1], types()[2]
-	build := func(aLastEvent time.Duration) *Snapshot {
-		a := node("a", np, medium, v1.CapacityTypeOnDemand, podOn("1"))
-		a.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-aLastEvent))
-		b := node("b", np, large, v1.CapacityTypeOnDemand, podOn("14"))
-		b.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second)) // settles at t0+20s
-		return cluster(np, a, b)
-	}
-	// a consolidatable for 10 s: it waits, and says why.
-	d := Compute(context.Background(), build(40*time.Second), Options{})
-	if len(d.Commands) != 0 {
-		t.Fatalf("a consolidatable 10 s, b settling: got %s, want a to wait", d.Commands[0])
-	}
-	answers, err := ExplainNode(context.Background(), build(40*time.Second), "a", Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if why := fmt.Sprint(answers); !strings.Contains(why, "waits to be deleted rather than replaced") || !strings.Contains(why, "2026-11-30T12:00:20Z") {
-		t.Errorf("a's explanation does not say it waits for b (until 12:00:20): %s", why)
-	}
-	// Consolidatable for 60 s (two consolidateAfters): it is replaced.
-	if cmd := only(t, Compute(context.Background(), build(90*time.Second), Options{})); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
-		t.Fatalf("a consolidatable 60 s: got %s, want it replaced", cmd)
-	}
-	// Upstream's decisions replace at once.
-	upstream := build(40 * time.Second)
-	upstream.Policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
-	if cmd := only(t, Compute(context.Background(), upstream, Options{})); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 1 {
-		t.Fatalf("upstream's decisions: got %s, want a replaced", cmd)
 	}
 }
 

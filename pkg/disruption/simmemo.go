@@ -70,7 +70,7 @@ func (p *pass) simWorld() ([sha256.Size]byte, bool) {
 		field(h, p.c.DRA.Key())
 	}
 	for _, cand := range p.c.Nodes {
-		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion) + strconv.FormatBool(p.settling(cand))
+		flags := strconv.FormatBool(cand.Disrupting) + strconv.FormatBool(cand.Node.MarkedForDeletion) + strconv.FormatBool(p.closedToMoves(cand))
 		if !node(cand.Node, flags) {
 			return p.world, false
 		}
@@ -102,8 +102,8 @@ type simKind string
 const (
 	// forDisruption: drift, expiration, emptiness — anywhere they fit.
 	forDisruption simKind = ""
-	// forConsolidation: as upstream's since v1.14, the moved pods (but
-	// pending ones) may not land on a node that is settling.
+	// forConsolidation: the moved pods (but pending ones) may not land on
+	// a node closedToMoves.
 	forConsolidation simKind = "consolidation"
 )
 

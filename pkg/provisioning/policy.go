@@ -89,15 +89,17 @@ func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 // node.
 func (p Policy) MarksLeaving() bool { return !p.Karpenter() }
 
-// WaitsForSettling is true when a consolidation that would replace its
-// candidates only because the nodes that could take their pods are
-// settling (inside consolidateAfter since their last pod event, where
-// upstream's consolidation moves no pod since v1.14) waits for those
-// nodes instead, for a while (Joiner's decisions; see disruption's
-// waitForSettling). Upstream Karpenter replaces at once, and the
-// replacement, left underused once kube-scheduler spreads the moved pods
-// over every node, is consolidated away a round later.
-func (p Policy) WaitsForSettling() bool { return !p.Karpenter() }
+// KeepsMovedPodsOffSettling is true when the pods a consolidation moves
+// may not land on a settling node — one inside its NodePool's
+// consolidateAfter since its last pod event — as upstream Karpenter's
+// since v1.14 (kubernetes-sigs/karpenter#3006; #3225 reports it sharply
+// cutting multi-node consolidation). Upstream's decisions only: the rule keeps the nodes a round filled from being
+// emptied into at once, but after a scale-in every node left took the
+// last round's pods, so each round with a budget of one waits a
+// consolidateAfter for its destinations to settle. Joiner's decisions
+// keep moved pods off the nodes later rounds take by marking those
+// (MarksLeaving) and let them land anywhere else.
+func (p Policy) KeepsMovedPodsOffSettling() bool { return p.Karpenter() }
 
 // BatchesSingleNode is true when single-node consolidation may take, in
 // one pass, several nodes the budgets allow, each command checked with the
