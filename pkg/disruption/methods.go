@@ -299,8 +299,10 @@ func Compute(ctx context.Context, c *Snapshot, opts Options) *Decision {
 // commands, that one multi-node consolidation would take with them if the
 // budgets allowed — by the same binary search over the same order, the
 // commands' candidates always in it — or, when it takes none with them,
-// the node single-node consolidation would delete next (nextSingle); none
-// when no budget held a candidate back (the methods took what they could).
+// the node single-node consolidation would delete next (nextSingle). The
+// nodes waiting out their consolidateAfter are searched too when the
+// commands move pods. None when no budget held a candidate back and none
+// waits (the methods took what they could).
 func (p *pass) leaving(graceful []*Candidate) []*Candidate {
 	taken := map[*Candidate]bool{}
 	var first []*Candidate
@@ -329,6 +331,19 @@ func (p *pass) leaving(graceful []*Candidate) []*Candidate {
 		if !taken[cand] && !slices.Contains(marked, cand) {
 			rest = append(rest, cand)
 			held = held || p.remain[cand.NodePool][v1.DisruptionReasonUnderutilized] <= 0
+		}
+	}
+	// When the pass moves pods, the nodes still waiting out their
+	// consolidateAfter come last: kube-scheduler puts moved pods on the
+	// emptiest nodes, which are the next rounds' — unmarked, each took
+	// this round's pods, its consolidateAfter began again, and the rounds
+	// of the 1,000-pod scale-in's tail came 40 to 70 s apart, not 20.
+	if len(first) > 0 {
+		for _, cand := range p.waitingCandidates(graceful, taken) {
+			if !slices.Contains(marked, cand) {
+				rest = append(rest, cand)
+				held = true
+			}
 		}
 	}
 	if !held {
@@ -398,6 +413,26 @@ func (p *pass) markedCandidates(graceful []*Candidate, taken map[*Candidate]bool
 		}
 		np := p.pools[cand.NodePool]
 		if _, ok := consolidatableAt(np, cand); !ok || np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || p.isEmpty(cand) {
+			continue
+		}
+		out = append(out, cand)
+	}
+	p.byValue(out)
+	return out
+}
+
+// waitingCandidates are the graceful candidates, beyond taken, that
+// consolidation could take once their consolidateAfter has passed but not
+// yet (their pool consolidates when underutilized, they are not empty),
+// in byValue order.
+func (p *pass) waitingCandidates(graceful []*Candidate, taken map[*Candidate]bool) []*Candidate {
+	var out []*Candidate
+	for _, cand := range graceful {
+		if taken[cand] || cand.Node == nil {
+			continue
+		}
+		np := p.pools[cand.NodePool]
+		if at, ok := consolidatableAt(np, cand); !ok || !p.c.Now.Before(at) || np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || p.isEmpty(cand) {
 			continue
 		}
 		out = append(out, cand)

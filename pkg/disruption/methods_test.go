@@ -936,6 +936,38 @@ func TestLeavingNamesTheNextSingleNode(t *testing.T) {
 	}
 }
 
+// TestLeavingNamesTheWaitingNodes: a pass that moves pods names the
+// nodes still waiting out their consolidateAfter that the next rounds
+// would take, though no budget held one back; a pass that moves none
+// names none.
+func TestLeavingNamesTheWaitingNodes(t *testing.T) {
+	large := types()[2]
+	np := nodePool("p", func(np *v1.NodePool) { np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}} }) // consolidateAfter 30s
+	pinned := podOn("15", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{v1.LabelHostname: "b"} })
+	build := func(withA bool) *Snapshot {
+		c := node("c", np, large, v1.CapacityTypeOnDemand, cores(2)...)
+		d := node("d", np, large, v1.CapacityTypeOnDemand, cores(12)...)
+		for _, n := range []*Candidate{c, d} {
+			n.NodeClaim.Status.LastPodEventTime = metav1.NewTime(t0.Add(-10 * time.Second)) // consolidatable in 20 s
+		}
+		nodes := []*Candidate{node("b", np, large, v1.CapacityTypeOnDemand, pinned), c, d}
+		if withA {
+			nodes = append(nodes, node("a", np, large, v1.CapacityTypeOnDemand, podOn("1")))
+		}
+		return cluster(np, nodes...)
+	}
+	d := Compute(context.Background(), build(true), Options{})
+	if cmd := only(t, d); names(cmd.Candidates) != "a" || len(cmd.Replacements) != 0 {
+		t.Fatalf("want a deleted, got %s", cmd)
+	}
+	if names(d.Leaving) != "c" {
+		t.Fatalf("leaving %q, want c (waiting; its pods fit on d once a is gone, d's fit nowhere)", names(d.Leaving))
+	}
+	if d = Compute(context.Background(), build(false), Options{}); len(d.Commands) != 0 || len(d.Leaving) != 0 {
+		t.Fatalf("no pod moves: got %d command(s), leaving %q; want none", len(d.Commands), names(d.Leaving))
+	}
+}
+
 // As upstream's filterOutSameInstanceType: two nodes whose pods one node
 // of the larger's type holds are not replaced by a dearer type in its
 // place (which single-node consolidation would replace by that type next);
