@@ -401,38 +401,32 @@ func (p *pass) nextSingle(ctx context.Context, cands []*Candidate) *Candidate {
 	return nil
 }
 
-// markedCandidates are the graceful candidates, beyond taken, that carry
-// ConsolidatingTaint and that consolidation could take once their
-// consolidateAfter has passed (their pool consolidates when underutilized,
-// they are not empty), in byValue order.
+// markedCandidates are the prospects that carry ConsolidatingTaint.
 func (p *pass) markedCandidates(graceful []*Candidate, taken map[*Candidate]bool) []*Candidate {
-	var out []*Candidate
-	for _, cand := range graceful {
-		if taken[cand] || cand.Node == nil || !scheduling.HasTaint(cand.Node.Taints, ConsolidatingTaint) {
-			continue
-		}
-		np := p.pools[cand.NodePool]
-		if _, ok := consolidatableAt(np, cand); !ok || np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || p.isEmpty(cand) {
-			continue
-		}
-		out = append(out, cand)
-	}
-	p.byValue(out)
-	return out
+	return p.prospects(graceful, taken, func(cand *Candidate, _ time.Time) bool {
+		return scheduling.HasTaint(cand.Node.Taints, ConsolidatingTaint)
+	})
 }
 
-// waitingCandidates are the graceful candidates, beyond taken, that
-// consolidation could take once their consolidateAfter has passed but not
-// yet (their pool consolidates when underutilized, they are not empty),
-// in byValue order.
+// waitingCandidates are the prospects whose consolidateAfter has not
+// passed yet.
 func (p *pass) waitingCandidates(graceful []*Candidate, taken map[*Candidate]bool) []*Candidate {
+	return p.prospects(graceful, taken, func(_ *Candidate, at time.Time) bool { return p.c.Now.Before(at) })
+}
+
+// prospects are the graceful candidates, beyond taken, that consolidation
+// could take once their consolidateAfter has passed (at: their pool
+// consolidates when underutilized, they are not empty) and that keep
+// keeps, in byValue order.
+func (p *pass) prospects(graceful []*Candidate, taken map[*Candidate]bool, keep func(cand *Candidate, at time.Time) bool) []*Candidate {
 	var out []*Candidate
 	for _, cand := range graceful {
 		if taken[cand] || cand.Node == nil {
 			continue
 		}
 		np := p.pools[cand.NodePool]
-		if at, ok := consolidatableAt(np, cand); !ok || !p.c.Now.Before(at) || np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || p.isEmpty(cand) {
+		at, ok := consolidatableAt(np, cand)
+		if !ok || np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty || p.isEmpty(cand) || !keep(cand, at) {
 			continue
 		}
 		out = append(out, cand)
