@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
+	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
 	"github.com/joiner-autoscaler/joiner/test/harness"
 )
 
@@ -469,20 +470,11 @@ func budgetCount(claims []v1.NodeClaim, nodes []corev1.Node) (total, disrupting 
 			continue
 		}
 		total++
-		if !nodeReady(n) || nc.DeletionTimestamp != nil || n.DeletionTimestamp != nil || hasTaint(n, v1.DisruptedTaint.Key) {
+		if !nodeReady(n) || nc.DeletionTimestamp != nil || n.DeletionTimestamp != nil || scheduling.HasTaint(n.Spec.Taints, v1.DisruptedTaint) {
 			disrupting++
 		}
 	}
 	return total, disrupting
-}
-
-func hasTaint(n *corev1.Node, key string) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == key {
-			return true
-		}
-	}
-	return false
 }
 
 // allowedDisruptions is how many of a pool's initialized nodes its budgets
