@@ -62,7 +62,9 @@ const DefaultLaunchMissAfter = 30 * time.Second
 // the passes that came while the pods were still being created launched
 // nodes that slowed their creation on the shared control plane (every pod
 // Running at 235 s instead of 143 s, $168.00/h instead of $162.69/h):
-// docs/scale.md, session 26.
+// docs/scale.md, session 26. A burst whose pods have stopped arriving for
+// a batch's idle window is provisioned for then, every pod of it, not
+// waited for until its last pod's backlog runs out (the Store's quiet).
 const SchedulerBacklog = 5 * time.Second
 
 // CloudProvider is what the controller launches through; the optional
@@ -178,7 +180,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	kube := mgr.GetClient()
 	store := state.NewStore(state.WaitForScheduler)
 	if opts.Policy.ProvisionsSchedulerBacklog() {
-		store.SetSchedulerBacklog(SchedulerBacklog, opts.Clock)
+		store.SetSchedulerBacklog(SchedulerBacklog, opts.BatchIdle, opts.Clock)
 	}
 	store.SetPinLaunchedPods(opts.Policy.PinsLaunchedPods())
 	cloud := metered{opts.CloudProvider, opts.Clock}

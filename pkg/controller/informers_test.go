@@ -17,11 +17,12 @@ import (
 // wakes no provisioning — the pod was provisionable already, and its
 // backlog running out woke it (Store.BacklogDue) — while a verdict on a
 // pod still in its backlog, a verdict again, and a new pod already
-// marked do, as every write to a marked pod does upstream.
+// marked do, as every write to a marked pod does upstream; and there a
+// new untried pod starts a batch (its burst's quiet ends it).
 func TestPodTriggers(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	store := state.NewStore(state.WaitForScheduler)
-	store.SetSchedulerBacklog(2*time.Second, clk)
+	store.SetSchedulerBacklog(2*time.Second, 0, clk)
 	untried := func(name string) *corev1.Pod {
 		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", CreationTimestamp: metav1.NewTime(clk.Now())},
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
@@ -49,8 +50,12 @@ func TestPodTriggers(t *testing.T) {
 		early := untried("early-" + map[bool]string{true: "q", false: "u"}[quiet])
 		f.podChanged(late)
 		f.podChanged(early)
+		if got := triggered(); got != quiet {
+			t.Fatalf("quiet %v: two untried pods arriving woke provisioning: %v (want it under Joiner's decisions only)", quiet, got)
+		}
+		f.podChanged(early)
 		if triggered() {
-			t.Fatalf("quiet %v: two untried pods in their backlog woke provisioning", quiet)
+			t.Fatalf("quiet %v: an untried pod's update woke provisioning", quiet)
 		}
 		f.podChanged(verdict(early, "0/3 nodes are available"))
 		if !triggered() {

@@ -105,7 +105,7 @@ func BenchmarkBacklogDue(b *testing.B) {
 			p.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Millisecond))
 		}))
 	}
-	s.SetSchedulerBacklog(2*time.Second, nil)
+	s.SetSchedulerBacklog(2*time.Second, time.Second, nil)
 	after := t0.Add(time.Minute) // none due: every pod looked at
 	b.ReportAllocs()
 	for b.Loop() {

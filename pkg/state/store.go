@@ -76,9 +76,13 @@ type Store struct {
 	pdbs          []*policyv1.PodDisruptionBudget
 	// untried: see Objects.AssumeUnschedulable.
 	untried Untried
-	// backlog and backlogClock: see SetSchedulerBacklog.
-	backlog      time.Duration
-	backlogClock clock.PassiveClock
+	// backlog, quiet and backlogClock: see SetSchedulerBacklog.
+	backlog, quiet time.Duration
+	backlogClock   clock.PassiveClock
+	// lastArrival is when the newest untried pod arrived; every untried pod
+	// that arrived at or before releasedUpTo had quiet behind it (see
+	// SetSchedulerBacklog).
+	lastArrival, releasedUpTo time.Time
 	// pinLaunched: see SetPinLaunchedPods.
 	pinLaunched bool
 
@@ -116,6 +120,9 @@ type storedPod struct {
 	// default topology spread constraints (SetSpreadDefaults).
 	pod, given *corev1.Pod
 	requests   corev1.ResourceList
+	// arrived is when the Store first had the pod, on the backlog's clock
+	// (zero with the backlog off).
+	arrived time.Time
 }
 
 // entry names a view: a claim's, or an unmanaged Node's (one without a
@@ -443,8 +450,17 @@ func (s *Store) SetPod(p *corev1.Pod) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ref := refOf(p)
+	prev := s.pods[ref]
 	s.unlinkPod(ref)
 	sp := &storedPod{pod: s.spreadPod(p), given: p, requests: scheduling.PodRequests(p)}
+	if prev != nil {
+		sp.arrived = prev.arrived
+	} else if s.backlog > 0 {
+		sp.arrived = s.backlogClock.Now()
+		if s.awaitsVerdict(p) {
+			s.arrive(sp.arrived)
+		}
+	}
 	s.pods[ref] = sp
 	if p.Spec.NodeName != "" {
 		s.launch.forgetPod(ref)
@@ -734,14 +750,38 @@ func (s *Store) View(name string) *provisioning.Node {
 // tried 1,000 new pods over 14 s, 5,000 over a minute and more) would
 // otherwise hold each provisioning batch to the pods it has reached, and a
 // scale-out planned in pieces costs more and starts later. A pod it tries
-// within after is left to its verdict, as upstream leaves every pod. The
-// host wakes provisioning when a backlog runs out (BacklogDue), and a
-// batch takes every pod provisionable when it ends. 0 turns it off; clk
-// tells the time.
-func (s *Store) SetSchedulerBacklog(after time.Duration, clk clock.PassiveClock) {
+// within after is left to its verdict, as upstream leaves every pod.
+//
+// A burst that has ended is not waited for so long: once no untried pod
+// has arrived for quiet (0: never), every untried pod that had arrived by
+// then is provisionable, and stays so. A 1,000-pod burst is created in
+// about 2 s and tried by kube-scheduler over 9 s; its pods' backlog held
+// its first provisioning pass to 5 s after the last pod's creation.
+//
+// The host wakes provisioning when a backlog or a quiet runs out
+// (BacklogDue), and a batch takes every pod provisionable when it ends.
+// after 0 turns both off; clk tells the time.
+func (s *Store) SetSchedulerBacklog(after, quiet time.Duration, clk clock.PassiveClock) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.backlog, s.backlogClock = after, clk
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	s.backlog, s.quiet, s.backlogClock = after, quiet, clk
+}
+
+// arrive records an untried pod's arrival at now: the quiet after the
+// previous arrival, if it was long enough, released the pods before it.
+func (s *Store) arrive(now time.Time) {
+	if s.quietAfter(s.lastArrival, now) {
+		s.releasedUpTo = s.lastArrival
+	}
+	s.lastArrival = now
+}
+
+// quietAfter: arrival was followed by quiet by now (false for no arrival).
+func (s *Store) quietAfter(arrival, now time.Time) bool {
+	return s.quiet > 0 && !arrival.IsZero() && now.Sub(arrival) >= s.quiet
 }
 
 // SetPinLaunchedPods keeps each pending pod a claim was launched for on
@@ -759,7 +799,27 @@ func (s *Store) provisionable(p *corev1.Pod) bool {
 	if Provisionable(p, s.untried) {
 		return true
 	}
-	return s.backlog > 0 && s.awaitsVerdict(p) && s.backlogClock.Since(p.CreationTimestamp.Time) >= s.backlog
+	if s.backlog <= 0 || !s.awaitsVerdict(p) {
+		return false
+	}
+	now := s.backlogClock.Now()
+	if now.Sub(p.CreationTimestamp.Time) >= s.backlog {
+		return true
+	}
+	sp := s.pods[refOf(p)]
+	if sp == nil || sp.arrived.IsZero() {
+		return false
+	}
+	return !sp.arrived.After(s.releasedUpTo) || (!sp.arrived.After(s.lastArrival) && s.quietAfter(s.lastArrival, now))
+}
+
+// AwaitsVerdict: the pod, as given, is pending for kube-scheduler, which
+// has not tried it yet (see SetSchedulerBacklog; false with the backlog
+// off).
+func (s *Store) AwaitsVerdict(p *corev1.Pod) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.backlog > 0 && s.awaitsVerdict(p)
 }
 
 // awaitsVerdict: the pod is pending for kube-scheduler (schedulerName
@@ -783,14 +843,22 @@ func (s *Store) IsProvisionable(p *corev1.Pod) bool {
 	return s.provisionable(p)
 }
 
-// BacklogDue: the backlog of an unbound pod kube-scheduler has not tried
-// ran out in (after, upTo] — the pod became provisionable then with no
-// event of its own (SetSchedulerBacklog). False with the backlog off.
+// BacklogDue: the backlog of an unbound pod kube-scheduler has not tried,
+// or the quiet after the last such pod's arrival, ran out in (after, upTo]
+// — a pod became provisionable then with no event of its own
+// (SetSchedulerBacklog). False with the backlog off.
 func (s *Store) BacklogDue(after, upTo time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.backlog <= 0 {
 		return false
+	}
+	if due := s.lastArrival.Add(s.quiet); s.quiet > 0 && !s.lastArrival.IsZero() && due.After(after) && !due.After(upTo) {
+		for ref := range s.unbound {
+			if s.awaitsVerdict(s.pods[ref].pod) {
+				return true // the burst's quiet ran out with an untried pod pending
+			}
+		}
 	}
 	for ref, created := range s.unbound {
 		if created.IsZero() {

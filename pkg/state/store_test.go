@@ -2,6 +2,7 @@ package state
 
 import (
 	"context"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -388,7 +389,7 @@ func TestSchedulerBacklog(t *testing.T) {
 	if got := pending(s); got != "marked" {
 		t.Fatalf("backlog off: pending %q, want only the pod kube-scheduler found no room for", got)
 	}
-	s.SetSchedulerBacklog(5*time.Second, clk)
+	s.SetSchedulerBacklog(5*time.Second, 0, clk)
 	if got := pending(s); got != "marked,old" {
 		t.Fatalf("backlog 5 s: pending %q, want old (untried 6 s) and marked", got)
 	}
@@ -396,9 +397,70 @@ func TestSchedulerBacklog(t *testing.T) {
 	if got := pending(s); got != "marked,old,new" {
 		t.Fatalf("2 s later: pending %q, want new too (untried 5 s)", got)
 	}
-	s.SetSchedulerBacklog(0, clk)
+	s.SetSchedulerBacklog(0, 0, clk)
 	if got := pending(s); got != "marked" {
 		t.Fatalf("backlog off again: pending %q", got)
+	}
+}
+
+// TestBurstQuiet: once no untried pod has arrived for the quiet, every
+// untried pod that had arrived is pending, long before its backlog, and
+// stays so when the next burst begins; updates, other schedulers' pods and
+// pods kube-scheduler has tried do not restart the quiet. BacklogDue
+// names the moment the quiet runs out.
+func TestBurstQuiet(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	untried := func(name string, created time.Time, opts ...func(*corev1.Pod)) *corev1.Pod {
+		return pod(name, "", "1", append([]func(*corev1.Pod){func(p *corev1.Pod) {
+			p.Status.Conditions = nil
+			p.CreationTimestamp = metav1.NewTime(created)
+		}}, opts...)...)
+	}
+	pending := func(s *Store) string {
+		var out []string
+		for _, p := range s.PendingPods() {
+			out = append(out, p.Name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	s := NewStore(WaitForScheduler)
+	s.SetSchedulerBacklog(5*time.Second, time.Second, clk)
+	s.SetPod(untried("a", t0))
+	clk.SetTime(at(500 * time.Millisecond))
+	s.SetPod(untried("b", at(500*time.Millisecond)))
+	if got := pending(s); got != "" {
+		t.Fatalf("during the burst: pending %q, want none", got)
+	}
+	if s.BacklogDue(t0, at(1400*time.Millisecond)) || !s.BacklogDue(at(1400*time.Millisecond), at(1500*time.Millisecond)) {
+		t.Errorf("BacklogDue does not name 1.5 s, when the quiet after b ran out")
+	}
+	clk.SetTime(at(1500 * time.Millisecond))
+	if got := pending(s); got != "a,b" {
+		t.Fatalf("a quiet second after b: pending %q, want a,b", got)
+	}
+	clk.SetTime(at(2 * time.Second))
+	s.SetPod(untried("c", at(2*time.Second)))
+	if got := pending(s); got != "a,b" {
+		t.Fatalf("the next burst began: pending %q, want a,b (released) and not c", got)
+	}
+	clk.SetTime(at(2500 * time.Millisecond))
+	s.SetPod(untried("c", at(2*time.Second), func(p *corev1.Pod) { p.Labels = map[string]string{"updated": "yes"} }))
+	s.SetPod(untried("volcano", at(2500*time.Millisecond), func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }))
+	s.SetPod(pod("tried", "", "1"))
+	clk.SetTime(at(3 * time.Second))
+	if got := pending(s); got != "a,b,c,tried" {
+		t.Fatalf("a quiet second after c (an update, another scheduler's pod and a tried pod since): pending %q, want a,b,c,tried", got)
+	}
+	s.SetPod(untried("relisted", at(-10*time.Second)))
+	if got := pending(s); got != "a,b,c,relisted,tried" {
+		t.Errorf("an untried pod created before its backlog: pending %q, want it too", got)
+	}
+	s.SetSchedulerBacklog(0, 0, clk)
+	if got := pending(s); got != "tried" {
+		t.Errorf("backlog off: pending %q, want only the pod kube-scheduler tried", got)
 	}
 }
 
