@@ -239,6 +239,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable, MaxConcurrentReconciles: lifecycleWorkers}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(life.claimOfNode)).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(life.cohortOfClaim)).
 		Complete(reconcile.Func(life.reconcile))
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -24,7 +25,9 @@ import (
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider"
+	"github.com/joiner-autoscaler/joiner/pkg/provisioning"
 	"github.com/joiner-autoscaler/joiner/pkg/scheduling"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // launchingCloud launches every claim as i-<name> (or fails with err) and
@@ -140,21 +143,26 @@ func conditions(nc *v1.NodeClaim) string {
 	return strings.Join(out, ",")
 }
 
-// A claim walks Launched → Registered → Initialized, one write per
-// reconcile: the finalizer first, then the instance, then its Node made
-// the claim's (labels, the claim's taints and startup taints, no
-// unregistered taint, the finalizer), then Initialized only once the
+// A claim walks Launched → Registered → Initialized: the finalizer and
+// the instance in one reconcile, the finalizer written first; then its
+// Node made the claim's (labels, the claim's taints and startup taints,
+// no unregistered taint, the finalizer); then Initialized only once the
 // Node is Ready with its startup taints gone.
 func TestLifecycleLaunchRegisterInitialize(t *testing.T) {
-	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
+	var order []string
+	lt := newLifecycleTest(t, interceptor.Funcs{Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+		if nc, ok := obj.(*v1.NodeClaim); ok {
+			order = append(order, fmt.Sprintf("update(finalizers %d, instance type %q)", len(nc.Finalizers), nc.Labels[v1.LabelInstanceType]))
+		}
+		return c.Update(ctx, obj, opts...)
+	}}, newClaim("general-a"))
 
 	lt.reconcile("general-a")
-	if nc := lt.claim("general-a"); len(nc.Finalizers) != 1 || nc.Status.ProviderID != "" {
-		t.Fatalf("first reconcile: finalizers %v, provider ID %q; want the termination finalizer only", nc.Finalizers, nc.Status.ProviderID)
-	}
-	lt.reconcile("general-a")
 	nc := lt.claim("general-a")
-	if nc.Status.ProviderID != "p:///zone-a/i-general-a" || conditions(nc) != v1.ConditionLaunched ||
+	if want := `update(finalizers 1, instance type ""),update(finalizers 1, instance type "m5.large")`; strings.Join(order, ",") != want {
+		t.Errorf("the claim's writes: %s, want the finalizer before the launch's labels: %s", strings.Join(order, ","), want)
+	}
+	if nc.Status.ProviderID != "p:///zone-a/i-general-a" || conditions(nc) != v1.ConditionLaunched || len(nc.Finalizers) != 1 ||
 		nc.Labels[v1.LabelInstanceType] != "m5.large" || nc.Labels[v1.LabelNodePool] != "general" {
 		t.Fatalf("after launch: provider ID %q, conditions %q, labels %v", nc.Status.ProviderID, conditions(nc), nc.Labels)
 	}
@@ -221,7 +229,6 @@ func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
 		}
 		return c.Update(ctx, obj, opts...)
 	}}, newClaim("general-a"))
-	lt.reconcile("general-a") // finalizer
 	if res, err := lt.l.reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Name: "general-a"}}); err != nil || res.RequeueAfter != conflictRetry {
 		t.Fatalf("launch with a conflicting write: %+v, %v; want it read again after %s, no error", res, err, conflictRetry)
 	}
@@ -257,8 +264,7 @@ func TestLifecycleFinalizesAClaimDeletedWhileItLaunched(t *testing.T) {
 		}
 		return c.Update(ctx, obj, opts...)
 	}}, newClaim("general-a"))
-	lt.reconcile("general-a") // finalizer
-	lt.reconcile("general-a") // launch; its write conflicts
+	lt.reconcile("general-a") // the finalizer and the launch; its write conflicts
 	if nc := lt.claim("general-a"); nc.DeletionTimestamp == nil || nc.Status.ProviderID != "" || lt.cloud.created != 1 {
 		t.Fatalf("setup: deleting %v, provider ID %q, %d launched; want a claim being deleted with its launch unrecorded", nc.DeletionTimestamp != nil, nc.Status.ProviderID, lt.cloud.created)
 	}
@@ -275,7 +281,6 @@ func TestLifecycleFinalizesAClaimDeletedWhileItLaunched(t *testing.T) {
 func TestLifecycleDeletesAClaimNoOfferingCouldLaunch(t *testing.T) {
 	lt := newLifecycleTest(t, interceptor.Funcs{}, newClaim("general-a"))
 	lt.cloud.err = cloudprovider.NewInsufficientCapacityError(errors.New("no capacity for m5.large in zone-a"))
-	lt.reconcile("general-a")
 	lt.reconcile("general-a")
 	if nc := lt.claim("general-a"); nc.DeletionTimestamp == nil {
 		t.Error("a claim no offering could launch is not being deleted")
@@ -385,5 +390,57 @@ func TestRequeueOnConflict(t *testing.T) {
 	want := reconcile.Result{RequeueAfter: time.Minute}
 	if res, err := requeueOnConflict(want, nil); err != nil || res != want {
 		t.Errorf("no error: %+v, %v; want %+v", res, err, want)
+	}
+}
+
+// A launch cohort's member that records its launch, or is deleted, wakes
+// the cohort's unregistered members (its Node may have appeared before
+// the record, and the others wait for it); a member not launched, a
+// registered one, a claim of no cohort, and upstream's decisions wake
+// none.
+func TestCohortOfClaim(t *testing.T) {
+	member := func(name string, conds ...string) *v1.NodeClaim {
+		nc := newClaim(name)
+		nc.Annotations = map[string]string{state.AnnotationLaunchCohort: "c1"}
+		for _, c := range conds {
+			nc.Status.Conditions = append(nc.Status.Conditions, v1.Condition{Type: c, Status: metav1.ConditionTrue})
+		}
+		return nc
+	}
+	a := member("general-a", v1.ConditionLaunched)
+	b := member("general-b")
+	c := member("general-c", v1.ConditionLaunched, v1.ConditionRegistered)
+	lone := newClaim("general-lone")
+	lone.Status.Conditions = []v1.Condition{{Type: v1.ConditionLaunched, Status: metav1.ConditionTrue}}
+	lt := newLifecycleTest(t, interceptor.Funcs{}, a, b, c, lone)
+	names := func(rs []reconcile.Request) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Name)
+		}
+		sort.Strings(out)
+		return strings.Join(out, ",")
+	}
+	ctx := context.Background()
+	if got := names(lt.l.cohortOfClaim(ctx, a)); got != "general-b" {
+		t.Errorf("a launched member woke %q, want the unregistered other, general-b", got)
+	}
+	if got := names(lt.l.cohortOfClaim(ctx, b)); got != "" {
+		t.Errorf("a member not launched woke %q, want none", got)
+	}
+	deleting := b.DeepCopy()
+	deleting.DeletionTimestamp = &metav1.Time{Time: t0}
+	if got := names(lt.l.cohortOfClaim(ctx, deleting)); got != "general-a" {
+		t.Errorf("a member being deleted woke %q, want general-a", got)
+	}
+	if got := names(lt.l.cohortOfClaim(ctx, c)); got != "" {
+		t.Errorf("a registered member woke %q, want none", got)
+	}
+	if got := names(lt.l.cohortOfClaim(ctx, lone)); got != "" {
+		t.Errorf("a claim of no cohort woke %q, want none", got)
+	}
+	lt.l.policy = provisioning.Policy{Decisions: provisioning.DecisionsKarpenter}
+	if got := names(lt.l.cohortOfClaim(ctx, a)); got != "" {
+		t.Errorf("under upstream's decisions a launched member woke %q, want none (no cohorts)", got)
 	}
 }
