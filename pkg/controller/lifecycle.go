@@ -104,6 +104,11 @@ func (l *lifecycle) step(ctx context.Context, req reconcile.Request) (reconcile.
 		return l.finalize(withController(ctx, "nodeclaim.termination"), nc)
 	}
 	ctx = withController(ctx, "nodeclaim.lifecycle")
+	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) && l.launches.get(nc.UID) != nil {
+		// A copy from before the finalizer's write, which a launch
+		// follows: the watch has not caught up. Its write would conflict.
+		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		// The finalizer is written before anything is launched, and the
 		// reconcile goes on with the claim as written, as upstream's does.

@@ -250,6 +250,40 @@ func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
 	}
 }
 
+// A copy of a launched claim from before its finalizer was written (the
+// watch behind the writes) is read again later, not written: its write
+// would conflict.
+func TestLifecycleWaitsOutAStaleCopy(t *testing.T) {
+	var stale *v1.NodeClaim
+	writes := 0
+	lt := newLifecycleTest(t, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && stale != nil {
+				stale.DeepCopyInto(nc)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return c.Update(ctx, obj, opts...)
+		},
+	}, newClaim("general-a"))
+	before := newClaim("general-a")
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "general-a"}, before); err != nil {
+		t.Fatal(err)
+	}
+	lt.reconcile("general-a")
+	if lt.cloud.created != 1 || writes != 2 {
+		t.Fatalf("setup: %d launches, %d writes; want the finalizer and the launch's labels", lt.cloud.created, writes)
+	}
+	stale = before
+	if res := lt.reconcile("general-a"); res.RequeueAfter != conflictRetry || writes != 2 || lt.cloud.created != 1 {
+		t.Errorf("a stale copy without the finalizer: requeue %s, %d writes, %d launches; want it read again after %s, nothing written or launched",
+			res.RequeueAfter, writes, lt.cloud.created, conflictRetry)
+	}
+}
+
 // A claim deleted while it launched — its instance created, the write
 // recording it lost to the deletion's — has that instance terminated
 // before its finalizer goes, not left to garbage collection.
