@@ -361,6 +361,25 @@ func TestPodsOn(t *testing.T) {
 	}
 }
 
+// untried is a pending pod created at created that kube-scheduler has
+// not tried (no PodScheduled condition).
+func untried(name string, created time.Time, opts ...func(*corev1.Pod)) *corev1.Pod {
+	return pod(name, "", "1", append([]func(*corev1.Pod){func(p *corev1.Pod) {
+		p.Status.Conditions = nil
+		p.CreationTimestamp = metav1.NewTime(created)
+	}}, opts...)...)
+}
+
+// pending names the Store's pending pods, sorted.
+func pending(s *Store) string {
+	var out []string
+	for _, p := range s.PendingPods() {
+		out = append(out, p.Name)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
 // TestSchedulerBacklog: a pod kube-scheduler has not tried within the
 // backlog of its creation is pending as if it had found no room; one it
 // has not had that long, another scheduler's, or any with the backlog
@@ -368,19 +387,6 @@ func TestPodsOn(t *testing.T) {
 func TestSchedulerBacklog(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(t0)
-	untried := func(name string, created time.Time, opts ...func(*corev1.Pod)) *corev1.Pod {
-		return pod(name, "", "1", append([]func(*corev1.Pod){func(p *corev1.Pod) {
-			p.Status.Conditions = nil
-			p.CreationTimestamp = metav1.NewTime(created)
-		}}, opts...)...)
-	}
-	pending := func(s *Store) string {
-		var out []string
-		for _, p := range s.PendingPods() {
-			out = append(out, p.Name)
-		}
-		return strings.Join(out, ",")
-	}
 	s := NewStore(WaitForScheduler)
 	s.SetPod(pod("marked", "", "1"))
 	s.SetPod(untried("old", t0.Add(-6*time.Second)))
@@ -394,7 +400,7 @@ func TestSchedulerBacklog(t *testing.T) {
 		t.Fatalf("backlog 5 s: pending %q, want old (untried 6 s) and marked", got)
 	}
 	clk.SetTime(t0.Add(2 * time.Second))
-	if got := pending(s); got != "marked,old,new" {
+	if got := pending(s); got != "marked,new,old" {
 		t.Fatalf("2 s later: pending %q, want new too (untried 5 s)", got)
 	}
 	s.SetSchedulerBacklog(0, 0, clk)
@@ -412,20 +418,6 @@ func TestBurstQuiet(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakePassiveClock(t0)
 	at := func(d time.Duration) time.Time { return t0.Add(d) }
-	untried := func(name string, created time.Time, opts ...func(*corev1.Pod)) *corev1.Pod {
-		return pod(name, "", "1", append([]func(*corev1.Pod){func(p *corev1.Pod) {
-			p.Status.Conditions = nil
-			p.CreationTimestamp = metav1.NewTime(created)
-		}}, opts...)...)
-	}
-	pending := func(s *Store) string {
-		var out []string
-		for _, p := range s.PendingPods() {
-			out = append(out, p.Name)
-		}
-		sort.Strings(out)
-		return strings.Join(out, ",")
-	}
 	s := NewStore(WaitForScheduler)
 	s.SetSchedulerBacklog(5*time.Second, time.Second, clk)
 	s.SetPod(untried("a", t0))
