@@ -165,8 +165,9 @@ func triggered[T any](b *Batcher, set func(T)) func(T) {
 // wakes it as upstream's does. A new pod kube-scheduler has not tried
 // starts (or extends) a batch: the batch ends a batch's idle window after
 // the burst's last pod, when the burst's pods are provisionable
-// (state.Store.SetSchedulerBacklog's quiet is that window) — a 1,000-pod
-// scale-out's first pass came at 8.0 s, its last pod created at 3.1 s.
+// (state.Store.SetSchedulerBacklog's quiet is that window); before, a
+// 1,000-pod scale-out's first pass came at 8.0 s, its last pod created at
+// 3.1 s.
 func (f *storeFeed) podChanged(p *corev1.Pod) {
 	old := f.store.Pod(p.Namespace, p.Name)
 	f.store.SetPod(p)
