@@ -15,9 +15,15 @@ import corev1 "k8s.io/api/core/v1"
 // is taken from it only while the object's version is still the one it was
 // derived under, and it spares hashing the key's strings for objects seen
 // before. (An object's name does not change under its pointer; its
-// version does, whenever its content does.) A nil Cache remembers nothing.
-// Not safe for concurrent use: its owners (a Planner, a Binder) hold a
-// lock around each call.
+// version does, whenever its content does.) The map by pointer holds its
+// objects alive, so it forgets those not met for a while: it keeps two
+// generations, each of generationCalls calls, and an object met again is
+// carried into the current one. A host's cache holds each object it hands
+// over only until a newer version replaces it; without generations the
+// objects met once stayed alive until the cache started over (a controller
+// at 5,000 pods, its scale-in updating thousands, held about three times its
+// pods). A nil Cache remembers nothing. Not safe for concurrent use: its
+// owners (a Planner, a Binder) hold a lock around each call.
 type Cache[P comparable, K comparable, V any] struct {
 	key func(P) (K, bool)
 	// version is the part of the key that changes when the object does
@@ -25,9 +31,16 @@ type Cache[P comparable, K comparable, V any] struct {
 	version func(P) string
 	limit   int // entries kept across calls before the cache starts over
 	byKey   map[K]V
-	seen    map[P]versioned[V] // objects with a content key, met before
-	byCall  map[P]V            // this call's objects without a content key
+	// seen holds the objects with a content key met in this generation,
+	// older those of the last; calls counts this generation's calls.
+	seen, older map[P]versioned[V]
+	calls       int
+	byCall      map[P]V // this call's objects without a content key
 }
+
+// generationCalls is how many calls a generation of the map by pointer
+// lasts: an object not met in two generations is let go.
+const generationCalls = 8
 
 type versioned[V any] struct {
 	version string
@@ -82,6 +95,12 @@ func (c *Cache[P, K, V]) get(p P, remember bool) (V, bool) {
 	if e, found := c.seen[p]; found && e.version == ver {
 		return e.v, true
 	}
+	if e, found := c.older[p]; found && e.version == ver {
+		if remember {
+			c.seen[p] = e
+		}
+		return e.v, true
+	}
 	k, _ := c.key(p)
 	v, found := c.byKey[k]
 	if found && remember {
@@ -106,13 +125,17 @@ func (c *Cache[P, K, V]) Put(p P, v V) {
 	c.byCall[p] = v
 }
 
-// NewCall forgets the last call's unkeyed objects, and everything once the
-// cache holds more than limit (at least minimum) entries.
+// NewCall forgets the last call's unkeyed objects, begins a new generation
+// of the map by pointer every generationCalls calls, and forgets everything
+// once the cache holds more than limit (at least minimum) entries.
 func (c *Cache[P, K, V]) NewCall(minimum int) {
 	c.byCall = nil
 	if len(c.byKey) > max(c.limit, minimum) || len(c.seen) > 2*max(c.limit, minimum) {
 		c.byKey = map[K]V{}
-		c.seen = map[P]versioned[V]{}
+		c.seen, c.older, c.calls = map[P]versioned[V]{}, nil, 0
+	}
+	if c.calls++; c.calls > generationCalls {
+		c.seen, c.older, c.calls = make(map[P]versioned[V], len(c.seen)), c.seen, 1
 	}
 }
 
@@ -134,6 +157,11 @@ func (c *Cache[P, K, V]) Retain(keep []P) {
 	for p := range c.seen {
 		if !ptrs[p] {
 			delete(c.seen, p)
+		}
+	}
+	for p := range c.older {
+		if !ptrs[p] {
+			delete(c.older, p)
 		}
 	}
 }

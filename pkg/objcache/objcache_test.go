@@ -1,7 +1,9 @@
 package objcache
 
 import (
+	"runtime"
 	"testing"
+	"weak"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,4 +41,39 @@ func TestPeekRemembersNothing(t *testing.T) {
 	if _, seen := c.seen[same]; seen {
 		t.Error("Peek remembered a pointer")
 	}
+}
+
+// TestObjectsMetOnceAreLetGo: the map by pointer holds an object alive
+// only for two generations of calls after it was last met; an object met
+// in every call keeps its entry. A host hands each version of a pod over
+// as a new object, and the old versions must be free to go.
+func TestObjectsMetOnceAreLetGo(t *testing.T) {
+	c := NewPodCache[int](1 << 10)
+	kept := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "kept", Namespace: "default", ResourceVersion: "1"}}
+	c.NewCall(0)
+	c.Put(kept, 1)
+	gone := putOnce(c)
+	for range 2*generationCalls + 1 {
+		c.NewCall(0)
+		if v, ok := c.Get(kept); !ok || v != 1 {
+			t.Fatalf("Get(kept) = %d, %v", v, ok)
+		}
+	}
+	runtime.GC()
+	if gone.Value() != nil {
+		t.Error("a pod met once is still alive two generations later")
+	}
+	if _, ok := c.seen[kept]; !ok {
+		t.Error("a pod met in every call lost its entry by pointer")
+	}
+	if c.Len() != 2 {
+		t.Errorf("%d entries by content key, want both pods'", c.Len())
+	}
+}
+
+// putOnce puts a pod met once and returns a weak pointer to it.
+func putOnce(c *Cache[*corev1.Pod, PodKey, int]) weak.Pointer[corev1.Pod] {
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "once", Namespace: "default", ResourceVersion: "1"}}
+	c.Put(p, 2)
+	return weak.Make(p)
 }
