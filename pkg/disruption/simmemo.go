@@ -31,8 +31,12 @@ type simScope struct {
 // maxSimScopes is how many scopes the Memo keeps answers for, the newest:
 // a cluster at rest repeats the last one, and a cluster that changes makes
 // a new one every pass, whose answers no later pass asks for. Older
-// scopes, and the Planners, pods and nodes their answers hold, are let go.
-const maxSimScopes = 4
+// scopes, and the Planners, pods and nodes their answers hold, are let go:
+// an answer holds its pass's nodes, and with them every pod on them, so
+// each scope kept is a cluster's pods kept (at four, a 5,000-pod scale-in,
+// a new cluster every pass, held its pods' old versions several times
+// over).
+const maxSimScopes = 2
 
 // maxSimsPerScope bounds one scope's answers.
 const maxSimsPerScope = 1 << 12
