@@ -52,7 +52,7 @@ func TestProcessUsage(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if u.CPUSeconds <= 0 || u.PeakRSSBytes <= 0 || u.RSSBytes <= 0 || u.RSSBytes > u.PeakRSSBytes {
+	if u.CPUSeconds <= 0 || u.PeakRSSBytes <= 0 || u.RSSBytes <= 0 || u.RSSBytes > u.PeakRSSBytes || u.RSSFileBytes <= 0 || u.RSSFileBytes > u.RSSBytes {
 		t.Errorf("usage %+v: want CPU time and a resident set no larger than its peak", u)
 	}
 	p.Stop()

@@ -177,6 +177,10 @@ type Usage struct {
 	PeakRSSBytes float64
 	// RSSBytes is VmRSS, now.
 	RSSBytes float64
+	// RSSFileBytes is RssFile, now: the part of RSSBytes that is pages of
+	// files, the binary's code and data most of it, which no heap tuning
+	// changes.
+	RSSFileBytes float64
 	// CPUSeconds is user + system time.
 	CPUSeconds float64
 }
@@ -210,6 +214,8 @@ func (p *Process) Usage() (Usage, error) {
 			u.PeakRSSBytes = kb * 1024
 		case "VmRSS":
 			u.RSSBytes = kb * 1024
+		case "RssFile":
+			u.RSSFileBytes = kb * 1024
 		}
 	}
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.PID()))

@@ -443,8 +443,8 @@ func finish(b *testing.B, r *result, summary *strings.Builder, dir string, cfg c
 		total += n
 	}
 	r.add("api-requests", total)
-	fmt.Fprintf(summary, "\nwhole run: autoscaler %.1f CPU s, peak RSS %.0f MB; API requests %s\n",
-		end.usage.CPUSeconds-start.usage.CPUSeconds, end.usage.PeakRSSBytes/1e6, deltas(end.requests, start.requests))
+	fmt.Fprintf(summary, "\nwhole run: autoscaler %.1f CPU s, peak RSS %.0f MB (at the end %.0f MB, %.0f MB of it pages of files: its binary); API requests %s\n",
+		end.usage.CPUSeconds-start.usage.CPUSeconds, end.usage.PeakRSSBytes/1e6, end.usage.RSSBytes/1e6, end.usage.RSSFileBytes/1e6, deltas(end.requests, start.requests))
 	for _, n := range r.notes {
 		fmt.Fprintf(summary, "NOTE: %s\n", n)
 	}
