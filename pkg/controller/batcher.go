@@ -44,6 +44,15 @@ func (b *Batcher) Extend(d time.Duration) {
 	b.Trigger()
 }
 
+// Release ends an Extend's hold: the batch, triggered now, ends idle
+// from now (or at its max).
+func (b *Batcher) Release() {
+	b.mu.Lock()
+	b.hold = time.Time{}
+	b.mu.Unlock()
+	b.Trigger()
+}
+
 // due is when a batch that started at first and was last triggered at
 // last ends.
 func (b *Batcher) due(first, last time.Time) time.Time {

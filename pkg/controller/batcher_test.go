@@ -7,8 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
@@ -82,22 +86,50 @@ func TestBatchExtend(t *testing.T) {
 }
 
 // TestWatchBreakHoldsTheBatch: a broken watch, told through the cache's
-// error handler, holds the batch open for the relist (relistWait); a cache
-// made without a WatchBreaks only logs.
+// error handler, holds the batch open: the pods' until the next pod event
+// comes (at most the batch's max), another kind's for its relist
+// (relistWait). A cache made without a WatchBreaks only logs.
 func TestWatchBreakHoldsTheBatch(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	b := NewBatcher(clk, time.Second, 10*time.Second)
+	f := &storeFeed{store: state.NewStore(state.WaitForScheduler), batch: b, clock: clk}
 	breaks := &WatchBreaks{}
-	breaks.on(func() { b.Extend(relistWait) })
-	r := toolscache.NewReflector(&toolscache.ListWatch{}, &corev1.Pod{}, toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), 0)
-	CacheOptions(breaks).DefaultWatchErrorHandler(context.Background(), r, io.ErrUnexpectedEOF)
-	if got := b.due(t0, t0).Sub(t0); got != relistWait {
-		t.Errorf("after a broken watch the batch is due after %s, want %s", got, relistWait)
+	breaks.on(func(kind string) {
+		if kind == podsKind {
+			f.podWatchBroke()
+		} else {
+			b.Extend(relistWait)
+		}
+	})
+	triggered := func() bool {
+		select {
+		case <-b.trigger:
+			return true
+		default:
+			return false
+		}
 	}
-	select {
-	case <-b.trigger:
-	default:
-		t.Error("a broken watch starts a batch")
+	reflector := func(obj runtime.Object) *toolscache.Reflector {
+		return toolscache.NewReflector(&toolscache.ListWatch{}, obj, toolscache.NewStore(toolscache.MetaNamespaceKeyFunc), 0)
 	}
-	CacheOptions(nil).DefaultWatchErrorHandler(context.Background(), r, io.ErrUnexpectedEOF) // logs, no panic
+	CacheOptions(breaks).DefaultWatchErrorHandler(context.Background(), reflector(&corev1.Node{}), io.ErrUnexpectedEOF)
+	if got := b.due(t0, t0).Sub(t0); got != relistWait || !triggered() {
+		t.Errorf("after the Nodes' watch broke the batch is due after %s, want %s, and started", got, relistWait)
+	}
+	clk.Step(relistWait)
+	now := clk.Now()
+	CacheOptions(breaks).DefaultWatchErrorHandler(context.Background(), reflector(&corev1.Pod{}), io.ErrUnexpectedEOF)
+	if got := b.due(now, now).Sub(now); got != 10*time.Second || !triggered() {
+		t.Errorf("after the pods' watch broke the batch is due after %s, want its max, and started", got)
+	}
+	clk.Step(3 * time.Second) // longer than relistWait: the relist is slow
+	now = clk.Now()
+	if got := b.due(now.Add(-3*time.Second), now).Sub(now); got != 7*time.Second {
+		t.Errorf("with no pod event since the break the batch is due after %s, want the rest of its max", got)
+	}
+	f.podChanged(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "listed", Namespace: "default"}})
+	if got := b.due(now, now).Sub(now); got != time.Second || !triggered() {
+		t.Errorf("after the first pod event the batch is due after %s, want the idle 1s, and triggered", got)
+	}
+	CacheOptions(nil).DefaultWatchErrorHandler(context.Background(), reflector(&corev1.Pod{}), io.ErrUnexpectedEOF) // logs, no panic
 }

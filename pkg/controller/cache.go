@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/pprof"
+	"reflect"
 	"sync/atomic"
 	"time"
 
@@ -43,15 +44,19 @@ func CacheOptions(breaks *WatchBreaks) cache.Options {
 // provisioning batch that closed then would plan for the pods seen so far
 // and launch again for the rest — small nodes apart from those that hold
 // the burst, consolidated later (seen on the scale benchmark's 1,000-pod
-// scale-out). So the batch is held open until the relist has had time to
-// come (relistWait).
+// scale-out). So the batch is held open: after a break of the pods' watch
+// until the next pod event (see storeFeed.podRelisted), after another
+// kind's until its relist has had time to come (relistWait).
 type WatchBreaks struct {
-	hook atomic.Pointer[func()]
+	hook atomic.Pointer[func(kind string)]
 }
 
-// relistWait is how long a batch stays open after a watch broke: client-go's
-// longest first backoff, and a relist.
+// relistWait is how long a batch stays open after a watch other than the
+// pods' broke: client-go's longest first backoff, and a relist.
 const relistWait = 2 * time.Second
+
+// podsKind is the pods' informer's type, as its Reflector describes it.
+var podsKind = reflect.TypeFor[*corev1.Pod]().String()
 
 func (w *WatchBreaks) handle(ctx context.Context, r *toolscache.Reflector, err error) {
 	toolscache.DefaultWatchErrorHandler(ctx, r, err)
@@ -59,12 +64,12 @@ func (w *WatchBreaks) handle(ctx context.Context, r *toolscache.Reflector, err e
 		return
 	}
 	if f := w.hook.Load(); f != nil {
-		(*f)()
+		(*f)(r.TypeDescription())
 	}
 }
 
-// on makes f what a broken watch calls.
-func (w *WatchBreaks) on(f func()) {
+// on makes f what a broken watch calls, with the informer's type ("*v1.Pod").
+func (w *WatchBreaks) on(f func(kind string)) {
 	if w != nil {
 		w.hook.Store(&f)
 	}

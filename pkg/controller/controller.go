@@ -187,7 +187,6 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	events := recorder{r: mgr.GetEventRecorder("karpenter"), nominations: newNominationFilter(opts.Clock)}
 	gate := newSyncGate()
 	batch := NewBatcher(opts.Clock, opts.BatchIdle, opts.BatchMax)
-	opts.WatchBreaks.on(func() { batch.Extend(relistWait) })
 	off := &offerings{store: store, reader: mgr.GetCache(), cloud: cloud, pools: caps.NodePools, version: caps.Offerings,
 		gate: gate, clock: opts.Clock, wake: make(chan struct{}, 1)}
 	if opts.NodeOverlay {
@@ -229,6 +228,13 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			return nil, err
 		}
 	}
+	opts.WatchBreaks.on(func(kind string) {
+		if kind == podsKind {
+			feed.podWatchBroke()
+		} else {
+			batch.Extend(relistWait)
+		}
+	})
 	if err := feed.watch(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}

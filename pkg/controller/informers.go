@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -52,6 +53,30 @@ type storeFeed struct {
 	// as provisionable already (its scheduler backlog) wakes no
 	// provisioning (see podChanged).
 	quietFirstVerdicts bool
+	// relisting: the pods' watch broke and no pod event has come since;
+	// the batch is held until one does (see podRelisted).
+	relisting atomic.Bool
+}
+
+// podWatchBroke holds the batch open until the next pod event, or its max.
+// The informer relists after a backoff, and the list itself may take
+// seconds on an API server busy with a burst: a 1,000-pod scale-out's
+// batch, held the 2 s of relistWait, closed on 627 of its pods while the
+// rest were still to be listed, and planned them in a second pass (a
+// dearer layout, consolidated in the hold after). The relist, or a watch
+// resumed where it broke, brings every pod that changed meanwhile.
+func (f *storeFeed) podWatchBroke() {
+	f.batch.Extend(f.batch.max)
+	f.relisting.Store(true) // after the hold: an event between them leaves it held till the next
+}
+
+// podRelisted: a pod event came, so the pods' informer is delivering again
+// after a break; the batch's hold ends (the event's own trigger, if any,
+// and those of the pods behind it, keep it open while they come).
+func (f *storeFeed) podRelisted() {
+	if f.relisting.CompareAndSwap(true, false) {
+		f.batch.Release()
+	}
 }
 
 // informerHandler is a handler for one kind's informer, named for the
@@ -66,7 +91,7 @@ type informerHandler struct {
 // each handler's sync with the gate.
 func (f *storeFeed) watch(ctx context.Context, informers cache.Informers) error {
 	handlers := []informerHandler{
-		{"Pods", &corev1.Pod{}, objectHandler(f.podChanged, func(p *corev1.Pod) { f.store.DeletePod(p.Namespace, p.Name) })},
+		{"Pods", &corev1.Pod{}, objectHandler(f.podChanged, func(p *corev1.Pod) { f.podRelisted(); f.store.DeletePod(p.Namespace, p.Name) })},
 		// A Node or NodeClaim that goes may leave pods without the room
 		// planned for them: provisioning looks again.
 		{"Nodes", &corev1.Node{}, objectHandler(f.store.SetNode, func(n *corev1.Node) { f.store.DeleteNode(n.Name); f.batch.Trigger() })},
@@ -169,6 +194,7 @@ func triggered[T any](b *Batcher, set func(T)) func(T) {
 // 1,000-pod scale-out's first pass came at 8.0 s, its last pod created at
 // 3.1 s.
 func (f *storeFeed) podChanged(p *corev1.Pod) {
+	f.podRelisted()
 	old := f.store.Pod(p.Namespace, p.Name)
 	f.store.SetPod(p)
 	if !f.quietFirstVerdicts {
