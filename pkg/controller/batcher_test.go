@@ -94,13 +94,7 @@ func TestWatchBreakHoldsTheBatch(t *testing.T) {
 	b := NewBatcher(clk, time.Second, 10*time.Second)
 	f := &storeFeed{store: state.NewStore(state.WaitForScheduler), batch: b, clock: clk}
 	breaks := &WatchBreaks{}
-	breaks.on(func(kind string) {
-		if kind == podsKind {
-			f.podWatchBroke()
-		} else {
-			b.Extend(relistWait)
-		}
-	})
+	breaks.on(f.watchBroke) // as the controller wires it
 	triggered := func() bool {
 		select {
 		case <-b.trigger:

@@ -228,13 +228,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 			return nil, err
 		}
 	}
-	opts.WatchBreaks.on(func(kind string) {
-		if kind == podsKind {
-			feed.podWatchBroke()
-		} else {
-			batch.Extend(relistWait)
-		}
-	})
+	opts.WatchBreaks.on(feed.watchBroke)
 	if err := feed.watch(ctx, mgr.GetCache()); err != nil {
 		return nil, err
 	}

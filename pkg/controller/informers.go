@@ -58,6 +58,17 @@ type storeFeed struct {
 	relisting atomic.Bool
 }
 
+// watchBroke is what a broken watch of kind (its Reflector's type) does to
+// the batch: the pods' holds it until a pod event (podWatchBroke), any
+// other kind's for its relist (relistWait).
+func (f *storeFeed) watchBroke(kind string) {
+	if kind == podsKind {
+		f.podWatchBroke()
+	} else {
+		f.batch.Extend(relistWait)
+	}
+}
+
 // podWatchBroke holds the batch open until the next pod event, or its max.
 // The informer relists after a backoff, and the list itself may take
 // seconds on an API server busy with a burst: a 1,000-pod scale-out's
