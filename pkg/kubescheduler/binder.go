@@ -159,7 +159,7 @@ func nodeKeyOf(n *provisioning.Node) (nodeKey, bool) {
 func NewBinder(opts BindOptions) *Binder {
 	opts.Requests.newCall()
 	return &Binder{opts: opts, filters: provisioning.NewFilterCache(),
-		nodes:     objcache.New[*provisioning.Node, nodeKey, *nodeFacts](nodeKeyOf, func(n *provisioning.Node) string { return n.Version }, math.MaxInt32),
+		nodes:     objcache.New[*provisioning.Node, nodeKey, *nodeFacts](nodeKeyOf, math.MaxInt32),
 		spreadIDs: map[string]int{}, groupOf: objcache.NewPodCache[int32](1 << 18), groupIDs: map[string]int32{}}
 }
 

@@ -17,7 +17,7 @@ type (
 )
 
 func newNodeCache[V any](limit int) *nodeCache[V] {
-	return objcache.New[*Node, nodeKey, V](nodeKeyOf, func(n *Node) string { return n.Version }, limit)
+	return objcache.New[*Node, nodeKey, V](nodeKeyOf, limit)
 }
 
 func newPodCache[V any](limit int) *podCache[V] { return objcache.NewPodCache[V](limit) }
