@@ -18,6 +18,7 @@ type Batcher struct {
 	trigger   chan struct{}
 	mu        sync.Mutex
 	hold      time.Time // Extend's: no batch ends before it (but at its max)
+	held      time.Time // Hold's, until Release: the same
 }
 
 // NewBatcher returns a Batcher timed by clk.
@@ -44,11 +45,21 @@ func (b *Batcher) Extend(d time.Duration) {
 	b.Trigger()
 }
 
-// Release ends an Extend's hold: the batch, triggered now, ends idle
-// from now (or at its max).
+// Hold starts a batch or extends the current one, as Trigger does, and
+// holds it open until Release — never past its max, nor a max from now.
+func (b *Batcher) Hold() {
+	b.mu.Lock()
+	b.held = b.clk.Now().Add(b.max)
+	b.mu.Unlock()
+	b.Trigger()
+}
+
+// Release ends Hold's hold: the batch, triggered now, ends idle from now
+// (or at its max), unless an Extend's hold lasts longer — Release leaves
+// that as it is.
 func (b *Batcher) Release() {
 	b.mu.Lock()
-	b.hold = time.Time{}
+	b.held = time.Time{}
 	b.mu.Unlock()
 	b.Trigger()
 }
@@ -58,8 +69,10 @@ func (b *Batcher) Release() {
 func (b *Batcher) due(first, last time.Time) time.Time {
 	end := last.Add(b.idle)
 	b.mu.Lock()
-	if b.hold.After(end) {
-		end = b.hold
+	for _, h := range []time.Time{b.hold, b.held} {
+		if h.After(end) {
+			end = h
+		}
 	}
 	b.mu.Unlock()
 	if limit := first.Add(b.max); end.After(limit) {

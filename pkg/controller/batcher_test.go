@@ -127,3 +127,20 @@ func TestWatchBreakHoldsTheBatch(t *testing.T) {
 	}
 	CacheOptions(nil).DefaultWatchErrorHandler(context.Background(), reflector(&corev1.Pod{}), io.ErrUnexpectedEOF) // logs, no panic
 }
+
+// TestPodEventKeepsAnotherKindsHold: a pod event after a break of the
+// pods' watch ends that hold only; the Nodes' watch, broken just before,
+// still holds the batch for its relist.
+func TestPodEventKeepsAnotherKindsHold(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	b := NewBatcher(clk, time.Second, 10*time.Second)
+	f := &storeFeed{store: state.NewStore(state.WaitForScheduler), batch: b, clock: clk}
+	f.watchBroke("*v1.Node")
+	f.watchBroke(podsKind)
+	clk.Step(500 * time.Millisecond)
+	now := clk.Now()
+	f.podChanged(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "listed", Namespace: "default"}})
+	if got, want := b.due(t0, now), t0.Add(relistWait); !got.Equal(want) {
+		t.Errorf("after the pod event the batch is due %s after the breaks, want %s (the Nodes' relistWait)", got.Sub(t0), relistWait)
+	}
+}

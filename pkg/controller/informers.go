@@ -77,13 +77,14 @@ func (f *storeFeed) watchBroke(kind string) {
 // dearer layout, consolidated in the hold after). The relist, or a watch
 // resumed where it broke, brings every pod that changed meanwhile.
 func (f *storeFeed) podWatchBroke() {
-	f.batch.Extend(f.batch.max)
+	f.batch.Hold()
 	f.relisting.Store(true) // after the hold: an event between them leaves it held till the next
 }
 
 // podRelisted: a pod event came, so the pods' informer is delivering again
-// after a break; the batch's hold ends (the event's own trigger, if any,
-// and those of the pods behind it, keep it open while they come).
+// after a break; the batch's hold for it ends (the event's own trigger, if
+// any, and those of the pods behind it, keep it open while they come),
+// while another kind's relistWait, if one broke too, goes on.
 func (f *storeFeed) podRelisted() {
 	if f.relisting.CompareAndSwap(true, false) {
 		f.batch.Release()
