@@ -2,9 +2,13 @@ package controller
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/pprof"
+	"os"
 	"reflect"
+	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 	"time"
 
@@ -124,13 +128,40 @@ func trimContainer(c *corev1.Container) {
 
 // ProfilingHandlers are Go's pprof endpoints under /debug/pprof/, for the
 // metrics server with --enable-profiling (upstream's flag): heap, CPU,
-// goroutines. Off by default, as upstream's.
+// goroutines; and /debug/heapdump (HeapDump). Off by default, as
+// upstream's.
 func ProfilingHandlers() map[string]http.Handler {
 	return map[string]http.Handler{
+		"/debug/heapdump":      http.HandlerFunc(HeapDump),
 		"/debug/pprof/":        http.HandlerFunc(pprof.Index),
 		"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
 		"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
 		"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
 		"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 	}
+}
+
+// HeapDump serves the process's heap dump (runtime/debug.WriteHeapDump,
+// after a GC): every object with its contents, every goroutine's frames,
+// the data segments. A heap profile says where the live objects were
+// allocated; a dump also says what holds them, which hack/heapdump reads
+// out (docs/scale.md, session 33). Started with GODEBUG=memprofilerate=1,
+// the process records every allocation's site, which the dump carries.
+// The world stops while the dump is written (a second or so at 100 MB).
+func HeapDump(w http.ResponseWriter, _ *http.Request) {
+	f, err := os.CreateTemp("", "joiner-heapdump-*")
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	defer func() { _ = os.Remove(f.Name()) }()
+	defer func() { _ = f.Close() }()
+	runtime.GC()
+	debug.WriteHeapDump(f.Fd())
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	_, _ = io.Copy(w, f)
 }

@@ -1,6 +1,9 @@
 package controller
 
 import (
+	"bytes"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -65,5 +68,24 @@ func TestTrimPod(t *testing.T) {
 	}
 	if n := &(corev1.Node{}); func() bool { o, _ := TrimPod(n); return o != n }() {
 		t.Error("a Node was changed")
+	}
+}
+
+// TestHeapDump: --enable-profiling's /debug/heapdump answers with the
+// process's heap dump, in the format hack/heapdump reads.
+func TestHeapDump(t *testing.T) {
+	srv := httptest.NewServer(ProfilingHandlers()["/debug/heapdump"])
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var body bytes.Buffer
+	if _, err := body.ReadFrom(resp.Body); err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK || !bytes.HasPrefix(body.Bytes(), []byte("go1.7 heap dump\n")) || body.Len() < 1<<16 {
+		t.Errorf("status %d, %d bytes beginning %q; want a heap dump", resp.StatusCode, body.Len(), body.Bytes()[:min(16, body.Len())])
 	}
 }

@@ -58,7 +58,10 @@ type Joiner struct {
 	// Bin is the built binary.
 	Bin string
 	// Args are more flags for `joiner controller`.
-	Args   []string
+	Args []string
+	// Env is more environment for the process (GODEBUG=memprofilerate=1,
+	// say, for /debug/heapdump's allocation sites).
+	Env    []string
 	prices CatalogPrices
 }
 
@@ -113,7 +116,7 @@ func (j *Joiner) Start(tb testing.TB, c *Cluster) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return StartProcess(tb, ProcessSpec{Name: "joiner", Path: j.Bin, LogDir: c.LogDir, MetricsAddr: metrics,
+	return StartProcess(tb, ProcessSpec{Name: "joiner", Path: j.Bin, LogDir: c.LogDir, MetricsAddr: metrics, Env: j.Env,
 		Args: append([]string{"controller", "--cloud-provider=kwok", "--kubeconfig=" + c.Kubeconfig,
 			"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + probe}, j.Args...)})
 }

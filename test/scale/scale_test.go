@@ -168,7 +168,9 @@ func autoscaler(b *testing.B, name string) harness.Autoscaler {
 	b.Helper()
 	switch name {
 	case "joiner":
-		return harness.BuildJoiner(b, "--enable-profiling") // a heap profile at each phase's end
+		j := harness.BuildJoiner(b, "--enable-profiling") // a heap profile at each phase's end
+		j.Env = strings.Fields(os.Getenv("SCALE_JOINER_ENV"))
+		return j
 	case "karpenter":
 		e, err := harness.ExternalFromEnv("karpenter", "KARPENTER_KWOK")
 		if err != nil {
