@@ -15,9 +15,10 @@
 // decoded) and, with -size, that size. For each, it takes the shortest
 // path from a root and counts the objects by the allocation sites of the
 // D objects that hold them and the root (a goroutine's frame, or with
-// -bin a global variable by name). With -pods the selected objects are
-// read as Pod structs; a pod of which a newer version (a higher
-// resourceVersion) is live too is counted among the old versions, apart.
+// -bin a global variable by name). With -pods it selects of those the Pod
+// structs (made by the scheme's New, of a Pod's size) and reads them; a
+// pod of which a newer version (a higher resourceVersion) is live too is
+// counted among the old versions, apart.
 // docs/scale.md (session 33) has a run.
 package main
 
@@ -405,6 +406,9 @@ func (d *Dump) Holders(sel Selection) Report {
 		if parent[i] == -2 || o.bucket == 0 || (sel.Size != 0 && len(o.data) != sel.Size) || !d.allocatedIn(o, sel.Alloc) {
 			continue
 		}
+		if sel.Pods && !d.isPod(o) {
+			continue
+		}
 		rep.Selected++
 		if !sel.Pods {
 			add(count, i)
@@ -471,6 +475,14 @@ func (d *Dump) site(i int) string {
 		}
 	}
 	return strings.Join(keep, "<")
+}
+
+// isPod: the object is a Pod struct a decoder made (the scheme's New makes
+// the struct, Unmarshal what it holds), in the size class a Pod takes: at
+// least its size and its malloc header, within the classes' spacing.
+func (d *Dump) isPod(o *object) bool {
+	size := int(unsafe.Sizeof(corev1.Pod{})) + int(o.header)
+	return o.header > 0 && len(o.data) >= size && len(o.data) < size+256 && d.allocatedIn(o, "runtime.(*Scheme).New")
 }
 
 // Where a Pod struct keeps the strings read with -pods.

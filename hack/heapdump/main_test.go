@@ -9,17 +9,24 @@ import (
 	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/scheme"
 )
 
 // held is a global that keeps two versions of one pod and one of another.
 var held []*corev1.Pod
 
-// decodePod makes a pod, and nothing else, as a decoder would.
+// decodePod makes a pod, and nothing else, through a scheme's New as a
+// decoder does.
 //
 //go:noinline
 func decodePod(namespace, name, rv string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, ResourceVersion: rv}}
+	obj, err := scheme.Scheme.New(corev1.SchemeGroupVersion.WithKind("Pod"))
+	if err != nil {
+		panic(err)
+	}
+	p := obj.(*corev1.Pod)
+	p.Namespace, p.Name, p.ResourceVersion = namespace, name, rv
+	return p
 }
 
 // pod decodes a pod whose strings are in the heap, as a decoder's are
