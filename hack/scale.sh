@@ -11,7 +11,10 @@
 # /tmp/joiner-scale.* directory), SCALE_HOLD, SCALE_SETTLE,
 # SCALE_PHASE_TIMEOUT, SCALE_AUTOSCALERS (default joiner,karpenter;
 # karpenter runs when KARPENTER_KWOK_BIN and KARPENTER_KWOK_CRDS are set),
-# SCALE_TIMEOUT (go test -timeout, default 3h), SCALE_JOINER_ENV (more
+# SCALE_TIMEOUT (go test -timeout, default 3h), SCALE_PROFILE=1 (heap
+# profiles of joiner at each phase's end and at its peak, a CPU profile of
+# the scale-out; off by default: profiling costs the process memory),
+# SCALE_JOINER_ENV (more
 # environment for the joiner process, as words: GODEBUG=memprofilerate=1
 # for /debug/heapdump's allocation sites, docs/scale.md session 33).
 set -euo pipefail
