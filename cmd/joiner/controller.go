@@ -180,7 +180,7 @@ sized by.`,
 	f.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "where /metrics is served (\"0\" for nowhere)")
 	f.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "where /healthz and /readyz are served (\"0\" for nowhere)")
 	f.BoolVar(&leaderElect, "leader-elect", false, "elect one leader among replicas (for more than one replica)")
-	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof endpoints under /debug/pprof/ beside /metrics (upstream's flag)")
+	f.BoolVar(&profiling, "enable-profiling", false, "serve Go's pprof endpoints under /debug/pprof/, and a heap dump for hack/heapdump at /debug/heapdump, beside /metrics (upstream's flag)")
 	tuning.addFlags(f)
 	pf.register(cmd)
 	return cmd
