@@ -260,7 +260,7 @@ func Parse(in io.Reader) (*Dump, error) {
 			}
 		}
 	}
-	return nil, err
+	return nil, fmt.Errorf("a damaged or cut-off dump (write it again, whole): %w", err)
 }
 
 // index sorts the objects and gives each its allocation stack. An object

@@ -80,9 +80,13 @@ func TestHoldersOfPods(t *testing.T) {
 	held = nil
 }
 
-// TestNotADump: anything else is refused with a message.
+// TestNotADump: anything else is refused with a message, and so is a
+// dump cut short.
 func TestNotADump(t *testing.T) {
 	if _, err := Parse(strings.NewReader("not a dump at all")); err == nil || !strings.Contains(err.Error(), "not a Go heap dump") {
 		t.Errorf("Parse = %v", err)
+	}
+	if _, err := Parse(strings.NewReader("go1.7 heap dump\n\x01\x80")); err == nil || !strings.Contains(err.Error(), "cut-off dump") {
+		t.Errorf("Parse(a dump cut short) = %v", err)
 	}
 }
