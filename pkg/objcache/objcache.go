@@ -47,7 +47,8 @@ func NewPodCache[V any](limit int) *Cache[*corev1.Pod, PodKey, V] {
 	return New[*corev1.Pod, PodKey, V](PodKeyOf, limit)
 }
 
-// Get returns what was put for the object, if it still holds.
+// Get returns what was put for the object, if it still holds. It changes
+// nothing, so while nothing puts, any number of goroutines may get at once.
 func (c *Cache[P, K, V]) Get(p P) (V, bool) {
 	var zero V
 	if c == nil {
@@ -61,10 +62,6 @@ func (c *Cache[P, K, V]) Get(p P) (V, bool) {
 	v, found := c.byKey[k]
 	return v, found
 }
-
-// Peek is Get: it remembers nothing, so while nothing puts, any number of
-// goroutines may peek at once.
-func (c *Cache[P, K, V]) Peek(p P) (V, bool) { return c.Get(p) }
 
 // Put remembers v for the object.
 func (c *Cache[P, K, V]) Put(p P, v V) {

@@ -20,9 +20,9 @@ func TestDerivedPodsAreNotTheirOriginal(t *testing.T) {
 	}
 }
 
-// TestPeekRemembersNothing: Peek finds what Get finds, and leaves the
-// cache as it was.
-func TestPeekRemembersNothing(t *testing.T) {
+// TestGetByContent: Get finds an object by its content key, whatever the
+// pointer, an unkeyed one by its pointer, and a derived pod not at all.
+func TestGetByContent(t *testing.T) {
 	c := NewPodCache[int](10)
 	keyed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "default", ResourceVersion: "7"}}
 	unkeyed := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "q", Namespace: "default"}}
@@ -34,8 +34,8 @@ func TestPeekRemembersNothing(t *testing.T) {
 		want int
 		ok   bool
 	}{{keyed, 1, true}, {unkeyed, 2, true}, {same, 1, true}, {DerivedPod(keyed), 0, false}} {
-		if v, ok := c.Peek(tc.pod); v != tc.want || ok != tc.ok {
-			t.Errorf("Peek(%s) = %d, %v; want %d, %v", tc.pod.Name, v, ok, tc.want, tc.ok)
+		if v, ok := c.Get(tc.pod); v != tc.want || ok != tc.ok {
+			t.Errorf("Get(%s) = %d, %v; want %d, %v", tc.pod.Name, v, ok, tc.want, tc.ok)
 		}
 	}
 }

@@ -1123,7 +1123,7 @@ func (s *scheduler) oneClassKey(pods []*corev1.Pod) bool {
 // peekIn is memoIn for caches only read: a fresh memo, not kept, for an
 // object the cache has none for.
 func peekIn[P comparable, K comparable, M any](c *objcache.Cache[P, K, *M], p P) *M {
-	if m, ok := c.Peek(p); ok {
+	if m, ok := c.Get(p); ok {
 		return m
 	}
 	return new(M)
