@@ -35,6 +35,10 @@ type ClusterOptions struct {
 	// creating and binding thousands of pods is not what a benchmark of
 	// the autoscaler measures.
 	ClientQPS int
+	// KubeletWorkers, when not 0, is how many pods kwok takes through a
+	// stage at once (nodes: half as many), for kwok's default of four
+	// each (kwokConfiguration).
+	KubeletWorkers int
 }
 
 // Cluster is a running control plane: kube-apiserver and etcd, with
@@ -96,9 +100,43 @@ func StartCluster(tb testing.TB, opts ClusterOptions) *Cluster {
 		"--controllers=deployment,replicaset,nodelifecycle,garbagecollector,disruption",
 		"--leader-elect=false", "--secure-port=0", "--use-service-account-credentials=false", "-v=1")...)
 	// kwok with the stages and node lease kwokctl gives it.
-	c.start(tb, "kwok", "--kubeconfig="+c.Kubeconfig, "--config="+filepath.Join(assets, "kwok-stages.yaml"),
-		"--manage-nodes-with-annotation-selector="+kwok.AnnotationNode+"=fake", "--node-lease-duration-seconds=40")
+	kwokArgs := []string{"--kubeconfig=" + c.Kubeconfig, "--config=" + filepath.Join(assets, "kwok-stages.yaml"),
+		"--manage-nodes-with-annotation-selector=" + kwok.AnnotationNode + "=fake", "--node-lease-duration-seconds=40"}
+	if opts.KubeletWorkers > 0 {
+		kwokConfig := filepath.Join(logDir, "kwok-configuration.yaml")
+		if err := os.WriteFile(kwokConfig, []byte(kwokConfiguration(opts.KubeletWorkers)), 0o644); err != nil {
+			tb.Fatal(err)
+		}
+		kwokArgs = append(kwokArgs, "--config="+kwokConfig)
+	}
+	c.start(tb, "kwok", kwokArgs...)
 	return c
+}
+
+// kwokConfiguration gives kwok's stages more workers than its default of
+// four a stage: pods workers at once, nodes half as many. kwok stands in
+// for every node's kubelet, and real kubelets write their pods' and
+// node's status in parallel, one each; with four, the 5,000 pods of the
+// scale benchmark, bound by 78 s, were all Running only at 154 s
+// (docs/scale.md, session 34), which timed kwok, not the autoscaler. kwok
+// does not default a configuration it reads from a file: the other
+// options are its defaults (v0.8.0), written out.
+func kwokConfiguration(pods int) string {
+	return fmt.Sprintf(`apiVersion: config.kwok.x-k8s.io/v1alpha1
+kind: KwokConfiguration
+options:
+  podPlayStageParallelism: %d
+  nodePlayStageParallelism: %d
+  nodeLeaseParallelism: 4
+  podsOnNodeSyncParallelism: 1
+  cidr: 10.0.0.0/24
+  manageAllNodes: false
+  enableDebuggingHandlers: true
+  enableContentionProfiling: false
+  enableProfilingHandler: true
+  enablePodsOnNodeSyncListPager: true
+  enablePodsOnNodeSyncStreamWatch: false
+`, pods, max(1, pods/2))
 }
 
 func (c *Cluster) start(tb testing.TB, name string, args ...string) {

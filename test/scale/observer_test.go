@@ -88,18 +88,21 @@ type snapshot struct {
 	dollars                          float64
 	unpriced                         int
 	running, pending, terminating    int
-	claimsOfRev                      map[string]int
-	instanceTypes                    map[string]int
+	// bound counts the pods not being deleted that kube-scheduler has
+	// given a node: a pod is bound before kwok (the kubelets) runs it.
+	bound         int
+	claimsOfRev   map[string]int
+	instanceTypes map[string]int
 }
 
 func (s snapshot) row() string {
-	return fmt.Sprintf("claims=%d init=%d deleting=%d nodes=%d ready=%d $/h=%.3f pods run=%d pend=%d term=%d disrupting=%d/%d of %d",
-		s.claims, s.initialized, s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
+	return fmt.Sprintf("claims=%d init=%d deleting=%d nodes=%d ready=%d $/h=%.3f pods bound=%d run=%d pend=%d term=%d disrupting=%d/%d of %d",
+		s.claims, s.initialized, s.deleting, s.nodes, s.readyNodes, s.dollars, s.bound, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
 }
 
 func (s snapshot) sameRow(o snapshot) bool {
 	return s.claims == o.claims && s.initialized == o.initialized && s.deleting == o.deleting && s.nodes == o.nodes &&
-		s.readyNodes == o.readyNodes && s.disrupting == o.disrupting && s.allowed == o.allowed && s.budgetNodes == o.budgetNodes && s.running == o.running &&
+		s.readyNodes == o.readyNodes && s.disrupting == o.disrupting && s.allowed == o.allowed && s.budgetNodes == o.budgetNodes && s.running == o.running && s.bound == o.bound &&
 		s.pending == o.pending && s.terminating == o.terminating && math.Abs(s.dollars-o.dollars) < 1e-6
 }
 
@@ -116,7 +119,7 @@ func startObserver(ctx context.Context, c *harness.Cluster, scheme *runtime.Sche
 		podsGoing: map[string]bool{}, timeline: timeline, csv: csv}
 	o.phase = &phase{name: "setup", start: o.t0, pendingAfter1m: map[string]bool{}}
 	o.phases = []*phase{o.phase}
-	_, _ = fmt.Fprintln(csv, "seconds,phase,claims,initialized,deleting,nodes,ready_nodes,dollars_per_hour,pods_running,pods_pending,pods_terminating,disrupting,allowed,budget_nodes")
+	_, _ = fmt.Fprintln(csv, "seconds,phase,claims,initialized,deleting,nodes,ready_nodes,dollars_per_hour,pods_bound,pods_running,pods_pending,pods_terminating,disrupting,allowed,budget_nodes")
 	handlers := []struct {
 		obj client.Object
 		h   toolscache.ResourceEventHandlerFuncs
@@ -409,6 +412,9 @@ func (o *observer) snap(ctx context.Context) error {
 	var pending []string
 	for i := range pods.Items {
 		p := &pods.Items[i]
+		if p.DeletionTimestamp == nil && p.Spec.NodeName != "" {
+			s.bound++
+		}
 		switch {
 		case p.DeletionTimestamp != nil:
 			s.terminating++
@@ -444,8 +450,8 @@ func (o *observer) snap(ctx context.Context) error {
 	if !s.sameRow(o.lastRow) || now.Sub(o.lastRowAt) >= 30*time.Second {
 		o.lastRow, o.lastRowAt = s, now
 		o.logf("%s", s.row())
-		_, _ = fmt.Fprintf(o.csv, "%.1f,%s,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d,%d\n", now.Sub(o.t0).Seconds(), ph.name, s.claims, s.initialized,
-			s.deleting, s.nodes, s.readyNodes, s.dollars, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
+		_, _ = fmt.Fprintf(o.csv, "%.1f,%s,%d,%d,%d,%d,%d,%.4f,%d,%d,%d,%d,%d,%d,%d\n", now.Sub(o.t0).Seconds(), ph.name, s.claims, s.initialized,
+			s.deleting, s.nodes, s.readyNodes, s.dollars, s.bound, s.running, s.pending, s.terminating, s.disrupting, s.allowed, s.budgetNodes)
 	}
 	return nil
 }
