@@ -19,6 +19,7 @@ type Batcher struct {
 	mu        sync.Mutex
 	hold      time.Time // Extend's: no batch ends before it (but at its max)
 	held      time.Time // Hold's, until Release: the same
+	full      bool      // the last batch Wait returned ended at its max
 }
 
 // NewBatcher returns a Batcher timed by clk.
@@ -67,18 +68,19 @@ func (b *Batcher) Release() {
 // due is when a batch that started at first and was last triggered at
 // last ends.
 func (b *Batcher) due(first, last time.Time) time.Time {
-	end := last.Add(b.idle)
-	b.mu.Lock()
-	for _, h := range []time.Time{b.hold, b.held} {
-		if h.After(end) {
-			end = h
-		}
-	}
-	b.mu.Unlock()
+	end := b.dueUncapped(last)
 	if limit := first.Add(b.max); end.After(limit) {
 		return limit
 	}
 	return end
+}
+
+// Full: the last batch Wait returned ended at its max, with triggers (or
+// a hold) that would have kept it open longer.
+func (b *Batcher) Full() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.full
 }
 
 // Wait blocks until a batch is complete (true) or ctx ends (false).
@@ -89,6 +91,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 	case <-b.trigger:
 	}
 	first := b.clk.Now()
+	last := first
 	timer := b.clk.NewTimer(b.due(first, first).Sub(first))
 	defer func() { timer.Stop() }()
 	for {
@@ -96,11 +99,29 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		case <-ctx.Done():
 			return false
 		case <-b.trigger:
-			now := b.clk.Now()
+			last = b.clk.Now()
 			timer.Stop()
-			timer = b.clk.NewTimer(b.due(first, now).Sub(now))
+			timer = b.clk.NewTimer(b.due(first, last).Sub(last))
 		case <-timer.C():
+			full := b.dueUncapped(last).After(first.Add(b.max))
+			b.mu.Lock()
+			b.full = full
+			b.mu.Unlock()
 			return true
 		}
 	}
+}
+
+// dueUncapped is when a batch last triggered at last would end with no
+// max.
+func (b *Batcher) dueUncapped(last time.Time) time.Time {
+	end := last.Add(b.idle)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, h := range []time.Time{b.hold, b.held} {
+		if h.After(end) {
+			end = h
+		}
+	}
+	return end
 }

@@ -63,6 +63,49 @@ func TestBatcherWaits(t *testing.T) {
 	}
 }
 
+// TestBatchFull: Full says whether the batch Wait returned ended at its
+// max with triggers still coming, not an idle after the last.
+func TestBatchFull(t *testing.T) {
+	clk := clocktesting.NewFakeClock(t0)
+	b := NewBatcher(clk, time.Second, 10*time.Second)
+	// batch triggers a batch, then again every 400 ms, triggers times,
+	// and steps the clock 400 ms at a time until the batch ends: the
+	// timer a trigger replaces is always 600 ms away, so no step fires it.
+	batch := func(triggers int) bool {
+		t.Helper()
+		done := make(chan bool, 1)
+		b.Trigger()
+		go func() { done <- b.Wait(context.Background()) }()
+		for i := 0; ; i++ {
+			for !clk.HasWaiters() { // Wait has armed its timer, or returned
+				select {
+				case ok := <-done:
+					if !ok {
+						t.Fatal("want the batch complete")
+					}
+					return b.Full()
+				default:
+				}
+			}
+			if i < triggers {
+				b.Trigger()
+				for len(b.trigger) > 0 { // Wait has taken it
+				}
+			}
+			clk.Step(400 * time.Millisecond)
+		}
+	}
+	if batch(3) {
+		t.Error("a batch that went idle 1 s after its last trigger reads full")
+	}
+	if !batch(100) {
+		t.Error("a batch triggered every 400 ms until its 10 s max does not read full")
+	}
+	if batch(0) {
+		t.Error("the next batch, idle after one trigger, still reads full")
+	}
+}
+
 // TestBatchExtend: Extend holds a batch open past its idle end, never past
 // its max; a trigger after the hold ends it an idle later as before.
 func TestBatchExtend(t *testing.T) {

@@ -49,6 +49,9 @@ func (p *provisioner) loop(ctx context.Context) error {
 	go p.wakeForLaunches(ctx)
 	go p.wakeForBacklog(ctx)
 	for p.batch.Wait(ctx) {
+		if p.batch.Full() {
+			p.store.ReleaseBacklog() // the batch waited for the burst as long as it may
+		}
 		if _, err := p.provision(ctx); err != nil {
 			logError(ctx, err, "provisioning")
 		}

@@ -779,6 +779,22 @@ func (s *Store) arrive(now time.Time) {
 	s.lastArrival = now
 }
 
+// ReleaseBacklog makes every untried pod that has arrived provisionable
+// now, as a quiet after the last would (SetSchedulerBacklog): the host
+// calls it when a provisioning batch ended at its max with pods still
+// arriving. The batch was the wait; a burst that outlasts it is planned
+// whole rather than split at the backlog's age — at 5,000 pods created
+// over 11 s, a first pass at the 10 s limit took the 2,474 pods then 5 s
+// old and a second pass 9 s later the other 2,526, whose nodes came 13 s
+// after the first pass's (docs/scale.md, session 34).
+func (s *Store) ReleaseBacklog() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.backlog > 0 && s.lastArrival.After(s.releasedUpTo) {
+		s.releasedUpTo = s.lastArrival
+	}
+}
+
 // quietAfter: arrival was followed by quiet by now (false for no arrival).
 func (s *Store) quietAfter(arrival, now time.Time) bool {
 	return s.quiet > 0 && !arrival.IsZero() && now.Sub(arrival) >= s.quiet

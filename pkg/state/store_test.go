@@ -456,6 +456,41 @@ func TestBurstQuiet(t *testing.T) {
 	}
 }
 
+// TestReleaseBacklog: a burst still arriving is pending only as its pods
+// reach their backlog, until ReleaseBacklog makes every pod that has
+// arrived pending; a pod arriving after it waits as before. With the
+// backlog off it changes nothing.
+func TestReleaseBacklog(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	at := func(d time.Duration) time.Time { return t0.Add(d) }
+	s := NewStore(WaitForScheduler)
+	s.SetSchedulerBacklog(5*time.Second, time.Second, clk)
+	for i, name := range []string{"a", "b", "c", "d", "e", "f", "g"} { // one every 900 ms: never a quiet second
+		clk.SetTime(at(time.Duration(i) * 900 * time.Millisecond))
+		s.SetPod(untried(name, clk.Now()))
+	}
+	if got := pending(s); got != "a" {
+		t.Fatalf("5.4 s into the burst: pending %q, want a (5 s untried)", got)
+	}
+	s.ReleaseBacklog()
+	if got := pending(s); got != "a,b,c,d,e,f,g" {
+		t.Fatalf("released: pending %q, want every pod that has arrived", got)
+	}
+	clk.SetTime(at(6 * time.Second))
+	s.SetPod(untried("h", clk.Now()))
+	if got := pending(s); got != "a,b,c,d,e,f,g" {
+		t.Fatalf("h arrived after the release: pending %q, want it left to kube-scheduler", got)
+	}
+
+	off := NewStore(WaitForScheduler)
+	off.SetPod(untried("x", t0))
+	off.ReleaseBacklog()
+	if got := pending(off); got != "" {
+		t.Fatalf("backlog off: pending %q after a release, want none (upstream waits for kube-scheduler)", got)
+	}
+}
+
 // TestAddNodeClaimKeepsTheWatchsCopy: the copy a Create returned, handed in
 // after the watch delivered the claim launched and joined to its Node,
 // does not undo the launch; before the watch has it, it is the claim.
