@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
@@ -394,6 +395,54 @@ func TestLifecycleFinalize(t *testing.T) {
 	}
 	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "general-a"}, &v1.NodeClaim{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the claim after its finalizer: %v, want gone", err)
+	}
+}
+
+// TestFinalizerOffABusyNode: the kubelet (kwok) writes a Node's status
+// every few seconds; the drained Node's finalizer comes off in the
+// reconcile that finds it drained even when such a write came between the
+// read and the removal, as upstream's strategic merge patch has it. (An
+// update of the read copy lost to the status write, and each drained node
+// waited for a retry.)
+func TestFinalizerOffABusyNode(t *testing.T) {
+	nc := newClaim("general-a")
+	nc.Finalizers = []string{v1.TerminationFinalizer}
+	nc.Status.ProviderID = "p:///zone-a/i-general-a"
+	node := registering("node-a", nc.Status.ProviderID)
+	node.Spec.Taints = []corev1.Taint{v1.DisruptedTaint}
+	node.Finalizers = []string{v1.TerminationFinalizer}
+	heartbeat := func(ctx context.Context, c client.WithWatch, obj client.Object) {
+		if n, ok := obj.(*corev1.Node); !ok || controllerutil.ContainsFinalizer(n, v1.TerminationFinalizer) {
+			return // not the finalizer's removal
+		}
+		beat := &corev1.Node{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(obj), beat); err != nil {
+			t.Fatal(err)
+		}
+		beat.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+		if err := c.Update(ctx, beat); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lt := newLifecycleTest(t, interceptor.Funcs{
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			heartbeat(ctx, c, obj)
+			return c.Update(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			heartbeat(ctx, c, obj)
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}, nc, node)
+	if err := lt.kube.Delete(context.Background(), nc.DeepCopy()); err != nil {
+		t.Fatal(err)
+	}
+	lt.reconcile("general-a")
+	if err := lt.kube.Get(context.Background(), types.NamespacedName{Name: "node-a"}, &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the drained Node after one reconcile: %v, want deleted", err)
+	}
+	if lt.cloud.deleted != 1 {
+		t.Errorf("%d instances terminated, want 1", lt.cloud.deleted)
 	}
 }
 
