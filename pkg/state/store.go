@@ -329,6 +329,7 @@ func (s *Store) DeleteNodeClaim(name string) {
 		}
 	}
 	delete(s.launch.planned, name)
+	delete(s.launch.nominated, name)
 	s.deleteClaimLocked(name)
 }
 
