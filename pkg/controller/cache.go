@@ -26,14 +26,10 @@ import (
 // states, and the messages of the pod's conditions. What scheduling reads
 // stays: requests and limits, ports, volumes, selectors, affinities,
 // tolerations, spread, priority, owners, annotations and labels, the
-// phase, conditions and containers' states and resources. A pod's
-// nomination the controller wrote itself (see nominator) is dropped too:
-// to kube-scheduler it is a hint, to the controller a plan it keeps
-// anyway, and a pod nominated by kube-scheduler (preempting) is left to
-// kube-scheduler. The controller never writes a pod back (it evicts
-// through the eviction subresource and nominates by a patch of its own),
-// and the objects it updates (Nodes, NodeClaims, NodePools) lose only
-// their managedFields, which an update without them leaves as they are.
+// phase, conditions and containers' states and resources. The controller never
+// writes a pod back (it evicts through the eviction subresource), and the
+// objects it updates (Nodes, NodeClaims, NodePools) lose only their
+// managedFields, which an update without them leaves as they are.
 //
 // A watch that breaks is logged as client-go logs it and told to breaks
 // (nil: to no one), which Options.WatchBreaks hands to the controller.
@@ -89,11 +85,6 @@ func TrimPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
-	}
-	if nominatedByJoiner(p) {
-		// The controller's own hint, which the launch it made for the pod
-		// already says: the pod stays one provisioning looks after.
-		p.Status.NominatedNodeName = ""
 	}
 	p.ManagedFields = nil
 	for i := range p.Spec.InitContainers {

@@ -236,9 +236,6 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	if opts.Policy.ModelDRA {
 		life.dra = store.DRA
 	}
-	if opts.Policy.NominatesPods() {
-		life.nominator = &nominator{client: kube, nominees: store.Nominees}
-	}
 	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable, MaxConcurrentReconciles: lifecycleWorkers}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(life.claimOfNode)).

@@ -63,9 +63,6 @@ type lifecycle struct {
 	// objects: a claim planned onto DRA drivers' devices is Initialized
 	// only once each has published a complete pool for its node.
 	dra func() *provisioning.DRAObjects
-	// nominator, when the policy NominatesPods, nominates a Node's
-	// planned pods to it once it has appeared.
-	nominator *nominator
 }
 
 // reconcile moves a NodeClaim along its lifecycle, as upstream's
@@ -236,10 +233,6 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil
-	}
-	// Before kube-scheduler may use the Node, and while its cohort holds.
-	if n := l.nominator.nominate(ctx, nc.Name, node.Name); n > 0 {
-		log.FromContext(ctx).V(1).Info("nominated pods to the Node launched for them", "nodeclaim", nc.Name, "node", node.Name, "pods", n)
 	}
 	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err

@@ -82,17 +82,6 @@ func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
 // as it comes.
 func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 
-// NominatesPods is true when a Node launched for pods has them nominated
-// to it (their status.nominatedNodeName, KEP-5278's hint from an
-// autoscaler) before kube-scheduler may use it (Joiner's decisions): then
-// kube-scheduler tries each pod on its planned node first and keeps the
-// room planned for nominated pods from other pods of their priority, so
-// the pods land as planned. Without it, kube-scheduler's own spreading
-// fills a zone's new nodes with pods that could have gone anywhere, and
-// the zone-spread pods planned there need another node. Upstream
-// Karpenter leaves kube-scheduler to place pods on any node.
-func (p Policy) NominatesPods() bool { return !p.Karpenter() }
-
 // MarksLeaving is true when a disruption pass whose consolidation the
 // budgets cut short names the nodes later rounds would take, for hosts to
 // mark them (Joiner's decisions; see disruption.ConsolidatingTaint).

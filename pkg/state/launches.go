@@ -51,9 +51,6 @@ func (g GivenUp) Reason() string {
 // launches is the guard's record, under the Store's lock.
 type launches struct {
 	planned map[string][]podRef // claim name → pods it was launched for
-	// nominated are the planned claims whose pods were handed out as
-	// Nominees.
-	nominated map[string]bool
 	missed  map[podRef][]string // pod → claims it did not bind to
 	givenUp map[podRef]*GivenUp
 	fresh   []GivenUp // given up since a host last asked
@@ -75,37 +72,6 @@ func (s *Store) LaunchedFor(claim string, pods []*corev1.Pod) {
 		}
 	}
 	s.launch.planned[claim] = refs
-	delete(s.launch.nominated, claim)
-}
-
-// Nominees are the pods the claim was launched for that are to be
-// nominated to its Node (see provisioning.Policy.NominatesPods): still
-// unbound, active, not given up on and not nominated by kube-scheduler (a
-// preemption's nomination is kube-scheduler's to change). Each claim's
-// pods are handed out once; a claim not launched for pods, or already
-// asked, has none.
-func (s *Store) Nominees(claim string) []*corev1.Pod {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	refs, ok := s.launch.planned[claim]
-	if !ok || s.launch.nominated[claim] {
-		return nil
-	}
-	if s.launch.nominated == nil {
-		s.launch.nominated = map[string]bool{}
-	}
-	s.launch.nominated[claim] = true
-	var out []*corev1.Pod
-	for _, ref := range refs {
-		sp, ok := s.pods[ref]
-		if _, unbound := s.unbound[ref]; !ok || !unbound || s.launch.givenUp[ref] != nil {
-			continue
-		}
-		if p := sp.given; podutil.IsActive(p) && p.Status.NominatedNodeName == "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // SettleLaunch says kube-scheduler has had its chance to bind the pods the
@@ -135,7 +101,6 @@ func (s *Store) SettleLaunches(now time.Time, after time.Duration) []GivenUp {
 		nc := s.claims[claim]
 		if nc == nil {
 			delete(s.launch.planned, claim)
-			delete(s.launch.nominated, claim)
 			continue
 		}
 		since, ok := initializedSince(nc)
@@ -162,7 +127,6 @@ func (s *Store) settleLocked(claim string) {
 		return
 	}
 	delete(s.launch.planned, claim)
-	delete(s.launch.nominated, claim)
 	v := s.views[s.claimEntry[claim]]
 	if v == nil || !v.node.Ready() {
 		return

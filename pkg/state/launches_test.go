@@ -375,35 +375,3 @@ func TestPinLaunchedPods(t *testing.T) {
 		t.Fatalf("after n1 settled: pending %q, want a,b,c", pending)
 	}
 }
-
-// TestNominees: a claim's nominees are the pods it was launched for that
-// are still unbound and active, and not nominated by kube-scheduler; once,
-// until the claim is launched for pods again.
-func TestNominees(t *testing.T) {
-	s := (&Objects{NodePools: cluster().NodePools}).Store()
-	waiting, bound, preempting, deleting := pod("waiting", "", "1"), pod("bound", "", "1"), pod("preempting", "", "1"), pod("deleting", "", "1")
-	for _, p := range []*corev1.Pod{waiting, bound, preempting, deleting} {
-		s.SetPod(p)
-	}
-	launchedNode(s, "n1", false, waiting, bound, preempting, deleting)
-	s.SetPod(pod("bound", "n0", "1"))
-	s.SetPod(pod("preempting", "", "1", func(p *corev1.Pod) { p.Status.NominatedNodeName = "n0" }))
-	s.SetPod(pod("deleting", "", "1", func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Unix(1, 0)} }))
-	if got := names(s.Nominees("n1")); got != "waiting" {
-		t.Fatalf("nominees %q, want waiting", got)
-	}
-	if got := s.Nominees("n1"); len(got) != 0 {
-		t.Errorf("asked again: %q, want none", names(got))
-	}
-	if got := s.Nominees("nobody"); len(got) != 0 {
-		t.Errorf("a claim launched for no pod: %q", names(got))
-	}
-	s.LaunchedFor("n1", []*corev1.Pod{waiting})
-	if got := names(s.Nominees("n1")); got != "waiting" {
-		t.Errorf("launched for pods again: nominees %q, want waiting", got)
-	}
-	s.DeleteNodeClaim("n1")
-	if got := s.Nominees("n1"); len(got) != 0 {
-		t.Errorf("a claim gone: %q", names(got))
-	}
-}

@@ -329,7 +329,6 @@ func (s *Store) DeleteNodeClaim(name string) {
 		}
 	}
 	delete(s.launch.planned, name)
-	delete(s.launch.nominated, name)
 	s.deleteClaimLocked(name)
 }
 
