@@ -220,6 +220,10 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 	feed := &storeFeed{store: store, reader: mgr.GetCache(), gate: gate, batch: batch, offeringsChanged: offeringsChanged, claimGone: c.disrupter.claimGone,
 		clock: opts.Clock, nodeOverlays: opts.NodeOverlay, dra: opts.Policy.ModelDRA, spreadDefaults: opts.SchedulerConfig.DefaultConstraints(),
 		quietFirstVerdicts: opts.Policy.ProvisionsSchedulerBacklog()}
+	if opts.Policy.WaitsForBinding() {
+		feed.bindings = &bindings{}
+		c.provisioner.bindings, c.provisioner.recheck = feed.bindings, make(chan time.Time, 1)
+	}
 	if opts.CapacityBuffer {
 		feed.buffers = &capacityBuffers{reader: mgr.GetCache(), client: kube, store: store, batch: batch, clock: opts.Clock, wake: make(chan struct{}, 1)}
 		c.provisioner.buffers = feed.buffers

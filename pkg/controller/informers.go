@@ -37,10 +37,12 @@ type storeFeed struct {
 	offeringsChanged func()
 	// claimGone wakes disruption: a NodeClaim's budget is free (nil: no
 	// one to wake).
-	claimGone    func()
-	clock        clock.PassiveClock // times pods' startup
-	nodeOverlays bool               // the NodeOverlay feature gate
-	dra          bool               // --ignore-dra-requests=false: device objects are read
+	claimGone func()
+	clock     clock.PassiveClock // times pods' startup and bindings
+	// bindings is told when a pod seen pending is bound (nil: no one).
+	bindings     *bindings
+	nodeOverlays bool // the NodeOverlay feature gate
+	dra          bool // --ignore-dra-requests=false: device objects are read
 	// buffers, with the CapacityBuffer feature gate, is woken by what a
 	// buffer resolves from.
 	buffers *capacityBuffers
@@ -220,6 +222,9 @@ func (f *storeFeed) podChanged(p *corev1.Pod) {
 		if !firstVerdictOnBacklog {
 			f.batch.Trigger()
 		}
+	}
+	if old != nil && old.Spec.NodeName == "" && p.Spec.NodeName != "" && f.bindings != nil {
+		f.bindings.bound(f.clock.Now())
 	}
 	if old != nil && old.Status.Phase != corev1.PodRunning && p.Status.Phase == corev1.PodRunning {
 		podStartup.Observe(f.clock.Since(p.CreationTimestamp.Time).Seconds())

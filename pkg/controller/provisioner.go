@@ -38,6 +38,12 @@ type provisioner struct {
 	// buffers, with the CapacityBuffer gate, is told where each pass put
 	// the buffers' chunks.
 	buffers *capacityBuffers
+	// bindings says whether kube-scheduler is still binding pods: until
+	// it is done, no node is launched only for pods awaiting a launch
+	// (state.Store.Unawaited). nil: never waited for.
+	bindings *bindings
+	// recheck, buffered 1, asks wakeForBindings for a pass at a time.
+	recheck chan time.Time
 }
 
 // loop provisions after every batch until ctx ends, from the moment the
@@ -47,6 +53,9 @@ func (p *provisioner) loop(ctx context.Context) error {
 		return nil
 	}
 	go p.wakeForLaunches(ctx)
+	if p.recheck != nil {
+		go p.wakeForBindings(ctx)
+	}
 	go p.wakeForBacklog(ctx)
 	for p.batch.Wait(ctx) {
 		if p.batch.Full() {
@@ -84,7 +93,16 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	}
 	var created []*v1.NodeClaim
 	var errs []error
-	plans := p.store.Unawaited(res.NewNodeClaims)
+	binding, quietAt := false, time.Time{}
+	if p.bindings != nil {
+		binding, quietAt = p.bindings.busy(p.clock.Now())
+	}
+	plans := p.store.Unawaited(res.NewNodeClaims, binding)
+	if binding && len(plans) < len(res.NewNodeClaims) {
+		// Held for kube-scheduler: look again once it is done binding.
+		log.FromContext(ctx).V(1).Info("waiting for kube-scheduler to finish binding before launching for pods awaiting a launch", "nodeclaims", len(res.NewNodeClaims)-len(plans))
+		p.passAt(quietAt)
+	}
 	if len(plans) > 0 {
 		n := 0
 		for _, plan := range plans {
@@ -151,6 +169,43 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 		}
 	}
 	return created, errors.Join(errs...)
+}
+
+// passAt asks for a provisioning pass at t (wakeForBindings); an earlier
+// request not yet due gives way to it.
+func (p *provisioner) passAt(t time.Time) {
+	if p.recheck == nil {
+		return
+	}
+	select {
+	case <-p.recheck:
+	default:
+	}
+	select {
+	case p.recheck <- t:
+	default: // another pass asked at once; its time is as good
+	}
+}
+
+// wakeForBindings starts the pass passAt asked for; a binding since then
+// moves it later (the pass holds again, and asks again).
+func (p *provisioner) wakeForBindings(ctx context.Context) {
+	for {
+		var at time.Time
+		select {
+		case <-ctx.Done():
+			return
+		case at = <-p.recheck:
+		}
+		t := p.clock.NewTimer(max(0, at.Sub(p.clock.Now())))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C():
+			p.batch.Trigger()
+		}
+	}
 }
 
 // settleLaunches counts the misses of pods whose nodes have been

@@ -82,6 +82,13 @@ func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
 // as it comes.
 func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 
+// WaitsForBinding is true when a host that watches kube-scheduler bind
+// launches no node only for pods awaiting a launch while kube-scheduler
+// is still binding pods (Joiner's decisions; see state.Store.Unawaited):
+// the pods it has yet to bind may find room it has not used yet. Upstream
+// Karpenter plans every pass for every pending pod.
+func (p Policy) WaitsForBinding() bool { return !p.Karpenter() }
+
 // MarksLeaving is true when a disruption pass whose consolidation the
 // budgets cut short names the nodes later rounds would take, for hosts to
 // mark them (Joiner's decisions; see disruption.ConsolidatingTaint).

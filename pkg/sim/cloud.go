@@ -104,7 +104,7 @@ func (e *simulation) provision() {
 	if e.opts.OnProvision != nil {
 		e.launches = []Launch{}
 	}
-	plans := e.st.Unawaited(res.NewNodeClaims)
+	plans := e.st.Unawaited(res.NewNodeClaims, false) // its kube-scheduler binds a pass's pods at once
 	var cohort *launchCohort
 	if len(plans) > 1 && e.decider.Policy().LaunchCohorts() {
 		e.cohortSeq++

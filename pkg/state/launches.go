@@ -188,9 +188,16 @@ func withoutWorkloads(n *provisioning.Node) *provisioning.Node {
 // its settling, and must not launch a second node for the pods before
 // their miss is counted, or the guard never catches up. A pod whose node
 // is still on its way, or that other pods beat to its node, is not held
-// back: it needs the node the plan gives it. Plans with any other pod are
-// kept.
-func (s *Store) Unawaited(plans []*provisioning.NodeClaimPlan) []*provisioning.NodeClaimPlan {
+// back: it needs the node the plan gives it — unless binding, when
+// kube-scheduler is still binding pods (the host tells): then every plan
+// only for pods that wait on a launch not yet settled is dropped. Mid-way
+// through a scale-out's binding, the pods bound so far sit where
+// kube-scheduler put them, not where the plan did, and what is left of
+// the new nodes fits the pods still pending neither as planned nor
+// repacked; once kube-scheduler is done, most of them have found room
+// after all, and the few that have not get one node sized for them
+// (docs/scale.md, session 35). Plans with any other pod are kept.
+func (s *Store) Unawaited(plans []*provisioning.NodeClaimPlan, binding bool) []*provisioning.NodeClaimPlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.launch.planned) == 0 {
@@ -207,6 +214,9 @@ func (s *Store) Unawaited(plans []*provisioning.NodeClaimPlan) []*provisioning.N
 		claim, ok := awaiting[refOf(p)]
 		if !ok {
 			return false
+		}
+		if binding {
+			return true
 		}
 		v := s.views[s.claimEntry[claim]]
 		if v == nil || v.node.Node == nil {

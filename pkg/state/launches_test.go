@@ -214,9 +214,14 @@ func TestUnawaited(t *testing.T) {
 	launchedNode(s, "n1", true, stuck)
 	launchedNode(s, "n2", false, waiting)
 	plans := []*provisioning.NodeClaimPlan{{Pods: []*corev1.Pod{stuck}}, {Pods: []*corev1.Pod{stuck, other}}, {Pods: []*corev1.Pod{waiting}}}
-	kept := s.Unawaited(plans)
+	kept := s.Unawaited(plans, false)
 	if len(kept) != 2 || kept[0] != plans[1] || kept[1] != plans[2] {
 		t.Fatalf("kept %d plans, want the mixed one and the one for the pod whose node is on its way", len(kept))
+	}
+	// While kube-scheduler binds, a plan only for pods awaiting a launch
+	// waits, whatever keeps them off their node.
+	if kept := s.Unawaited(plans, true); len(kept) != 1 || kept[0] != plans[1] {
+		t.Fatalf("binding: kept %d plans, want only the one with a pod awaiting no launch", len(kept))
 	}
 	if len(plans) != 3 || plans[0].Pods[0] != stuck {
 		t.Fatalf("Unawaited changed its argument")
@@ -228,7 +233,7 @@ func TestUnawaited(t *testing.T) {
 		t.Errorf("not due 30 s after n1's initialization")
 	}
 	s.SettleLaunches(t0.Add(30*time.Second), 30*time.Second)
-	if kept := s.Unawaited(plans); len(kept) != 3 {
+	if kept := s.Unawaited(plans, false); len(kept) != 3 {
 		t.Errorf("kept %d plans after n1 settled, want all 3", len(kept))
 	}
 	if s.LaunchesDue(t0.Add(time.Hour), 30*time.Second) {
