@@ -104,7 +104,9 @@ func (e *simulation) provision() {
 	if e.opts.OnProvision != nil {
 		e.launches = []Launch{}
 	}
-	plans := e.st.Unawaited(res.NewNodeClaims, false) // its kube-scheduler binds a pass's pods at once
+	// The controller's wait for kube-scheduler's binding (Policy.WaitsForBinding)
+	// is not modelled: a gap the backtest measures.
+	plans := e.st.Unawaited(res.NewNodeClaims, false)
 	var cohort *launchCohort
 	if len(plans) > 1 && e.decider.Policy().LaunchCohorts() {
 		e.cohortSeq++
