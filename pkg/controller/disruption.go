@@ -48,6 +48,10 @@ type disrupter struct {
 	// held: the last decision left a candidate to a budget (see
 	// afterHeldExecuted).
 	held bool
+	// leaving are the NodeClaims of the commands carried out since that
+	// decision: while one is left, the budget it holds is not free, and a
+	// NodeClaim gone does not bring the next pass forward (holding).
+	leaving []string
 	// tainted are the nodes this process's queue put karpenter.sh/disrupted
 	// on and has not taken it off: any other node carrying it, its claim not
 	// being deleted, was left so by a controller that stopped mid-command.
@@ -63,11 +67,14 @@ const afterExecuted = time.Second
 // afterHeldExecuted is how long the pass after one that carried a command
 // out waits, at most, when the decision that chose the command left a
 // candidate to a NodePool's budget: the command's nodes hold that budget
-// until their NodeClaims are gone, a few seconds later, and a NodeClaim
-// gone wakes the loop (claimGone). A second after, the pass found the
-// budget still held and took one node where it could take two: the
-// middle of the 1,000-pod scale-in went one node every 16 s, each pass
-// one node and a 15 s validation.
+// until their NodeClaims are gone, a few seconds later, and the last of
+// them gone wakes the loop (claimGone, holding). A second after, the pass
+// found the budget still held and took one node where it could take two:
+// the middle of the 1,000-pod scale-in went one node every 16 s, each
+// pass one node and a 15 s validation. Woken by the first of them gone,
+// the pass still found the others holding their part: at 5,000 pods the
+// scale-in's rounds took 4–6 nodes of a budget of 10, the other 4–6 of
+// the round before still being deleted.
 const afterHeldExecuted = disruptionEvery
 
 // queueEvery is how often a command waiting for its replacements is looked
@@ -113,17 +120,54 @@ func (d *disrupter) loop(ctx context.Context) error {
 			wait = min(wait, queueEvery)
 		}
 		d.mu.Unlock()
-		t := d.clock.NewTimer(max(0, wait))
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		woken, done := d.await(ctx, d.clock.NewTimer(max(0, wait)))
+		if done {
 			return nil
-		case <-t.C():
-		case <-d.wake:
-			t.Stop()
+		}
+		if woken {
 			next = d.woken(last, next)
 		}
 	}
+}
+
+// await waits for the timer, for ctx to end (done), or for a NodeClaim
+// gone that frees a budget (woken): one gone while another the commands
+// carried out since a held decision is still there frees too little for
+// the pass to take what the budget will allow a moment later, and is
+// waited past.
+func (d *disrupter) await(ctx context.Context, t clock.Timer) (woken, done bool) {
+	for {
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return false, true
+		case <-t.C():
+			return false, false
+		case <-d.wake:
+			if d.holding() {
+				continue
+			}
+			t.Stop()
+			return true, false
+		}
+	}
+}
+
+// holding: the last decision was held by a budget and a NodeClaim a
+// command carried out since then deleted is still there — it holds part
+// of the budget the next pass would have.
+func (d *disrupter) holding() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if !d.held {
+		return false
+	}
+	for _, name := range d.leaving {
+		if d.store.NodeClaim(name) != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // woken is when the next full pass is due after a NodeClaim went, given
@@ -186,7 +230,7 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 	if !d.queue.Validating() {
 		dc := d.fresh(ctx)
 		dec := disruption.Compute(ctx, dc, d.queue.Options)
-		d.held = dec.HeldByBudget()
+		d.held, d.leaving = dec.HeldByBudget(), nil
 		for pool, as := range dec.Allowances {
 			for _, a := range as {
 				allowedDisruptions.WithLabelValues(pool, string(a.Reason)).Set(float64(a.Allowed))
@@ -245,6 +289,7 @@ func (d *disrupter) stepQueue(ctx context.Context) ([]disruption.Event, error) {
 			errs = append(errs, ev.Err)
 		}
 		if ev.What == disruption.EventExecuted {
+			d.carriedOut(ev.Command)
 			decision := "delete"
 			if len(ev.Command.Replacements) > 0 {
 				decision = "replace"
@@ -263,6 +308,16 @@ func (d *disrupter) stepQueue(ctx context.Context) ([]disruption.Event, error) {
 		}
 	}
 	return events, errors.Join(errs...)
+}
+
+// carriedOut notes the NodeClaims a command carried out deletes as
+// leaving (see holding). d.mu is held.
+func (d *disrupter) carriedOut(cmd *disruption.Command) {
+	for _, cand := range cmd.Candidates {
+		if cand.NodeClaim != nil {
+			d.leaving = append(d.leaving, cand.NodeClaim.Name)
+		}
+	}
 }
 
 // policyOf is the consolidation policy a command's metrics carry: its

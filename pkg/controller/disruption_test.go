@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	v1 "github.com/joiner-autoscaler/joiner/pkg/apis/v1"
 	"github.com/joiner-autoscaler/joiner/pkg/disruption"
+	"github.com/joiner-autoscaler/joiner/pkg/state"
 )
 
 // TestNextPass: the disruption loop's next decision is due at the polling
@@ -72,4 +76,83 @@ func TestWokenPass(t *testing.T) {
 		t.Errorf("three claims gone: %d wake-ups pending, want 1", len(d.wake))
 	}
 	(&disrupter{}).claimGone() // no loop to wake: a no-op
+}
+
+// TestAwaitLastOfCommand: after a command carried out for a decision a
+// budget held, a NodeClaim gone brings the next pass forward only when it
+// was the last of the command's: the others still hold their part of the
+// budget. Without a held decision the first one gone does; the timer and
+// ctx end the wait as ever.
+func TestAwaitLastOfCommand(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakeClock(t0)
+	store := state.NewStore(state.WaitForScheduler)
+	for _, name := range []string{"a", "b", "c"} {
+		store.SetNodeClaim(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
+	}
+	// wake is unbuffered here: a send returns once await has taken it.
+	d := &disrupter{clock: clk, store: store, wake: make(chan struct{})}
+	d.held = true
+	d.carriedOut(&disruption.Command{Candidates: []*disruption.Candidate{
+		{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}},
+		{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
+	}})
+
+	store.DeleteNodeClaim("a")
+	if !d.holding() {
+		t.Error("a gone, b left: not holding, want holding")
+	}
+	store.DeleteNodeClaim("c")
+	if !d.holding() {
+		t.Error("c (not the command's) gone, b left: not holding, want holding")
+	}
+
+	type result struct{ woken, done bool }
+	run := func(ctx context.Context) chan result {
+		out := make(chan result, 1)
+		timer := clk.NewTimer(afterHeldExecuted)
+		go func() {
+			w, dn := d.await(ctx, timer)
+			out <- result{w, dn}
+		}()
+		return out
+	}
+	// Holding: a wake-up does not end the wait — a second is taken, so the
+	// first was looked at and waited past — and the timer does.
+	out := run(context.Background())
+	for i := range 2 {
+		select {
+		case d.wake <- struct{}{}:
+		case r := <-out:
+			t.Fatalf("holding, wake-up %d: the wait ended (%+v), want it to go on", i, r)
+		}
+	}
+	clk.Step(afterHeldExecuted)
+	if r := <-out; r.woken || r.done {
+		t.Errorf("holding, then the timer: %+v, want neither woken nor done", r)
+	}
+
+	store.DeleteNodeClaim("b")
+	if d.holding() {
+		t.Error("the command's NodeClaims all gone: holding, want not")
+	}
+	out = run(context.Background())
+	d.wake <- struct{}{}
+	if r := <-out; !r.woken || r.done {
+		t.Errorf("the command's last NodeClaim gone: %+v, want woken", r)
+	}
+
+	// No decision held: any NodeClaim gone frees budget at once.
+	store.SetNodeClaim(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
+	d.held = false
+	if d.holding() {
+		t.Error("no held decision: holding, want not")
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	out = run(ctx)
+	cancel()
+	if r := <-out; !r.done {
+		t.Errorf("ctx ended: %+v, want done", r)
+	}
 }

@@ -111,7 +111,7 @@ func (e *simulation) disrupt() {
 	consolidate := changed || !e.clk.now.Before(e.nextConsolidation)
 	opts.SkipConsolidation = !consolidate
 	d := disruption.Compute(context.Background(), c, opts)
-	e.held = d.HeldByBudget()
+	e.held, e.leaving = d.HeldByBudget(), nil
 	if consolidate {
 		found := false
 		for _, cmd := range d.Commands {
@@ -192,6 +192,7 @@ func (e *simulation) stepQueue() {
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil {
 					e.rep.disrupted(n, string(ev.Command.Reason))
+					e.leaving = append(e.leaving, n)
 				}
 			}
 		}
@@ -200,8 +201,8 @@ func (e *simulation) stepQueue() {
 		// As the controller: the next pass soon after a command is carried
 		// out, not at the next polling tick.
 		// When the decision left a candidate to a budget, the pass waits
-		// for the command's nodes to be gone (nodeGone wakes it), at most
-		// afterHeldExecuted.
+		// for the command's nodes to be gone (the last one gone wakes it:
+		// deleteNode, holding), at most afterHeldExecuted.
 		e.dirty = true
 		if !e.held {
 			e.clk.after(afterExecuted, e.disrupt)
@@ -222,6 +223,21 @@ func (e *simulation) stepQueue() {
 			e.stepQueue()
 		})
 	}
+}
+
+// holding is the controller's: the last decision was held by a budget
+// and a node a command carried out since then is not gone yet — it holds
+// part of the budget the next pass would have.
+func (e *simulation) holding() bool {
+	if !e.held {
+		return false
+	}
+	for _, n := range e.leaving {
+		if n.state != nodeGone {
+			return true
+		}
+	}
+	return false
 }
 
 type simActions struct{ e *simulation }

@@ -141,6 +141,9 @@ type simulation struct {
 	queueArmed            bool
 	wakeArmed             bool // a disruption pass is due because a node went
 	held                  bool // the last decision left a candidate to a budget
+	// leaving: the nodes of the commands carried out since that decision
+	// (see holding).
+	leaving []*simNode
 	batchTimer            time.Time
 	nextConsolidation     time.Time
 	// nextConsolidatable: when the next node's consolidateAfter ends (a
