@@ -143,9 +143,9 @@ type simulation struct {
 	held                  bool // the last decision left a candidate to a budget
 	// leaving: the nodes of the commands carried out since that decision
 	// (see holding).
-	leaving []*simNode
-	batchTimer            time.Time
-	nextConsolidation     time.Time
+	leaving           []*simNode
+	batchTimer        time.Time
+	nextConsolidation time.Time
 	// nextConsolidatable: when the next node's consolidateAfter ends (a
 	// pass runs then even when nothing else changed).
 	nextConsolidatable   time.Time
