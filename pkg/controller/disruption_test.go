@@ -87,15 +87,21 @@ func TestAwaitLastOfCommand(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
 	store := state.NewStore(state.WaitForScheduler)
-	for _, name := range []string{"a", "b", "c"} {
+	for _, name := range []string{"a", "b", "c", "d"} {
 		store.SetNodeClaim(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: name}})
 	}
 	// wake is unbuffered here: a send returns once await has taken it.
 	d := &disrupter{clock: clk, store: store, wake: make(chan struct{})}
 	d.held = true
-	d.carriedOut(&disruption.Command{Candidates: []*disruption.Candidate{
+	d.carriedOut(&disruption.Command{Method: disruption.MethodMultiNode, Candidates: []*disruption.Candidate{
 		{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}}},
 		{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}}},
+	}})
+
+	// A drift's command acts at once: its NodeClaim (d, there to the end)
+	// is not waited for.
+	d.carriedOut(&disruption.Command{Method: disruption.MethodDrift, Candidates: []*disruption.Candidate{
+		{NodeClaim: &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "d"}}},
 	}})
 
 	store.DeleteNodeClaim("a")
@@ -134,7 +140,7 @@ func TestAwaitLastOfCommand(t *testing.T) {
 
 	store.DeleteNodeClaim("b")
 	if d.holding() {
-		t.Error("the command's NodeClaims all gone: holding, want not")
+		t.Error("the consolidation's NodeClaims all gone, the drift's left: holding, want not")
 	}
 	out = run(context.Background())
 	d.wake <- struct{}{}

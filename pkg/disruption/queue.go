@@ -93,16 +93,16 @@ type Queue struct {
 	items   []*queued
 }
 
-// validates: the method's commands wait ValidationDelay and are checked
+// Validates: the method's commands wait ValidationDelay and are checked
 // again (consolidation's; drift and interruption act at once).
-func validates(m Method) bool {
+func Validates(m Method) bool {
 	x := methodOf(m)
 	return x != nil && x.consolidation()
 }
 
 // Add enqueues a command at now.
 func (q *Queue) Add(cmd *Command, now time.Time) {
-	q.items = append(q.items, &queued{cmd: cmd, ready: now.Add(ValidationDelay), validated: !validates(cmd.Method)})
+	q.items = append(q.items, &queued{cmd: cmd, ready: now.Add(ValidationDelay), validated: !Validates(cmd.Method)})
 }
 
 // Len is the number of commands not finished yet.

@@ -209,7 +209,7 @@ func TestDriftDoesNotWaitForValidation(t *testing.T) {
 func TestMethodTable(t *testing.T) {
 	var got []string
 	for _, m := range methods {
-		got = append(got, fmt.Sprintf("%s/%s/validated=%v/eventual=%v", m.kind(), m.reason(), validates(m.kind()), m.eventual()))
+		got = append(got, fmt.Sprintf("%s/%s/validated=%v/eventual=%v", m.kind(), m.reason(), Validates(m.kind()), m.eventual()))
 	}
 	want := "empty/Empty/validated=true/eventual=false;drift/Drifted/validated=false/eventual=true;" +
 		"multi-node consolidation/Underutilized/validated=true/eventual=false;single-node consolidation/Underutilized/validated=true/eventual=false"

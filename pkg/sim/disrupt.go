@@ -192,7 +192,9 @@ func (e *simulation) stepQueue() {
 			for _, cand := range ev.Command.Candidates {
 				if n := e.nodeByName(cand.Node.Name); n != nil {
 					e.rep.disrupted(n, string(ev.Command.Reason))
-					e.leaving = append(e.leaving, n)
+					if disruption.Validates(ev.Command.Method) { // as the controller's carriedOut
+						e.leaving = append(e.leaving, n)
+					}
 				}
 			}
 		}
