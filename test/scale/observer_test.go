@@ -75,6 +75,34 @@ type phase struct {
 	// them, and the most disrupting at once.
 	overBudget, violations, maxDisrupting, maxOver int
 	violating                                      bool
+	// costs are the phase's snapshots' $/h, in order (see spend).
+	costs []costAt
+}
+
+// costAt is the cluster's $/h at a moment.
+type costAt struct {
+	at      time.Time
+	dollars float64
+}
+
+// spend is what the phase's NodeClaims cost in the window after it began,
+// in dollars: each snapshot's $/h until the next, and the last one's to
+// the window's end — a phase that settled ends with no change of
+// NodeClaims in its last SCALE_SETTLE, so its cost goes on as it was.
+func (ph *phase) spend(window time.Duration) float64 {
+	end := ph.start.Add(window)
+	total := 0.0
+	for i, c := range ph.costs {
+		if !c.at.Before(end) {
+			break
+		}
+		to := end
+		if i+1 < len(ph.costs) && ph.costs[i+1].at.Before(end) {
+			to = ph.costs[i+1].at
+		}
+		total += c.dollars * to.Sub(later(c.at, ph.start)).Hours()
+	}
+	return total
 }
 
 // snapshot is the cluster at one moment.
@@ -435,6 +463,7 @@ func (o *observer) snap(ctx context.Context) error {
 		}
 	}
 	ph.maxDisrupting = max(ph.maxDisrupting, s.disrupting)
+	ph.costs = append(ph.costs, costAt{now, s.dollars})
 	if s.allowed >= 0 && s.disrupting > s.allowed {
 		ph.overBudget++
 		ph.maxOver = max(ph.maxOver, s.disrupting-s.allowed)
@@ -540,6 +569,9 @@ func (o *observer) begin(name, what string) *phase {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.phase = &phase{name: name, start: time.Now(), pendingAfter1m: map[string]bool{}}
+	if !o.last.at.IsZero() {
+		o.phase.costs = []costAt{{o.phase.start, o.last.dollars}} // until its first snapshot
+	}
 	o.phases = append(o.phases, o.phase)
 	_, _ = fmt.Fprintf(o.timeline, "%s === phase %s: %s\n", o.since(o.phase.start), name, what)
 	return o.phase
@@ -565,6 +597,7 @@ func (o *observer) counts(ph *phase) phase {
 	defer o.mu.Unlock()
 	c := *ph
 	c.changes = append([]time.Time(nil), ph.changes...)
+	c.costs = append([]costAt(nil), ph.costs...)
 	c.pendingAfter1m = nil
 	return c
 }

@@ -3,6 +3,7 @@
 package scale
 
 import (
+	"math"
 	"testing"
 	"time"
 
@@ -114,5 +115,31 @@ func TestBursts(t *testing.T) {
 		if got := bursts(tc.changes, 30*time.Second); got != tc.want {
 			t.Errorf("bursts(%v) = %d, want %d", tc.changes, got, tc.want)
 		}
+	}
+}
+
+// TestSpend: a phase's cost in a window after it began — each $/h until
+// the next snapshot, the last one's to the window's end, nothing past it.
+func TestSpend(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 10, 0, 0, 0, time.UTC)
+	ph := &phase{start: t0, costs: []costAt{
+		{t0, 36},                       // 10 min at $36/h until the next...
+		{t0.Add(10 * time.Minute), 12}, // ...then $12/h
+	}}
+	for _, c := range []struct {
+		window time.Duration
+		want   float64
+	}{
+		{5 * time.Minute, 3},      // inside the first snapshot's span
+		{10 * time.Minute, 6},     // exactly to the second
+		{40 * time.Minute, 6 + 6}, // the last $/h carried to the end
+		{0, 0},
+	} {
+		if got := ph.spend(c.window); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("spend(%s) = %v, want %v", c.window, got, c.want)
+		}
+	}
+	if got := (&phase{start: t0}).spend(time.Hour); got != 0 {
+		t.Errorf("no snapshot: spend = %v, want 0", got)
 	}
 }

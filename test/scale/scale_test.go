@@ -436,6 +436,10 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 		seconds = -1
 	}
 	r.add("c-seconds-to-settle", round(seconds, 1))
+	// What the scale-in cost in its first spendWindow: a settle sooner at
+	// a dearer $/h and a later one at a cheaper are set side by side.
+	cin := obs.counts(ph)
+	r.add(fmt.Sprintf("c-dollars-first-%dm", int(spendWindow.Minutes())), round(cin.spend(spendWindow), 3))
 	s, _ = obs.now()
 	endPhase("c", ph, s)
 
@@ -610,6 +614,11 @@ func sideBySide(results []*result) string {
 // 5,000 pods, the minute and a half in which the nodes are launched and
 // registered and kube-scheduler binds the pods.
 const scaleOutProfile = 90 * time.Second
+
+// spendWindow is how long after the scale-in began its cost is summed
+// (c-dollars-first-10m): longer than either autoscaler has taken to
+// settle at 1,000 pods.
+const spendWindow = 10 * time.Minute
 
 // watchPeak keeps, in peak-metrics.txt and (profile) peak-heap.pprof, the
 // controller's metrics (the Go runtime's memory among them) and heap
