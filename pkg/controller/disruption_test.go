@@ -39,6 +39,12 @@ func TestNextPass(t *testing.T) {
 	if got := d.nextPass(executed, due); !got.Equal(t0.Add(afterExecuted)) {
 		t.Errorf("a command carried out, its decision blocked only by a pod: next pass at %s, want %s", got, t0.Add(afterExecuted))
 	}
+	// A consolidation's command: its NodeClaims are waited for (holding),
+	// its decision held by a budget or not.
+	consolidated := []disruption.Event{{What: disruption.EventExecuted, Command: &disruption.Command{Method: disruption.MethodSingleNode}}}
+	if got := d.nextPass(consolidated, due); !got.Equal(t0.Add(afterHeldExecuted)) {
+		t.Errorf("a consolidation carried out, its decision not held: next pass at %s, want %s", got, t0.Add(afterHeldExecuted))
+	}
 	d.queue.Add(&disruption.Command{Method: disruption.MethodSingleNode}, t0)
 	if got := d.nextPass(nil, due); !got.Equal(due) {
 		t.Errorf("a validation due after the polling period: next pass at %s, want %s", got, due)
@@ -78,11 +84,10 @@ func TestWokenPass(t *testing.T) {
 	(&disrupter{}).claimGone() // no loop to wake: a no-op
 }
 
-// TestAwaitLastOfCommand: after a command carried out for a decision a
-// budget held, a NodeClaim gone brings the next pass forward only when it
-// was the last of the command's: the others still hold their part of the
-// budget. Without a held decision the first one gone does; the timer and
-// ctx end the wait as ever.
+// TestAwaitLastOfCommand: after a consolidation's command carried out, a
+// NodeClaim gone brings the next pass forward only when it was the last
+// of the command's: the others still hold their part of the budget. A
+// drift's are not waited for; the timer and ctx end the wait as ever.
 func TestAwaitLastOfCommand(t *testing.T) {
 	t0 := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
 	clk := clocktesting.NewFakeClock(t0)
@@ -148,11 +153,12 @@ func TestAwaitLastOfCommand(t *testing.T) {
 		t.Errorf("the command's last NodeClaim gone: %+v, want woken", r)
 	}
 
-	// No decision held: any NodeClaim gone frees budget at once.
+	// A decision no budget held: the consolidation's NodeClaims are waited
+	// for all the same — the next decision may be held.
 	store.SetNodeClaim(&v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "b"}})
 	d.held = false
-	if d.holding() {
-		t.Error("no held decision: holding, want not")
+	if !d.holding() {
+		t.Error("no held decision, the consolidation's b back: not holding, want holding")
 	}
 
 	ctx, cancel := context.WithCancel(context.Background())

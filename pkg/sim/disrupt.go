@@ -202,11 +202,12 @@ func (e *simulation) stepQueue() {
 	if executed {
 		// As the controller: the next pass soon after a command is carried
 		// out, not at the next polling tick.
-		// When the decision left a candidate to a budget, the pass waits
-		// for the command's nodes to be gone (the last one gone wakes it:
-		// deleteNode, holding), at most afterHeldExecuted.
+		// When the decision left a candidate to a budget, or the command was
+		// a consolidation's, the pass waits for the command's nodes to be
+		// gone (a consolidation's: the last one gone wakes it; deleteNode,
+		// holding), at most afterHeldExecuted.
 		e.dirty = true
-		if !e.held {
+		if !e.held && !e.holding() {
 			e.clk.after(afterExecuted, e.disrupt)
 		} else {
 			at := e.clk.now
@@ -227,13 +228,10 @@ func (e *simulation) stepQueue() {
 	}
 }
 
-// holding is the controller's: the last decision was held by a budget
-// and a node a command carried out since then is not gone yet — it holds
-// part of the budget the next pass would have.
+// holding is the controller's: a node a consolidation's command carried
+// out since the last decision is not gone yet — it holds part of the
+// budget the next pass would have.
 func (e *simulation) holding() bool {
-	if !e.held {
-		return false
-	}
 	for _, n := range e.leaving {
 		if n.state != nodeGone {
 			return true
