@@ -67,7 +67,8 @@ const afterExecuted = time.Second
 
 // afterHeldExecuted is how long the pass after one that carried a command
 // out waits, at most, when the decision that chose the command left a
-// candidate to a NodePool's budget: the command's nodes hold that budget
+// candidate to a NodePool's budget, or the command was a consolidation's
+// (the next decision may be held): the command's nodes hold that budget
 // until their NodeClaims are gone, a few seconds later, and the last of
 // them gone wakes the loop (claimGone, holding). A second after, the pass
 // found the budget still held and took one node where it could take two:

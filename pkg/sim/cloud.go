@@ -350,7 +350,8 @@ func (e *simulation) deleteNode(n *simNode, reason string) {
 	// As the controller: a NodeClaim gone frees its budget, and the next
 	// disruption pass comes at once (no sooner than afterExecuted after
 	// the last), not at the next polling tick — unless another node of the
-	// commands carried out since a held decision is still there (holding).
+	// consolidation commands carried out since the last decision is still
+	// there (holding).
 	// Wake-ups coalesce as the controller's (its channel holds one).
 	if !e.wakeArmed && !e.holding() {
 		e.wakeArmed = true

@@ -141,8 +141,8 @@ type simulation struct {
 	queueArmed            bool
 	wakeArmed             bool // a disruption pass is due because a node went
 	held                  bool // the last decision left a candidate to a budget
-	// leaving: the nodes of the commands carried out since that decision
-	// (see holding).
+	// leaving: the nodes of the consolidation commands carried out since
+	// the last decision (see holding).
 	leaving           []*simNode
 	batchTimer        time.Time
 	nextConsolidation time.Time
