@@ -63,6 +63,10 @@ type lifecycle struct {
 	// objects: a claim planned onto DRA drivers' devices is Initialized
 	// only once each has published a complete pool for its node.
 	dra func() *provisioning.DRAObjects
+	// nominate, under provisioning.Policy.NominatesPods, nominates the
+	// pods a claim was launched for to its Node before the Node takes
+	// pods. nil: none is.
+	nominate func(ctx context.Context, claim, node string)
 }
 
 // reconcile moves a NodeClaim along its lifecycle, as upstream's
@@ -237,6 +241,10 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err
 	}
+	if l.nominate != nil && hasUnregisteredTaint(node) {
+		// Before the taint goes, so that the pods' first try is there.
+		l.nominate(ctx, nc.Name, node.Name)
+	}
 	stored := node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -266,6 +274,17 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	nc.Status.NodeName = node.Name
 	l.setCondition(nc, v1.ConditionRegistered, "Registered", "")
 	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+}
+
+// hasUnregisteredTaint: the Node does not take pods yet for want of
+// registration.
+func hasUnregisteredTaint(node *corev1.Node) bool {
+	for _, t := range node.Spec.Taints {
+		if t.MatchTaint(&v1.UnregisteredTaint) {
+			return true
+		}
+	}
+	return false
 }
 
 // cohortHold is how much longer the claim's Node, which has appeared,
