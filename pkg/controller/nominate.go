@@ -47,7 +47,10 @@ func (n *nominator) nominate(ctx context.Context, claim, node string) {
 	var last atomic.Value
 	workqueue.ParallelizeUntil(ctx, nominateWorkers, len(pods), func(i int) {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: pods[i].Namespace, Name: pods[i].Name}}
-		if err := n.client.Status().Patch(ctx, p, patch); err != nil && !apierrors.IsNotFound(err) {
+		err := n.client.Status().Patch(ctx, p, patch)
+		// Gone, or bound meanwhile (the API server refuses a nomination
+		// of a bound pod as invalid): nothing to nominate.
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsInvalid(err) {
 			failed.Add(1)
 			last.Store(err)
 		}
