@@ -241,7 +241,7 @@ func New(ctx context.Context, mgr manager.Manager, opts Options) (*Controller, e
 		life.dra = store.DRA
 	}
 	if opts.Policy.NominatesPods() {
-		life.nominate = (&nominator{client: kube, store: store}).nominate
+		life.nominator = &nominator{client: kube, store: store}
 	}
 	err := builder.ControllerManagedBy(mgr).Named("nodeclaim.lifecycle").For(&v1.NodeClaim{}).
 		WithOptions(crcontroller.Options{SkipNameValidation: &opts.Restartable, MaxConcurrentReconciles: lifecycleWorkers}).
