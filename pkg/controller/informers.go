@@ -211,18 +211,13 @@ func (f *storeFeed) podChanged(p *corev1.Pod) {
 	f.podRelisted()
 	old := f.store.Pod(p.Namespace, p.Name)
 	f.store.SetPod(p)
-	// Joiner's own nomination (nominator) of a pod it planned, whose node
-	// is opening, is nothing for provisioning to do.
-	nominated := old != nil && old.Status.NominatedNodeName == "" && f.store.OwnNomination(p)
-	switch {
-	case nominated:
-	case !f.quietFirstVerdicts:
+	if !f.quietFirstVerdicts {
 		if state.Provisionable(p, state.WaitForScheduler) {
 			f.batch.Trigger()
 		}
-	case old == nil && f.store.AwaitsVerdict(p):
+	} else if old == nil && f.store.AwaitsVerdict(p) {
 		f.batch.Trigger() // a burst's pod arrived
-	case f.store.IsProvisionable(p): // a verdict, or the backlog run out
+	} else if f.store.IsProvisionable(p) { // a verdict, or the backlog run out
 		firstVerdictOnBacklog := old != nil && !state.Provisionable(old, state.WaitForScheduler) && f.store.IsProvisionable(old)
 		if !firstVerdictOnBacklog {
 			f.batch.Trigger()

@@ -63,10 +63,6 @@ type lifecycle struct {
 	// objects: a claim planned onto DRA drivers' devices is Initialized
 	// only once each has published a complete pool for its node.
 	dra func() *provisioning.DRAObjects
-	// nominator, under provisioning.Policy.NominatesPods, nominates the
-	// pods a claim was launched for to its Node before the Node takes
-	// pods. nil: none is.
-	nominator *nominator
 }
 
 // reconcile moves a NodeClaim along its lifecycle, as upstream's
@@ -241,12 +237,6 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err
 	}
-	if l.nominator != nil && hasUnregisteredTaint(node) {
-		// Before the taint goes, so that the pods' first try is there.
-		if err := l.nominate(ctx, nc, node); err != nil {
-			return reconcile.Result{}, err
-		}
-	}
 	stored := node.DeepCopy()
 	if node.Labels == nil {
 		node.Labels = map[string]string{}
@@ -276,48 +266,6 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	nc.Status.NodeName = node.Name
 	l.setCondition(nc, v1.ConditionRegistered, "Registered", "")
 	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
-}
-
-// nominate nominates the pods the claim was launched for to its Node —
-// and, for a claim of a launch cohort, those of every member whose Node
-// has appeared, so that the cohort's Nodes open together (nominator).
-func (l *lifecycle) nominate(ctx context.Context, nc *v1.NodeClaim, node *corev1.Node) error {
-	nodes := map[string]string{nc.Name: node.Name}
-	cohort := state.Cohort(nc)
-	if cohort == "" || !l.policy.LaunchCohorts() {
-		l.nominator.nominate(ctx, "", nodes)
-		return nil
-	}
-	members, err := l.cohortOf(ctx, cohort)
-	if err != nil {
-		return err
-	}
-	for i := range members {
-		m := &members[i]
-		if m.UID == nc.UID || m.DeletionTimestamp != nil {
-			continue
-		}
-		mn, err := l.nodeOf(ctx, m)
-		if err != nil {
-			return err
-		}
-		if mn != nil {
-			nodes[m.Name] = mn.Name
-		}
-	}
-	l.nominator.nominate(ctx, cohort, nodes)
-	return nil
-}
-
-// hasUnregisteredTaint: the Node does not take pods yet for want of
-// registration.
-func hasUnregisteredTaint(node *corev1.Node) bool {
-	for _, t := range node.Spec.Taints {
-		if t.MatchTaint(&v1.UnregisteredTaint) {
-			return true
-		}
-	}
-	return false
 }
 
 // cohortHold is how much longer the claim's Node, which has appeared,

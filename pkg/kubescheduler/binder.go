@@ -231,8 +231,6 @@ type bindRun struct {
 	// per target, what the last search found for the pod being placed.
 	devices *provisioning.DeviceAllocator
 	allocs  map[int]*provisioning.DeviceAllocation
-	// byName: each node's index, by name.
-	byName map[string]int
 }
 
 // domainsOf returns each target's value of a topology key, read once per run.
@@ -286,21 +284,6 @@ func (b *Binder) run(nodes []*provisioning.Node, pods []*corev1.Pod, scoresOut m
 		}
 		if n, ok := failedAt[c]; ok && n == placed {
 			res.Unschedulable = append(res.Unschedulable, &provisioning.PodError{Pod: p.pod, Reason: "no existing node can run it"})
-			continue
-		}
-		if idx, ok := run.fitsNominated(p); ok && scoresOut == nil {
-			// kube-scheduler's evaluateNominatedNode: a pod nominated to
-			// a node that passes the filters goes there, unscored.
-			run.place(p.pod, c, idx)
-			if p.devices {
-				al := run.allocs[idx]
-				run.devices.Commit(run.nodes[idx].Name, al)
-				if res.Devices == nil {
-					res.Devices = map[*corev1.Pod][]provisioning.ClaimAllocation{}
-				}
-				res.Devices[p.pod] = al.Claims()
-			}
-			placed++
 			continue
 		}
 		feasible, lastErr := run.feasible(p, toFind)
@@ -378,51 +361,8 @@ func (b *Binder) newRun(nodes []*provisioning.Node, pods []*corev1.Pod) (*bindRu
 	for i, p := range pods {
 		list[i] = pendingPod{pod: p, class: classes[i], key: f.ClassKey(p), aff: scheduling.NewNodeAffinity(p), multi: filterPods[i].AnyTerm}
 	}
-	// Within a priority, the pods nominated to one of the nodes first:
-	// kube-scheduler keeps a nominated pod's room on its node against
-	// every pod of no higher priority.
-	run.byName = make(map[string]int, len(ordered))
-	for i, n := range ordered {
-		run.byName[n.Name] = i
-	}
-	sort.SliceStable(list, func(i, j int) bool {
-		if pi, pj := priority(list[i].pod), priority(list[j].pod); pi != pj {
-			return pi > pj
-		}
-		return run.nominatedHere(list[i].pod) && !run.nominatedHere(list[j].pod)
-	})
+	sort.SliceStable(list, func(i, j int) bool { return priority(list[i].pod) > priority(list[j].pod) })
 	return run, list
-}
-
-// nominatedHere: the pod's status.nominatedNodeName is one of the run's
-// nodes.
-func (r *bindRun) nominatedHere(p *corev1.Pod) bool {
-	_, ok := r.byName[p.Status.NominatedNodeName]
-	return ok && p.Status.NominatedNodeName != ""
-}
-
-// fitsNominated is the node the pod is nominated to, if it is one of the
-// run's and passes the filters for it (kube-scheduler tries it first).
-func (r *bindRun) fitsNominated(p pendingPod) (int, bool) {
-	if p.pod.Status.NominatedNodeName == "" {
-		return 0, false
-	}
-	idx, ok := r.byName[p.pod.Status.NominatedNodeName]
-	if !ok || p.class.Rejected(idx) || (p.multi && !p.aff.MatchesNode(r.nodes[idx].Labels)) {
-		return 0, false
-	}
-	r.f.Prefilter(p.class)
-	if _, err := r.f.Check(p.class, idx); err != nil {
-		return 0, false
-	}
-	if p.devices {
-		al, err := r.devices.Fits(r.nodes[idx], p.pod)
-		if err != nil {
-			return 0, false
-		}
-		r.allocs[idx] = al
-	}
-	return idx, true
 }
 
 // feasible searches the nodes from where the last search ended for up to

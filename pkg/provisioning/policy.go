@@ -82,17 +82,6 @@ func (p Policy) Karpenter() bool { return p.Decisions == DecisionsKarpenter }
 // as it comes.
 func (p Policy) LaunchCohorts() bool { return !p.Karpenter() }
 
-// NominatesPods is true when a host nominates the pods a provisioning pass
-// launched a node for to that node as it registers, before it takes pods
-// (pod status.nominatedNodeName, KEP-5278; see state.Store.Nominate):
-// kube-scheduler then tries each pod there first and keeps the node's
-// room for its nominated pods, so pods land as planned rather than spread
-// over every new node, where the last ones may find no room and a node is
-// launched, and later consolidated, for them (Joiner's decisions).
-// Upstream Karpenter nominates nothing: kube-scheduler places pods by its
-// scores alone.
-func (p Policy) NominatesPods() bool { return !p.Karpenter() }
-
 // WaitsForBinding is true when a host that watches kube-scheduler bind
 // launches no node only for pods awaiting a launch while kube-scheduler
 // is still binding pods (Joiner's decisions; see state.Store.Unawaited):

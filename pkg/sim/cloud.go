@@ -224,31 +224,8 @@ func (e *simulation) nodeReady(n *simNode) {
 	e.publishDevices(n)
 	e.armFailure(n)
 	e.bindDaemons(n)
-	e.nominate(n)
 	e.armBind()
 	e.clk.after(0, func() { e.checkPlannedFor(n) }) // after that bind pass
-}
-
-// nominate, under Joiner's decisions, nominates to n the pods it was
-// launched for that are still pending, as the controller does as a Node
-// registers (provisioning.Policy.NominatesPods, state.Store.Nominate).
-func (e *simulation) nominate(n *simNode) {
-	if !e.decider.Policy().NominatesPods() {
-		return
-	}
-	pods := e.st.Nominate(n.name, n.name)
-	if len(pods) == 0 {
-		return
-	}
-	byPod := make(map[*corev1.Pod]*simPod, len(e.pending))
-	for p := range e.pending {
-		byPod[p.pod] = p
-	}
-	for _, p := range pods {
-		if sp := byPod[p]; sp != nil {
-			e.setPod(sp, func(cp *corev1.Pod) { cp.Status.NominatedNodeName = n.name })
-		}
-	}
 }
 
 // launchCohort is the nodes one provisioning pass launched together

@@ -54,9 +54,6 @@ type launches struct {
 	missed  map[podRef][]string // pod → claims it did not bind to
 	givenUp map[podRef]*GivenUp
 	fresh   []GivenUp // given up since a host last asked
-	// nominated are the pods a host nominated to a claim's Node, by the
-	// Node's name (Nominate).
-	nominated map[podRef]string
 	// specs are the NodePools' and DaemonSets' generations by kind/name.
 	specs map[string]int64
 }
@@ -283,7 +280,6 @@ func (s *Store) GivenUpPods() []GivenUp {
 func (l *launches) forgetPod(ref podRef) {
 	delete(l.missed, ref)
 	delete(l.givenUp, ref)
-	delete(l.nominated, ref)
 }
 
 // specChanged tries every given-up pod again when a NodePool or DaemonSet

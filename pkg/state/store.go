@@ -812,9 +812,6 @@ func (s *Store) SetPinLaunchedPods(on bool) {
 // provisionable: provisioning should find room for the pod (see
 // Objects.PendingPods and SetSchedulerBacklog).
 func (s *Store) provisionable(p *corev1.Pod) bool {
-	if s.ownNomination(p) {
-		p = withoutNomination(p) // a hint to kube-scheduler, not a preemption
-	}
 	if Provisionable(p, s.untried) {
 		return true
 	}

@@ -100,38 +100,6 @@ func TestLaunchCohortRegistersTogether(t *testing.T) {
 			t.Errorf("%s's Registered condition while it waited: %q", name, why)
 		}
 	}
-	// Each pod is nominated to a Node of the cohort, one pod a Node
-	// (provisioning.Policy.NominatesPods); no kube-scheduler runs here to
-	// bind them, and the nominations keep them pending to provisioning:
-	// no NodeClaim is launched again for them.
-	nodes := map[string]bool{}
-	for _, nc := range claims.Items {
-		nodes[nc.Status.NodeName] = true
-	}
-	var nominated map[string]string // pod → its nominatedNodeName
-	eventually(t, "each pod nominated to a Node of its own in the cohort", func(ctx context.Context) (bool, error) {
-		var pods corev1.PodList
-		if err := kc.List(ctx, &pods, client.MatchingLabels{"app": "cohort"}); err != nil {
-			return false, err
-		}
-		nominated = map[string]string{}
-		seen := map[string]bool{}
-		for _, p := range pods.Items {
-			n := p.Status.NominatedNodeName
-			nominated[p.Name] = n
-			if !nodes[n] || seen[n] {
-				return false, nil
-			}
-			seen[n] = true
-		}
-		return len(seen) == 4, nil
-	})
-	if err := kc.List(context.Background(), &claims, client.MatchingLabels{v1.LabelNodePool: "cohort"}); err != nil {
-		t.Fatal(err)
-	}
-	if len(claims.Items) != 4 {
-		t.Errorf("%d NodeClaims after the pods were nominated (%v), want the four", len(claims.Items), nominated)
-	}
 	for _, nc := range claims.Items {
 		reg := conditionAt(&nc, v1.ConditionRegistered)
 		if reg.Before(last) {
