@@ -234,6 +234,11 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		}
 		return reconcile.Result{RequeueAfter: pollRegistration}, nil
 	}
+	// kube-scheduler is not told which pods the claim was launched for
+	// (status.nominatedNodeName, KEP-5278). Tried twice: at 1,000 pods
+	// they landed where the plan put them, but at 5,000 kube-scheduler
+	// v1.37, weighing every node with its nominated pods copied in, bound
+	// a few pods a second (docs/scale.md, sessions 35 and 37).
 	if hold, err := l.cohortHold(ctx, nc); err != nil || hold > 0 {
 		return reconcile.Result{RequeueAfter: hold}, err
 	}
