@@ -35,6 +35,11 @@ const pollRegistration = 10 * time.Second
 // read again at the latest (see requeueOnConflict).
 const conflictRetry = 100 * time.Millisecond
 
+// staleRetry: how soon a copy of a claim from before a write of this
+// controller's own is read again at the latest. The write's watch event
+// runs the claim as soon as it arrives; this is the backstop.
+const staleRetry = time.Second
+
 // lifecycleWorkers is how many NodeClaims the lifecycle reconciler takes
 // along at once, upstream's for its own (each claim is still one at a
 // time). One at a time, the 22 claims of a 1,000-pod scale-out launched
@@ -57,7 +62,8 @@ type lifecycle struct {
 	registrationTTL time.Duration
 	// policy says whether a Node waits for its launch cohort.
 	policy provisioning.Policy
-	// launches are the instances launched whose claim has not recorded them.
+	// launches are the instances launched whose claim has not recorded
+	// them, and how far along its lifecycle each claim has been written.
 	launches launchCache
 	// dra, with --ignore-dra-requests=false, is the Store's device
 	// objects: a claim planned onto DRA drivers' devices is Initialized
@@ -72,8 +78,10 @@ type lifecycle struct {
 // Node is Ready and its startup taints are gone). A claim being deleted
 // has its instance and Node removed before its finalizer goes. Each step
 // writes once and returns: the write's own watch event runs the next.
-// The claim's status is Joiner's alone, so it is patched, not updated:
-// a stale cache then costs no conflict.
+// The claim's status is patched, locked to the copy's resourceVersion
+// (patchStatus), and a copy from before a step this controller has
+// written is not acted on (see step): on a lagging cache either one
+// rewrote the conditions from stale copies.
 func (l *lifecycle) reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	return requeueOnConflict(l.step(ctx, req))
 }
@@ -108,6 +116,15 @@ func (l *lifecycle) step(ctx context.Context, req reconcile.Request) (reconcile.
 		// A copy from before the finalizer's write, which a launch
 		// follows: the watch has not caught up. Its write would conflict.
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
+	}
+	if stepOf(nc) < l.launches.written(nc.UID) {
+		// A copy from before this controller's own write of a later
+		// step: the watch has not caught up. Acted on, it would take the
+		// step again and write the conditions it read. In a 5,000-pod
+		// scale-out whose watches lagged 30 s, copies like it rewrote
+		// the claims' conditions 2,600 times in a minute, each write
+		// lagging the watches further (docs/scale.md, session 38).
+		return reconcile.Result{RequeueAfter: staleRetry}, nil
 	}
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		// The finalizer is written before anything is launched, and the
@@ -170,7 +187,7 @@ func (l *lifecycle) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Res
 	nc.Status.Capacity = launched.Status.Capacity
 	nc.Status.Allocatable = launched.Status.Allocatable
 	l.setCondition(nc, v1.ConditionLaunched, "Launched", "")
-	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	return reconcile.Result{}, l.patchStatus(ctx, nc, orig)
 }
 
 // launchCacheTTL is how long a launch is remembered: a claim records it
@@ -178,8 +195,9 @@ func (l *lifecycle) launch(ctx context.Context, nc *v1.NodeClaim) (reconcile.Res
 // write, and a reconcile of that copy must not launch again.
 const launchCacheTTL = 10 * time.Minute
 
-// launchCache remembers what was launched for a claim (by UID) for
-// launchCacheTTL. It is safe for concurrent use.
+// launchCache remembers, by claim UID, what was launched for a claim and
+// the furthest step its status has been written at, for launchCacheTTL
+// after the last. It is safe for concurrent use.
 type launchCache struct {
 	mu sync.Mutex
 	m  map[types.UID]launchEntry
@@ -187,6 +205,7 @@ type launchCache struct {
 
 type launchEntry struct {
 	claim *v1.NodeClaim
+	step  lifecycleStep
 	at    time.Time
 }
 
@@ -196,8 +215,26 @@ func (l *launchCache) get(uid types.UID) *v1.NodeClaim {
 	return l.m[uid].claim
 }
 
+// written is the furthest step the claim's status has been written at.
+func (l *launchCache) written(uid types.UID) lifecycleStep {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.m[uid].step
+}
+
 // put remembers a launch made at now, and forgets those older than the TTL.
 func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim, now time.Time) {
+	l.update(uid, now, func(e *launchEntry) { e.claim = nc })
+}
+
+// wrote remembers that the claim's status was written at step at now.
+func (l *launchCache) wrote(uid types.UID, step lifecycleStep, now time.Time) {
+	l.update(uid, now, func(e *launchEntry) { e.step = max(e.step, step) })
+}
+
+// update changes the claim's entry at now, and forgets those older than
+// the TTL.
+func (l *launchCache) update(uid types.UID, now time.Time, change func(*launchEntry)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.m == nil {
@@ -208,7 +245,10 @@ func (l *launchCache) put(uid types.UID, nc *v1.NodeClaim, now time.Time) {
 			delete(l.m, k)
 		}
 	}
-	l.m[uid] = launchEntry{nc, now}
+	e := l.m[uid]
+	change(&e)
+	e.at = now
+	l.m[uid] = e
 }
 
 // register finds the claim's Node by providerID and makes it the claim's:
@@ -262,15 +302,26 @@ func (l *lifecycle) register(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	node.Spec.Taints = taints
 	controllerutil.AddFinalizer(node, v1.TerminationFinalizer)
-	// As upstream: a patch of what changed, locked, for a merge patch
-	// replaces the taints and finalizers lists whole.
-	if err := l.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	if registeredBefore(stored) {
+		// Its claim's write was lost (a conflict), or the copy of the
+		// claim is stale: the Node is already the claim's, and the
+		// startup taints its agent has taken off must not come back.
+		node = stored
+	} else if err := l.client.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		// As upstream: a patch of what changed, locked, for a merge
+		// patch replaces the taints and finalizers lists whole.
 		return reconcile.Result{}, err
 	}
 	orig := nc.DeepCopy()
 	nc.Status.NodeName = node.Name
 	l.setCondition(nc, v1.ConditionRegistered, "Registered", "")
-	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	return reconcile.Result{}, l.patchStatus(ctx, nc, orig)
+}
+
+// registeredBefore: the Node has been made a claim's, its finalizer on
+// and the unregistered taint off (register writes both at once).
+func registeredBefore(node *corev1.Node) bool {
+	return controllerutil.ContainsFinalizer(node, v1.TerminationFinalizer) && !scheduling.HasTaint(node.Spec.Taints, v1.UnregisteredTaint)
 }
 
 // cohortHold is how much longer the claim's Node, which has appeared,
@@ -320,7 +371,7 @@ func (l *lifecycle) cohortHold(ctx context.Context, nc *v1.NodeClaim) (time.Dura
 	l.putCondition(nc, v1.Condition{Type: v1.ConditionRegistered, Status: metav1.ConditionUnknown, Reason: reasonAwaitingCohort,
 		Message:            fmt.Sprintf("its Node waits for the other NodeClaims of launch cohort %s (%d) to have theirs, at most %s", name, len(members)-1, state.CohortHold),
 		LastTransitionTime: metav1.NewTime(now), ObservedGeneration: nc.Generation})
-	return hold, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	return hold, l.patchStatus(ctx, nc, orig)
 }
 
 // reasonAwaitingCohort is the Registered condition's reason while a
@@ -369,7 +420,7 @@ func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile
 		if l.setWaiting(nc, v1.ConditionInitialized, "DRADriverPoolsNotPublished", fmt.Sprintf("DRA driver %q has not published a complete resource pool", missing)) {
 			orig := nc.DeepCopy()
 			orig.Status.Conditions = nil
-			if err := l.client.Status().Patch(ctx, nc, client.MergeFrom(orig)); err != nil {
+			if err := l.patchStatus(ctx, nc, orig); err != nil {
 				return reconcile.Result{}, err
 			}
 		}
@@ -386,7 +437,44 @@ func (l *lifecycle) initialize(ctx context.Context, nc *v1.NodeClaim) (reconcile
 	}
 	orig := nc.DeepCopy()
 	l.setCondition(nc, v1.ConditionInitialized, "Initialized", "")
-	return reconcile.Result{}, l.client.Status().Patch(ctx, nc, client.MergeFrom(orig))
+	return reconcile.Result{}, l.patchStatus(ctx, nc, orig)
+}
+
+// patchStatus writes the claim's status as changed from orig, locked to
+// orig's resourceVersion: a merge patch replaces the conditions list
+// whole, so a patch from a stale copy would put back the conditions it
+// read. A conflict reads the claim again (requeueOnConflict). The step
+// the status now shows is remembered (see step).
+func (l *lifecycle) patchStatus(ctx context.Context, nc, orig *v1.NodeClaim) error {
+	if err := l.client.Status().Patch(ctx, nc, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
+		return err
+	}
+	l.launches.wrote(nc.UID, stepOf(nc), l.clock.Now())
+	return nil
+}
+
+// lifecycleStep is how far along its lifecycle a claim is: the conditions
+// Launched, Registered and Initialized True, each after the one before.
+type lifecycleStep int
+
+const (
+	stepNone lifecycleStep = iota
+	stepLaunched
+	stepRegistered
+	stepInitialized
+)
+
+// stepOf is the step the claim's conditions show.
+func stepOf(nc *v1.NodeClaim) lifecycleStep {
+	switch {
+	case !conditionTrue(nc, v1.ConditionLaunched):
+		return stepNone
+	case !conditionTrue(nc, v1.ConditionRegistered):
+		return stepLaunched
+	case !conditionTrue(nc, v1.ConditionInitialized):
+		return stepRegistered
+	}
+	return stepInitialized
 }
 
 // finalize terminates the claim's node as upstream does: taint it

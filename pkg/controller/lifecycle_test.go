@@ -285,6 +285,119 @@ func TestLifecycleWaitsOutAStaleCopy(t *testing.T) {
 	}
 }
 
+// initializedClaim walks claim general-a through launch, registration
+// (Node node-a) and initialization in lt, and returns its copies as each
+// step wrote it.
+func (lt *lifecycleTest) initializedClaim() (launched, registered, initialized *v1.NodeClaim) {
+	lt.t.Helper()
+	ctx := context.Background()
+	lt.reconcile("general-a")
+	launched = lt.claim("general-a")
+	if err := lt.kube.Create(ctx, registering("node-a", launched.Status.ProviderID)); err != nil {
+		lt.t.Fatal(err)
+	}
+	lt.clock.Step(time.Second)
+	lt.reconcile("general-a")
+	registered = lt.claim("general-a")
+	node := lt.node("node-a")
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}
+	if err := lt.kube.Status().Update(ctx, node); err != nil {
+		lt.t.Fatal(err)
+	}
+	node.Spec.Taints = node.Spec.Taints[:1] // the agent is ready: its startup taint is gone
+	if err := lt.kube.Update(ctx, node); err != nil {
+		lt.t.Fatal(err)
+	}
+	lt.clock.Step(time.Second)
+	lt.reconcile("general-a")
+	initialized = lt.claim("general-a")
+	if c := conditions(initialized); c != v1.ConditionLaunched+","+v1.ConditionRegistered+","+v1.ConditionInitialized {
+		lt.t.Fatalf("setup: conditions %q, want all three", c)
+	}
+	return launched, registered, initialized
+}
+
+// staleClaims makes every Get of a NodeClaim return *stale when it is set,
+// as an informer behind the API server's writes does, and counts the
+// writes of claims and Nodes.
+func staleClaims(stale **v1.NodeClaim, writes *int) interceptor.Funcs {
+	return interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && *stale != nil {
+				(*stale).DeepCopyInto(nc)
+				return nil
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			*writes++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			*writes++
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+}
+
+// Copies of an initialized claim from before its registration or its
+// initialization — an informer lagging behind the controller's own writes
+// — are read again later, not acted on: nothing is written, the claim
+// keeps its conditions and their times, and the Node does not get back
+// the startup taint its agent took off. In a 5,000-pod scale-out such
+// copies rewrote the claims' conditions thousands of times (session 38).
+func TestLifecycleActsOnNoCopyBehindItsOwnWrites(t *testing.T) {
+	var stale *v1.NodeClaim
+	writes := 0
+	lt := newLifecycleTest(t, staleClaims(&stale, &writes), newClaim("general-a"))
+	launched, registered, want := lt.initializedClaim()
+	for _, c := range []*v1.NodeClaim{launched, registered} {
+		stale, writes = c, 0
+		lt.clock.Step(time.Second)
+		res := lt.reconcile("general-a")
+		stale = nil
+		got := lt.claim("general-a")
+		if res.RequeueAfter != staleRetry || writes != 0 {
+			t.Errorf("a copy at %q: requeue %s, %d writes; want it read again after %s, nothing written", conditions(c), res.RequeueAfter, writes, staleRetry)
+		}
+		if got.ResourceVersion != want.ResourceVersion || conditions(got) != conditions(want) {
+			t.Errorf("after a copy at %q: conditions %q (resourceVersion %s), want %q unchanged (%s)", conditions(c), conditions(got), got.ResourceVersion, conditions(want), want.ResourceVersion)
+		}
+		if n := len(lt.node("node-a").Spec.Taints); n != 1 {
+			t.Errorf("after a copy at %q: the Node has %d taints, want its 1 (the startup taint not back)", conditions(c), n)
+		}
+	}
+}
+
+// After a restart the controller remembers no write of its own; a stale
+// copy's status write is then locked to the copy's resourceVersion and
+// lost to the newer claim's (a conflict: read again), where an unlocked
+// merge patch put back the conditions the copy had. The Node, already
+// registered, is not written again.
+func TestLifecycleStaleStatusWriteConflicts(t *testing.T) {
+	var stale *v1.NodeClaim
+	writes := 0
+	lt := newLifecycleTest(t, staleClaims(&stale, &writes), newClaim("general-a"))
+	launched, _, want := lt.initializedClaim()
+	lt.l = &lifecycle{gate: lt.l.gate, client: lt.l.client, cloud: lt.l.cloud, events: lt.l.events, clock: lt.l.clock, registrationTTL: lt.l.registrationTTL}
+	stale, writes = launched, 0
+	lt.clock.Step(time.Second)
+	res := lt.reconcile("general-a")
+	stale = nil
+	if res.RequeueAfter != conflictRetry {
+		t.Errorf("a stale copy's write: requeue %s, want a conflict's %s", res.RequeueAfter, conflictRetry)
+	}
+	if got := lt.claim("general-a"); got.ResourceVersion != want.ResourceVersion || conditions(got) != conditions(want) {
+		t.Errorf("after a stale copy's write: conditions %q (resourceVersion %s), want %q unchanged (%s)", conditions(got), got.ResourceVersion, conditions(want), want.ResourceVersion)
+	}
+	if writes != 1 {
+		t.Errorf("%d writes, want the claim's status write alone (the registered Node left as it is)", writes)
+	}
+	if n := len(lt.node("node-a").Spec.Taints); n != 1 {
+		t.Errorf("the Node has %d taints, want its 1 (the startup taint not back)", n)
+	}
+}
+
 // A claim deleted while it launched — its instance created, the write
 // recording it lost to the deletion's — has that instance terminated
 // before its finalizer goes, not left to garbage collection.
