@@ -117,7 +117,7 @@ func (l *lifecycle) step(ctx context.Context, req reconcile.Request) (reconcile.
 		// follows: the watch has not caught up. Its write would conflict.
 		return reconcile.Result{RequeueAfter: conflictRetry}, nil
 	}
-	if stepOf(nc) < l.launches.written(nc.UID) {
+	if stepOf(nc) < l.launches.written(nc.UID, l.clock.Now()) {
 		// A copy from before this controller's own write of a later
 		// step: the watch has not caught up. Acted on, it would take the
 		// step again and write the conditions it read. In a 5,000-pod
@@ -215,11 +215,17 @@ func (l *launchCache) get(uid types.UID) *v1.NodeClaim {
 	return l.m[uid].claim
 }
 
-// written is the furthest step the claim's status has been written at.
-func (l *launchCache) written(uid types.UID) lifecycleStep {
+// written is the furthest step the claim's status has been written at,
+// as remembered at now: none once the TTL has passed since the last
+// write, so a claim whose status went back (another writer's doing) is
+// acted on again then, its writes locked (patchStatus).
+func (l *launchCache) written(uid types.UID, now time.Time) lifecycleStep {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.m[uid].step
+	if e, ok := l.m[uid]; ok && now.Sub(e.at) <= launchCacheTTL {
+		return e.step
+	}
+	return stepNone
 }
 
 // put remembers a launch made at now, and forgets those older than the TTL.

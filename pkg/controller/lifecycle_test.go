@@ -246,6 +246,13 @@ func TestLifecycleLaunchesOnceWhenTheWriteFails(t *testing.T) {
 		t.Error("a launch exactly launchCacheTTL old is forgotten")
 	}
 	c.put("c", &v1.NodeClaim{}, t0.Add(launchCacheTTL+time.Second))
+	c.wrote("c", stepRegistered, t0.Add(launchCacheTTL+time.Second))
+	if got := c.written("c", t0.Add(2*launchCacheTTL+time.Second)); got != stepRegistered {
+		t.Errorf("a step written launchCacheTTL ago: remembered as %d, want %d", got, stepRegistered)
+	}
+	if got := c.written("c", t0.Add(2*launchCacheTTL+2*time.Second)); got != stepNone {
+		t.Errorf("a step written longer than launchCacheTTL ago: remembered as %d, want none", got)
+	}
 	if c.get("a") != nil || c.get("b") == nil {
 		t.Error("a launch older than launchCacheTTL is remembered, or a newer one forgotten")
 	}
