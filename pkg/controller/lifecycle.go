@@ -137,12 +137,12 @@ func (l *lifecycle) step(ctx context.Context, req reconcile.Request) (reconcile.
 			return reconcile.Result{}, err
 		}
 	}
-	switch {
-	case !conditionTrue(nc, v1.ConditionLaunched):
+	switch stepOf(nc) {
+	case stepNone:
 		return l.launch(ctx, nc)
-	case !conditionTrue(nc, v1.ConditionRegistered):
+	case stepLaunched:
 		return l.register(ctx, nc)
-	case !conditionTrue(nc, v1.ConditionInitialized):
+	case stepRegistered:
 		return l.initialize(ctx, nc)
 	}
 	return reconcile.Result{}, nil
