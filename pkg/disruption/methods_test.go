@@ -837,6 +837,18 @@ func TestLeavingNamesTheRoundsToCome(t *testing.T) {
 	if got, want := names(d.Marked), names(append(append([]*Candidate{}, cmd.Candidates...), d.Leaving...)); got != want {
 		t.Fatalf("budget 2: marked %q, want the command's candidates and the next round's, %q", got, want)
 	}
+	// Every marked node leaves in this round or the next.
+	if got, want := names(d.Next), names(d.Marked); got != want {
+		t.Fatalf("budget 2: marked next %q, want all marked %q", got, want)
+	}
+	// A budget of one: this round's node and the first of the three the
+	// rounds to come take are marked next; the other two leave later.
+	d = Compute(context.Background(), build("1"), Options{})
+	if cmd := only(t, d); len(cmd.Candidates) != 1 || len(d.Leaving) != 3 {
+		t.Fatalf("budget 1: %s, leaving %q; want one now and three later", cmd, names(d.Leaving))
+	} else if got, want := names(d.Next), names(append(slices.Clone(cmd.Candidates), d.Leaving[0])); got != want {
+		t.Fatalf("budget 1: marked next %q, want this round's and the next's, %q", got, want)
+	}
 	// No budget holds a node back: nothing is left for a later round.
 	d = Compute(context.Background(), build("100%"), Options{})
 	if cmd := only(t, d); len(cmd.Candidates) != 4 || !d.LeavingKnown || len(d.Leaving) != 0 {

@@ -105,6 +105,19 @@ func TestBinderScoring(t *testing.T) {
 			want: map[string]string{"": "plain"},
 		},
 		{
+			// disruption.ConsolidatingNextTaint: the next round's nodes carry
+			// two marks, a later round's one, and a pod that must land on a
+			// marked node lands on the later round's, though it is fuller.
+			name: "two untolerated PreferNoSchedule taints are avoided before one",
+			nodes: func() []*provisioning.Node {
+				next := pnsTaint(readyNode("next", "zone-a", 8))
+				next.Taints = append(next.Taints, corev1.Taint{Key: "spare-next", Effect: corev1.TaintEffectPreferNoSchedule})
+				return []*provisioning.Node{next, pnsTaint(readyNode("later", "zone-a", 4, pod("1", "4Gi")))}
+			},
+			pods: func() []*corev1.Pod { return []*corev1.Pod{pod("500m", "1Gi")} },
+			want: map[string]string{"": "later"},
+		},
+		{
 			name: "a tolerated PreferNoSchedule taint is no reason to avoid a node",
 			nodes: func() []*provisioning.Node {
 				return []*provisioning.Node{pnsTaint(readyNode("tainted", "zone-a", 8)), readyNode("plain", "zone-a", 4, pod("1", "4Gi"))}

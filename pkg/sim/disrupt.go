@@ -130,7 +130,7 @@ func (e *simulation) disrupt() {
 	}
 	e.rep.disruptionPass(d)
 	if d.LeavingKnown {
-		e.markLeaving(d.Marked)
+		e.markLeaving(d.Marked, d.Next)
 	}
 	for _, cand := range d.Expired {
 		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
@@ -147,16 +147,24 @@ func (e *simulation) disrupt() {
 
 // markLeaving puts disruption.ConsolidatingTaint on the nodes
 // consolidation expects to take (disruption.Decision.Marked: the
-// commands' candidates while they are validated, and the later rounds')
-// and takes it off every other node.
-func (e *simulation) markLeaving(marked []*disruption.Candidate) {
-	want := make(map[string]bool, len(marked))
-	for _, cand := range marked {
-		want[cand.Node.Name] = true
-	}
+// commands' candidates while they are validated, and the later rounds'),
+// disruption.ConsolidatingNextTaint on those that leave first
+// (Decision.Next), and takes them off every other node.
+func (e *simulation) markLeaving(marked, next []*disruption.Candidate) {
+	want, first := names(marked), names(next)
 	for _, n := range e.nodes {
 		e.setTaint(n, disruption.ConsolidatingTaint, want[n.name])
+		e.setTaint(n, disruption.ConsolidatingNextTaint, first[n.name])
 	}
+}
+
+// names are the candidates' Node names.
+func names(cands []*disruption.Candidate) map[string]bool {
+	out := make(map[string]bool, len(cands))
+	for _, cand := range cands {
+		out[cand.Node.Name] = true
+	}
+	return out
 }
 
 // scaleStatic keeps static NodePools at their replicas, as upstream's

@@ -23,8 +23,11 @@ import (
 // marks those two joiner.sh/consolidating:PreferNoSchedule — so
 // kube-scheduler puts the evicted pod on the node that stays — and the
 // first as well while its command waits for validation (a pod bound to it
-// meanwhile would cancel the command); once the budget no longer holds
-// anything back, the node that stays carries no mark.
+// meanwhile would cancel the command). This round's node and the next
+// round's (the first of the two) carry joiner.sh/consolidating-next as
+// well, so a pod that must land on a marked node lands on the later
+// round's. Once the budget no longer holds anything back, the node that
+// stays carries no mark.
 func TestConsolidationMarksTheNextRound(t *testing.T) {
 	ctx := context.Background()
 	scheme, kc := controllerClient(t)
@@ -93,7 +96,7 @@ func TestConsolidationMarksTheNextRound(t *testing.T) {
 			return kc.Update(ctx, &cur) == nil, nil // a conflict: read and try again
 		})
 	}
-	marked := func(ctx context.Context) ([]string, error) {
+	markedWith := func(ctx context.Context, taint corev1.Taint) ([]string, error) {
 		var out []string
 		for _, name := range nodes {
 			var n corev1.Node
@@ -103,23 +106,31 @@ func TestConsolidationMarksTheNextRound(t *testing.T) {
 				}
 				continue // gone
 			}
-			if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&disruption.ConsolidatingTaint) }) {
+			if slices.ContainsFunc(n.Spec.Taints, func(t corev1.Taint) bool { return t.MatchTaint(&taint) }) {
 				out = append(out, name)
 			}
 		}
 		return out, nil
 	}
+	marked := func(ctx context.Context) ([]string, error) { return markedWith(ctx, disruption.ConsolidatingTaint) }
 
 	setPool(func(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s") })
 	var got []string
+	var next []string
 	eventually(t, "three nodes marked: this round's, while it is validated, and two for the next", func(ctx context.Context) (bool, error) {
 		if _, err := c.Disrupt(ctx); err != nil {
 			return false, err
 		}
 		var err error
-		got, err = marked(ctx)
+		if got, err = marked(ctx); err != nil {
+			return false, err
+		}
+		next, err = markedWith(ctx, disruption.ConsolidatingNextTaint)
 		return len(got) == 3, err
 	})
+	if len(next) != 2 || !slices.Contains(got, next[0]) || !slices.Contains(got, next[1]) {
+		t.Errorf("marked %v, marked next %v: want two of the three marked next (this round's and the next round's)", got, next)
+	}
 	// The one this round takes is tainted karpenter.sh/disrupted once
 	// validated: one of the three, and only one. The node that stays is
 	// not marked.
@@ -136,8 +147,8 @@ func TestConsolidationMarksTheNextRound(t *testing.T) {
 		}
 		return len(disrupted) > 0, nil
 	})
-	if len(disrupted) != 1 || !slices.Contains(got, disrupted[0]) {
-		t.Errorf("disrupted %v, marked %v: want one node disrupted, one of the marked", disrupted, got)
+	if len(disrupted) != 1 || !slices.Contains(next, disrupted[0]) {
+		t.Errorf("disrupted %v, marked next %v: want one node disrupted, one of those marked next", disrupted, next)
 	}
 
 	// Nothing held back: the node that stays carries no mark.
