@@ -621,6 +621,28 @@ func bursts(changes []time.Time, gap time.Duration) int {
 	return n
 }
 
+// roundGap: NodeClaims created or deleted less than this apart are one
+// round of consolidation (a round's deletions come within a second or
+// two; upstream's replacements a few seconds before their candidates'
+// deletion; rounds at least a validation, 15 s, apart).
+const roundGap = 5 * time.Second
+
+// fewestRounds is how few rounds of disruption the NodePool's budgets
+// allow to go from nodes to left, each round taking as many as they allow
+// of the nodes then left (-1: they allow none).
+func fewestRounds(np *v1.NodePool, nodes, left int) int {
+	rounds := 0
+	for nodes > left {
+		k := allowedDisruptions(np, nodes)
+		if k <= 0 {
+			return -1
+		}
+		nodes -= min(k, nodes-left)
+		rounds++
+	}
+	return rounds
+}
+
 // waitFor polls the observer's snapshot every second until done says so
 // or timeout passes; it returns when that was, and false on timeout.
 func (o *observer) waitFor(ctx context.Context, timeout time.Duration, done func(s snapshot, lastChange time.Time) bool) (time.Time, bool) {

@@ -118,6 +118,32 @@ func TestBursts(t *testing.T) {
 	}
 }
 
+// TestFewestRounds: a budget of 10 % (rounded up) takes 21 nodes to 6 in
+// nine rounds — 3, 2, 2, 2, 2, then one a round at ten or fewer.
+func TestFewestRounds(t *testing.T) {
+	pool := func(budget string) *v1.NodePool {
+		np := &v1.NodePool{}
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: budget}}
+		return np
+	}
+	for _, tc := range []struct {
+		budget            string
+		nodes, left, want int
+	}{
+		{"10%", 21, 6, 9},
+		{"10%", 21, 10, 5},
+		{"10%", 10, 7, 3},
+		{"10%", 100, 30, 11},
+		{"10%", 6, 6, 0},
+		{"100%", 21, 6, 1},
+		{"0", 21, 6, -1},
+	} {
+		if got := fewestRounds(pool(tc.budget), tc.nodes, tc.left); got != tc.want {
+			t.Errorf("budget %s, %d nodes to %d: %d rounds, want %d", tc.budget, tc.nodes, tc.left, got, tc.want)
+		}
+	}
+}
+
 // TestSpend: a phase's cost in a window after it began — each $/h until
 // the next snapshot, the last one's to the window's end, nothing past it.
 func TestSpend(t *testing.T) {

@@ -420,6 +420,7 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	endPhase("b", ph, s)
 
 	// c. Scale-in to 30 %.
+	before := s.claims
 	in := int(math.Round(0.3 * float64(per)))
 	wantIn := in * len(sizes)
 	ph = obs.begin("scale-in", fmt.Sprintf("%d → %d pods; settled after %s without a NodeClaim created or deleted", want, wantIn, cfg.settle))
@@ -441,11 +442,19 @@ func run(b *testing.B, as harness.Autoscaler, cfg config) *result {
 	cin := obs.counts(ph)
 	r.add(fmt.Sprintf("c-dollars-first-%dm", int(spendWindow.Minutes())), round(cin.spend(spendWindow), 3))
 	s, _ = obs.now()
+	// Its rounds, beside the fewest the NodePool's budget allows from the
+	// nodes before it to those after: each round waits out a validation
+	// (15 s) and its nodes' deletion, so they bound how soon it settles.
+	r.add("c-rounds", float64(bursts(cin.changes, roundGap)))
+	var pool v1.NodePool
+	if err := kc.Get(ctx, client.ObjectKey{Name: poolName}, &pool); err != nil {
+		b.Fatal(err)
+	}
+	r.add("c-rounds-fewest", float64(fewestRounds(&pool, before, s.claims)))
 	endPhase("c", ph, s)
 
 	// d. Drift every node under a budget of 10 %.
 	ph = obs.begin("drift", fmt.Sprintf("the NodePool's template label %s a → b, budget nodes 10%%", revLabel))
-	var pool v1.NodePool
 	if err := kc.Get(ctx, client.ObjectKey{Name: poolName}, &pool); err != nil {
 		b.Fatal(err)
 	}
