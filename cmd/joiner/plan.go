@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/joiner-autoscaler/joiner/pkg/cloudprovider/catalog"
+	"github.com/joiner-autoscaler/joiner/pkg/disruption"
 	"github.com/joiner-autoscaler/joiner/pkg/manifest"
 	"github.com/joiner-autoscaler/joiner/pkg/plan"
 )
@@ -197,6 +198,10 @@ func writeDisruption(w io.Writer, d plan.Disruption, pal palette) {
 	}
 	if len(d.Expired) > 0 {
 		fmt.Fprintf(w, "  expired, drained regardless of budgets: %d: %s\n", len(d.Expired), list(d.Expired, 5))
+	}
+	if len(d.Leaving) > 0 {
+		fmt.Fprintf(w, "  rounds to come, marked %s: %d: %s\n", disruption.ConsolidatingTaint.Key, len(d.Leaving), list(d.Leaving, 8))
+		fmt.Fprintf(w, "    the next round's, marked %s too: %s\n", disruption.ConsolidatingNextTaint.Key, list(d.LeavingNext, 8))
 	}
 	if d.PendingNote != "" {
 		fmt.Fprintf(w, "  note: %s\n", d.PendingNote)

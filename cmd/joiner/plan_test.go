@@ -309,3 +309,29 @@ func TestPlanVolumes(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanShowsTheRoundsToCome: in the scale benchmark's scale-in (its
+// scenario at minute 21:20), the budget of 10 % takes two nodes now; plan
+// names the nodes the rounds after it would take, which a controller
+// marks joiner.sh/consolidating, and the next round's two among them,
+// marked joiner.sh/consolidating-next too — the first two, in order.
+func TestPlanShowsTheRoundsToCome(t *testing.T) {
+	out, err := run(t, "plan", "--scenario", filepath.Join("..", "..", "test", "scale", "scenario"), "--at", "+21m20s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var leaving, next []string
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if rest, ok := strings.CutPrefix(line, "rounds to come, marked joiner.sh/consolidating: "); ok {
+			_, names, _ := strings.Cut(rest, ": ")
+			leaving = strings.Split(names, ",")
+		}
+		if rest, ok := strings.CutPrefix(line, "the next round's, marked joiner.sh/consolidating-next too: "); ok {
+			next = strings.Split(rest, ",")
+		}
+	}
+	if len(leaving) < 3 || len(next) != 2 || next[0] != leaving[0] || next[1] != leaving[1] {
+		t.Fatalf("want the rounds to come (three or more) and the next round's two, the first of them; got %q and %q in:\n%s", leaving, next, out)
+	}
+}

@@ -122,6 +122,14 @@ type Disruption struct {
 	Budgets []Budget `json:"budgets"`
 	// PendingNote says how pending pods weigh on the disruption pass ("" when none pend).
 	PendingNote string `json:"pendingNote,omitempty"`
+	// Leaving are the nodes the rounds to come would take, in order, when
+	// a budget held consolidation back (disruption.Decision.Leaving): the
+	// controller marks them joiner.sh/consolidating. LeavingNext are
+	// those of them the next round takes, which it marks
+	// joiner.sh/consolidating-next as well (as it does the commands'
+	// nodes while they are validated).
+	Leaving     []string `json:"leaving"`
+	LeavingNext []string `json:"leavingNext"`
 }
 
 // Command is one disruption command.
@@ -259,7 +267,7 @@ func applyOverlays(c *state.Objects, policy provisioning.Policy) (*state.Objects
 
 func disruptionOf(d *disruption.Decision, c *state.Objects, now time.Time) Disruption {
 	pools := c.NodePools
-	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}}
+	out := Disruption{Commands: []Command{}, Expired: []string{}, Blocked: []Blocked{}, Budgets: []Budget{}, Leaving: []string{}, LeavingNext: []string{}}
 	byName := map[string]*v1.NodePool{}
 	for _, np := range pools {
 		byName[np.Name] = np
@@ -281,6 +289,16 @@ func disruptionOf(d *disruption.Decision, c *state.Objects, now time.Time) Disru
 	}
 	for _, e := range d.Expired {
 		out.Expired = append(out.Expired, e.Node.Name)
+	}
+	next := map[*disruption.Candidate]bool{}
+	for _, cand := range d.Next {
+		next[cand] = true
+	}
+	for _, cand := range d.Leaving {
+		out.Leaving = append(out.Leaving, cand.Node.Name)
+		if next[cand] {
+			out.LeavingNext = append(out.LeavingNext, cand.Node.Name)
+		}
 	}
 	for _, b := range d.Blocked {
 		out.Blocked = append(out.Blocked, Blocked{Node: b.Node, Reason: blockedReason(c, b, byName, d.Allowances, now, len(d.Commands) == 0)})
