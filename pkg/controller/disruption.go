@@ -255,7 +255,7 @@ func (d *disrupter) disrupt(ctx context.Context) ([]disruption.Event, error) {
 			d.queue.Add(cmd, d.clock.Now())
 		}
 		if dec.LeavingKnown {
-			errs = append(errs, d.markLeaving(ctx, dec.Marked, dec.Next))
+			errs = append(errs, d.markLeaving(ctx, dec.Marks()))
 		}
 		errs = append(errs, d.scaleStatic(ctx, dc))
 	}
@@ -516,31 +516,19 @@ func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Tain
 }
 
 // markLeaving puts disruption.ConsolidatingTaint on the nodes
-// consolidation expects to take (disruption.Decision.Marked: the
-// commands' candidates while they are validated, and the later rounds'),
-// and disruption.ConsolidatingNextTaint on those that leave first
-// (Decision.Next), so kube-scheduler places the pods this round evicts
+// consolidation expects to take (disruption.Decision.Marks: the commands'
+// candidates while they are validated, and the later rounds'), and
+// disruption.ConsolidatingNextTaint on those that leave first, so kube-scheduler places the pods this round evicts
 // elsewhere — on a later round's node before the next round's — and
 // takes them off every other Node, one write a Node.
-func (d *disrupter) markLeaving(ctx context.Context, marked, next []*disruption.Candidate) error {
-	want := map[string]int{}
-	for _, cand := range marked {
-		want[cand.Node.Name] = 1
-	}
-	for _, cand := range next {
-		want[cand.Node.Name] = 2
-	}
+func (d *disrupter) markLeaving(ctx context.Context, marks map[string]bool) error {
 	var errs []error
 	for _, n := range d.store.Nodes() {
 		if n.Node == nil || n.MarkedForDeletion() {
 			continue
 		}
-		taints, changed := n.Node.Spec.Taints, false
-		for level, t := range []corev1.Taint{disruption.ConsolidatingTaint, disruption.ConsolidatingNextTaint} {
-			var c bool
-			taints, c = scheduling.WithTaint(taints, t, want[n.Name()] > level)
-			changed = changed || c
-		}
+		next, marked := marks[n.Name()]
+		taints, changed := disruption.WithMarks(n.Node.Spec.Taints, marked, next)
 		if !changed {
 			continue
 		}

@@ -145,6 +145,31 @@ var ConsolidatingTaint = corev1.Taint{Key: "joiner.sh/consolidating", Effect: co
 // round before — while eight of the marked nodes stayed to the end.
 var ConsolidatingNextTaint = corev1.Taint{Key: "joiner.sh/consolidating-next", Effect: corev1.TaintEffectPreferNoSchedule}
 
+// Marks are the nodes a host marks after a pass that knew its Leaving,
+// by Node name: true for those that leave next (Next: both taints),
+// false for the rest of Marked (ConsolidatingTaint only). A node not in
+// it carries neither.
+func (d *Decision) Marks() map[string]bool {
+	out := make(map[string]bool, len(d.Marked))
+	for _, cand := range d.Marked {
+		out[cand.Node.Name] = false
+	}
+	for _, cand := range d.Next {
+		out[cand.Node.Name] = true
+	}
+	return out
+}
+
+// WithMarks is taints with ConsolidatingTaint on a marked node and
+// ConsolidatingNextTaint as well on one that leaves next (Decision.Marked
+// and Decision.Next), both off otherwise, and whether that changed them:
+// what a host writes to each Node after a pass that knew its Leaving.
+func WithMarks(taints []corev1.Taint, marked, next bool) ([]corev1.Taint, bool) {
+	taints, a := scheduling.WithTaint(taints, ConsolidatingTaint, marked || next)
+	taints, b := scheduling.WithTaint(taints, ConsolidatingNextTaint, next)
+	return taints, a || b
+}
+
 // Options tune consolidation.
 type Options struct {
 	// SpotToSpot allows replacing spot nodes by a cheaper spot node (a

@@ -1074,3 +1074,32 @@ func TestSingleNodeBatches(t *testing.T) {
 		t.Fatalf("upstream's decisions: want one command a pass, got %v", d.Commands)
 	}
 }
+
+// TestWithMarks: a node that leaves next carries both marks, one marked
+// for a later round only the first, any other neither; a node already as
+// it should be is not changed, and other taints stay.
+func TestWithMarks(t *testing.T) {
+	other := corev1.Taint{Key: "other", Effect: corev1.TaintEffectNoSchedule}
+	keys := func(ts []corev1.Taint) string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Key)
+		}
+		return strings.Join(out, ",")
+	}
+	both, changed := WithMarks([]corev1.Taint{other}, true, true)
+	if !changed || keys(both) != "other,joiner.sh/consolidating,joiner.sh/consolidating-next" {
+		t.Fatalf("next: %s (changed %v)", keys(both), changed)
+	}
+	if _, changed := WithMarks(both, true, true); changed {
+		t.Fatal("next again: changed")
+	}
+	later, changed := WithMarks(both, true, false)
+	if !changed || keys(later) != "other,joiner.sh/consolidating" {
+		t.Fatalf("a later round's: %s (changed %v)", keys(later), changed)
+	}
+	none, changed := WithMarks(both, false, false)
+	if !changed || keys(none) != "other" {
+		t.Fatalf("unmarked: %s (changed %v)", keys(none), changed)
+	}
+}

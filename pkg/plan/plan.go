@@ -290,13 +290,10 @@ func disruptionOf(d *disruption.Decision, c *state.Objects, now time.Time) Disru
 	for _, e := range d.Expired {
 		out.Expired = append(out.Expired, e.Node.Name)
 	}
-	next := map[*disruption.Candidate]bool{}
-	for _, cand := range d.Next {
-		next[cand] = true
-	}
+	marks := d.Marks()
 	for _, cand := range d.Leaving {
 		out.Leaving = append(out.Leaving, cand.Node.Name)
-		if next[cand] {
+		if marks[cand.Node.Name] {
 			out.LeavingNext = append(out.LeavingNext, cand.Node.Name)
 		}
 	}

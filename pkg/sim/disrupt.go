@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8slabels "k8s.io/apimachinery/pkg/labels"
@@ -130,7 +131,7 @@ func (e *simulation) disrupt() {
 	}
 	e.rep.disruptionPass(d)
 	if d.LeavingKnown {
-		e.markLeaving(d.Marked, d.Next)
+		e.markLeaving(d.Marks())
 	}
 	for _, cand := range d.Expired {
 		if n := e.nodeByName(cand.Node.Name); n != nil && n.state == nodeReady {
@@ -146,25 +147,17 @@ func (e *simulation) disrupt() {
 }
 
 // markLeaving puts disruption.ConsolidatingTaint on the nodes
-// consolidation expects to take (disruption.Decision.Marked: the
-// commands' candidates while they are validated, and the later rounds'),
-// disruption.ConsolidatingNextTaint on those that leave first
-// (Decision.Next), and takes them off every other node.
-func (e *simulation) markLeaving(marked, next []*disruption.Candidate) {
-	want, first := names(marked), names(next)
+// consolidation expects to take (disruption.Decision.Marks: the commands'
+// candidates while they are validated, and the later rounds'),
+// disruption.ConsolidatingNextTaint on those that leave first, and takes
+// them off every other node, one write a node as the controller.
+func (e *simulation) markLeaving(marks map[string]bool) {
 	for _, n := range e.nodes {
-		e.setTaint(n, disruption.ConsolidatingTaint, want[n.name])
-		e.setTaint(n, disruption.ConsolidatingNextTaint, first[n.name])
+		next, marked := marks[n.name]
+		e.retaint(n, func(taints []corev1.Taint) ([]corev1.Taint, bool) {
+			return disruption.WithMarks(taints, marked, next)
+		})
 	}
-}
-
-// names are the candidates' Node names.
-func names(cands []*disruption.Candidate) map[string]bool {
-	out := make(map[string]bool, len(cands))
-	for _, cand := range cands {
-		out[cand.Node.Name] = true
-	}
-	return out
 }
 
 // scaleStatic keeps static NodePools at their replicas, as upstream's

@@ -136,12 +136,18 @@ func (e *simulation) updateNode(n *simNode, change func(*corev1.Node)) {
 // setTaint adds (on) or removes a taint of n's Node, as the controller
 // does: nothing before it registers or after it is gone.
 func (e *simulation) setTaint(n *simNode, t corev1.Taint, on bool) {
+	e.retaint(n, func(taints []corev1.Taint) ([]corev1.Taint, bool) { return scheduling.WithTaint(taints, t, on) })
+}
+
+// retaint writes n's Node with the taints with returns, in one update,
+// when they change — nothing before it registers or after it is gone.
+func (e *simulation) retaint(n *simNode, with func([]corev1.Taint) ([]corev1.Taint, bool)) {
 	cur := e.st.Node(n.name)
 	if cur == nil || n.state == nodeGone {
 		return
 	}
-	if _, changed := scheduling.WithTaint(cur.Spec.Taints, t, on); changed {
-		e.updateNode(n, func(node *corev1.Node) { node.Spec.Taints, _ = scheduling.WithTaint(node.Spec.Taints, t, on) })
+	if _, changed := with(cur.Spec.Taints); changed {
+		e.updateNode(n, func(node *corev1.Node) { node.Spec.Taints, _ = with(node.Spec.Taints) })
 	}
 }
 
