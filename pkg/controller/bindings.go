@@ -1,31 +1,52 @@
 package controller
 
 import (
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
-// bindingQuiet is how long after kube-scheduler's last binding of a pod
-// provisioning takes it to be done binding (see bindings.busy).
+// bindingQuiet is how long after kube-scheduler's last binding of a pod to
+// a node provisioning takes it to be done binding there (see
+// bindings.busy).
 const bindingQuiet = time.Second
 
 // bindings is when kube-scheduler last bound a pod the controller had seen
-// pending: the informers' feed records it, provisioning reads it. Safe for
-// concurrent use.
+// pending, per node: the informers' feed records it, provisioning reads it
+// for the nodes launched for pending pods. Only bindings within
+// bindingQuiet of the newest are kept. Safe for concurrent use.
 type bindings struct {
-	last atomic.Int64 // UnixNano; 0: none seen
+	mu   sync.Mutex
+	last map[string]time.Time // node name → its last binding
 }
 
-// bound records a binding seen at now.
-func (b *bindings) bound(now time.Time) { b.last.Store(now.UnixNano()) }
-
-// busy: kube-scheduler bound a pod within bindingQuiet of now — it is
-// still binding — and when that quiet ends.
-func (b *bindings) busy(now time.Time) (bool, time.Time) {
-	last := b.last.Load()
-	if last == 0 {
-		return false, time.Time{}
+// bound records a binding to the node seen at now.
+func (b *bindings) bound(node string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.last == nil {
+		b.last = map[string]time.Time{}
 	}
-	end := time.Unix(0, last).Add(bindingQuiet)
-	return now.Before(end), end
+	for n, t := range b.last {
+		if !now.Before(t.Add(bindingQuiet)) {
+			delete(b.last, n)
+		}
+	}
+	b.last[node] = now
+}
+
+// busy: kube-scheduler bound a pod to one of the nodes within
+// bindingQuiet of now — it is still binding there — and when the last of
+// those quiets ends. Bindings elsewhere do not count: a drift's or a
+// consolidation's evicted pods landing on other nodes do not keep
+// kube-scheduler from having had its chance on these.
+func (b *bindings) busy(now time.Time, nodes []string) (bool, time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var end time.Time
+	for _, n := range nodes {
+		if t, ok := b.last[n]; ok && now.Before(t.Add(bindingQuiet)) && t.Add(bindingQuiet).After(end) {
+			end = t.Add(bindingQuiet)
+		}
+	}
+	return !end.IsZero(), end
 }

@@ -14,8 +14,9 @@ import (
 )
 
 // TestBindingsSeenByTheFeed: a pod the feed saw pending and now sees bound
-// is a binding — kube-scheduler is busy for bindingQuiet after it — and
-// nothing else is: a pod first seen bound, or a pending pod's update.
+// is a binding — kube-scheduler is busy on that node for bindingQuiet
+// after it, not on others — and nothing else is: a pod first seen bound,
+// or a pending pod's update.
 func TestBindingsSeenByTheFeed(t *testing.T) {
 	clk := clocktesting.NewFakeClock(t0)
 	f := &storeFeed{store: state.NewStore(state.WaitForScheduler), batch: NewBatcher(clk, time.Second, 10*time.Second), clock: clk, bindings: &bindings{}}
@@ -30,21 +31,40 @@ func TestBindingsSeenByTheFeed(t *testing.T) {
 	}
 	f.podChanged(boundTo(pending, "n0")) // first seen bound
 	f.podChanged(pending.DeepCopy())     // seen pending: in the Store, an update
-	if busy, _ := f.bindings.busy(clk.Now()); busy {
+	if busy, _ := f.bindings.busy(clk.Now(), []string{"n0", "n1"}); busy {
 		t.Fatal("busy with no pod bound after it was seen pending")
 	}
 	f.podChanged(pending.DeepCopy())
 	clk.Step(300 * time.Millisecond)
 	at := clk.Now()
 	f.podChanged(boundTo(pending, "n1"))
-	busy, quietAt := f.bindings.busy(clk.Now())
+	clk.Step(300 * time.Millisecond)
+	f.podChanged(pending2(pending))
+	f.podChanged(boundTo(pending2(pending), "n2"))
+	busy, quietAt := f.bindings.busy(clk.Now(), []string{"n0", "n1"})
 	if !busy || !quietAt.Equal(at.Add(bindingQuiet)) {
-		t.Fatalf("after a binding: busy %v until %s, want true until %s", busy, quietAt, at.Add(bindingQuiet))
+		t.Fatalf("after a binding to n1: busy on n0, n1 %v until %s, want true until %s", busy, quietAt, at.Add(bindingQuiet))
 	}
-	clk.Step(bindingQuiet)
-	if busy, _ := f.bindings.busy(clk.Now()); busy {
-		t.Errorf("busy %s after the last binding", bindingQuiet)
+	if busy, quietAt := f.bindings.busy(clk.Now(), []string{"n1", "n2"}); !busy || !quietAt.Equal(at.Add(300*time.Millisecond+bindingQuiet)) {
+		t.Fatalf("busy on n1, n2 %v until %s, want true until n2's quiet, %s", busy, quietAt, at.Add(300*time.Millisecond+bindingQuiet))
 	}
+	if busy, _ := f.bindings.busy(clk.Now(), []string{"n0", "n3"}); busy {
+		t.Fatal("busy on n0 and n3, where nothing was bound")
+	}
+	clk.Step(bindingQuiet - 300*time.Millisecond)
+	if busy, _ := f.bindings.busy(clk.Now(), []string{"n1"}); busy {
+		t.Errorf("busy on n1 %s after its last binding", bindingQuiet)
+	}
+	if busy, _ := f.bindings.busy(clk.Now(), []string{"n1", "n2"}); !busy {
+		t.Errorf("not busy on n2 %s after its last binding", bindingQuiet-300*time.Millisecond)
+	}
+}
+
+// pending2 is another pod like p.
+func pending2(p *corev1.Pod) *corev1.Pod {
+	cp := p.DeepCopy()
+	cp.Name = p.Name + "2"
+	return cp
 }
 
 // TestPassAfterBinding: a pass held for kube-scheduler's binding asks for

@@ -224,7 +224,7 @@ func (f *storeFeed) podChanged(p *corev1.Pod) {
 		}
 	}
 	if old != nil && old.Spec.NodeName == "" && p.Spec.NodeName != "" && f.bindings != nil {
-		f.bindings.bound(f.clock.Now())
+		f.bindings.bound(p.Spec.NodeName, f.clock.Now())
 	}
 	if old != nil && old.Status.Phase != corev1.PodRunning && p.Status.Phase == corev1.PodRunning {
 		podStartup.Observe(f.clock.Since(p.CreationTimestamp.Time).Seconds())

@@ -38,8 +38,9 @@ type provisioner struct {
 	// buffers, with the CapacityBuffer gate, is told where each pass put
 	// the buffers' chunks.
 	buffers *capacityBuffers
-	// bindings says whether kube-scheduler is still binding pods: until
-	// it is done, no node is launched only for pods awaiting a launch
+	// bindings says whether kube-scheduler is still binding pods to the
+	// nodes launched for pending pods (state.Store.AwaitedNodes): until it
+	// is done there, no node is launched only for pods awaiting a launch
 	// (state.Store.Unawaited). nil: never waited for.
 	bindings *bindings
 	// recheck, buffered 1, asks wakeForBindings for a pass at a time.
@@ -95,7 +96,7 @@ func (p *provisioner) provision(ctx context.Context) ([]*v1.NodeClaim, error) {
 	var errs []error
 	binding, quietAt := false, time.Time{}
 	if p.bindings != nil {
-		binding, quietAt = p.bindings.busy(p.clock.Now())
+		binding, quietAt = p.bindings.busy(p.clock.Now(), p.store.AwaitedNodes())
 	}
 	plans := p.store.Unawaited(res.NewNodeClaims, binding)
 	if binding && len(plans) < len(res.NewNodeClaims) {

@@ -252,6 +252,22 @@ func (s *Store) LaunchesDue(now time.Time, after time.Duration) bool {
 	return false
 }
 
+// AwaitedNodes are the Nodes, by name, of the claims whose launch has not
+// settled yet (those registered so far), sorted: where kube-scheduler
+// binds the pods a scale-out launched them for.
+func (s *Store) AwaitedNodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for claim := range s.launch.planned {
+		if v := s.views[s.claimEntry[claim]]; v != nil && v.node.Node != nil {
+			out = append(out, v.node.Node.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // initializedSince: when the claim's Initialized condition turned True.
 func initializedSince(nc *v1.NodeClaim) (time.Time, bool) {
 	for _, c := range nc.Status.Conditions {

@@ -1,6 +1,7 @@
 package state
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -202,7 +203,8 @@ func TestDaemonSetAntiAffinityIsAMiss(t *testing.T) {
 // TestUnawaited: a plan of only pods whose launched node (registered,
 // unsettled) refuses them by itself is held back until the launch
 // settles; one with another pod, or for pods whose node is still on its
-// way, is kept. LaunchesDue says when the settling is due.
+// way, is kept. LaunchesDue says when the settling is due; AwaitedNodes
+// names the registered Nodes of the launches not settled.
 func TestUnawaited(t *testing.T) {
 	s := (&Objects{NodePools: cluster().NodePools}).Store()
 	stuck := pod("stuck", "", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"team": "a"} })
@@ -214,6 +216,9 @@ func TestUnawaited(t *testing.T) {
 	launchedNode(s, "n1", true, stuck)
 	launchedNode(s, "n2", false, waiting)
 	plans := []*provisioning.NodeClaimPlan{{Pods: []*corev1.Pod{stuck}}, {Pods: []*corev1.Pod{stuck, other}}, {Pods: []*corev1.Pod{waiting}}}
+	if got := s.AwaitedNodes(); !slices.Equal(got, []string{"n1"}) {
+		t.Fatalf("awaited nodes %v, want n1 (n2 has not registered)", got)
+	}
 	kept := s.Unawaited(plans, false)
 	if len(kept) != 2 || kept[0] != plans[1] || kept[1] != plans[2] {
 		t.Fatalf("kept %d plans, want the mixed one and the one for the pod whose node is on its way", len(kept))
@@ -235,6 +240,9 @@ func TestUnawaited(t *testing.T) {
 	s.SettleLaunches(t0.Add(30*time.Second), 30*time.Second)
 	if kept := s.Unawaited(plans, false); len(kept) != 3 {
 		t.Errorf("kept %d plans after n1 settled, want all 3", len(kept))
+	}
+	if got := s.AwaitedNodes(); len(got) != 0 {
+		t.Errorf("awaited nodes %v after n1 settled, want none", got)
 	}
 	if s.LaunchesDue(t0.Add(time.Hour), 30*time.Second) {
 		t.Errorf("due with n2 not initialized")
