@@ -518,9 +518,10 @@ func (d *disrupter) setTaint(ctx context.Context, name string, taint corev1.Tain
 // markLeaving puts disruption.ConsolidatingTaint on the nodes
 // consolidation expects to take (disruption.Decision.Marks: the commands'
 // candidates while they are validated, and the later rounds'), and
-// disruption.ConsolidatingNextTaint on those that leave first, so kube-scheduler places the pods this round evicts
-// elsewhere — on a later round's node before the next round's — and
-// takes them off every other Node, one write a Node.
+// disruption.ConsolidatingNextTaint on those that leave first, so
+// kube-scheduler places the pods this round evicts elsewhere — on a later
+// round's node before the next round's — and takes them off every other
+// Node, one write a Node.
 func (d *disrupter) markLeaving(ctx context.Context, marks map[string]bool) error {
 	var errs []error
 	for _, n := range d.store.Nodes() {
