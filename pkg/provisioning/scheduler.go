@@ -170,6 +170,7 @@ func (pl *Planner) Solve(ctx context.Context, snap *Snapshot) *Results {
 		return j.results()
 	}
 	j = pl.refined(ctx, snap, j, memosOwned)
+	absorbTail(snap, j)
 	if j.alike {
 		return j.results()
 	}
@@ -207,7 +208,9 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 		// Likely alike: find out before starting upstream's way.
 		if j.finish(snap); j.alike {
 			j.run(ctx)
-			return pl.refined(ctx, snap, j, memosOwned).results()
+			j = pl.refined(ctx, snap, j, memosOwned)
+			absorbTail(snap, j)
+			return j.results()
 		}
 	}
 	if pl.altCaches == nil {
@@ -267,6 +270,7 @@ func (pl *Planner) solveBoth(ctx context.Context, snap *Snapshot) *Results {
 	}
 	// Upstream's way may be running beside: the memos are only read.
 	j = pl.refined(ctx, snap, j, memosShared)
+	absorbTail(snap, j)
 	if j.alike {
 		return j.results()
 	}
