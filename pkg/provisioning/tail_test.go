@@ -89,6 +89,15 @@ func TestTailJoinsANeighbour(t *testing.T) {
 	if len(res.NewNodeClaims) != claims-1 || res.Price() > up.Price()+1e-9 {
 		t.Errorf("Solve: %d claims, $%.3f/h; want %d, and no dearer than upstream's $%.3f/h", len(res.NewNodeClaims), res.Price(), claims-1, up.Price())
 	}
+
+	// A Concurrent Planner, which plans upstream's way beside, makes the
+	// same plan (and, under -race, shares nothing unsafely doing it).
+	snap := &Snapshot{NodePools: pools, InstanceTypes: map[string][]*cloudprovider.InstanceType{"general": tailTypes()}, Pods: pods}
+	con := NewPlanner(pools, snap.InstanceTypes, nil)
+	con.Concurrent = true
+	if got := con.Solve(context.Background(), snap); len(got.NewNodeClaims) != len(res.NewNodeClaims) || got.Price() != res.Price() {
+		t.Errorf("a Concurrent Planner plans %d claims for $%.3f/h, Solve %d for $%.3f/h", len(got.NewNodeClaims), got.Price(), len(res.NewNodeClaims), res.Price())
+	}
 }
 
 // Where a merge could break what placed the pods — topology on hostname,
