@@ -164,8 +164,9 @@ func keyWithoutHostname(rs scheduling.Requirements) string {
 	return b.String()
 }
 
-// cheapest is the claim's cheapest candidate type (see price); nil when
-// none has an offering its requirements allow.
+// cheapest is the claim's cheapest candidate type, whose price is the
+// claim's (but for reservations); nil when none has an offering its
+// requirements allow.
 func (cl *claim) cheapest() *itInfo {
 	zone, ct := cl.reqs.Get(v1.LabelZone), cl.reqs.Get(v1.LabelCapacityType)
 	for _, i := range cl.pool.priceOrder(zone, ct) {

@@ -191,10 +191,8 @@ func (cl *claim) price() float64 {
 	if len(cl.reserved) > 0 {
 		return cl.reservedPrice(zone)
 	}
-	for _, i := range cl.pool.priceOrder(zone, ct) {
-		if cl.candidates.has(i) {
-			return cl.pool.its[i].it.Offerings.CheapestPriceWith(zone, ct)
-		}
+	if it := cl.cheapest(); it != nil {
+		return it.it.Offerings.CheapestPriceWith(zone, ct)
 	}
 	return 0
 }
