@@ -49,11 +49,11 @@ func (s *scheduler) absorbTail() bool {
 		return false
 	}
 	t := s.claims[ti]
-	tPrice := t.price()
+	tPrice, tKey := t.price(), keyWithoutHostname(t.reqs)
 	best, bestExtra := -1, 0.0
 	var bestCand bitset
 	for i, c := range s.claims {
-		if i == ti || c.pool != t.pool || !mergeable(c) || !sameRequirements(c, t) {
+		if i == ti || c.pool != t.pool || !mergeable(c) || keyWithoutHostname(c.reqs) != tKey {
 			continue
 		}
 		cand := c.candidates.clone()
@@ -147,12 +147,8 @@ func mergeable(cl *claim) bool {
 	return len(cl.ports) == 0 && len(cl.reserved) == 0 && !cl.minRelaxed
 }
 
-// sameRequirements: the claims' requirements are the same but for their
-// hostnames.
-func sameRequirements(a, b *claim) bool {
-	return keyWithoutHostname(a.reqs) == keyWithoutHostname(b.reqs)
-}
-
+// keyWithoutHostname is the requirements' CacheKey but for the hostname:
+// claims whose keys are equal ask for the same but their own names.
 func keyWithoutHostname(rs scheduling.Requirements) string {
 	var b strings.Builder
 	for _, k := range rs.Keys() {
